@@ -1,0 +1,103 @@
+package diskbench
+
+import "time"
+
+// Workload names a benchmark pattern.
+type Workload string
+
+// The workloads diskbench runs; each mirrors one way a bookie uses its disks.
+const (
+	// WorkloadJournal is N writers, each appending to its own preallocated
+	// file and calling fdatasync every SyncEvery writes (the bookie journal).
+	WorkloadJournal Workload = "journal"
+	// WorkloadEntryLog is buffered sequential appends with an fdatasync every
+	// FlushEveryBytes (the entry logger of DbLedgerStorage).
+	WorkloadEntryLog Workload = "entrylog"
+	// WorkloadRandRead is O_DIRECT random reads at a queue depth (catch-up reads).
+	WorkloadRandRead Workload = "randread"
+)
+
+// Latency summarises one latency distribution. All values are nanoseconds.
+// A nil *Latency means the workload has no such operation.
+type Latency struct {
+	Count  int64   `json:"count"`
+	MinNs  int64   `json:"min_ns"`
+	MeanNs float64 `json:"mean_ns"`
+	P50Ns  int64   `json:"p50_ns"`
+	P90Ns  int64   `json:"p90_ns"`
+	P99Ns  int64   `json:"p99_ns"`
+	P999Ns int64   `json:"p999_ns"`
+	MaxNs  int64   `json:"max_ns"`
+}
+
+// Result is one point of a sweep: one workload at one (writers|depth,
+// block size) setting. Its JSON form is part of diskbench's public output
+// (`diskbench ... --output json`) and is read back by the bookie agent, so
+// fields are only ever added, never renamed.
+type Result struct {
+	Workload Workload `json:"workload"`
+	// Writers is the number of parallel writer files (journal, entrylog).
+	Writers int `json:"writers,omitempty"`
+	// Depth is the number of reads in flight (randread).
+	Depth int `json:"depth,omitempty"`
+	// BlockSize is the size of each write or read in bytes.
+	BlockSize int64 `json:"block_size"`
+	// SyncEvery is the group-commit size in writes (journal).
+	SyncEvery int `json:"sync_every,omitempty"`
+	// FlushEveryBytes is the fdatasync interval in bytes (entrylog).
+	FlushEveryBytes int64 `json:"flush_every_bytes,omitempty"`
+	// FileSize is the size of the file read (randread).
+	FileSize int64 `json:"file_size,omitempty"`
+
+	// DurationSec is the measured time, warm-up excluded.
+	DurationSec float64 `json:"duration_sec"`
+	// WarmupSec is the time discarded before measuring.
+	WarmupSec float64 `json:"warmup_sec"`
+	// Bytes and Ops are the totals in the measured window.
+	Bytes int64 `json:"bytes"`
+	Ops   int64 `json:"ops"`
+	// Syncs is the number of fdatasync calls in the measured window.
+	Syncs int64 `json:"syncs,omitempty"`
+
+	BytesPerSec float64 `json:"bytes_per_sec"`
+	IOPS        float64 `json:"iops"`
+
+	// WriteLatency covers each write(2) call; SyncLatency each fdatasync;
+	// CommitLatency one group (its writes plus the sync) — the time a bookie
+	// journal needs to make a group durable. ReadLatency covers each read.
+	WriteLatency  *Latency `json:"write_latency,omitempty"`
+	SyncLatency   *Latency `json:"sync_latency,omitempty"`
+	CommitLatency *Latency `json:"commit_latency,omitempty"`
+	ReadLatency   *Latency `json:"read_latency,omitempty"`
+
+	// SamplesBytesPerSec holds one throughput sample per second of the
+	// measured window; StdevOverMean is their coefficient of variation.
+	SamplesBytesPerSec []float64 `json:"samples_bytes_per_sec,omitempty"`
+	StdevOverMean      float64   `json:"stdev_over_mean"`
+
+	// DirectIO reports whether reads used O_DIRECT (randread).
+	DirectIO bool `json:"direct_io,omitempty"`
+	// Warnings lists conditions that make the figure less trustworthy
+	// (buffered fallback, high variance, cache effects, ...).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Report is the document `--output json` prints: every result of one run
+// plus where and how it was measured.
+type Report struct {
+	Tool      string    `json:"tool"`
+	Version   string    `json:"version,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	Host      string    `json:"host,omitempty"`
+	Dir       string    `json:"dir"`
+	// FSType is the filesystem name from statfs (ext4, xfs, ...).
+	FSType string `json:"fs_type"`
+	// Device is the backing block device when it could be found.
+	Device string `json:"device,omitempty"`
+	// FreeBytes and TotalBytes are the filesystem's available and total size
+	// at the start of the run.
+	FreeBytes    uint64   `json:"free_bytes"`
+	TotalBytes   uint64   `json:"total_bytes"`
+	BytesWritten int64    `json:"bytes_written"`
+	Results      []Result `json:"results"`
+}
