@@ -1,0 +1,11 @@
+# Blob stores (offloader/blob/...): the real S3 server the tests talk to.
+VERSITYGW_VERSION := v1.8.0
+DEPS += $(CACHE)/bin/versitygw
+
+$(CACHE)/bin/versitygw:
+	GOBIN=$(CACHE)/bin $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+.PHONY: test-blob
+## test-blob: the blob providers' acceptance, fault-injection and COS-fake suites.
+test-blob: $(CACHE)/bin/versitygw
+	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 ./offloader/blob/... ./test/cosfake/... ./test/testenv/

@@ -1,0 +1,388 @@
+package testenv
+
+// S3: a real S3 server (versitygw, posix backend) on 127.0.0.1.
+//
+// One server is shared by every test of a test package (StartS3); tests
+// isolate themselves with a fresh bucket each (NewBucket). A test that needs
+// to stop or kill its server takes a private one (StartPrivateS3).
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/sys/unix"
+)
+
+// S3VirtualDomain is the base domain of virtual-host bucket addressing on
+// the test S3 server: host "<bucket>.s3.tierkeeper.test:<port>" addresses
+// <bucket>. No DNS knows it; dial 127.0.0.1:<port> (S3.DialContext).
+const S3VirtualDomain = "s3.tierkeeper.test"
+
+// S3 is a running versitygw S3 server.
+type S3 struct {
+	// Endpoint is "http://127.0.0.1:<port>" (path-style addressing).
+	Endpoint string
+	// Addr is "127.0.0.1:<port>".
+	Addr string
+	// AccessKey and SecretKey are the root credentials (random per server).
+	AccessKey string
+	SecretKey string
+	// Region is the server's region ("us-east-1").
+	Region string
+	// VirtualDomain is S3VirtualDomain; VirtualEndpoint is
+	// "http://s3.tierkeeper.test:<port>" for virtual-host addressing (pair
+	// it with DialContext).
+	VirtualDomain   string
+	VirtualEndpoint string
+	// Dir is the posix backend root: one directory per bucket.
+	Dir string
+	// LogPath is the server log (request log included).
+	LogPath string
+
+	client  *s3.Client
+	seq     atomic.Int64
+	stop    func()
+	exited  func() (bool, error)
+	private bool
+}
+
+// Versitygw returns the path of the versitygw binary (`make deps` installs
+// it into the cache).
+func Versitygw() string { return filepath.Join(CacheDir(), "bin", "versitygw") }
+
+var (
+	sharedS3Once sync.Once
+	sharedS3     *S3
+	sharedS3Err  error
+)
+
+var errVersitygwMissing = errors.New("versitygw not installed")
+
+// StartS3 returns the S3 server shared by the test package, starting it on
+// first use. It lives until the test binary exits (or StopSharedS3). If the
+// binary is missing the test is skipped or failed (Unavailable).
+func StartS3(t testing.TB) *S3 {
+	t.Helper()
+	sharedS3Once.Do(func() {
+		sharedS3, sharedS3Err = startS3Process(false)
+	})
+	if errors.Is(sharedS3Err, errVersitygwMissing) {
+		Unavailable(t, "%v (make deps installs %s)", sharedS3Err, Versitygw())
+		return nil
+	}
+	if sharedS3Err != nil {
+		t.Fatalf("start S3 server: %v", sharedS3Err)
+	}
+	s := sharedS3
+	if done, err := s.exited(); done {
+		t.Fatalf("shared S3 server has exited (%v); log tail:\n%s", err, Tail(s.LogPath, 30))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- last lines of %s:\n%s", s.LogPath, Tail(s.LogPath, 30))
+		}
+	})
+	return s
+}
+
+// StopSharedS3 stops the shared server and removes its data. Call it from
+// TestMain after m.Run() if you want the data directory gone; otherwise the
+// server dies with the test binary (parent-death signal) and the temporary
+// directory stays.
+func StopSharedS3() {
+	if sharedS3 != nil {
+		sharedS3.stop()
+		_ = os.RemoveAll(filepath.Dir(sharedS3.Dir))
+	}
+}
+
+// StartPrivateS3 starts a server owned by t (stopped at the end of t); use it
+// to kill or restart the server.
+func StartPrivateS3(t testing.TB) *S3 {
+	t.Helper()
+	s, err := startS3Process(true)
+	if errors.Is(err, errVersitygwMissing) {
+		Unavailable(t, "%v (make deps installs %s)", err, Versitygw())
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("start S3 server: %v", err)
+	}
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() {
+			t.Logf("--- last lines of %s:\n%s", s.LogPath, Tail(s.LogPath, 30))
+		}
+		_ = os.RemoveAll(filepath.Dir(s.Dir))
+	})
+	return s
+}
+
+// Stop stops a private server (SIGTERM, then SIGKILL). Calling it on the
+// shared server is not allowed.
+func (s *S3) Stop() {
+	if !s.private {
+		panic("testenv: Stop on the shared S3 server")
+	}
+	s.stop()
+}
+
+func startS3Process(private bool) (*S3, error) {
+	bin := Versitygw()
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%w: %s", errVersitygwMissing, bin)
+	}
+	removeStaleS3Dirs()
+	base, err := os.MkdirTemp("", "tierkeeper-s3-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(base, "owner.pid"), []byte(fmt.Sprint(os.Getpid())), 0o644); err != nil {
+		return nil, err
+	}
+	root := filepath.Join(base, "data")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	s := &S3{
+		AccessKey:     "TK" + strings.ToUpper(randHex(9)),
+		SecretKey:     randHex(20),
+		Region:        "us-east-1",
+		VirtualDomain: S3VirtualDomain,
+		Dir:           root,
+		LogPath:       filepath.Join(base, "versitygw.log"),
+		private:       private,
+	}
+	args := []string{"--access", s.AccessKey, "--secret", s.SecretKey, "--region", s.Region,
+		"--virtual-domain", S3VirtualDomain, "posix"}
+	// The posix backend keeps metadata in xattrs; use a sidecar directory
+	// where the file system has none.
+	if err := unix.Setxattr(root, "user.tierkeeper-probe", []byte("1"), 0); err != nil {
+		side := filepath.Join(base, "meta")
+		if err := os.MkdirAll(side, 0o755); err != nil {
+			return nil, err
+		}
+		args = append(args, "--sidecar", side)
+	} else {
+		_ = unix.Removexattr(root, "user.tierkeeper-probe")
+	}
+	args = append(args, root)
+
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		full := append([]string{"--port", addr}, args...)
+		stop, exited, err := runDetached(bin, full, s.LogPath)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitListening(addr, exited, 30*time.Second); err != nil {
+			stop()
+			lastErr = fmt.Errorf("%w; log tail:\n%s", err, Tail(s.LogPath, 30))
+			continue
+		}
+		s.Addr = addr
+		s.Endpoint = "http://" + addr
+		s.VirtualEndpoint = fmt.Sprintf("http://%s:%d", S3VirtualDomain, port)
+		s.stop, s.exited = stop, exited
+		s.client = s.newClient()
+		return s, nil
+	}
+	return nil, lastErr
+}
+
+// removeStaleS3Dirs removes data directories left by test binaries that have
+// exited (the shared server dies with its test binary; its directory stays).
+func removeStaleS3Dirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "tierkeeper-s3-*"))
+	for i, d := range dirs {
+		if i >= 200 {
+			return
+		}
+		b, err := os.ReadFile(filepath.Join(d, "owner.pid"))
+		if err != nil {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+// runDetached starts bin in its own process group with output to logPath.
+// The process is started from a goroutine locked to its OS thread, which
+// stays alive until the process ends, so the parent-death signal (SIGKILL)
+// fires only when the test binary exits.
+func runDetached(bin string, args []string, logPath string) (stop func(), exited func() (bool, error), err error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	var mu sync.Mutex
+	var waitErr error
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := cmd.Start(); err != nil {
+			f.Close()
+			started <- err
+			return
+		}
+		started <- nil
+		err := cmd.Wait()
+		f.Close()
+		mu.Lock()
+		waitErr = err
+		mu.Unlock()
+		close(done)
+	}()
+	if err := <-started; err != nil {
+		return nil, nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited = func() (bool, error) {
+		select {
+		case <-done:
+			mu.Lock()
+			defer mu.Unlock()
+			return true, waitErr
+		default:
+			return false, nil
+		}
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+		})
+	}
+	return stop, exited, nil
+}
+
+func waitListening(addr string, exited func() (bool, error), timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if done, err := exited(); done {
+			return fmt.Errorf("versitygw exited before listening on %s: %v", addr, err)
+		}
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("versitygw not listening on %s after %s", addr, timeout)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// DialContext dials the server whatever host name is asked for, so
+// virtual-host URLs ("http://<bucket>.s3.tierkeeper.test:<port>") work
+// without DNS. Use it as http.Transport.DialContext.
+func (s *S3) DialContext(ctx context.Context, network, _ string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, s.Addr)
+}
+
+// Client returns an aws-sdk-go-v2 S3 client for the server (path-style, root
+// credentials).
+func (s *S3) Client() *s3.Client { return s.client }
+
+func (s *S3) newClient() *s3.Client {
+	return s3.New(s3.Options{
+		Region:       s.Region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+		// versitygw verifies checksums it is sent; keep the test client's
+		// requests plain.
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+}
+
+// NewBucket creates a fresh, empty bucket named after the test and returns
+// its name (3–63 chars, lower case). The bucket is left for the server's
+// cleanup.
+func (s *S3) NewBucket(t testing.TB) string {
+	t.Helper()
+	name := bucketName(t.Name(), s.seq.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	return name
+}
+
+// bucketName makes an S3-valid bucket name from a test name and a sequence.
+func bucketName(testName string, seq int64) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(testName) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	stem := strings.Trim(b.String(), "-")
+	suffix := fmt.Sprintf("-%d-%s", seq, randHex(3))
+	if max := 63 - len("tk-") - len(suffix); len(stem) > max {
+		stem = strings.Trim(stem[:max], "-")
+	}
+	if stem == "" {
+		stem = "t"
+	}
+	return "tk-" + stem + suffix
+}
