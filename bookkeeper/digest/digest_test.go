@@ -1,0 +1,135 @@
+package digest
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"testing"
+)
+
+// Golden digests computed independently (Python zlib/hmac and a bitwise
+// CRC-32C) over header(ledger 7, entry 3, lac 2, length 1000) + payload.
+var golden = []struct {
+	typ      Type
+	password string
+	digest   string
+}{
+	{CRC32, "", "00000000d841577c"},
+	{CRC32C, "", "5a388051"},
+	{HMAC, "secret", "84cf8391b6bb648114604388d630e6b988564230"},
+	{HMAC, "", "0c34e5b67595bb43fbb45fea1055e84429bffe13"},
+	{DUMMY, "", ""},
+}
+
+const goldenHeader = "00000000000000070000000000000003000000000000000200000000000003e8"
+
+var goldenPayload = []byte("hello, bookkeeper")
+
+func TestGoldenSealAndVerify(t *testing.T) {
+	h := Header{LedgerID: 7, EntryID: 3, LastAddConfirmed: 2, Length: 1000}
+	for _, g := range golden {
+		t.Run(g.typ.String()+"/"+g.password, func(t *testing.T) {
+			d, err := New(g.typ, []byte(g.password))
+			if err != nil {
+				t.Fatal(err)
+			}
+			entry := d.Seal(h, goldenPayload)
+			want, _ := hex.DecodeString(goldenHeader + g.digest + hex.EncodeToString(goldenPayload))
+			if !bytes.Equal(entry, want) {
+				t.Fatalf("sealed entry\n got %x\nwant %x", entry, want)
+			}
+			gotH, payload, err := d.Verify(7, 3, entry)
+			if err != nil {
+				t.Fatalf("verify: %v", err)
+			}
+			if gotH != h || !bytes.Equal(payload, goldenPayload) {
+				t.Fatalf("verify returned %+v %q", gotH, payload)
+			}
+		})
+	}
+}
+
+func TestVerifyRejects(t *testing.T) {
+	h := Header{LedgerID: 7, EntryID: 3, LastAddConfirmed: 2, Length: 17}
+	for _, typ := range []Type{CRC32, CRC32C, HMAC} {
+		d, _ := New(typ, []byte("pw"))
+		entry := d.Seal(h, goldenPayload)
+		// Every single-bit flip in header, digest or payload is detected.
+		for i := 0; i < len(entry); i++ {
+			bad := bytes.Clone(entry)
+			bad[i] ^= 0x10
+			if _, _, err := d.Verify(7, 3, bad); !errors.Is(err, ErrMismatch) {
+				t.Fatalf("%s: flip at byte %d: err = %v, want ErrMismatch", typ, i, err)
+			}
+		}
+		if _, _, err := d.Verify(7, 4, entry); !errors.Is(err, ErrWrongEntry) {
+			t.Fatalf("%s: wrong entry id: %v", typ, err)
+		}
+		if _, _, err := d.Verify(8, 3, entry); !errors.Is(err, ErrWrongEntry) {
+			t.Fatalf("%s: wrong ledger id: %v", typ, err)
+		}
+		if _, _, err := d.Verify(7, 3, entry[:HeaderSize+typ.Size()-1]); !errors.Is(err, ErrShortEntry) {
+			t.Fatalf("%s: short: %v", typ, err)
+		}
+	}
+	// HMAC with another password fails.
+	a, _ := New(HMAC, []byte("a"))
+	b, _ := New(HMAC, []byte("b"))
+	if _, _, err := b.Verify(7, 3, a.Seal(h, goldenPayload)); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("hmac wrong password: %v", err)
+	}
+	// DUMMY still checks the header.
+	d, _ := New(DUMMY, nil)
+	if _, _, err := d.Verify(7, 9, d.Seal(h, nil)); !errors.Is(err, ErrWrongEntry) {
+		t.Fatalf("dummy wrong entry: %v", err)
+	}
+	if _, _, err := d.Verify(7, 3, make([]byte, 31)); !errors.Is(err, ErrShortEntry) {
+		t.Fatalf("dummy short: %v", err)
+	}
+}
+
+func TestTypes(t *testing.T) {
+	for s, want := range map[string]Type{"crc32": CRC32, "CRC32C": CRC32C, "mac": HMAC, "HMAC": HMAC, " dummy ": DUMMY} {
+		got, err := ParseType(s)
+		if err != nil || got != want {
+			t.Errorf("ParseType(%q) = %v, %v", s, got, err)
+		}
+	}
+	if _, err := ParseType("sha256"); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("ParseType(sha256): %v", err)
+	}
+	if _, err := New(Type(9), nil); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("New(9): %v", err)
+	}
+	if Type(9).Valid() || Unknown.Valid() || !DUMMY.Valid() {
+		t.Error("Valid")
+	}
+	// Master key for an empty password is SHA1("ledger") (BookKeeper's EMPTY_LEDGER_KEY).
+	if got := hex.EncodeToString(MasterKey(nil)); got != "850bf1071c5e3d8c24235676f8816ae0cbe2f14f" {
+		t.Fatalf("MasterKey(empty) = %s", got)
+	}
+}
+
+func FuzzVerify(f *testing.F) {
+	d, _ := New(CRC32C, nil)
+	f.Add(int8(CRC32C), d.Seal(Header{LedgerID: 1, EntryID: 2, Length: 3}, []byte("abc")))
+	f.Add(int8(HMAC), []byte{})
+	f.Add(int8(CRC32), make([]byte, 40))
+	f.Add(int8(DUMMY), make([]byte, 32))
+	f.Fuzz(func(t *testing.T, typ int8, entry []byte) {
+		d, err := New(Type(typ), []byte("pw"))
+		if err != nil {
+			return
+		}
+		h, payload, err := d.Verify(1, 2, entry)
+		if err != nil {
+			return
+		}
+		if h.LedgerID != 1 || h.EntryID != 2 || len(payload) != len(entry)-HeaderSize-d.Size() {
+			t.Fatalf("accepted inconsistent entry: %+v, %d payload bytes of %d", h, len(payload), len(entry))
+		}
+		if !bytes.Equal(d.Seal(h, payload), entry) {
+			t.Fatal("accepted entry does not re-seal to itself")
+		}
+	})
+}

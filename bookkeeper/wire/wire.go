@@ -1,0 +1,291 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+)
+
+// DefaultMaxFrameSize bounds response frames: a bookie's default
+// nettyMaxFrameSizeBytes (5 MiB) plus room for protocol overhead. Bookies
+// configured with a larger limit need a larger bound.
+const DefaultMaxFrameSize = 5*1024*1024 + 64*1024
+
+// Protocol constants used in the header.
+const (
+	versionThree   = int32(bkproto.ProtocolVersion_VERSION_THREE)
+	opReadEntry    = int32(bkproto.OperationType_READ_ENTRY)
+	fieldHeader    = 1
+	fieldStatus    = 2
+	fieldReadReq   = 100
+	fieldReadResp  = 100
+	hdrVersion     = 1
+	hdrOperation   = 2
+	hdrTxnID       = 3
+	readLedgerID   = 1
+	readEntryID    = 2
+	rrStatus       = 1
+	rrLedgerID     = 2
+	rrEntryID      = 3
+	rrBody         = 4
+	rrMaxLAC       = 5
+	rrLacTimestamp = 6
+)
+
+// AppendFrame appends msg to dst as one frame (4-byte big-endian length,
+// then msg).
+func AppendFrame(dst, msg []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(msg)))
+	return append(dst, msg...)
+}
+
+// AppendReadRequest appends one framed READ_ENTRY request for entryID of
+// ledgerID with the given txnId to dst. The request carries no flag and no
+// master key, so it can never fence the ledger.
+func AppendReadRequest(dst []byte, txnID uint64, ledgerID, entryID int64) []byte {
+	// header: version, operation, txnId
+	hdrLen := 1 + protowire.SizeVarint(uint64(versionThree)) +
+		1 + protowire.SizeVarint(uint64(opReadEntry)) +
+		1 + protowire.SizeVarint(txnID)
+	rrLen := 1 + protowire.SizeVarint(uint64(ledgerID)) +
+		1 + protowire.SizeVarint(uint64(entryID))
+	msgLen := 1 + protowire.SizeVarint(uint64(hdrLen)) + hdrLen +
+		protowire.SizeTag(fieldReadReq) + protowire.SizeVarint(uint64(rrLen)) + rrLen
+
+	dst = binary.BigEndian.AppendUint32(dst, uint32(msgLen))
+	dst = protowire.AppendTag(dst, fieldHeader, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(hdrLen))
+	dst = protowire.AppendTag(dst, hdrVersion, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(versionThree))
+	dst = protowire.AppendTag(dst, hdrOperation, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(opReadEntry))
+	dst = protowire.AppendTag(dst, hdrTxnID, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, txnID)
+	dst = protowire.AppendTag(dst, fieldReadReq, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(rrLen))
+	dst = protowire.AppendTag(dst, readLedgerID, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(ledgerID))
+	dst = protowire.AppendTag(dst, readEntryID, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(entryID))
+	return dst
+}
+
+// ReadFrame reads one frame from r and returns its body. A length above
+// maxSize fails with ErrFrameTooLarge before anything is allocated. alloc, if
+// not nil, provides the body buffer (it must return a slice of length n).
+func ReadFrame(r io.Reader, maxSize int, alloc func(n int) []byte) ([]byte, error) {
+	var lb [4]byte
+	if _, err := io.ReadFull(r, lb[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(lb[:])
+	if uint64(n) > uint64(maxSize) {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, maxSize)
+	}
+	var body []byte
+	if alloc != nil {
+		body = alloc(int(n))
+	} else {
+		body = make([]byte, n)
+	}
+	if _, err := io.ReadFull(r, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return body, nil
+}
+
+// Response is a decoded v3 Response.
+type Response struct {
+	Version   int32
+	Operation int32
+	TxnID     uint64
+	// Status is the response-level status.
+	Status bkproto.StatusCode
+	// Read is set when the response carries a readResponse.
+	Read *ReadResponse
+}
+
+// ReadResponse is a decoded v3 ReadResponse.
+type ReadResponse struct {
+	Status   bkproto.StatusCode
+	LedgerID int64
+	EntryID  int64
+	// Body is the stored entry (header, digest, payload); it aliases the
+	// frame passed to DecodeResponse. Nil when absent.
+	Body      []byte
+	MaxLAC    int64
+	HasMaxLAC bool
+	// LacUpdateTimestamp is only set by long-poll reads.
+	LacUpdateTimestamp int64
+
+	required uint8 // bits: status, ledgerId, entryId seen
+}
+
+// EffectiveStatus is the status of a read: the response status when it is
+// not EOK, else the readResponse status. An EOK response without a
+// readResponse can not be used for a read and reports EBADREQ.
+func (r *Response) EffectiveStatus() bkproto.StatusCode {
+	if r.Status != bkproto.StatusCode_EOK {
+		return r.Status
+	}
+	if r.Read == nil {
+		return bkproto.StatusCode_EBADREQ
+	}
+	return r.Read.Status
+}
+
+// DecodeResponse decodes a Response from a frame body. Fields of repeated
+// embedded messages are merged, later scalar values win, unknown fields and
+// known fields with an unexpected wire type are skipped, as protobuf does.
+// Required fields (header with version/operation/txnId, status, and in a
+// readResponse status/ledgerId/entryId) must be present.
+func DecodeResponse(b []byte) (*Response, error) {
+	r := &Response{}
+	var haveHeader, haveStatus, haveVer, haveOp, haveTxn bool
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, malformed("response tag", n)
+		}
+		b = b[n:]
+		switch {
+		case num == fieldHeader && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, malformed("header", n)
+			}
+			b = b[n:]
+			if err := decodeHeader(v, r, &haveVer, &haveOp, &haveTxn); err != nil {
+				return nil, err
+			}
+			haveHeader = true
+		case num == fieldStatus && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return nil, malformed("status", n)
+			}
+			b = b[n:]
+			r.Status = bkproto.StatusCode(int32(v))
+			haveStatus = true
+		case num == fieldReadResp && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, malformed("readResponse", n)
+			}
+			b = b[n:]
+			if r.Read == nil {
+				r.Read = &ReadResponse{}
+			}
+			if err := decodeReadResponse(v, r.Read); err != nil {
+				return nil, err
+			}
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return nil, malformed("unknown field", n)
+			}
+			b = b[n:]
+		}
+	}
+	if !haveHeader || !haveStatus || !haveVer || !haveOp || !haveTxn {
+		return nil, fmt.Errorf("%w: missing required field (header %t, status %t, version %t, operation %t, txnId %t)",
+			ErrMalformed, haveHeader, haveStatus, haveVer, haveOp, haveTxn)
+	}
+	if r.Read != nil && r.Read.required != 7 {
+		return nil, fmt.Errorf("%w: readResponse lacks status, ledgerId or entryId", ErrMalformed)
+	}
+	return r, nil
+}
+
+func decodeHeader(b []byte, r *Response, haveVer, haveOp, haveTxn *bool) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return malformed("header tag", n)
+		}
+		b = b[n:]
+		if typ != protowire.VarintType || num < hdrVersion || num > hdrTxnID {
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return malformed("header field", n)
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return malformed("header varint", n)
+		}
+		b = b[n:]
+		switch num {
+		case hdrVersion:
+			r.Version, *haveVer = int32(v), true
+		case hdrOperation:
+			r.Operation, *haveOp = int32(v), true
+		case hdrTxnID:
+			r.TxnID, *haveTxn = v, true
+		}
+	}
+	return nil
+}
+
+func decodeReadResponse(b []byte, rr *ReadResponse) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return malformed("readResponse tag", n)
+		}
+		b = b[n:]
+		switch {
+		case num == rrBody && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return malformed("body", n)
+			}
+			b = b[n:]
+			if v == nil {
+				v = []byte{}
+			}
+			rr.Body = v[:len(v):len(v)]
+		case num >= rrStatus && num <= rrLacTimestamp && num != rrBody && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return malformed("readResponse varint", n)
+			}
+			b = b[n:]
+			switch num {
+			case rrStatus:
+				rr.Status = bkproto.StatusCode(int32(v))
+				rr.required |= 1
+			case rrLedgerID:
+				rr.LedgerID = int64(v)
+				rr.required |= 2
+			case rrEntryID:
+				rr.EntryID = int64(v)
+				rr.required |= 4
+			case rrMaxLAC:
+				rr.MaxLAC, rr.HasMaxLAC = int64(v), true
+			case rrLacTimestamp:
+				rr.LacUpdateTimestamp = int64(v)
+			}
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return malformed("readResponse field", n)
+			}
+			b = b[n:]
+		}
+	}
+	return nil
+}
+
+func malformed(what string, n int) error {
+	return fmt.Errorf("%w: %s: %v", ErrMalformed, what, protowire.ParseError(n))
+}
