@@ -1,0 +1,287 @@
+package mlmeta
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+)
+
+// UUIDToBits splits u like Java's UUID.getMostSignificantBits /
+// getLeastSignificantBits: the two big-endian 8-byte halves as signed
+// int64, as stored in OffloadContext.uidMsb/uidLsb.
+func UUIDToBits(u uuid.UUID) (msb, lsb int64) {
+	return int64(binary.BigEndian.Uint64(u[:8])), int64(binary.BigEndian.Uint64(u[8:]))
+}
+
+// UUIDFromBits is the inverse of UUIDToBits (Java's new UUID(msb, lsb)).
+func UUIDFromBits(msb, lsb int64) uuid.UUID {
+	var u uuid.UUID
+	binary.BigEndian.PutUint64(u[:8], uint64(msb))
+	binary.BigEndian.PutUint64(u[8:], uint64(lsb))
+	return u
+}
+
+// AttemptUUID returns the offload attempt UUID recorded in oc. Like the
+// broker (offloadContext.hasUidMsb()), a context has one when uidMsb is
+// set; a missing uidLsb reads as 0.
+func AttemptUUID(oc *mlproto.OffloadContext) (uuid.UUID, bool) {
+	if oc == nil || oc.UidMsb == nil {
+		return uuid.Nil, false
+	}
+	return UUIDFromBits(oc.GetUidMsb(), oc.GetUidLsb()), true
+}
+
+// Driver describes the tiered-storage location recorded in a ledger's
+// OffloadContext.driverMetadata; the broker reads the objects back from it.
+type Driver struct {
+	// Name is the driver as configured in the broker
+	// (managedLedgerOffloadDriver): "aws-s3", "S3", "google-cloud-storage",
+	// "azureblob", "aliyun-oss", "transient". Stored as
+	// driverMetadata.name.
+	Name string
+	// Provider is the Java enum constant of the jcloud provider stored as
+	// property managedLedgerOffloadDriver (JCloudBlobStoreProvider.toString(),
+	// e.g. "AWS_S3"). Empty means derived from Name.
+	Provider string
+	// Bucket, Region and ServiceEndpoint are stored as properties of the
+	// same names; unset values are stored as "".
+	Bucket, Region, ServiceEndpoint string
+}
+
+// providerOf maps a driver name (case-insensitively, like
+// JCloudBlobStoreProvider.getProvider) to its enum constant. "s3" (the
+// generic S3 driver, PR #15710) is assumed to be the constant S3; its
+// source was not read.
+func providerOf(driver string) (string, bool) {
+	switch strings.ToLower(driver) {
+	case "aws-s3":
+		return "AWS_S3", true
+	case "google-cloud-storage":
+		return "GOOGLE_CLOUD_STORAGE", true
+	case "azureblob":
+		return "AZURE_BLOB", true
+	case "aliyun-oss":
+		return "ALIYUN_OSS", true
+	case "transient":
+		return "TRANSIENT", true
+	case "s3":
+		return "S3", true
+	}
+	return "", false
+}
+
+// Driver metadata property keys (TieredStorageConfiguration).
+const (
+	PropDriver   = "managedLedgerOffloadDriver"
+	PropBucket   = "bucket"
+	PropRegion   = "region"
+	PropEndpoint = "serviceEndpoint"
+)
+
+// Metadata returns the OffloadDriverMetadata Pulsar's jcloud offloader
+// records: name = Name, properties exactly (in this order, from
+// TieredStorageConfiguration.getOffloadDriverMetadata's ImmutableMap)
+// managedLedgerOffloadDriver = provider enum constant, bucket, region,
+// serviceEndpoint.
+func (d Driver) Metadata() (*mlproto.OffloadDriverMetadata, error) {
+	if d.Name == "" {
+		return nil, fmt.Errorf("%w: empty driver name", ErrUnknownDriver)
+	}
+	prov := d.Provider
+	if prov == "" {
+		var ok bool
+		if prov, ok = providerOf(d.Name); !ok {
+			return nil, fmt.Errorf("%w: %q (set Driver.Provider to its Java enum constant)", ErrUnknownDriver, d.Name)
+		}
+	}
+	kv := func(k, v string) *mlproto.KeyValue { return &mlproto.KeyValue{Key: proto.String(k), Value: proto.String(v)} }
+	return &mlproto.OffloadDriverMetadata{
+		Name: proto.String(d.Name),
+		Properties: []*mlproto.KeyValue{
+			kv(PropDriver, prov),
+			kv(PropBucket, d.Bucket),
+			kv(PropRegion, d.Region),
+			kv(PropEndpoint, d.ServiceEndpoint),
+		},
+	}, nil
+}
+
+// DriverFromMetadata reads back the fields of a stored OffloadDriverMetadata
+// (other properties are ignored).
+func DriverFromMetadata(m *mlproto.OffloadDriverMetadata) Driver {
+	d := Driver{Name: m.GetName()}
+	for _, kv := range m.GetProperties() {
+		switch kv.GetKey() {
+		case PropDriver:
+			d.Provider = kv.GetValue()
+		case PropBucket:
+			d.Bucket = kv.GetValue()
+		case PropRegion:
+			d.Region = kv.GetValue()
+		case PropEndpoint:
+			d.ServiceEndpoint = kv.GetValue()
+		}
+	}
+	return d
+}
+
+// LedgerState summarizes where a ledger's data lives.
+type LedgerState int
+
+// Ledger states, from LedgerInfo and its OffloadContext.
+const (
+	// StateOpen is the last ledger of the managed ledger (the one being
+	// written, or recovered and replaced on the next open); never offloaded.
+	StateOpen LedgerState = iota
+	// StateBookKeeper: closed, data only in BookKeeper.
+	StateBookKeeper
+	// StateOffloading: an attempt UUID is recorded but not complete (an
+	// upload in progress, or a crashed attempt whose objects are orphans).
+	StateOffloading
+	// StateOffloaded: complete; the broker reads from the object store, and
+	// the BookKeeper ledger still exists.
+	StateOffloaded
+	// StateOffloadedBKDeleted: complete and the BookKeeper ledger deleted.
+	StateOffloadedBKDeleted
+)
+
+func (s LedgerState) String() string {
+	switch s {
+	case StateOpen:
+		return "open"
+	case StateBookKeeper:
+		return "bookkeeper"
+	case StateOffloading:
+		return "offloading"
+	case StateOffloaded:
+		return "offloaded"
+	case StateOffloadedBKDeleted:
+		return "offloaded-bk-deleted"
+	}
+	return fmt.Sprintf("LedgerState(%d)", int(s))
+}
+
+// States returns the state of every ledger of info, in order.
+func States(info *mlproto.ManagedLedgerInfo) []LedgerState {
+	out := make([]LedgerState, len(info.GetLedgerInfo()))
+	for i, li := range info.GetLedgerInfo() {
+		oc := li.GetOffloadContext()
+		_, hasUUID := AttemptUUID(oc)
+		switch {
+		case i == len(out)-1:
+			out[i] = StateOpen
+		case oc.GetComplete() && oc.GetBookkeeperDeleted():
+			out[i] = StateOffloadedBKDeleted
+		case oc.GetComplete():
+			out[i] = StateOffloaded
+		case hasUUID:
+			out[i] = StateOffloading
+		default:
+			out[i] = StateBookKeeper
+		}
+	}
+	return out
+}
+
+// PrepareOffload records attempt id and the driver location in the ledger's
+// OffloadContext before any object is uploaded (DESIGN invariant 4; the
+// broker's prepareLedgerInfoForOffloaded), so a crash leaves objects the
+// sweeper can find. It returns the UUID of a previous unfinished attempt
+// that this one replaces (uuid.Nil if none): its objects are orphans for the
+// caller to delete, as the broker does.
+//
+// Idempotent: recording the same id again writes nothing. It refuses the
+// last ledger (ErrLastLedger), a ledger without entries (ErrEmptyLedger)
+// and an offloaded one (ErrAlreadyOffloaded). complete, timestamp and
+// bookkeeperDeleted are left as they are.
+func (s *Store) PrepareOffload(ctx context.Context, ml string, ledgerID int64, id uuid.UUID, d Driver) (prev uuid.UUID, res *UpdateResult, err error) {
+	md, err := d.Metadata()
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	if id == uuid.Nil {
+		return uuid.Nil, nil, fmt.Errorf("prepare offload: nil attempt UUID")
+	}
+	msb, lsb := UUIDToBits(id)
+	res, err = s.UpdateOffloadContext(ctx, ml, ledgerID, func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
+		prev = uuid.Nil
+		if oc.GetComplete() {
+			return false, ErrAlreadyOffloaded
+		}
+		if li.GetEntries() <= 0 || li.GetSize() <= 0 {
+			return false, fmt.Errorf("%w (entries %d, size %d)", ErrEmptyLedger, li.GetEntries(), li.GetSize())
+		}
+		old, had := AttemptUUID(oc)
+		if had && old == id && proto.Equal(oc.GetDriverMetadata(), md) {
+			return false, nil
+		}
+		if had && old != id {
+			prev = old
+		}
+		oc.UidMsb, oc.UidLsb = proto.Int64(msb), proto.Int64(lsb)
+		oc.DriverMetadata = proto.Clone(md).(*mlproto.OffloadDriverMetadata)
+		return true, nil
+	})
+	return prev, res, err
+}
+
+// CompleteOffload marks the ledger offloaded by attempt id: complete = true
+// and timestamp = now (ms), after the objects are written and verified
+// (DESIGN invariant 2). The stored UUID must be id, else
+// ErrOffloadConflict (not retried, like the broker's OffloadConflict), and
+// PrepareOffload must have recorded the driver metadata. Completing again
+// with the same id writes nothing and keeps the first timestamp.
+func (s *Store) CompleteOffload(ctx context.Context, ml string, ledgerID int64, id uuid.UUID) (*UpdateResult, error) {
+	return s.UpdateOffloadContext(ctx, ml, ledgerID, func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
+		if err := checkAttempt(oc, id); err != nil {
+			return false, err
+		}
+		if oc.GetComplete() {
+			return false, nil
+		}
+		if oc.GetDriverMetadata() == nil {
+			return false, fmt.Errorf("%w: no driver metadata recorded for attempt %s", ErrOffloadConflict, id)
+		}
+		oc.Complete = proto.Bool(true)
+		oc.Timestamp = proto.Int64(s.opts.Now().UnixMilli())
+		return true, nil
+	})
+}
+
+// MarkBookkeeperDeleted sets bookkeeperDeleted = true for a ledger offloaded
+// by attempt id, to be committed before the BookKeeper ledger is deleted
+// (DESIGN invariant 5; the deletion lag is the caller's policy). It refuses
+// a different attempt (ErrOffloadConflict) and an incomplete offload
+// (ErrNotOffloaded); a second call writes nothing.
+func (s *Store) MarkBookkeeperDeleted(ctx context.Context, ml string, ledgerID int64, id uuid.UUID) (*UpdateResult, error) {
+	return s.UpdateOffloadContext(ctx, ml, ledgerID, func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
+		if err := checkAttempt(oc, id); err != nil {
+			return false, err
+		}
+		if !oc.GetComplete() {
+			return false, ErrNotOffloaded
+		}
+		if oc.GetBookkeeperDeleted() {
+			return false, nil
+		}
+		oc.BookkeeperDeleted = proto.Bool(true)
+		return true, nil
+	})
+}
+
+func checkAttempt(oc *mlproto.OffloadContext, id uuid.UUID) error {
+	stored, ok := AttemptUUID(oc)
+	if !ok {
+		return fmt.Errorf("%w: no attempt recorded, want %s", ErrOffloadConflict, id)
+	}
+	if stored != id {
+		return fmt.Errorf("%w: stored %s, want %s", ErrOffloadConflict, stored, id)
+	}
+	return nil
+}

@@ -1,0 +1,566 @@
+package mlmeta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+)
+
+// ZK is the part of a ZooKeeper client the store uses; *zk.Conn satisfies
+// it. Get and Children read; Set is the only write, always a compare-and-set
+// on the version read.
+type ZK interface {
+	Get(path string) ([]byte, *zk.Stat, error)
+	Children(path string) ([]string, *zk.Stat, error)
+	Set(path string, data []byte, version int32) (*zk.Stat, error)
+}
+
+var _ ZK = (*zk.Conn)(nil)
+
+// Options configure a Store. The zero value (or nil) gives the defaults.
+type Options struct {
+	// Chroot is prepended to every znode path, for metadata stores whose
+	// URL has a chroot suffix (e.g. "zk:host:2181/pulsar" → "/pulsar").
+	// Default: none.
+	Chroot string
+
+	// Limits bound decoding; see Limits.
+	Limits Limits
+
+	// WriteCodec compresses written values. Default NONE: plain protobuf,
+	// which every broker reads whatever its managedLedgerInfoCompressionType
+	// (its reader detects the wrapper by its magic).
+	WriteCodec mlproto.CompressionType
+
+	// PreserveCodec re-compresses a value with the codec it was read with
+	// (a plain value stays plain), so an operator who enabled compression
+	// to keep large infos under ZooKeeper's jute.maxbuffer keeps that
+	// property. It takes precedence over WriteCodec for compressed values.
+	PreserveCodec bool
+
+	// CompressThresholdBytes: WriteCodec applies only when the serialized
+	// info is larger, as with the broker's
+	// managedLedgerInfoCompressionThresholdInBytes. Zero means
+	// DefaultCompressThresholdBytes (16 KiB, the broker default); negative
+	// means always compress (the broker's 0). PreserveCodec ignores it.
+	CompressThresholdBytes int64
+
+	// MaxRetries bounds how often an update re-reads after losing a
+	// compare-and-set race (ZooKeeper BadVersion). Zero means 16.
+	MaxRetries int
+
+	// RetryBackoff is the first pause after a lost race; it doubles, with
+	// jitter, up to one second. Zero means 10ms.
+	RetryBackoff time.Duration
+
+	// ListConcurrency bounds concurrent ZooKeeper reads in List and
+	// GetMany. Zero means 8.
+	ListConcurrency int
+
+	// Now returns the current time (offload completion timestamps).
+	// Default time.Now.
+	Now func() time.Time
+
+	// Logger receives debug logs of retries and writes. Default: discard.
+	Logger *slog.Logger
+
+	// Registerer registers the store's metrics
+	// (offload_mlmeta_updates_total, offload_mlmeta_cas_retries_total).
+	// Default: none.
+	Registerer prometheus.Registerer
+}
+
+// Store reads and compare-and-set-updates Pulsar managed-ledger metadata in
+// ZooKeeper. It is safe for concurrent use.
+type Store struct {
+	zk   ZK
+	opts Options
+	log  *slog.Logger
+
+	updates *prometheus.CounterVec
+	retries prometheus.Counter
+}
+
+// New returns a Store on conn with opts (nil means defaults).
+func New(conn ZK, opts *Options) *Store {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxRetries <= 0 {
+		o.MaxRetries = 16
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = 10 * time.Millisecond
+	}
+	if o.ListConcurrency <= 0 {
+		o.ListConcurrency = 8
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.CompressThresholdBytes == 0 {
+		o.CompressThresholdBytes = DefaultCompressThresholdBytes
+	}
+	o.Chroot = strings.TrimRight(o.Chroot, "/")
+	lg := o.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{zk: conn, opts: o, log: lg.With("component", "mlmeta")}
+	s.updates = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "offload_mlmeta_updates_total",
+		Help: "Managed-ledger offload-context updates by result (written, unchanged, rejected, error).",
+	}, []string{"result"})
+	s.retries = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "offload_mlmeta_cas_retries_total",
+		Help: "Compare-and-set writes of managed-ledger metadata lost to a concurrent writer and retried.",
+	})
+	for _, r := range []string{"written", "unchanged", "rejected", "error"} {
+		s.updates.WithLabelValues(r)
+	}
+	if o.Registerer != nil {
+		s.updates = register(o.Registerer, s.updates)
+		s.retries = register(o.Registerer, s.retries)
+	}
+	return s
+}
+
+// register registers c, or returns the collector already registered under
+// the same name (several stores may share one registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}
+
+// zpath returns the absolute znode path of p (relative to the store root).
+func (s *Store) zpath(p string) string { return s.opts.Chroot + p }
+
+// do runs a blocking ZooKeeper call, returning early (the call finishes in
+// the background) when ctx ends; go-zookeeper has no per-call context.
+func do[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	type res struct {
+		v   T
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		v, err := f()
+		ch <- res{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+type getResult struct {
+	data []byte
+	stat *zk.Stat
+}
+
+func (s *Store) get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
+	r, err := do(ctx, func() (getResult, error) {
+		d, st, err := s.zk.Get(s.zpath(p))
+		return getResult{d, st}, err
+	})
+	return r.data, r.stat, err
+}
+
+func (s *Store) children(ctx context.Context, p string) ([]string, error) {
+	return do(ctx, func() ([]string, error) {
+		c, _, err := s.zk.Children(s.zpath(p))
+		return c, err
+	})
+}
+
+// Snapshot is one read of a managed-ledger znode.
+type Snapshot struct {
+	// Name is the managed-ledger name (tenant/namespace/persistent/topic).
+	Name string
+	// Info is the decoded metadata; ledgers are in stored order
+	// (ascending ids as the broker writes them).
+	Info *mlproto.ManagedLedgerInfo
+	// Version is the znode version a compare-and-set must match.
+	Version int32
+	// Codec is the compression the value was stored with (NONE = plain).
+	Codec mlproto.CompressionType
+	// StoredBytes is the size of the znode value.
+	StoredBytes int
+	// Modified is the znode's last modification time.
+	Modified time.Time
+}
+
+// Get reads and decodes one managed ledger. A missing znode gives
+// ErrNotFound; an undecodable value ErrCorrupt or ErrTooLarge.
+func (s *Store) Get(ctx context.Context, ml string) (*Snapshot, error) {
+	if ml == "" || strings.HasPrefix(ml, "/") || strings.HasSuffix(ml, "/") {
+		return nil, fmt.Errorf("%w: managed ledger name %q", ErrInvalidName, ml)
+	}
+	p := Path(ml)
+	data, st, err := s.get(ctx, p)
+	if err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, s.zpath(p))
+		}
+		return nil, fmt.Errorf("read %s: %w", s.zpath(p), err)
+	}
+	info, codec, err := Decode(data, s.opts.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("%s (version %d): %w", s.zpath(p), st.Version, err)
+	}
+	return &Snapshot{
+		Name:        ml,
+		Info:        info,
+		Version:     st.Version,
+		Codec:       codec,
+		StoredBytes: len(data),
+		Modified:    time.UnixMilli(st.Mtime),
+	}, nil
+}
+
+// List returns the names of every managed ledger under Root, sorted.
+//
+// Pulsar keeps a topic's managed ledger at
+// /managed-ledgers/<namespace>/persistent/<encoded topic> and lists a
+// namespace's topics as the children of <namespace>/persistent
+// (TopicResources.listPersistentTopicsAsync); the children of a
+// managed-ledger node are its cursors and are never returned. Namespaces
+// are tenant/namespace (v2) or tenant/cluster/namespace (v1); a node
+// tenant/X whose children include "persistent" is a v2 namespace, and each
+// other child Y of tenant/X whose children include "persistent" is a v1
+// namespace tenant/X/Y. (A v1 namespace literally named "persistent" cannot
+// be told apart from a v2 domain node and is read as one.) Non-persistent
+// topics have no managed ledger and no node.
+func (s *Store) List(ctx context.Context) ([]string, error) {
+	nss, err := s.ListNamespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.listTopics(ctx, nss)
+}
+
+// ListNamespace returns the managed ledgers of one namespace ("tenant/ns" or
+// "tenant/cluster/ns"), sorted. A namespace without persistent topics gives
+// an empty list.
+func (s *Store) ListNamespace(ctx context.Context, ns string) ([]string, error) {
+	parts := strings.Split(ns, "/")
+	if len(parts) != 2 && len(parts) != 3 {
+		return nil, fmt.Errorf("%w: namespace %q: want tenant/namespace or tenant/cluster/namespace", ErrInvalidName, ns)
+	}
+	for _, p := range parts {
+		if err := checkEntity("namespace part", p); err != nil {
+			return nil, fmt.Errorf("namespace %q: %w", ns, err)
+		}
+	}
+	return s.listTopics(ctx, []string{ns})
+}
+
+// ListNamespaces returns every namespace path under Root that has a
+// persistent domain node, sorted.
+func (s *Store) ListNamespaces(ctx context.Context) ([]string, error) {
+	tenants, err := s.childrenOrEmpty(ctx, Root)
+	if err != nil {
+		return nil, err
+	}
+	var nss []string
+	for _, t := range tenants {
+		xs, err := s.childrenOrEmpty(ctx, Root+"/"+t)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range xs {
+			kids, err := s.childrenOrEmpty(ctx, Root+"/"+t+"/"+x)
+			if err != nil {
+				return nil, err
+			}
+			for _, y := range kids {
+				if y == DomainPersistent {
+					nss = append(nss, t+"/"+x)
+					continue
+				}
+				grand, err := s.childrenOrEmpty(ctx, Root+"/"+t+"/"+x+"/"+y)
+				if err != nil {
+					return nil, err
+				}
+				if slices.Contains(grand, DomainPersistent) {
+					nss = append(nss, t+"/"+x+"/"+y)
+				}
+			}
+		}
+	}
+	sort.Strings(nss)
+	return nss, nil
+}
+
+func (s *Store) listTopics(ctx context.Context, nss []string) ([]string, error) {
+	var out []string
+	for _, ns := range nss {
+		topics, err := s.childrenOrEmpty(ctx, Root+"/"+ns+"/"+DomainPersistent)
+		if err != nil {
+			return nil, err
+		}
+		for _, tp := range topics {
+			out = append(out, ns+"/"+DomainPersistent+"/"+tp)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// childrenOrEmpty lists p's children; a node deleted meanwhile has none.
+func (s *Store) childrenOrEmpty(ctx context.Context, p string) ([]string, error) {
+	c, err := s.children(ctx, p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", s.zpath(p), err)
+	}
+	sort.Strings(c)
+	return c, nil
+}
+
+// Result is the outcome of reading one managed ledger in GetMany.
+type Result struct {
+	Name     string
+	Snapshot *Snapshot // nil when Err is set
+	Err      error
+}
+
+// GetMany reads the named managed ledgers with up to
+// Options.ListConcurrency reads in flight and returns one Result per name,
+// in order. Per-ledger errors (deleted meanwhile, corrupt) are reported in
+// the Result; the returned error is set only when ctx ends. progress, if
+// not nil, is called after each read with the number done.
+func (s *Store) GetMany(ctx context.Context, names []string, progress func(done int)) ([]Result, error) {
+	out := make([]Result, len(names))
+	sem := make(chan struct{}, s.opts.ListConcurrency)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for i, n := range names {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return out, ctx.Err()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			snap, err := s.Get(ctx, n)
+			out[i] = Result{Name: n, Snapshot: snap, Err: err}
+			if progress != nil {
+				mu.Lock()
+				done++
+				d := done
+				mu.Unlock()
+				progress(d)
+			}
+		}()
+	}
+	wg.Wait()
+	return out, ctx.Err()
+}
+
+// Mutator changes one ledger's offload context. oc is a private copy of
+// the stored context (an empty one if the ledger has none; unknown fields
+// included) that the mutator edits in place; li is the stored LedgerInfo,
+// read only. It returns whether it changed oc. It is called again, on
+// fresh data, after every lost compare-and-set race, so it must decide from
+// its arguments alone. An error aborts the update and is returned as is.
+type Mutator func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (changed bool, err error)
+
+// UpdateResult describes a finished update.
+type UpdateResult struct {
+	// Written is false when the mutator made no change (nothing written).
+	Written bool
+	// Version is the znode version after the update (or as read when
+	// nothing was written).
+	Version int32
+	// Retries counts compare-and-set races lost and retried.
+	Retries int
+	// Before and After are the ledger's offload context before and after
+	// (equal when nothing was written). Before is nil if there was none.
+	Before, After *mlproto.OffloadContext
+}
+
+// UpdateOffloadContext changes the OffloadContext of one ledger and
+// nothing else, with a compare-and-set on the version read:
+//
+//  1. read and decode the znode (the version is remembered);
+//  2. refuse an unknown ledger (ErrLedgerNotFound) and the last ledger, or
+//     the one with the highest id (ErrLastLedger);
+//  3. let fn edit a copy of the ledger's context;
+//  4. encode (every other field, known or unknown, byte for byte as
+//     decoded) and check the result decodes to the intended info;
+//  5. Set with the version read; on BadVersion start again at 1, at most
+//     Options.MaxRetries times (then ErrContention), pausing with jittered
+//     exponential backoff.
+//
+// A write either lands whole or not at all. When ZooKeeper fails during the
+// Set (connection loss, session expiry) the outcome is unknown and the error
+// is returned; the helpers below are idempotent, so the caller may simply
+// call again once ZooKeeper is back.
+func (s *Store) UpdateOffloadContext(ctx context.Context, ml string, ledgerID int64, fn Mutator) (*UpdateResult, error) {
+	res, err := s.update(ctx, ml, ledgerID, fn)
+	switch {
+	case err == nil && res.Written:
+		s.updates.WithLabelValues("written").Inc()
+	case err == nil:
+		s.updates.WithLabelValues("unchanged").Inc()
+	case errors.Is(err, ErrOffloadConflict), errors.Is(err, ErrLastLedger), errors.Is(err, ErrLedgerNotFound),
+		errors.Is(err, ErrAlreadyOffloaded), errors.Is(err, ErrNotOffloaded), errors.Is(err, ErrEmptyLedger):
+		s.updates.WithLabelValues("rejected").Inc()
+	default:
+		s.updates.WithLabelValues("error").Inc()
+	}
+	return res, err
+}
+
+func (s *Store) update(ctx context.Context, ml string, ledgerID int64, fn Mutator) (*UpdateResult, error) {
+	p := Path(ml)
+	backoff := s.opts.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		snap, err := s.Get(ctx, ml)
+		if err != nil {
+			return nil, err
+		}
+		info := snap.Info
+		idx, err := ledgerIndex(info, ledgerID)
+		if err != nil {
+			return nil, fmt.Errorf("%s ledger %d: %w", ml, ledgerID, err)
+		}
+		li := info.LedgerInfo[idx]
+		var before *mlproto.OffloadContext
+		if li.OffloadContext != nil {
+			before = proto.Clone(li.OffloadContext).(*mlproto.OffloadContext)
+		}
+		oc := &mlproto.OffloadContext{}
+		if before != nil {
+			oc = proto.Clone(before).(*mlproto.OffloadContext)
+		}
+		changed, err := fn(oc, li)
+		if err != nil {
+			return nil, fmt.Errorf("%s ledger %d: %w", ml, ledgerID, err)
+		}
+		if !changed {
+			return &UpdateResult{Version: snap.Version, Retries: attempt, Before: before, After: before}, nil
+		}
+		li.OffloadContext = oc
+		data, err := s.encode(info, snap.Codec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ml, err)
+		}
+		st, err := do(ctx, func() (*zk.Stat, error) {
+			return s.zk.Set(s.zpath(p), data, snap.Version)
+		})
+		switch {
+		case err == nil:
+			s.log.Debug("offload context written", "ml", ml, "ledger", ledgerID,
+				"version", st.Version, "retries", attempt, "bytes", len(data))
+			return &UpdateResult{Written: true, Version: st.Version, Retries: attempt,
+				Before: before, After: proto.Clone(oc).(*mlproto.OffloadContext)}, nil
+		case errors.Is(err, zk.ErrBadVersion):
+			if attempt >= s.opts.MaxRetries {
+				return nil, fmt.Errorf("%s ledger %d: %w (%d retries)", ml, ledgerID, ErrContention, attempt)
+			}
+			s.retries.Inc()
+			s.log.Debug("compare-and-set lost, re-reading", "ml", ml, "ledger", ledgerID,
+				"version", snap.Version, "attempt", attempt+1)
+			if err := sleep(ctx, jitter(backoff)); err != nil {
+				return nil, err
+			}
+			backoff = min(2*backoff, time.Second)
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, fmt.Errorf("%w: %s deleted during update", ErrNotFound, s.zpath(p))
+		default:
+			return nil, fmt.Errorf("write %s (version %d): %w", s.zpath(p), snap.Version, err)
+		}
+	}
+}
+
+// encode serializes info for writing per the options, and checks that the
+// bytes decode back to exactly info (unknown fields included).
+func (s *Store) encode(info *mlproto.ManagedLedgerInfo, readCodec mlproto.CompressionType) ([]byte, error) {
+	eo := EncodeOptions{Codec: s.opts.WriteCodec, ThresholdBytes: max(s.opts.CompressThresholdBytes, 0)}
+	if s.opts.PreserveCodec && readCodec != mlproto.CompressionType_NONE {
+		eo = EncodeOptions{Codec: readCodec, ThresholdBytes: 0}
+	}
+	data, err := Encode(info, eo)
+	if err != nil {
+		return nil, err
+	}
+	lim := s.opts.Limits
+	lim.MaxDecompressedBytes = max(lim.max(), len(data)*4)
+	back, _, err := Decode(data, lim)
+	if err != nil {
+		return nil, fmt.Errorf("encoded metadata does not decode: %w", err)
+	}
+	if !proto.Equal(back, info) {
+		return nil, errors.New("encoded metadata does not decode to the intended value")
+	}
+	return data, nil
+}
+
+// ledgerIndex finds ledgerID and refuses the last ledger.
+func ledgerIndex(info *mlproto.ManagedLedgerInfo, ledgerID int64) (int, error) {
+	idx := -1
+	var maxID int64 = -1 << 63
+	for i, li := range info.LedgerInfo {
+		if li.GetLedgerId() == ledgerID {
+			idx = i
+		}
+		maxID = max(maxID, li.GetLedgerId())
+	}
+	if idx < 0 {
+		return -1, ErrLedgerNotFound
+	}
+	if idx == len(info.LedgerInfo)-1 || ledgerID == maxID {
+		return -1, ErrLastLedger
+	}
+	return idx, nil
+}
+
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
