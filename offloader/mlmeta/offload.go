@@ -100,7 +100,9 @@ func (d Driver) Metadata() (*mlproto.OffloadDriverMetadata, error) {
 			return nil, fmt.Errorf("%w: %q (set Driver.Provider to its Java enum constant)", ErrUnknownDriver, d.Name)
 		}
 	}
-	kv := func(k, v string) *mlproto.KeyValue { return &mlproto.KeyValue{Key: proto.String(k), Value: proto.String(v)} }
+	kv := func(k, v string) *mlproto.KeyValue {
+		return &mlproto.KeyValue{Key: proto.String(k), Value: proto.String(v)}
+	}
 	return &mlproto.OffloadDriverMetadata{
 		Name: proto.String(d.Name),
 		Properties: []*mlproto.KeyValue{
