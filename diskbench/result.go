@@ -46,8 +46,11 @@ type Result struct {
 	SyncEvery int `json:"sync_every,omitempty"`
 	// FlushEveryBytes is the fdatasync interval in bytes (entrylog).
 	FlushEveryBytes int64 `json:"flush_every_bytes,omitempty"`
-	// FileSize is the size of the file read (randread).
+	// FileSize is the size of the file read (randread), or of each writer's
+	// file (journal, entrylog).
 	FileSize int64 `json:"file_size,omitempty"`
+	// Prealloc is how writer files were prepared: "fallocate" or "none".
+	Prealloc string `json:"prealloc,omitempty"`
 
 	// DurationSec is the measured time, warm-up excluded.
 	DurationSec float64 `json:"duration_sec"`
@@ -58,6 +61,11 @@ type Result struct {
 	Ops   int64 `json:"ops"`
 	// Syncs is the number of fdatasync calls in the measured window.
 	Syncs int64 `json:"syncs,omitempty"`
+	// BytesWritten counts every byte this point wrote, warm-up and file
+	// layout included (what it cost the disk, as opposed to Bytes).
+	BytesWritten int64 `json:"bytes_written,omitempty"`
+	// StopReason says what ended the point: "duration" or "byte budget".
+	StopReason string `json:"stop_reason,omitempty"`
 
 	BytesPerSec float64 `json:"bytes_per_sec"`
 	IOPS        float64 `json:"iops"`
@@ -100,4 +108,12 @@ type Report struct {
 	TotalBytes   uint64   `json:"total_bytes"`
 	BytesWritten int64    `json:"bytes_written"`
 	Results      []Result `json:"results"`
+	// TimeBudgetSec and MaxBytes are the budgets the run was given.
+	TimeBudgetSec float64 `json:"time_budget_sec,omitempty"`
+	MaxBytes      int64   `json:"max_bytes,omitempty"`
+	// ElapsedSec is the run's wall time.
+	ElapsedSec float64 `json:"elapsed_sec,omitempty"`
+	// Warnings lists run-level problems (points skipped for lack of time,
+	// filesystem caveats); per-point ones are in each Result.
+	Warnings []string `json:"warnings,omitempty"`
 }

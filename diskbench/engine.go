@@ -1,0 +1,490 @@
+package diskbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// runner holds the state of one Run*/Sweep call: the budget, the files it
+// created and the progress bookkeeping.
+type runner struct {
+	opts   Options
+	target *Target
+	log    *slog.Logger
+	open   OpenFunc
+	seed   uint64
+	prefix string
+
+	start    time.Time
+	budget   atomic.Int64 // bytes that may still be written
+	written  atomic.Int64 // bytes written so far
+	points   int          // planned points
+	pointNum int          // points started
+	estimate time.Duration
+
+	mu      sync.Mutex
+	created map[string]bool // paths still linked, removed by cleanup
+}
+
+func newRunner(ctx context.Context, opts Options) (*runner, error) {
+	t, err := Check(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	open := opts.OpenFile
+	if open == nil {
+		open = OpenOSFile
+	}
+	seed := opts.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	r := &runner{
+		opts:    opts,
+		target:  t,
+		log:     log.With("component", "diskbench"),
+		open:    open,
+		seed:    seed,
+		prefix:  fmt.Sprintf(".diskbench-%d-%s-", os.Getpid(), strconv.FormatUint(rand.Uint64()&0xffffff, 36)),
+		start:   time.Now(),
+		created: map[string]bool{},
+	}
+	r.budget.Store(t.MaxBytes)
+	for _, w := range t.Warnings {
+		r.log.Warn("target warning", "dir", t.Dir, "warning", w)
+	}
+	return r, nil
+}
+
+// createFile creates a new benchmark file and records its path for cleanup.
+func (r *runner) createFile(name string) (File, string, error) {
+	path := filepath.Join(r.target.Dir, r.prefix+name)
+	f, err := r.open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, path, ioError("create", path, err)
+	}
+	r.mu.Lock()
+	r.created[path] = true
+	r.mu.Unlock()
+	return f, path, nil
+}
+
+// unlink removes a created path now; open descriptors keep the data until
+// closed, so nothing is left even if the process is killed later.
+func (r *runner) unlink(path string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.created[path] {
+		return nil
+	}
+	delete(r.created, path)
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// cleanup removes every path still linked. It is safe to call twice.
+func (r *runner) cleanup() error {
+	r.mu.Lock()
+	paths := make([]string, 0, len(r.created))
+	for p := range r.created {
+		paths = append(paths, p)
+	}
+	r.mu.Unlock()
+	var errs []error
+	for _, p := range paths {
+		if err := r.unlink(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// take reserves n bytes of the call's byte budget.
+func (r *runner) take(n int64) bool {
+	if r.budget.Add(-n) < 0 {
+		r.budget.Add(n)
+		return false
+	}
+	r.written.Add(n)
+	return true
+}
+
+func (r *runner) progress(ev ProgressEvent) {
+	if r.opts.Progress == nil {
+		return
+	}
+	ev.Points = r.points
+	ev.Elapsed = time.Since(r.start)
+	ev.Estimate = max(r.estimate, ev.Elapsed)
+	ev.BytesWritten = r.written.Load()
+	r.opts.Progress(ev)
+}
+
+// ioError wraps a failed file operation, adding ErrNoSpace for ENOSPC.
+func ioError(op, path string, err error) error {
+	if isNoSpace(err) {
+		return fmt.Errorf("%w: %s %s: %w", ErrNoSpace, op, path, err)
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", op, path, err)
+}
+
+// op kinds recorded by workers.
+const (
+	opWrite = iota
+	opSync
+	opCommit
+	opRead
+	numOps
+)
+
+// pointSpec is one measurement: workers goroutines each running work.
+type pointSpec struct {
+	workload Workload
+	label    string
+	duration time.Duration
+	warmup   time.Duration
+	// maxBytes is this point's share of the byte budget (0 = no own cap).
+	maxBytes int64
+	workers  int
+	// work runs one worker until w.stopped(); it returns the first error.
+	work func(w *worker) error
+}
+
+// point is the shared state of a running measurement.
+type point struct {
+	r          *runner
+	spec       *pointSpec
+	base       time.Time
+	measureNs  atomic.Int64 // start of the measured window, ns since base
+	endNs      atomic.Int64
+	stop       atomic.Bool
+	stopCh     chan struct{}
+	stopOnce   sync.Once
+	stopReason string
+	stopErr    error
+	written    atomic.Int64 // bytes written by this point (incl. warm-up)
+	moved      atomic.Int64 // bytes moved (read or written) incl. warm-up, for progress
+	secBytes   []atomic.Int64
+	wrapped    atomic.Bool
+}
+
+// worker is one goroutine's view of a point; its histograms are private and
+// merged at the end.
+type worker struct {
+	p     *point
+	id    int
+	rng   *rand.Rand
+	hists [numOps]*hist
+	ops   int64
+	bytes int64
+	syncs int64
+}
+
+func (p *point) now() int64 { return int64(time.Since(p.base)) }
+
+// halt stops the point; the first call wins and fixes the window's end.
+func (p *point) halt(reason string, err error) {
+	p.stopOnce.Do(func() {
+		p.endNs.Store(p.now())
+		p.stopReason = reason
+		p.stopErr = err
+		p.stop.Store(true)
+		close(p.stopCh)
+	})
+}
+
+// endWarmup starts the measured window now if the warm-up is still running:
+// a warm-up may spend at most a fifth of the point's byte share, so that a
+// fast disk under a small budget still gets measured.
+func (p *point) endWarmup() {
+	now := p.now()
+	for {
+		m := p.measureNs.Load()
+		if m <= now || p.measureNs.CompareAndSwap(m, now) {
+			return
+		}
+	}
+}
+
+func (w *worker) stopped() bool { return w.p.stop.Load() }
+
+// take reserves n bytes of the point's share and the call's budget; when
+// either is spent it halts the point and returns false.
+func (w *worker) take(n int64) bool {
+	p := w.p
+	if p.spec.maxBytes > 0 && p.written.Add(n) > p.spec.maxBytes {
+		p.written.Add(-n)
+		p.halt("byte budget", nil)
+		return false
+	}
+	if p.spec.maxBytes <= 0 {
+		p.written.Add(n)
+	} else if p.written.Load() > p.spec.maxBytes/5 {
+		p.endWarmup()
+	}
+	if !p.r.take(n) {
+		p.written.Add(-n)
+		p.halt("byte budget", nil)
+		return false
+	}
+	return true
+}
+
+// done records one operation that ran from t1 to t2 (ns since base) and
+// moved n bytes (0 for syncs). Operations that started in the warm-up or
+// finished after the window closed are not counted.
+func (w *worker) done(kind int, t1, t2 int64, n int64) {
+	p := w.p
+	if n > 0 {
+		p.moved.Add(n)
+	}
+	ms := p.measureNs.Load()
+	if t1 < ms {
+		return
+	}
+	if p.stop.Load() && t2 > p.endNs.Load() {
+		return
+	}
+	w.hists[kind].record(t2 - t1)
+	switch kind {
+	case opWrite, opRead:
+		w.ops++
+		w.bytes += n
+		if s := (t2 - ms) / int64(time.Second); s < int64(len(p.secBytes)) {
+			p.secBytes[s].Add(n)
+		}
+	case opSync:
+		w.syncs++
+	}
+}
+
+// runPoint runs one measurement and returns its result (without the
+// workload-specific fields, which the caller fills in).
+func (r *runner) runPoint(ctx context.Context, spec *pointSpec) (Result, error) {
+	r.pointNum++
+	num := r.pointNum
+	p := &point{
+		r:      r,
+		spec:   spec,
+		stopCh: make(chan struct{}),
+	}
+	p.secBytes = make([]atomic.Int64, int(spec.duration/time.Second)+2)
+	workers := make([]*worker, spec.workers)
+	for i := range workers {
+		w := &worker{p: p, id: i, rng: rand.New(rand.NewPCG(r.seed, uint64(num)<<16|uint64(i)))}
+		for k := range w.hists {
+			w.hists[k] = new(hist)
+		}
+		workers[i] = w
+	}
+	r.log.Debug("point start", "workload", spec.workload, "point", spec.label,
+		"duration", spec.duration, "warmup", spec.warmup, "max_bytes", spec.maxBytes)
+
+	p.base = time.Now()
+	p.measureNs.Store(int64(spec.warmup))
+	var wg sync.WaitGroup
+	errc := make(chan error, len(workers))
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := spec.work(w); err != nil {
+				errc <- err
+				p.halt("error", err)
+			}
+		}()
+	}
+	// The controller: stop at the deadline, on cancel, or when a worker
+	// halts the point; report progress meanwhile.
+	deadline := time.NewTimer(spec.warmup + spec.duration)
+	defer deadline.Stop()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	lastMoved, lastT := int64(0), time.Now()
+	phase := PhaseWarmup
+	if spec.warmup <= 0 {
+		phase = PhaseMeasure
+	}
+	r.progress(ProgressEvent{Workload: spec.workload, Point: num, Label: spec.label, Phase: phase})
+loop:
+	for {
+		select {
+		case <-p.stopCh:
+			break loop
+		case <-deadline.C:
+			p.halt("duration", nil)
+			break loop
+		case <-ctx.Done():
+			p.halt("canceled", ctx.Err())
+			break loop
+		case now := <-tick.C:
+			if phase == PhaseWarmup && p.now() >= p.measureNs.Load() {
+				phase = PhaseMeasure
+			}
+			m := p.moved.Load()
+			rate := float64(m-lastMoved) / now.Sub(lastT).Seconds()
+			lastMoved, lastT = m, now
+			r.progress(ProgressEvent{Workload: spec.workload, Point: num, Label: spec.label, Phase: phase, BytesPerSec: rate})
+		}
+	}
+	wg.Wait()
+	close(errc)
+	var errs []error
+	for err := range errc {
+		errs = append(errs, err)
+	}
+	if p.stopReason == "canceled" {
+		return Result{}, fmt.Errorf("%s %s: %w", spec.workload, spec.label, p.stopErr)
+	}
+	if len(errs) > 0 {
+		return Result{}, fmt.Errorf("%s %s: %w", spec.workload, spec.label, errors.Join(errs...))
+	}
+
+	// Merge the workers.
+	var hs [numOps]hist
+	var res Result
+	for _, w := range workers {
+		for k := range hs {
+			hs[k].merge(w.hists[k])
+		}
+		res.Ops += w.ops
+		res.Bytes += w.bytes
+		res.Syncs += w.syncs
+	}
+	measureNs := p.measureNs.Load()
+	window := time.Duration(p.endNs.Load() - measureNs)
+	if window <= 0 || res.Ops == 0 {
+		return Result{}, fmt.Errorf("%w: %s %s stopped by %s after %v (warm-up %v)", ErrBudgetExhausted,
+			spec.workload, spec.label, p.stopReason, time.Duration(p.endNs.Load()).Round(time.Millisecond), spec.warmup)
+	}
+	res.Workload = spec.workload
+	res.DurationSec = window.Seconds()
+	res.WarmupSec = time.Duration(measureNs).Seconds()
+	res.BytesPerSec = float64(res.Bytes) / window.Seconds()
+	res.IOPS = float64(res.Ops) / window.Seconds()
+	res.BytesWritten = p.written.Load()
+	res.StopReason = p.stopReason
+	res.WriteLatency = hs[opWrite].latency()
+	res.SyncLatency = hs[opSync].latency()
+	res.CommitLatency = hs[opCommit].latency()
+	res.ReadLatency = hs[opRead].latency()
+
+	full := int(window / time.Second)
+	if full > len(p.secBytes) {
+		full = len(p.secBytes)
+	}
+	for i := 0; i < full; i++ {
+		res.SamplesBytesPerSec = append(res.SamplesBytesPerSec, float64(p.secBytes[i].Load()))
+	}
+	res.StdevOverMean = cv(res.SamplesBytesPerSec)
+	if p.stopReason == "byte budget" && window < spec.duration {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("stopped after %.1fs of %.1fs: byte budget spent (raise --max-bytes for a longer measurement)",
+			window.Seconds(), spec.duration.Seconds()))
+	}
+	if p.wrapped.Load() {
+		res.Warnings = append(res.Warnings, "a writer reached the end of its file and wrapped to offset 0 (later writes overwrote earlier ones)")
+	}
+	if res.StdevOverMean > 0.10 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("throughput varied: per-second stdev/mean %.0f%%", 100*res.StdevOverMean))
+	}
+	if n := len(res.SamplesBytesPerSec); n >= 4 {
+		first := mean(res.SamplesBytesPerSec[:n/4])
+		last := mean(res.SamplesBytesPerSec[n-n/4:])
+		if first > 0 && last < 0.7*first {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("throughput fell from %s in the first quarter to %s in the last (burst credits, cache or thermal?)",
+				FormatRate(first), FormatRate(last)))
+		}
+	}
+	r.log.Debug("point done", "workload", spec.workload, "point", spec.label, "bytes_per_sec", res.BytesPerSec,
+		"iops", res.IOPS, "stop", p.stopReason)
+	return res, nil
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// cv is the coefficient of variation (population stdev / mean).
+func cv(v []float64) float64 {
+	if len(v) < 2 {
+		return 0
+	}
+	m := mean(v)
+	if m == 0 {
+		return 0
+	}
+	ss := 0.0
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	return math.Sqrt(ss/float64(len(v))) / m
+}
+
+// defaultWarmup is max(1 s, 5% of d).
+func defaultWarmup(d time.Duration) time.Duration {
+	return max(DefaultMinWarmup, d/20)
+}
+
+// resolveTiming applies the Duration and Warmup defaults.
+func resolveTiming(o Options) (time.Duration, time.Duration) {
+	d := o.Duration
+	if d <= 0 {
+		d = DefaultDuration
+	}
+	w := o.Warmup
+	switch {
+	case w < 0:
+		w = 0
+	case w == 0:
+		w = defaultWarmup(d)
+	}
+	return d, w
+}
+
+// writeFull is f.WriteAt with the error wrapped.
+func writeFull(f File, path string, b []byte, off int64) error {
+	if _, err := f.WriteAt(b, off); err != nil {
+		return ioError("write", path, err)
+	}
+	return nil
+}
+
+// readFull is f.ReadAt treating a short read as an error.
+func readFull(f File, path string, b []byte, off int64) error {
+	n, err := f.ReadAt(b, off)
+	if err == io.EOF && n == len(b) {
+		err = nil
+	}
+	if err != nil {
+		return ioError("read", path, err)
+	}
+	return nil
+}

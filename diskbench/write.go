@@ -1,0 +1,279 @@
+package diskbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// writeParams is the common shape of the journal and entry-log sweeps.
+type writeParams struct {
+	workload   Workload
+	writers    []int
+	blockSizes []int64
+	syncEvery  int   // journal: fdatasync every N writes
+	flushEvery int64 // entrylog: fdatasync every N bytes
+	fileSize   int64
+	prealloc   Prealloc
+}
+
+func (p JournalParams) resolve() writeParams {
+	wp := writeParams{workload: WorkloadJournal, writers: p.Writers, blockSizes: p.BlockSizes,
+		syncEvery: p.SyncEvery, fileSize: p.FileSize, prealloc: p.Prealloc}
+	if len(wp.writers) == 0 {
+		wp.writers = []int{1, 2, 4, 8}
+	}
+	if len(wp.blockSizes) == 0 {
+		wp.blockSizes = []int64{4 * KiB, 16 * KiB, 64 * KiB}
+	}
+	if wp.syncEvery == 0 {
+		wp.syncEvery = 1
+	}
+	if wp.prealloc == PreallocDefault {
+		wp.prealloc = PreallocFallocate
+	}
+	return wp
+}
+
+func (p EntryLogParams) resolve() writeParams {
+	wp := writeParams{workload: WorkloadEntryLog, writers: p.Writers, blockSizes: p.BlockSizes,
+		flushEvery: p.FlushEveryBytes, fileSize: p.FileSize, prealloc: p.Prealloc}
+	if len(wp.writers) == 0 {
+		wp.writers = []int{1}
+	}
+	if len(wp.blockSizes) == 0 {
+		wp.blockSizes = []int64{64 * KiB, 1 * MiB, 8 * MiB}
+	}
+	if wp.flushEvery == 0 {
+		wp.flushEvery = DefaultFlushEvery
+	}
+	if wp.prealloc == PreallocDefault {
+		wp.prealloc = PreallocNone
+	}
+	return wp
+}
+
+func (wp writeParams) validate() error {
+	for _, w := range wp.writers {
+		if w < 1 || w > 1024 {
+			return fmt.Errorf("%w: %s writers %d (want 1..1024)", ErrInvalidOptions, wp.workload, w)
+		}
+	}
+	for _, bs := range wp.blockSizes {
+		if bs < 512 || bs > 256*MiB {
+			return fmt.Errorf("%w: %s block size %d (want 512 B .. 256 MiB)", ErrInvalidOptions, wp.workload, bs)
+		}
+	}
+	if wp.syncEvery < 0 {
+		return fmt.Errorf("%w: sync-every %d", ErrInvalidOptions, wp.syncEvery)
+	}
+	if wp.flushEvery < 0 {
+		return fmt.Errorf("%w: flush-every %d", ErrInvalidOptions, wp.flushEvery)
+	}
+	if wp.fileSize < 0 {
+		return fmt.Errorf("%w: file size %d", ErrInvalidOptions, wp.fileSize)
+	}
+	return nil
+}
+
+func (wp writeParams) points() int { return len(wp.writers) * len(wp.blockSizes) }
+
+// RunJournal measures the bookie journal pattern: for every (writers, block
+// size) pair, each writer appends BlockSize writes to its own file and calls
+// fdatasync after every SyncEvery writes. Results come in sweep order
+// (writers outer, block size inner). On error the results measured so far
+// are returned with it; every file is removed either way.
+func RunJournal(ctx context.Context, o JournalOptions) ([]Result, error) {
+	wp := o.JournalParams.resolve()
+	return runWriteSweep(ctx, o.Options, wp)
+}
+
+// RunEntryLog measures the entry-log pattern: each writer appends BlockSize
+// buffered writes and calls fdatasync every FlushEveryBytes.
+func RunEntryLog(ctx context.Context, o EntryLogOptions) ([]Result, error) {
+	wp := o.EntryLogParams.resolve()
+	return runWriteSweep(ctx, o.Options, wp)
+}
+
+func runWriteSweep(ctx context.Context, o Options, wp writeParams) (res []Result, err error) {
+	if err := wp.validate(); err != nil {
+		return nil, err
+	}
+	r, err := newRunner(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = joinCleanup(err, r.cleanup()) }()
+	d, w := resolveTiming(o)
+	r.points = wp.points()
+	r.estimate = time.Duration(r.points) * (d + w)
+	left := r.points
+	for _, writers := range wp.writers {
+		for _, bs := range wp.blockSizes {
+			share := r.budget.Load() / int64(left)
+			left--
+			one, err := r.runWritePoint(ctx, wp, writers, bs, d, w, share)
+			if err != nil {
+				return res, err
+			}
+			res = append(res, one)
+		}
+	}
+	return res, nil
+}
+
+func joinCleanup(err, cerr error) error {
+	if cerr == nil {
+		return err
+	}
+	if err == nil {
+		return fmt.Errorf("cleanup: %w", cerr)
+	}
+	return fmt.Errorf("%w; cleanup also failed: %v", err, cerr)
+}
+
+// runWritePoint runs one (writers, block size) point of a write workload.
+func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int, bs int64,
+	d, warm time.Duration, share int64) (Result, error) {
+	label := fmt.Sprintf("writers=%d bs=%s", writers, FormatBytes(bs))
+	syncBytes := wp.flushEvery
+	if wp.workload == WorkloadJournal {
+		syncBytes = int64(wp.syncEvery) * bs
+	}
+	fileSize := wp.fileSize
+	if fileSize == 0 {
+		// Room for 1.5× a writer's fair share, so a writer faster than the
+		// others does not wrap before the point's byte share is spent.
+		fileSize = min(share/int64(writers)*3/2, MaxFileSize)
+	}
+	fileSize -= fileSize % bs
+	if fileSize < bs {
+		return Result{}, fmt.Errorf("%w: %s %s: byte budget share %s is less than one block per writer",
+			ErrBudgetExhausted, wp.workload, label, FormatBytes(share))
+	}
+	if need := uint64(writers) * uint64(fileSize); wp.prealloc == PreallocFallocate &&
+		need+uint64(ReserveBytes) > r.target.FreeBytes {
+		return Result{}, fmt.Errorf("%w: %s %s needs %s of files, %s is free", ErrInsufficientSpace,
+			wp.workload, label, FormatBytes(int64(need)), FormatBytes(int64(r.target.FreeBytes)))
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+
+	files := make([]File, writers)
+	paths := make([]string, writers)
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	prealloc := wp.prealloc
+	var warnings []string
+	for i := range files {
+		f, path, err := r.createFile(fmt.Sprintf("%s-%d.dat", wp.workload, i))
+		if err != nil {
+			return Result{}, fmt.Errorf("%s %s: %w", wp.workload, label, err)
+		}
+		files[i], paths[i] = f, path
+		if err := r.unlink(path); err != nil {
+			return Result{}, err
+		}
+		if prealloc == PreallocFallocate {
+			if err := f.Allocate(0, fileSize); err != nil {
+				if errors.Is(err, syscall.EOPNOTSUPP) {
+					prealloc = PreallocNone
+					warnings = append(warnings, "fallocate is not supported here: files were not preallocated")
+				} else {
+					return Result{}, fmt.Errorf("%s %s: %w", wp.workload, label, ioError("fallocate", path, err))
+				}
+			}
+		}
+	}
+
+	bufs := make([][]byte, writers)
+	for i := range bufs {
+		bufs[i] = alignedBuf(bs, 4096)
+	}
+	spec := &pointSpec{
+		workload: wp.workload,
+		label:    label,
+		duration: d,
+		warmup:   warm,
+		maxBytes: share,
+		workers:  writers,
+	}
+	spec.work = func(w *worker) error {
+		buf := bufs[w.id]
+		for i := 0; i+8 <= len(buf); i += 8 {
+			v := w.rng.Uint64()
+			for j := 0; j < 8; j++ {
+				buf[i+j] = byte(v >> (8 * j))
+			}
+		}
+		return writeLoop(w, files[w.id], paths[w.id], buf, fileSize, syncBytes)
+	}
+	res, err := r.runPoint(ctx, spec)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Writers = writers
+	res.BlockSize = bs
+	res.FileSize = fileSize
+	res.Prealloc = prealloc.String()
+	if wp.workload == WorkloadJournal {
+		res.SyncEvery = wp.syncEvery
+	} else {
+		res.FlushEveryBytes = wp.flushEvery
+	}
+	res.Warnings = append(warnings, res.Warnings...)
+	r.progress(ProgressEvent{Workload: wp.workload, Point: r.pointNum, Label: label, Phase: PhaseDone, Result: &res})
+	return res, nil
+}
+
+// writeLoop is one writer: sequential writes of buf, fdatasync whenever
+// syncBytes have been written since the last one, wrapping at fileSize.
+//
+//	|<- group: writes ... ->|<- fdatasync ->|
+//	^ group start                           ^ commit (CommitLatency)
+func writeLoop(w *worker, f File, path string, buf []byte, fileSize, syncBytes int64) error {
+	p := w.p
+	bs := int64(len(buf))
+	var off, pending, groupStart int64
+	for !w.stopped() {
+		if !w.take(bs) {
+			break
+		}
+		t1 := p.now()
+		if pending == 0 {
+			groupStart = t1
+		}
+		if err := writeFull(f, path, buf, off); err != nil {
+			return err
+		}
+		t2 := p.now()
+		w.done(opWrite, t1, t2, bs)
+		off += bs
+		if off+bs > fileSize {
+			off = 0
+			p.wrapped.Store(true)
+		}
+		pending += bs
+		if syncBytes > 0 && pending >= syncBytes {
+			if err := f.Datasync(); err != nil {
+				if isNoSpace(err) {
+					return ioError("fdatasync", path, err)
+				}
+				return fmt.Errorf("%w: %s: %w", ErrSync, path, err)
+			}
+			t3 := p.now()
+			w.done(opSync, t2, t3, 0)
+			w.done(opCommit, groupStart, t3, 0)
+			pending = 0
+		}
+	}
+	return nil
+}
