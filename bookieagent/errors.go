@@ -1,0 +1,43 @@
+package bookieagent
+
+import "errors"
+
+// Sentinel errors. Functions wrap them with context (`fmt.Errorf("...: %w",
+// ErrX)`); callers test with errors.Is.
+var (
+	// ErrBadSize is returned when a size string ("4g", "512MiB", "-Xmx2g")
+	// cannot be parsed.
+	ErrBadSize = errors.New("unparseable size")
+	// ErrNoDirectory is returned when a configured directory does not exist
+	// or is not a directory.
+	ErrNoDirectory = errors.New("not a directory")
+	// ErrNotWritable is returned when a benchmark target directory cannot be
+	// written.
+	ErrNotWritable = errors.New("directory not writable")
+	// ErrUnsupportedFS is returned for directories on tmpfs, ramfs or
+	// overlayfs: figures measured there say nothing about the bookie's disk.
+	ErrUnsupportedFS = errors.New("unsupported filesystem for a bookie disk")
+	// ErrBudgetTooSmall is returned when the time or byte budget cannot fit
+	// even one measurement per disk.
+	ErrBudgetTooSmall = errors.New("benchmark budget too small")
+	// ErrNoMeasurements is returned by Recommend when a disk has no usable
+	// result for a rule that needs one.
+	ErrNoMeasurements = errors.New("no usable measurements")
+	// ErrDirectMemoryTooSmall is returned when the JVM's direct memory cannot
+	// hold the minimum caches and buffers of a DbLedgerStorage bookie.
+	ErrDirectMemoryTooSmall = errors.New("direct memory too small")
+	// ErrNoDirectMemory is returned when no direct-memory size was given and
+	// none could be found in the JVM options.
+	ErrNoDirectMemory = errors.New("direct memory size unknown")
+	// ErrLiveBookie is returned when a benchmark would write into a live
+	// bookie's directory and no scratch directory can be used instead.
+	ErrLiveBookie = errors.New("directory belongs to a live bookie")
+	// ErrBadCookie is returned when a cookie (current/VERSION) cannot be
+	// parsed.
+	ErrBadCookie = errors.New("unparseable bookie cookie")
+	// ErrBadProcFile is returned when a /proc or /sys file has an unexpected
+	// format.
+	ErrBadProcFile = errors.New("unparseable proc/sys file")
+	// ErrMountNotFound is returned when no mount covers a path.
+	ErrMountNotFound = errors.New("no mount found for path")
+)
