@@ -1,0 +1,211 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
+)
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := New(Config{Dir: t.TempDir()}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestAcceptance(t *testing.T) {
+	blobtest.AcceptanceTest(t, newStore(t))
+}
+
+func TestAcceptanceNoSync(t *testing.T) {
+	s, err := New(Config{Dir: t.TempDir(), NoSync: true}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobtest.AcceptanceTest(t, s)
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := (Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "dir") {
+		t.Errorf("missing dir: %v", err)
+	}
+	if err := (Config{Dir: "x", MinPartSize: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "min_part_size") {
+		t.Errorf("negative min_part_size: %v", err)
+	}
+}
+
+func TestNameEncoding(t *testing.T) {
+	for _, k := range []string{"a", "a/b", "%", "%2F", ".", "..", "./x", "ü/%/", strings.Repeat("k/", 150)} {
+		n := encodeName(k)
+		if strings.Contains(n, "/") || n == "." || n == ".." || len(n) > 255 {
+			t.Errorf("encodeName(%q) = %q: not a safe file name", k, n)
+		}
+		if got, ok := decodeName(n); ok && got != k {
+			t.Errorf("decodeName(encodeName(%q)) = %q", k, got)
+		} else if !ok && !strings.HasPrefix(n, "%h") {
+			t.Errorf("decodeName(%q) failed", n)
+		}
+	}
+	for _, bad := range []string{"%", "%4", "%zz"} {
+		if _, ok := decodeName(bad); ok {
+			t.Errorf("decodeName(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzNameEncoding(f *testing.F) {
+	for _, s := range []string{"a/b", "%2F", "..", "%h00", strings.Repeat("x", 300)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		n := encodeName(k)
+		if strings.Contains(n, "/") || n == "." || n == ".." || n == "" && k != "" {
+			t.Fatalf("encodeName(%q) = %q", k, n)
+		}
+		if got, ok := decodeName(n); ok && got != k {
+			t.Fatalf("round trip %q -> %q -> %q", k, n, got)
+		}
+		decodeName(k) // never panics
+	})
+}
+
+func TestLongKeysHashed(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	long := "long/" + strings.Repeat("é", 300) // 605 bytes
+	if _, err := s.Put(ctx, long, strings.NewReader("x"), 1, blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "long/a", strings.NewReader("y"), 1, blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	if err := s.Iter(ctx, "long/", func(a blob.Attrs) error { keys = append(keys, a.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2 || keys[0] != "long/a" || keys[1] != long {
+		t.Errorf("Iter = %q", keys)
+	}
+	if _, err := s.Put(ctx, strings.Repeat("k", blob.MaxKeyLen+1), strings.NewReader("x"), 1, blob.PutOptions{}); !errors.Is(err, blob.ErrInvalidArgument) {
+		t.Errorf("over-long key: %v", err)
+	}
+}
+
+// A crash between the data rename and the record rename leaves an
+// unreferenced data file and the old object intact; Sweep removes the file.
+func TestCrashLeavesOldObjectAndSweepCleans(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Put(ctx, "k", strings.NewReader("old"), 3, blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Simulate the crash: a new data file and a temp file, no record.
+	orphan := filepath.Join(s.dir, "data", newID())
+	if err := os.WriteFile(orphan, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(s.dir, "tmp", "w-123")
+	if err := os.WriteFile(tmp, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rc, _, err := s.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "old" {
+		t.Fatalf("after simulated crash got %q, want the old object", b)
+	}
+	// Young files are kept (a write may be in progress).
+	if n, err := s.Sweep(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("Sweep(1h) removed %d, %v", n, err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(orphan, old, old)
+	os.Chtimes(tmp, old, old)
+	if n, err := s.Sweep(ctx, time.Hour); err != nil || n != 2 {
+		t.Fatalf("Sweep removed %d, %v; want 2", n, err)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Error("orphan data file survived Sweep")
+	}
+	if rc, _, err := s.Get(ctx, "k"); err != nil {
+		t.Fatalf("Sweep broke the live object: %v", err)
+	} else {
+		rc.Close()
+	}
+}
+
+func TestCorruptRecordIsAnErrorNotNotFound(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Put(ctx, "k", strings.NewReader("abc"), 3, blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := s.recordPath("k")
+	for name, content := range map[string][]byte{
+		"garbage":   []byte("{not json"),
+		"wrong key": mustJSON(t, record{Version: 1, Key: "other", Data: newID(), Size: 3}),
+		"bad data":  mustJSON(t, record{Version: 1, Key: "k", Data: "../../etc/passwd", Size: 3}),
+		"huge":      bytes.Repeat([]byte(" "), maxRecordSize+10),
+	} {
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Head(ctx, "k"); err == nil || errors.Is(err, blob.ErrNotFound) {
+			t.Errorf("%s: Head = %v, want a corruption error", name, err)
+		}
+	}
+	// A record whose data file has the wrong size.
+	r := record{Version: 1, Key: "k", Data: newID(), Size: 10}
+	os.WriteFile(s.dataPath(r.Data), []byte("short"), 0o644)
+	os.WriteFile(path, mustJSON(t, r), 0o644)
+	if _, _, err := s.Get(ctx, "k"); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("size mismatch: Get = %v", err)
+	}
+	if err := s.Delete(ctx, "k"); err != nil {
+		t.Errorf("Delete of a corrupt object: %v", err)
+	}
+	if _, err := s.Head(ctx, "k"); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("after Delete: %v", err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestMinPartSizeConfigurable(t *testing.T) {
+	s, err := New(Config{Dir: t.TempDir(), MinPartSize: 10}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mp, err := s.CreateMultipart(ctx, "k", blob.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp.UploadPart(ctx, 1, []byte("0123456789"))
+	mp.UploadPart(ctx, 2, []byte("ab"))
+	a, err := mp.Complete(ctx)
+	if err != nil || a.Size != 12 || !strings.HasSuffix(a.ETag, "-2") {
+		t.Fatalf("Complete = %+v, %v", a, err)
+	}
+}
