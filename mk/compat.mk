@@ -1,0 +1,36 @@
+# Compat harness (test/compat, test/testenv): real ZooKeeper, BookKeeper
+# bookies and Pulsar's own Java code (managed-ledger, jcloud offloader NAR),
+# all resolved from Maven Central into .cache/m2 by the Maven project in
+# test/compat/java. See docs/compat.md.
+COMPAT_JAVA   := test/compat/java
+COMPAT_M2     := $(CACHE)/m2
+# Override to build against another Pulsar line, e.g. PULSAR_VERSION=4.0.8.
+PULSAR_VERSION ?=
+COMPAT_MVN    := mvn -B -q -s $(COMPAT_JAVA)/settings.xml -f $(COMPAT_JAVA)/pom.xml \
+                 -Dmaven.repo.local=$(COMPAT_M2) $(if $(PULSAR_VERSION),-Dpulsar.version=$(PULSAR_VERSION))
+COMPAT_OUT    := $(COMPAT_JAVA)/target/cp.txt
+COMPAT_SRC    := $(COMPAT_JAVA)/pom.xml $(COMPAT_JAVA)/settings.xml $(shell find $(COMPAT_JAVA)/src -type f 2>/dev/null)
+
+APT_PACKAGES += openjdk-17-jdk-headless maven
+DEPS         += compat-prepare
+TEST_DEPS    += compat-prepare
+
+.PHONY: compat-prepare compat compat-clean
+
+## compat-prepare: build the Java side (tool, classpath file, jcloud NAR); offline when .cache/m2 is primed.
+compat-prepare: $(COMPAT_OUT)
+
+$(COMPAT_OUT): $(COMPAT_SRC) | deps-apt
+	@mkdir -p $(COMPAT_M2)
+	@start=$$(date +%s); \
+	$(COMPAT_MVN) -o compile 2>/dev/null || $(COMPAT_MVN) compile; \
+	echo "compat-prepare: Maven build took $$(( $$(date +%s) - start )) s"
+	@touch $@
+
+## compat: only the real-peer suite (ZooKeeper, bookies, S3, Pulsar Java code).
+compat: deps compat-prepare
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -json $(TEST_FLAGS) ./test/compat/... \
+	  | $(GO) run ./test/testsummary
+
+compat-clean:
+	rm -rf $(COMPAT_JAVA)/target

@@ -1,0 +1,201 @@
+package testenv
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ZooKeeper is a standalone ZooKeeper server (the 3.9.x jar Pulsar pins,
+// from the compat Maven build) listening on 127.0.0.1 with its own data
+// directory. The admin HTTP server is off, the heap is 64 MiB, fsync is off
+// (data survives a process kill, not a machine crash). tickTime is 500 ms,
+// so clients may ask for session timeouts from 1 s to 40 s.
+type ZooKeeper struct {
+	Addr    string // "127.0.0.1:port"
+	Port    int
+	DataDir string // kept across Restart
+
+	owner  testing.TB
+	build  *JavaBuild
+	logDir string
+	cfg    string
+
+	mu   sync.Mutex
+	proc *Process
+	gen  int
+}
+
+// zkStartTimeout bounds the wait for a (re)started server to serve.
+const zkStartTimeout = 60 * time.Second
+
+// StartZooKeeper starts a fresh server and returns when it serves requests.
+// It is stopped when t ends. Without the compat Maven build the test is
+// skipped (failed when TIERKEEPER_REQUIRE_PEERS=1).
+func StartZooKeeper(t testing.TB) *ZooKeeper {
+	t.Helper()
+	b := requireJavaBuild(t)
+	dir := t.TempDir()
+	z := &ZooKeeper{
+		owner:   t,
+		build:   b,
+		DataDir: filepath.Join(dir, "data"),
+		logDir:  dir,
+		cfg:     filepath.Join(dir, "zoo.cfg"),
+	}
+	if err := os.MkdirAll(z.DataDir, 0o755); err != nil {
+		t.Fatalf("zookeeper: %v", err)
+	}
+	z.Port = FreePort(t)
+	z.Addr = fmt.Sprintf("127.0.0.1:%d", z.Port)
+	cfg := strings.Join([]string{
+		"dataDir=" + z.DataDir,
+		fmt.Sprintf("clientPort=%d", z.Port),
+		"clientPortAddress=127.0.0.1",
+		"tickTime=500",
+		"minSessionTimeout=1000",
+		"maxSessionTimeout=40000",
+		"maxClientCnxns=0",
+		"forceSync=no",
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=srvr,ruok,stat,mntr,cons,dump",
+		"",
+	}, "\n")
+	if err := os.WriteFile(z.cfg, []byte(cfg), 0o644); err != nil {
+		t.Fatalf("zookeeper: %v", err)
+	}
+	if err := z.start(t); err != nil {
+		t.Fatalf("zookeeper: %v", err)
+	}
+	return z
+}
+
+func (z *ZooKeeper) start(t testing.TB) error {
+	t.Helper()
+	z.mu.Lock()
+	z.gen++
+	name := "zookeeper"
+	if z.gen > 1 {
+		name = fmt.Sprintf("zookeeper-%d", z.gen)
+	}
+	z.mu.Unlock()
+	opts := append(JVMOptions("64m", true),
+		"-Dzookeeper.admin.enableServer=false",
+		"-Dtk.loglevel=INFO")
+	cmd := z.build.Command(opts, "org.apache.zookeeper.server.ZooKeeperServerMain", z.cfg)
+	p := Start(cleanupOn{TB: t, owner: z.owner}, name, z.logDir, cmd)
+	z.mu.Lock()
+	z.proc = p
+	z.mu.Unlock()
+	return z.waitServing(p, zkStartTimeout)
+}
+
+// waitServing polls the "srvr" four-letter command until the server reports
+// a mode (it answers "not currently serving" while loading its database).
+func (z *ZooKeeper) waitServing(p *Process, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("%s exited during start-up: %v; log tail:\n%s", p.Name, err, Tail(p.LogPath, 30))
+		}
+		out, err := FourLetter(z.Addr, "srvr", time.Second)
+		if err == nil && strings.Contains(out, "Mode:") {
+			return nil
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = strings.TrimSpace(out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not serving on %s after %s (last: %s); log tail:\n%s", p.Name, z.Addr, timeout, last, Tail(p.LogPath, 30))
+}
+
+// FourLetter sends a ZooKeeper four-letter command (srvr, ruok, mntr ...)
+// and returns the reply.
+func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	r := bufio.NewReader(c)
+	buf := make([]byte, 4096)
+	for sb.Len() < 1<<20 {
+		n, err := r.Read(buf)
+		sb.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return sb.String(), nil
+}
+
+// Stop shuts the server down gracefully (SIGTERM); the data directory stays.
+func (z *ZooKeeper) Stop() {
+	z.mu.Lock()
+	p := z.proc
+	z.mu.Unlock()
+	if p != nil {
+		p.Stop()
+	}
+}
+
+// Kill ends the server at once (SIGKILL), like a crash.
+func (z *ZooKeeper) Kill() {
+	z.mu.Lock()
+	p := z.proc
+	z.mu.Unlock()
+	if p != nil {
+		p.Kill()
+	}
+}
+
+// Running reports whether the server process is alive.
+func (z *ZooKeeper) Running() bool {
+	z.mu.Lock()
+	p := z.proc
+	z.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	done, _ := p.Exited()
+	return !done
+}
+
+// Restart stops the server if it runs and starts it again on the same port
+// and data directory (sessions expire or reconnect; znodes stay). t is used
+// for failures only; the server lives as long as the test that started it.
+func (z *ZooKeeper) Restart(t testing.TB) {
+	t.Helper()
+	z.Stop()
+	if err := z.start(t); err != nil {
+		t.Fatalf("zookeeper restart: %v", err)
+	}
+}
+
+// Start starts a stopped or killed server again (same as Restart).
+func (z *ZooKeeper) Start(t testing.TB) { t.Helper(); z.Restart(t) }
+
+// LogPath is the log file of the current server process.
+func (z *ZooKeeper) LogPath() string {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.proc == nil {
+		return ""
+	}
+	return z.proc.LogPath
+}
