@@ -120,9 +120,9 @@ func TestBlockSizeFormula(t *testing.T) {
 	// calculateBlockSize(max, LAC, first, written) =
 	//   min(max, (LAC-first+1)*12 + (length-written) + 128)
 	cases := []struct {
-		max                        int
+		max                         int
 		lac, first, length, written int64
-		want                       int
+		want                        int
 	}{
 		{64 << 20, 0, 0, 5, 0, 12 + 5 + 128},
 		{64 << 20, 99, 0, 1000, 0, 100*12 + 1000 + 128},

@@ -335,6 +335,9 @@ func (o *readOp) run(first, last int64, fn func(int64, []byte) error) error {
 	_, blockEnd := ix.BlockRange(blk)
 	var hdr [RecordHeaderSize]byte
 	for {
+		if err := context.Cause(o.ctx); err != nil {
+			return err
+		}
 		s := r.src
 		s.id, s.blk, s.ok = id, blk, true
 		if blockEnd-s.off < 4 {
