@@ -141,7 +141,7 @@ func unwrap(data []byte, lim Limits) (mlproto.CompressionType, []byte, error) {
 	if size > int64(lim.max()) {
 		return codec, nil, fmt.Errorf("%w: compression wrapper declares %d bytes, limit %d", ErrTooLarge, size, lim.max())
 	}
-	raw, err := decompress(codec, payload, int(size))
+	raw, err := decompress(codec, payload, int(size), lim)
 	if err != nil {
 		return codec, nil, err
 	}
@@ -150,7 +150,7 @@ func unwrap(data []byte, lim Limits) (mlproto.CompressionType, []byte, error) {
 
 // decompress decodes payload, which must expand to exactly size bytes
 // (size is already bounded by the caller).
-func decompress(codec mlproto.CompressionType, payload []byte, size int) ([]byte, error) {
+func decompress(codec mlproto.CompressionType, payload []byte, size int, lim Limits) ([]byte, error) {
 	switch codec {
 	case mlproto.CompressionType_NONE:
 		// Pulsar has a NONE codec that copies; a writer never wraps with it,
@@ -177,7 +177,7 @@ func decompress(codec mlproto.CompressionType, payload []byte, size int) ([]byte
 	case mlproto.CompressionType_ZLIB:
 		return inflate(payload, size)
 	case mlproto.CompressionType_ZSTD:
-		return unzstd(payload, size)
+		return unzstd(payload, size, lim)
 	case mlproto.CompressionType_SNAPPY:
 		n, err := snappy.DecodedLen(payload)
 		if err != nil {
@@ -227,25 +227,33 @@ func inflate(payload []byte, size int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func unzstd(payload []byte, size int) ([]byte, error) {
-	maxMem := uint64(size)
-	if maxMem == 0 {
-		maxMem = 1 // the option rejects 0; the length check below catches it
+func unzstd(payload []byte, size int, lim Limits) ([]byte, error) {
+	// Refuse a first frame whose header announces another size before
+	// allocating anything for it.
+	var h zstd.Header
+	if err := h.Decode(payload); err != nil {
+		return nil, fmt.Errorf("%w: ZSTD frame header: %v", ErrCorrupt, err)
 	}
-	// A frame that expands to size bytes declares a window of at most the
-	// next power of two (zstd-jni pledges the source size); 8 MiB is the
-	// floor every decoder must support. This bounds the history buffer of
-	// frames without a content size.
+	if h.HasFCS && h.FrameContentSize > uint64(size) {
+		return nil, fmt.Errorf("%w: ZSTD frame of %d bytes, uncompressedSize %d", ErrCorrupt, h.FrameContentSize, size)
+	}
+	// The output is capped at size (DecodeAllCapLimit with cap(dst) = size)
+	// and the window (history) at the limit; zstd-jni's frames need no more
+	// than their content size.
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(maxMem),
-		zstd.WithDecoderMaxWindow(max(2*uint64(size), 8<<20)),
+		zstd.WithDecodeAllCapLimit(true),
+		zstd.WithDecoderMaxMemory(uint64(lim.max())),
+		zstd.WithDecoderMaxWindow(max(uint64(lim.max()), zstd.MinWindowSize)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("zstd decoder: %w", err)
 	}
 	defer dec.Close()
-	out, err := dec.DecodeAll(payload, nil)
+	out, err := dec.DecodeAll(payload, make([]byte, 0, size))
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return nil, fmt.Errorf("%w: ZSTD frame: %v (limit %d)", ErrTooLarge, err, lim.max())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: ZSTD frame: %v", ErrCorrupt, err)
 	}

@@ -30,9 +30,9 @@ const partitionSuffix = "-partition-"
 //
 // Go's url.QueryEscape differs: it escapes '*' and keeps '~'.
 //
-// Java strings cannot hold invalid UTF-8 (a lone surrogate is encoded as
-// "%3F"); a Go string can, and its invalid bytes are escaped one by one, so
-// EncodeName is always reversible by DecodeName.
+// Java strings cannot hold invalid UTF-8 (Java encodes a lone surrogate as
+// "%3F"); a Go string can, and its invalid bytes are escaped one by one.
+// DecodeName(EncodeName(s)) == s for every valid UTF-8 s.
 func EncodeName(s string) string {
 	i := 0
 	for i < len(s) && keepUnescaped(s[i]) && s[i] != ' ' {
