@@ -1,0 +1,143 @@
+package bookieagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// Sampler provides capacity figures. Required.
+	Sampler *Sampler
+	// Registry receives the agent's collector; /metrics serves its Gatherer
+	// when it is a *prometheus.Registry. Default: a new registry with the Go
+	// and process collectors.
+	Registry *prometheus.Registry
+	// StaleAfter makes /healthz fail when the last sample is older. Default
+	// 3 × the sampling interval.
+	StaleAfter time.Duration
+	// Logger receives request errors. Default: discard.
+	Logger *slog.Logger
+}
+
+// BenchState is what /recommendation serves.
+type BenchState struct {
+	// Status is "none", "running", "done", "skipped" or "failed".
+	Status string `json:"status"`
+	// Reason explains "skipped" and "failed".
+	Reason         string          `json:"reason,omitempty"`
+	StartedAt      *time.Time      `json:"started_at,omitempty"`
+	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
+	Recommendation *Recommendation `json:"recommendation,omitempty"`
+}
+
+// Server serves /metrics, /report, /recommendation and /healthz.
+type Server struct {
+	o   ServerOptions
+	mux *http.ServeMux
+
+	mu    sync.Mutex
+	bench BenchState
+}
+
+// NewServer registers the agent's collector on the registry and builds the
+// handlers.
+func NewServer(o ServerOptions) (*Server, error) {
+	if o.Sampler == nil {
+		return nil, errors.New("server: no sampler")
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+		o.Registry.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = 3 * o.Sampler.Interval()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := o.Registry.Register(NewCollector(o.Sampler)); err != nil {
+		return nil, fmt.Errorf("register collector: %w", err)
+	}
+	s := &Server{o: o, mux: http.NewServeMux(), bench: BenchState{Status: "none"}}
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)}))
+	s.mux.HandleFunc("GET /report", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, o.Sampler.Report())
+	})
+	s.mux.HandleFunc("GET /recommendation", func(w http.ResponseWriter, _ *http.Request) {
+		st := s.Bench()
+		code := http.StatusOK
+		if st.Recommendation == nil {
+			code = http.StatusNotFound
+		}
+		writeJSON(w, code, st)
+	})
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		n, _, last := o.Sampler.Stats()
+		age := time.Since(last)
+		if n == 0 || age > o.StaleAfter {
+			http.Error(w, fmt.Sprintf("stale: %d samples, last %s ago (limit %s)", n, age.Round(time.Second), o.StaleAfter), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "ok: %d samples, last %s ago\n", n, age.Round(time.Millisecond))
+	})
+	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "bookieagent: /metrics /report /recommendation /healthz")
+	})
+	return s, nil
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// SetBench records the benchmark state /recommendation serves.
+func (s *Server) SetBench(b BenchState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bench = b
+}
+
+// Bench returns the benchmark state.
+func (s *Server) Bench() BenchState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bench
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully (5 s).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

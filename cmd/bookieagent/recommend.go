@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/diskbench"
+)
+
+type recommendOptions struct {
+	dirs      dirOptions
+	mem       memOptions
+	bench     benchFlags
+	format    string
+	entrySize string
+	input     string
+	saveInput string
+	quiet     bool
+}
+
+func newRecommendCmd() *cobra.Command {
+	o := &recommendOptions{}
+	cmd := &cobra.Command{
+		Use:   "recommend --journal-dir D... --ledger-dir D... [--max-direct-memory SIZE]",
+		Short: "Benchmark the bookie's disks and print settings with their evidence",
+		Long: `recommend runs a bounded diskbench sweep (default at most 60 s and 2 GiB written in
+total) on every journal and ledger directory and prints a bookkeeper.conf fragment
+(--format conf), an entry_location_rocksdb.conf fragment (rocksdb), Helm values for
+the Pulsar chart (helm) or JSON. Each value is preceded by its rule and evidence.
+
+A directory that already holds a bookie (a cookie in current/VERSION, journal or
+entry-log files) is never written to: the benchmark runs in a scratch directory on
+the same filesystem, or recommend refuses. Directory counts are marked "new or
+re-formatted bookies only" and the live bookie's current values stay active.
+
+Memory rules use the JVM's direct memory: --max-direct-memory, or the
+-XX:MaxDirectMemorySize (else -Xmx) in $BOOKIE_MEM / $PULSAR_MEM.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	fs := cmd.Flags()
+	o.dirs.addFlags(fs)
+	o.mem.addFlags(fs)
+	o.bench.addFlags(fs)
+	fs.StringVar(&o.format, "format", "conf", "output: conf, rocksdb, helm or json")
+	fs.StringVar(&o.entrySize, "entry-size", "", "median entry size, if known (sets readBufferSizeBytes)")
+	fs.StringVar(&o.input, "input", "", "skip the benchmark: read measurements from this JSON (as written by --save-input)")
+	fs.StringVar(&o.saveInput, "save-input", "", "also write the measurements and node facts as JSON to this file")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	return cmd
+}
+
+func (o *recommendOptions) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	format, err := bookieagent.ParseFormat(o.format)
+	if err != nil {
+		return err
+	}
+	var entrySize int64
+	if o.entrySize != "" {
+		if entrySize, err = bookieagent.ParseSize(o.entrySize); err != nil {
+			return fmt.Errorf("--entry-size: %w", err)
+		}
+	}
+	var in bookieagent.Input
+	if o.input != "" {
+		b, err := os.ReadFile(o.input)
+		if err != nil {
+			return fmt.Errorf("--input: %w", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			return fmt.Errorf("--input %s: %w", o.input, err)
+		}
+		if o.mem.maxDirect != "" {
+			if in.DirectMemoryBytes, in.DirectMemorySource, err = o.mem.resolve(); err != nil {
+				return err
+			}
+		}
+	} else {
+		if err := o.dirs.validate(true); err != nil {
+			return err
+		}
+		budget, err := time.ParseDuration(o.bench.budget)
+		if err != nil || budget <= 0 {
+			return fmt.Errorf("--budget %q: want a positive duration like 60s", o.bench.budget)
+		}
+		maxBytes, err := bookieagent.ParseSize(o.bench.maxBytes)
+		if err != nil {
+			return fmt.Errorf("--max-bytes: %w", err)
+		}
+		direct, source, err := o.mem.resolve()
+		if err != nil {
+			return err
+		}
+		quiet := o.quiet || format == bookieagent.FormatJSON
+		prep, err := bookieagent.PrepareBench(ctx, bookieagent.BenchOptions{
+			JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
+			TimeBudget: budget, MaxBytes: maxBytes, CPUs: o.bench.cpus, Host: o.dirs.host(),
+			Progress: progressPrinter(stderr, quiet),
+		})
+		if err != nil {
+			return err
+		}
+		if !quiet {
+			for _, d := range prep.Disks {
+				where := d.Disk.BenchDir
+				if d.Scratch {
+					where += " (scratch: " + d.Disk.Dir + " holds a live bookie)"
+				}
+				fmt.Fprintf(stderr, "%s disk %s: benchmarking in %s\n", d.Role, d.Disk.Dir, where)
+			}
+			for _, s := range prep.Dropped {
+				fmt.Fprintf(stderr, "left out to fit the budget: %s\n", s)
+			}
+		}
+		res, err := prep.Run(ctx)
+		if err != nil {
+			return err
+		}
+		if !quiet {
+			fmt.Fprintf(stderr, "benchmark done: %s written in %s\n", bookieagent.FormatSize(res.BytesWritten), res.Elapsed.Round(100*time.Millisecond))
+			for _, w := range res.Warnings {
+				fmt.Fprintf(stderr, "warning: %s\n", w)
+			}
+		}
+		in = bookieagent.Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, CPUs: o.bench.cpus,
+			DirectMemoryBytes: direct, DirectMemorySource: source}
+	}
+	if entrySize > 0 {
+		in.EntrySizeBytes = entrySize
+	}
+	rec, err := bookieagent.Recommend(in)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := bookieagent.Render(&out, rec, format); err != nil {
+		return err
+	}
+	if o.saveInput != "" {
+		b, err := json.MarshalIndent(in, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.saveInput, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("--save-input: %w", err)
+		}
+	}
+	_, err = io.Copy(cmd.OutOrStdout(), &out)
+	return err
+}
+
+// progressPrinter prints one line per finished point; on a terminal it
+// also keeps a live status line with the rate and ETA.
+func progressPrinter(w io.Writer, quiet bool) func(string, diskbench.ProgressEvent) {
+	if quiet {
+		return nil
+	}
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	last := ""
+	return func(step string, ev diskbench.ProgressEvent) {
+		if step != last {
+			fmt.Fprintf(w, "%s\n", step)
+			last = step
+		}
+		switch {
+		case ev.Phase == diskbench.PhaseDone && ev.Result != nil:
+			r := ev.Result
+			extra := ""
+			if r.CommitLatency != nil && r.CommitLatency.Count > 0 {
+				extra = fmt.Sprintf(", p99 commit %s", diskbench.FormatNs(r.CommitLatency.P99Ns))
+			}
+			if r.Workload == diskbench.WorkloadRandRead {
+				extra = fmt.Sprintf(", %.0f IOPS", r.IOPS)
+			}
+			if tty {
+				fmt.Fprint(w, "\r\033[K")
+			}
+			fmt.Fprintf(w, "  %s %s%s\n", ev.Label, diskbench.FormatRate(r.BytesPerSec), extra)
+		case tty:
+			eta := max(0, ev.Estimate-ev.Elapsed)
+			fmt.Fprintf(w, "\r\033[K  %s %s %s, ETA %s", ev.Label, ev.Phase, diskbench.FormatRate(ev.BytesPerSec), eta.Round(time.Second))
+		}
+	}
+}

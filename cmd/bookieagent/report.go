@@ -1,0 +1,167 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tierkeeper/tierkeeper/bookieagent"
+)
+
+type reportOptions struct {
+	dirs      dirOptions
+	output    string
+	sampleFor time.Duration
+	interval  time.Duration
+	threshold float64
+	warn      float64
+}
+
+func newReportCmd() *cobra.Command {
+	o := &reportOptions{}
+	cmd := &cobra.Command{
+		Use:   "report --journal-dir D... --ledger-dir D... [--output table|json]",
+		Short: "One-shot capacity report of the bookie's mounts",
+		Long: `report prints size, used, available and usage (1 - avail/size, as BookKeeper computes
+it) of every mount holding a journal or ledger directory, against diskUsageWarnThreshold
+(0.90) and diskUsageThreshold (0.95). With --sample-for it samples that long and
+also prints growth and the time to the warn and read-only thresholds.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	fs := cmd.Flags()
+	o.dirs.addFlags(fs)
+	fs.StringVarP(&o.output, "output", "o", "table", "table or json")
+	fs.DurationVar(&o.sampleFor, "sample-for", 0, "sample for this long to fit growth (0: one sample)")
+	fs.DurationVar(&o.interval, "interval", time.Second, "sampling interval with --sample-for")
+	fs.Float64Var(&o.threshold, "disk-usage-threshold", bookieagent.DefaultDiskUsageThreshold, "the bookies' diskUsageThreshold")
+	fs.Float64Var(&o.warn, "disk-usage-warn-threshold", bookieagent.DefaultDiskUsageWarnThreshold, "the bookies' diskUsageWarnThreshold")
+	return cmd
+}
+
+func (o *reportOptions) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	if o.output != "table" && o.output != "json" {
+		return fmt.Errorf("--output %q: want table or json", o.output)
+	}
+	if err := o.dirs.validate(false); err != nil {
+		return err
+	}
+	if o.sampleFor < 0 || (o.sampleFor > 0 && o.interval <= 0) {
+		return fmt.Errorf("--sample-for and --interval must be positive")
+	}
+	s, err := bookieagent.NewSampler(bookieagent.SamplerOptions{Dirs: o.dirs.dirRoles(), Host: o.dirs.host(),
+		Interval: o.interval, Window: max(o.sampleFor, o.interval), Threshold: o.threshold, WarnThreshold: o.warn})
+	if err != nil {
+		return err
+	}
+	if err := s.Sample(ctx); err != nil {
+		return err
+	}
+	if o.sampleFor > 0 {
+		deadline := time.Now().Add(o.sampleFor)
+		t := time.NewTicker(o.interval)
+		for time.Now().Before(deadline) {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+			if err := s.Sample(ctx); err != nil {
+				t.Stop()
+				return err
+			}
+		}
+		t.Stop()
+	}
+	r := s.Report()
+	if o.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return writeReportTable(cmd.OutOrStdout(), r)
+}
+
+func writeReportTable(w io.Writer, r bookieagent.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MOUNT\tDEVICE\tDIRS\tSIZE\tUSED\tAVAIL\tUSAGE\tSTATE\tGROWTH\tTO WARN\tTO READ-ONLY")
+	for _, m := range r.Mounts {
+		var dirs []string
+		for _, d := range m.Dirs {
+			dirs = append(dirs, string(d.Role)+":"+d.Dir)
+		}
+		state := "ok"
+		switch {
+		case m.Error != "":
+			state = "error"
+		case m.AboveThreshold:
+			state = "READ-ONLY"
+		case m.AboveWarn:
+			state = "warn"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\t%s\n", m.MountPoint, dash(m.Device), strings.Join(dirs, ","),
+			human(float64(m.SizeBytes)), human(float64(m.UsedBytes)), human(float64(m.AvailBytes)), m.Usage*100, state,
+			rate(m.GrowthBytesPerSec), dur(m.GrowthBytesPerSec, m.SecondsToWarn), dur(m.GrowthBytesPerSec, m.SecondsToReadOnly))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "thresholds: warn %.2f, read-only %.2f (usage = 1 - avail/size)\n", r.WarnThreshold, r.Threshold)
+	fmt.Fprintf(w, "ledger mounts: %s used, %s before read-only, bookie read-only in %s\n",
+		human(float64(r.LedgerUsedBytes)), human(r.LedgerHeadroomBytes), dur(r.LedgerGrowthBytesPerSec, r.SecondsToReadOnly))
+	for _, e := range r.SampleErrors {
+		fmt.Fprintf(w, "error: %s\n", e)
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func human(b float64) string {
+	u := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	i := 0
+	for b >= 1024 && i < len(u)-1 {
+		b /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", b, u[i])
+}
+
+func rate(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return human(*p) + "/s"
+}
+
+// dur renders a time to threshold: "-" without a growth fit (one sample),
+// "never" when usage is not growing.
+func dur(growth, p *float64) string {
+	if growth == nil {
+		return "-"
+	}
+	if p == nil {
+		return "never"
+	}
+	d := time.Duration(*p * float64(time.Second))
+	switch {
+	case *p >= 2*86400:
+		return fmt.Sprintf("%.1fd", *p/86400)
+	case *p >= 7200:
+		return fmt.Sprintf("%.1fh", *p/3600)
+	default:
+		return d.Round(time.Second).String()
+	}
+}

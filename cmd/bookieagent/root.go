@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tierkeeper/tierkeeper/bookieagent"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "bookieagent",
+		Short: "Bookie disk tuning with evidence, and capacity reports",
+		Long: `bookieagent measures a bookie node's disks with diskbench and derives BookKeeper
+settings from the measurements, printing the rule and evidence behind every value.
+It also reports disk capacity the way BookKeeper computes it (1 - avail/size) with
+the time until the bookie turns read-only, once or as a DaemonSet server.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRecommendCmd(), newServeCmd(), newReportCmd())
+	return root
+}
+
+// dirOptions are the flags every subcommand shares.
+type dirOptions struct {
+	journalDirs, ledgerDirs []string
+	procfs, sysfs           string
+}
+
+func (o *dirOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&o.journalDirs, "journal-dir", nil, "journal directory, one per journal disk (repeat or comma-separate)")
+	fs.StringSliceVar(&o.ledgerDirs, "ledger-dir", nil, "ledger directory, one per ledger disk (repeat or comma-separate)")
+	fs.StringVar(&o.procfs, "path.procfs", "/proc", "procfs mount point (the host's, in a container)")
+	fs.StringVar(&o.sysfs, "path.sysfs", "/sys", "sysfs mount point (the host's, in a container)")
+}
+
+func (o *dirOptions) validate(needBoth bool) error {
+	if needBoth && (len(o.journalDirs) == 0 || len(o.ledgerDirs) == 0) {
+		return fmt.Errorf("give at least one --journal-dir and one --ledger-dir")
+	}
+	if len(o.journalDirs)+len(o.ledgerDirs) == 0 {
+		return fmt.Errorf("give --journal-dir and/or --ledger-dir")
+	}
+	return nil
+}
+
+func (o *dirOptions) host() bookieagent.HostFS {
+	return bookieagent.HostFS{ProcPath: o.procfs, SysPath: o.sysfs}
+}
+
+func (o *dirOptions) dirRoles() []bookieagent.DirRole {
+	var out []bookieagent.DirRole
+	for _, d := range o.journalDirs {
+		out = append(out, bookieagent.DirRole{Dir: d, Role: bookieagent.RoleJournal})
+	}
+	for _, d := range o.ledgerDirs {
+		out = append(out, bookieagent.DirRole{Dir: d, Role: bookieagent.RoleLedger})
+	}
+	return out
+}
+
+// memOptions resolve the JVM's direct memory.
+type memOptions struct {
+	maxDirect string
+	jvmEnv    []string
+}
+
+func (o *memOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.maxDirect, "max-direct-memory", "", "the bookie JVM's -XX:MaxDirectMemorySize (e.g. 4g); default: parsed from --jvm-env")
+	fs.StringSliceVar(&o.jvmEnv, "jvm-env", []string{"BOOKIE_MEM", "PULSAR_MEM"}, "environment variables holding the bookie's JVM memory options, tried in order")
+}
+
+// resolve returns the direct-memory size and where it came from.
+func (o *memOptions) resolve() (int64, string, error) {
+	if o.maxDirect != "" {
+		v, err := bookieagent.ParseSize(o.maxDirect)
+		if err != nil {
+			return 0, "", fmt.Errorf("--max-direct-memory: %w", err)
+		}
+		if v <= 0 {
+			return 0, "", fmt.Errorf("--max-direct-memory: %w: must be positive", bookieagent.ErrBadSize)
+		}
+		return v, "--max-direct-memory " + o.maxDirect, nil
+	}
+	var tried []string
+	for _, name := range o.jvmEnv {
+		val, ok := os.LookupEnv(name)
+		if !ok || strings.TrimSpace(val) == "" {
+			tried = append(tried, name)
+			continue
+		}
+		m, err := bookieagent.JVMDirectMemory(val)
+		if err != nil {
+			return 0, "", fmt.Errorf("%s: %w", name, err)
+		}
+		return m.DirectBytes, name + " " + m.Source, nil
+	}
+	return 0, "", fmt.Errorf("%w: give --max-direct-memory or set one of %s (e.g. \"-Xmx2g -XX:MaxDirectMemorySize=4g\")",
+		bookieagent.ErrNoDirectMemory, strings.Join(tried, ", "))
+}
+
+// benchFlags are the budget flags of recommend and serve.
+type benchFlags struct {
+	budget   string
+	maxBytes string
+	cpus     int
+}
+
+func (o *benchFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.budget, "budget", "60s", "wall-time budget of the whole benchmark")
+	fs.StringVar(&o.maxBytes, "max-bytes", "2GiB", "bytes the benchmark may write in total")
+	fs.IntVar(&o.cpus, "cpus", runtime.NumCPU(), "CPUs the bookie may use (caps journal directories at CPUs/2)")
+}

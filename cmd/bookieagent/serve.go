@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/tierkeeper/tierkeeper/bookieagent"
+)
+
+type serveOptions struct {
+	dirs         dirOptions
+	mem          memOptions
+	bench        benchFlags
+	listen       string
+	interval     time.Duration
+	window       time.Duration
+	threshold    float64
+	warn         float64
+	benchOnStart bool
+	logLevel     string
+}
+
+func newServeCmd() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve --listen ADDR --journal-dir D... --ledger-dir D...",
+		Short: "Run as a DaemonSet: sample capacity, serve /metrics /report /recommendation /healthz",
+		Long: `serve samples the capacity of the mounts holding the journal and ledger directories
+(statfs; usage = 1 - avail/size as BookKeeper computes it) and their devices' I/O
+counters (/proc/diskstats) every --interval, fits growth over --window, and serves:
+
+  /metrics         Prometheus metrics (base units, *_total counters), including
+                   seconds to diskUsageWarnThreshold and to diskUsageThreshold
+  /report          JSON capacity report per mount
+  /recommendation  the last benchmark's recommendation (404 when none ran)
+  /healthz         200 while samples are fresh
+
+--bench-on-start runs the recommend benchmark once at start, but only when none of
+the directories holds bookie data; on a live bookie's disks it is skipped.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	fs := cmd.Flags()
+	o.dirs.addFlags(fs)
+	o.mem.addFlags(fs)
+	o.bench.addFlags(fs)
+	fs.StringVar(&o.listen, "listen", ":9580", "address to serve HTTP on")
+	fs.DurationVar(&o.interval, "interval", 30*time.Second, "capacity sampling interval")
+	fs.DurationVar(&o.window, "window", 6*time.Hour, "growth is fitted over this much history (compaction makes usage a sawtooth: use hours)")
+	fs.Float64Var(&o.threshold, "disk-usage-threshold", bookieagent.DefaultDiskUsageThreshold, "the bookies' diskUsageThreshold (read-only point)")
+	fs.Float64Var(&o.warn, "disk-usage-warn-threshold", bookieagent.DefaultDiskUsageWarnThreshold, "the bookies' diskUsageWarnThreshold")
+	fs.BoolVar(&o.benchOnStart, "bench-on-start", false, "benchmark the disks once at start if they hold no bookie data yet")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func (o *serveOptions) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	if err := o.dirs.validate(false); err != nil {
+		return err
+	}
+	if o.interval <= 0 || o.window < o.interval {
+		return fmt.Errorf("--interval must be positive and --window at least one interval")
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+	var benchOpts *bookieagent.BenchOptions
+	var direct int64
+	var directSrc string
+	if o.benchOnStart {
+		if err := o.dirs.validate(true); err != nil {
+			return fmt.Errorf("--bench-on-start: %w", err)
+		}
+		budget, err := time.ParseDuration(o.bench.budget)
+		if err != nil || budget <= 0 {
+			return fmt.Errorf("--budget %q: want a positive duration like 60s", o.bench.budget)
+		}
+		maxBytes, err := bookieagent.ParseSize(o.bench.maxBytes)
+		if err != nil {
+			return fmt.Errorf("--max-bytes: %w", err)
+		}
+		if direct, directSrc, err = o.mem.resolve(); err != nil {
+			return fmt.Errorf("--bench-on-start: %w", err)
+		}
+		benchOpts = &bookieagent.BenchOptions{JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
+			TimeBudget: budget, MaxBytes: maxBytes, CPUs: o.bench.cpus, Host: o.dirs.host(), Logger: log}
+	}
+	sampler, err := bookieagent.NewSampler(bookieagent.SamplerOptions{
+		Dirs: o.dirs.dirRoles(), Host: o.dirs.host(), Interval: o.interval, Window: o.window,
+		Threshold: o.threshold, WarnThreshold: o.warn, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", o.listen, err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := bookieagent.NewServer(bookieagent.ServerOptions{Sampler: sampler, Registry: reg, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if err := sampler.Sample(ctx); err != nil {
+		log.Warn("first sample failed", "err", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go sampler.Run(ctx)
+	if benchOpts != nil {
+		go runBenchOnStart(ctx, srv, *benchOpts, direct, directSrc, log)
+	}
+	log.Info("serving", "addr", ln.Addr().String(), "dirs", len(o.dirs.dirRoles()))
+	err = srv.Serve(ctx, ln)
+	if errors.Is(ctx.Err(), context.Canceled) && cmd.Context().Err() != nil {
+		// Stopped by a signal: a clean exit.
+		return nil
+	}
+	return err
+}
+
+// runBenchOnStart benchmarks only when no directory holds bookie data.
+func runBenchOnStart(ctx context.Context, srv *bookieagent.Server, o bookieagent.BenchOptions, direct int64, src string, log *slog.Logger) {
+	for _, d := range append(append([]string{}, o.JournalDirs...), o.LedgerDirs...) {
+		live, err := bookieagent.HasBookieData(d)
+		if err != nil || live {
+			reason := fmt.Sprintf("%s holds bookie data: benchmarks never run on a live bookie's disk", d)
+			if err != nil {
+				reason = fmt.Sprintf("%s: %v", d, err)
+			}
+			log.Info("bench on start skipped", "reason", reason)
+			srv.SetBench(bookieagent.BenchState{Status: "skipped", Reason: reason})
+			return
+		}
+	}
+	start := time.Now().UTC()
+	srv.SetBench(bookieagent.BenchState{Status: "running", StartedAt: &start})
+	fail := func(err error) {
+		end := time.Now().UTC()
+		log.Warn("bench on start failed", "err", err)
+		srv.SetBench(bookieagent.BenchState{Status: "failed", Reason: err.Error(), StartedAt: &start, FinishedAt: &end})
+	}
+	prep, err := bookieagent.PrepareBench(ctx, o)
+	if err != nil {
+		fail(err)
+		return
+	}
+	res, err := prep.Run(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	rec, err := bookieagent.Recommend(bookieagent.Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks,
+		CPUs: o.CPUs, DirectMemoryBytes: direct, DirectMemorySource: src})
+	if err != nil {
+		fail(err)
+		return
+	}
+	end := time.Now().UTC()
+	log.Info("bench on start done", "bytes", res.BytesWritten, "elapsed", res.Elapsed)
+	srv.SetBench(bookieagent.BenchState{Status: "done", StartedAt: &start, FinishedAt: &end, Recommendation: rec})
+}
