@@ -3,6 +3,7 @@ package blobtest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,9 @@ func AcceptanceTest(t *testing.T, store blob.Store) {
 	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("blobtest: seed %d (store %s)", seed, store.Name())
-	rng := rand.New(rand.NewPCG(seed, 1))
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	rng := rand.NewChaCha8(key)
 	ctxT := func(t *testing.T) context.Context {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		t.Cleanup(cancel)
@@ -34,9 +37,7 @@ func AcceptanceTest(t *testing.T, store blob.Store) {
 	}
 	data := func(n int) []byte {
 		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.UintN(256))
-		}
+		_, _ = rng.Read(b)
 		return b
 	}
 
@@ -195,7 +196,9 @@ func AcceptanceTest(t *testing.T, store blob.Store) {
 	t.Run("IterSortedByPrefix", func(t *testing.T) {
 		ctx := ctxT(t)
 		keys := []string{"iter/b", "iter/a", "iter/a-b", "iter/c/d", "iter/c/e/f", "iter/ab", "iter/Z", "iter/ü", "iter/0", "iter/a.b", "iter/c0"}
-		others := []string{"iterx", "iter", "other/iter/a"}
+		// No key is both an object and a "directory" of others ("iter" and
+		// "iter/b"): directory-backed servers (versitygw posix) refuse it.
+		others := []string{"iterx", "iter-", "other/iter/a"}
 		for _, k := range append(slices.Clone(keys), others...) {
 			if _, err := store.Put(ctx, k, bytes.NewReader([]byte(k)), int64(len(k)), blob.PutOptions{}); err != nil {
 				t.Fatalf("Put %q: %v", k, err)

@@ -1,0 +1,669 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+)
+
+// Options are the non-config dependencies of New.
+type Options struct {
+	// Logger receives retry notices (debug) and cleanup warnings. Default:
+	// discard. Request dumps are never logged (they carry tokens).
+	Logger *slog.Logger
+	// Limiter paces requests and bytes on the wire (shared per process).
+	// Default: none.
+	Limiter *blob.Limiter
+	// Transport replaces the HTTP transport (tests: fault injection). The
+	// Limiter wraps it.
+	Transport http.RoundTripper
+	// DialContext replaces the dialer of the default transport (tests:
+	// virtual-host names dialled at 127.0.0.1).
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ListPageSize is the page size of listings (1..1000). Default 1000.
+	ListPageSize int32
+	// Getenv reads the environment (source env, web_identity defaults).
+	// Default os.Getenv.
+	Getenv func(string) string
+}
+
+// Store is an S3 bucket.
+type Store struct {
+	client   *s3.Client
+	bucket   string
+	sse      SSE
+	log      *slog.Logger
+	pageSize int32
+}
+
+var (
+	_ blob.Store           = (*Store)(nil)
+	_ blob.MultipartLister = (*Store)(nil)
+)
+
+// New builds a store. Credentials are resolved lazily, at the first request
+// (an error then names the source).
+func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+
+	loadOpts := []func(*config.LoadOptions) error{
+		config.WithLogger(logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+			log.Debug("s3 sdk: "+fmt.Sprintf(format, v...), "class", string(c))
+		})),
+		config.WithClientLogMode(aws.LogRetries),
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = cfg.Retry.MaxAttempts
+				o.MaxBackoff = cfg.Retry.MaxBackoff.D()
+				o.Retryables = append(o.Retryables, retry.RetryableErrorCode{Codes: map[string]struct{}{
+					"BadDigest": {}, "XAmzContentSHA256Mismatch": {}, "InternalError": {}, "ServiceUnavailable": {},
+				}})
+			})
+		}),
+	}
+	if cfg.Region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(cfg.Region))
+	}
+	cr := cfg.Credentials
+	switch cr.Source {
+	case SourceStatic:
+		loadOpts = append(loadOpts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cr.AccessKeyID, cr.SecretAccessKey.Reveal(), cr.SessionToken.Reveal())))
+	case SourceEnv:
+		id := firstEnv(getenv, "AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY")
+		secret := firstEnv(getenv, "AWS_SECRET_ACCESS_KEY", "AWS_SECRET_KEY")
+		if id == "" || secret == "" {
+			return nil, errors.New("s3: credentials.source env: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
+		}
+		loadOpts = append(loadOpts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN"))))
+	case SourceProfile:
+		profile := cr.Profile
+		if profile == "" {
+			profile = "default"
+		}
+		loadOpts = append(loadOpts, config.WithSharedConfigProfile(profile))
+		if cr.SharedCredentialsFile != "" {
+			loadOpts = append(loadOpts, config.WithSharedCredentialsFiles([]string{cr.SharedCredentialsFile}))
+		}
+		if cr.SharedConfigFile != "" {
+			loadOpts = append(loadOpts, config.WithSharedConfigFiles([]string{cr.SharedConfigFile}))
+		}
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3: load AWS config (credentials.source %s): %w", cr.Source, err)
+	}
+	if awsCfg.Region == "" {
+		return nil, errors.New("s3: no region: set config key region (or AWS_REGION)")
+	}
+	// The SDK's buildable client honours AWS_CA_BUNDLE; take its transport
+	// and add our timeouts, dialer and limiter.
+	tr := opts.Transport
+	if tr == nil {
+		bc, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient)
+		if !ok {
+			bc = awshttp.NewBuildableClient()
+		}
+		bc = bc.WithTransportOptions(func(t *http.Transport) {
+			t.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout.D()
+			t.MaxIdleConnsPerHost = 64
+			if opts.DialContext != nil {
+				t.DialContext = opts.DialContext
+			}
+		})
+		tr = bc.GetTransport()
+	}
+	httpClient := &http.Client{Transport: opts.Limiter.Transport(tr)}
+	awsCfg.HTTPClient = httpClient
+	if cr.Source == SourceWebIdentity {
+		roleARN := cr.RoleARN
+		if roleARN == "" {
+			roleARN = getenv("AWS_ROLE_ARN")
+		}
+		tokenFile := cr.WebIdentityTokenFile
+		if tokenFile == "" {
+			tokenFile = getenv("AWS_WEB_IDENTITY_TOKEN_FILE")
+		}
+		if roleARN == "" || tokenFile == "" {
+			return nil, errors.New("s3: credentials.source web_identity needs credentials.role_arn and credentials.web_identity_token_file (or AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE)")
+		}
+		stsClient := sts.NewFromConfig(awsCfg, func(o *sts.Options) {
+			if cr.STSEndpoint != "" {
+				o.BaseEndpoint = aws.String(cr.STSEndpoint)
+			}
+		})
+		awsCfg.Credentials = aws.NewCredentialsCache(stscreds.NewWebIdentityRoleProvider(stsClient, roleARN,
+			stscreds.IdentityTokenFile(tokenFile), func(o *stscreds.WebIdentityRoleOptions) {
+				o.RoleSessionName = cr.RoleSessionName
+			}))
+	}
+
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.Addressing == "path"
+		// We send Content-MD5 ourselves; the SDK's default CRC32 trailers
+		// (aws-chunked) are not understood by every S3-compatible server.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	ps := opts.ListPageSize
+	if ps <= 0 || ps > 1000 {
+		ps = 1000
+	}
+	return &Store{client: client, bucket: cfg.Bucket, sse: cfg.SSE, log: log, pageSize: ps}, nil
+}
+
+func firstEnv(getenv func(string) string, names ...string) string {
+	for _, n := range names {
+		if v := getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Name returns "s3://<bucket>".
+func (s *Store) Name() string { return "s3://" + s.bucket }
+
+// Close releases idle connections.
+func (s *Store) Close() error { return nil }
+
+// mapErr wraps an SDK error with the operation, key and a blob sentinel.
+func mapErr(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var sentinel error
+	var apiErr smithy.APIError
+	code := ""
+	if errors.As(err, &apiErr) {
+		code = apiErr.ErrorCode()
+	}
+	status := 0
+	var respErr *awshttp.ResponseError
+	if errors.As(err, &respErr) {
+		status = respErr.HTTPStatusCode()
+	}
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+	case code == "NoSuchKey" || code == "NoSuchUpload" || code == "NotFound" || (status == 404 && code != "NoSuchBucket"):
+		sentinel = blob.ErrNotFound
+	case code == "InvalidRange" || status == 416:
+		sentinel = blob.ErrInvalidRange
+	case code == "BadDigest" || code == "InvalidDigest" || code == "XAmzContentSHA256Mismatch":
+		sentinel = blob.ErrBadDigest
+	case code == "EntityTooSmall":
+		sentinel = blob.ErrPartTooSmall
+	case code == "InvalidPart" || code == "InvalidPartOrder":
+		sentinel = blob.ErrMissingPart
+	case status == 403 || code == "AccessDenied" || code == "SignatureDoesNotMatch" || code == "InvalidAccessKeyId":
+		sentinel = blob.ErrAccessDenied
+	}
+	if sentinel != nil {
+		return fmt.Errorf("s3 %s %q: %w: %w", op, key, sentinel, err)
+	}
+	return fmt.Errorf("s3 %s %q: %w", op, key, err)
+}
+
+func attrsFromHead(key string, size int64, etag *string, mod *time.Time, md map[string]string) blob.Attrs {
+	a := blob.Attrs{Key: key, Size: size, ETag: strings.Trim(aws.ToString(etag), `"`)}
+	if mod != nil {
+		a.LastModified = *mod
+	}
+	if len(md) > 0 {
+		a.Metadata = make(map[string]string, len(md))
+		for k, v := range md {
+			a.Metadata[strings.ToLower(k)] = v
+		}
+	}
+	return a
+}
+
+// Head returns the object's attributes.
+func (s *Store) Head(ctx context.Context, key string) (blob.Attrs, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return blob.Attrs{}, err
+	}
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		return blob.Attrs{}, mapErr("head", key, err)
+	}
+	return attrsFromHead(key, aws.ToInt64(out.ContentLength), out.ETag, out.LastModified, out.Metadata), nil
+}
+
+// Get streams the whole object.
+func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, blob.Attrs, error) {
+	return s.GetRange(ctx, key, 0, -1)
+}
+
+// GetRange streams length bytes at off (length < 0: to the end).
+func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, blob.Attrs, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return nil, blob.Attrs{}, err
+	}
+	if off < 0 {
+		return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: %w: negative offset %d", key, blob.ErrInvalidRange, off)
+	}
+	if length == 0 {
+		return s.emptyRange(ctx, key, off, length)
+	}
+	in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &key}
+	ranged := off != 0 || length >= 0
+	if ranged {
+		if length < 0 {
+			in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
+		} else {
+			in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+length-1))
+		}
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		err = mapErr("get", key, err)
+		if errors.Is(err, blob.ErrInvalidRange) {
+			// S3 answers 416 for "bytes=<size>-"; reading from the end
+			// is an empty read here.
+			return s.emptyRange(ctx, key, off, length)
+		}
+		return nil, blob.Attrs{}, err
+	}
+	got := aws.ToInt64(out.ContentLength)
+	size := got
+	if ranged {
+		size = -1
+		if cr := aws.ToString(out.ContentRange); cr != "" {
+			if i := strings.LastIndexByte(cr, '/'); i >= 0 {
+				size, _ = strconv.ParseInt(cr[i+1:], 10, 64)
+			}
+		}
+		if size < 0 {
+			out.Body.Close()
+			return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: ranged response without a usable Content-Range %q", key, aws.ToString(out.ContentRange))
+		}
+		want, rerr := blob.ResolveRange(off, length, size)
+		if rerr != nil {
+			out.Body.Close()
+			return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: %w", key, rerr)
+		}
+		if got != want {
+			out.Body.Close()
+			return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: server returned %d bytes for a %d-byte range", key, got, want)
+		}
+	}
+	a := attrsFromHead(key, size, out.ETag, out.LastModified, out.Metadata)
+	return &exactBody{rc: out.Body, left: got, key: key}, a, nil
+}
+
+// emptyRange answers a zero-length read: it checks the object exists and
+// off is within it.
+func (s *Store) emptyRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, blob.Attrs, error) {
+	a, err := s.Head(ctx, key)
+	if err != nil {
+		return nil, blob.Attrs{}, err
+	}
+	n, err := blob.ResolveRange(off, length, a.Size)
+	if err != nil {
+		return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: %w", key, err)
+	}
+	if n != 0 {
+		// The server refused a range that should be valid; the object
+		// changed between the two requests.
+		return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: %w: object changed while reading", key, blob.ErrInvalidRange)
+	}
+	return io.NopCloser(bytes.NewReader(nil)), a, nil
+}
+
+// exactBody fails with io.ErrUnexpectedEOF if the body ends early and
+// reports an error if it runs long.
+type exactBody struct {
+	rc   io.ReadCloser
+	left int64
+	key  string
+}
+
+func (b *exactBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, _ := b.rc.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("s3 get %q: body longer than Content-Length", b.key)
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if err == io.EOF && b.left > 0 {
+		return n, fmt.Errorf("s3 get %q: body ended %d bytes early: %w", b.key, b.left, io.ErrUnexpectedEOF)
+	}
+	if err == io.EOF {
+		err = nil
+		if n == 0 {
+			err = io.EOF
+		}
+	}
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("s3 get %q: %w", b.key, err)
+	}
+	return n, err
+}
+
+func (b *exactBody) Close() error { return b.rc.Close() }
+
+// Iter lists keys with prefix in ascending order.
+func (s *Store) Iter(ctx context.Context, prefix string, fn func(blob.Attrs) error) error {
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: &s.bucket, Prefix: aws.String(prefix), MaxKeys: aws.Int32(s.pageSize),
+	})
+	last := ""
+	first := true
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return mapErr("list", prefix, err)
+		}
+		for _, o := range page.Contents {
+			k := aws.ToString(o.Key)
+			if !first && k <= last {
+				return fmt.Errorf("s3 list %q: server listed %q after %q (not ascending)", prefix, k, last)
+			}
+			first, last = false, k
+			if !strings.HasPrefix(k, prefix) {
+				continue
+			}
+			if err := fn(attrsFromHead(k, aws.ToInt64(o.Size), o.ETag, o.LastModified, nil)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// body returns an io.ReadSeeker of exactly size bytes of r and its MD5.
+// Seekable readers are hashed in place; others are buffered (memory up to
+// 64 MiB, a temporary file beyond). cleanup releases the buffer.
+func body(r io.Reader, size int64) (rs io.ReadSeeker, sum []byte, cleanup func(), err error) {
+	cleanup = func() {}
+	h := md5.New()
+	if ra, ok := r.(interface {
+		io.ReaderAt
+		io.Seeker
+	}); ok {
+		start, err := ra.Seek(0, io.SeekCurrent)
+		if err == nil {
+			sec := io.NewSectionReader(ra, start, size)
+			n, err := io.Copy(h, sec)
+			if err != nil {
+				return nil, nil, cleanup, err
+			}
+			if n != size {
+				return nil, nil, cleanup, fmt.Errorf("reader gave %d bytes, size is %d: %w", n, size, io.ErrUnexpectedEOF)
+			}
+			return io.NewSectionReader(ra, start, size), h.Sum(nil), cleanup, nil
+		}
+	}
+	if size <= 64<<20 {
+		buf := make([]byte, size)
+		if n, err := io.ReadFull(r, buf); err != nil {
+			return nil, nil, cleanup, fmt.Errorf("reader gave %d bytes, size is %d: %w", n, size, io.ErrUnexpectedEOF)
+		}
+		h.Write(buf)
+		return bytes.NewReader(buf), h.Sum(nil), cleanup, nil
+	}
+	f, err := os.CreateTemp("", "tierkeeper-s3-put-")
+	if err != nil {
+		return nil, nil, cleanup, err
+	}
+	cleanup = func() { f.Close(); os.Remove(f.Name()) }
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, size))
+	if err == nil && n != size {
+		err = fmt.Errorf("reader gave %d bytes, size is %d: %w", n, size, io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		cleanup()
+		return nil, nil, func() {}, err
+	}
+	return io.NewSectionReader(f, 0, size), h.Sum(nil), cleanup, nil
+}
+
+func (s *Store) sseKMSContext() (*string, error) {
+	if len(s.sse.KMSEncryptionContext) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(s.sse.KMSEncryptionContext)
+	if err != nil {
+		return nil, err
+	}
+	return aws.String(base64.StdEncoding.EncodeToString(b)), nil
+}
+
+// sseFields returns the SSE request fields.
+func (s *Store) sseFields() (t types.ServerSideEncryption, keyID, ctx *string, bucketKey *bool, err error) {
+	switch s.sse.Type {
+	case SSES3:
+		return types.ServerSideEncryptionAes256, nil, nil, nil, nil
+	case SSEKMS:
+		ctx, err = s.sseKMSContext()
+		if s.sse.KMSKeyID != "" {
+			keyID = aws.String(s.sse.KMSKeyID)
+		}
+		if s.sse.BucketKeyEnabled {
+			bucketKey = aws.Bool(true)
+		}
+		return types.ServerSideEncryptionAwsKms, keyID, ctx, bucketKey, err
+	}
+	return "", nil, nil, nil, nil
+}
+
+func contentType(ct string) *string {
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	return aws.String(ct)
+}
+
+// Put stores exactly size bytes of r with Content-MD5.
+func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, opts blob.PutOptions) (blob.Attrs, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return blob.Attrs{}, err
+	}
+	if size < 0 {
+		return blob.Attrs{}, fmt.Errorf("%w: negative size %d", blob.ErrInvalidArgument, size)
+	}
+	md, err := blob.NormalizeMetadata(opts.Metadata)
+	if err != nil {
+		return blob.Attrs{}, fmt.Errorf("s3 put %q: %w", key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return blob.Attrs{}, fmt.Errorf("s3 put %q: %w", key, err)
+	}
+	rs, sum, cleanup, err := body(r, size)
+	if err != nil {
+		return blob.Attrs{}, fmt.Errorf("s3 put %q: %w", key, err)
+	}
+	defer cleanup()
+	sseType, kmsKey, kmsCtx, bucketKey, err := s.sseFields()
+	if err != nil {
+		return blob.Attrs{}, err
+	}
+	out, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &s.bucket, Key: &key, Body: rs, ContentLength: aws.Int64(size),
+		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum)), ContentType: contentType(opts.ContentType),
+		Metadata: md, ServerSideEncryption: sseType, SSEKMSKeyId: kmsKey, SSEKMSEncryptionContext: kmsCtx, BucketKeyEnabled: bucketKey,
+	})
+	if err != nil {
+		return blob.Attrs{}, mapErr("put", key, err)
+	}
+	return blob.Attrs{Key: key, Size: size, ETag: strings.Trim(aws.ToString(out.ETag), `"`), Metadata: md}, nil
+}
+
+// Delete removes an object; a missing object is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := blob.ValidateKey(key); err != nil {
+		return err
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
+	if err = mapErr("delete", key, err); errors.Is(err, blob.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// CreateMultipart starts a multipart upload.
+func (s *Store) CreateMultipart(ctx context.Context, key string, opts blob.PutOptions) (blob.Multipart, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	md, err := blob.NormalizeMetadata(opts.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("s3 create multipart %q: %w", key, err)
+	}
+	sseType, kmsKey, kmsCtx, bucketKey, err := s.sseFields()
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+		Bucket: &s.bucket, Key: &key, ContentType: contentType(opts.ContentType), Metadata: md,
+		ServerSideEncryption: sseType, SSEKMSKeyId: kmsKey, SSEKMSEncryptionContext: kmsCtx, BucketKeyEnabled: bucketKey,
+	})
+	if err != nil {
+		return nil, mapErr("create multipart", key, err)
+	}
+	return &multipart{s: s, key: key, id: aws.ToString(out.UploadId), md: md, parts: map[int]part{}}, nil
+}
+
+type part struct {
+	etag string
+	size int64
+}
+
+type multipart struct {
+	s   *Store
+	key string
+	id  string
+	md  map[string]string
+
+	mu    sync.Mutex
+	parts map[int]part
+}
+
+func (m *multipart) UploadID() string { return m.id }
+
+// UploadPart sends part n with Content-MD5.
+func (m *multipart) UploadPart(ctx context.Context, n int, data []byte) error {
+	if err := blob.CheckPartNumber(n); err != nil {
+		return fmt.Errorf("s3 upload part of %q: %w", m.key, err)
+	}
+	sum := md5.Sum(data)
+	out, err := m.s.client.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: &m.s.bucket, Key: &m.key, UploadId: &m.id, PartNumber: aws.Int32(int32(n)),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+	})
+	if err != nil {
+		return mapErr(fmt.Sprintf("upload part %d", n), m.key, err)
+	}
+	m.mu.Lock()
+	m.parts[n] = part{etag: aws.ToString(out.ETag), size: int64(len(data))}
+	m.mu.Unlock()
+	return nil
+}
+
+// Complete assembles parts 1..N.
+func (m *multipart) Complete(ctx context.Context) (blob.Attrs, error) {
+	m.mu.Lock()
+	sizes := make(map[int]int64, len(m.parts))
+	var list []types.CompletedPart
+	var total int64
+	for n, p := range m.parts {
+		sizes[n] = p.size
+		total += p.size
+		list = append(list, types.CompletedPart{PartNumber: aws.Int32(int32(n)), ETag: aws.String(p.etag)})
+	}
+	m.mu.Unlock()
+	if err := blob.CheckCompleteParts(sizes, blob.MinPartSize); err != nil {
+		return blob.Attrs{}, fmt.Errorf("s3 complete %q: %w", m.key, err)
+	}
+	sort.Slice(list, func(i, j int) bool { return *list[i].PartNumber < *list[j].PartNumber })
+	out, err := m.s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: &m.s.bucket, Key: &m.key, UploadId: &m.id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: list},
+	})
+	if err != nil {
+		return blob.Attrs{}, mapErr("complete multipart", m.key, err)
+	}
+	return blob.Attrs{Key: m.key, Size: total, ETag: strings.Trim(aws.ToString(out.ETag), `"`), Metadata: m.md}, nil
+}
+
+// Abort discards the upload.
+func (m *multipart) Abort(ctx context.Context) error {
+	return m.s.AbortMultipart(ctx, m.key, m.id)
+}
+
+// ListMultipart lists incomplete uploads with keys starting with prefix.
+func (s *Store) ListMultipart(ctx context.Context, prefix string) ([]blob.Upload, error) {
+	p := s3.NewListMultipartUploadsPaginator(s.client, &s3.ListMultipartUploadsInput{
+		Bucket: &s.bucket, Prefix: aws.String(prefix), MaxUploads: aws.Int32(s.pageSize),
+	})
+	var out []blob.Upload
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, mapErr("list multipart", prefix, err)
+		}
+		for _, u := range page.Uploads {
+			out = append(out, blob.Upload{Key: aws.ToString(u.Key), UploadID: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// AbortMultipart aborts an upload; blob.ErrNotFound if it does not exist.
+func (s *Store) AbortMultipart(ctx context.Context, key, uploadID string) error {
+	_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: &uploadID})
+	return mapErr("abort multipart", key, err)
+}

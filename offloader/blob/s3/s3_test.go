@@ -1,0 +1,40 @@
+package s3
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+func staticConfig(srv *testenv.S3, bucket string) Config {
+	return Config{
+		Bucket: bucket, Region: srv.Region, Endpoint: srv.Endpoint, Addressing: "path",
+		Credentials: Credentials{Source: SourceStatic, AccessKeyID: srv.AccessKey, SecretAccessKey: blob.Secret(srv.SecretKey)},
+		Retry:       Retry{MaxAttempts: 3, MaxBackoff: blob.Duration(20e6)},
+	}
+}
+
+func newTestStore(t *testing.T, cfg Config, opts Options) *Store {
+	t.Helper()
+	s, err := New(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestAcceptancePathStyle(t *testing.T) {
+	srv := testenv.StartS3(t)
+	blobtest.AcceptanceTest(t, newTestStore(t, staticConfig(srv, srv.NewBucket(t)), Options{ListPageSize: 3}))
+}
+
+func TestAcceptanceVirtualHost(t *testing.T) {
+	srv := testenv.StartS3(t)
+	cfg := staticConfig(srv, srv.NewBucket(t))
+	cfg.Endpoint, cfg.Addressing = srv.VirtualEndpoint, "virtual"
+	blobtest.AcceptanceTest(t, newTestStore(t, cfg, Options{DialContext: srv.DialContext}))
+}
