@@ -1,0 +1,378 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// BookKeeperCluster is a set of real BookKeeper bookies (the version Pulsar
+// pins, from the compat Maven build), one JVM process each, registered in a
+// ZooKeeper under LedgersRoot. Bookies listen on 127.0.0.1 only, advertise
+// 127.0.0.1:port as their id, and use Pulsar's default storage
+// (DbLedgerStorage, RocksDB index) with small caches.
+type BookKeeperCluster struct {
+	ZK          *ZooKeeper
+	LedgersRoot string // "/ledgers"
+
+	owner testing.TB
+	build *JavaBuild
+	dir   string
+	opts  BookieOptions
+
+	mu      sync.Mutex
+	bookies []*bookie
+}
+
+// BookieOptions tune StartBookiesWith. The zero value gives the defaults.
+type BookieOptions struct {
+	// LedgerStorage is the ledgerStorageClass; default Pulsar's
+	// "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage". Use
+	// "org.apache.bookkeeper.bookie.SortedLedgerStorage" for BK's own default.
+	LedgerStorage string
+	// Heap is the JVM -Xmx (and MaxDirectMemorySize); default "128m".
+	Heap string
+	// Extra are more bookie configuration lines ("key=value").
+	Extra []string
+}
+
+// BookieInfo describes one bookie of a cluster.
+type BookieInfo struct {
+	Index   int
+	ID      string // bookie id as stored in ledger metadata: "127.0.0.1:port"
+	Addr    string // network address, same as ID here
+	Port    int
+	Dir     string // journal in Dir/j, ledgers in Dir/l
+	LogPath string // log of the current (or last) process
+	Running bool
+}
+
+type bookie struct {
+	BookieInfo
+	conf string
+	proc *Process
+	gen  int
+}
+
+const (
+	bookieStartTimeout = 90 * time.Second
+	// DefaultLedgerStorage is Pulsar's conf/bookkeeper.conf storage.
+	DefaultLedgerStorage = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
+)
+
+// StartBookies formats BookKeeper metadata in zk (once; a fresh "/ledgers")
+// and starts n bookies in parallel. It returns when every bookie is
+// registered under /ledgers/available. The bookies stop when t ends.
+//
+// JVM start-up dominates: expect ~5-10 s for 3-4 bookies on 2 cores, so
+// share one cluster per test package (see test/compat/harness_test.go).
+func StartBookies(t testing.TB, zkSrv *ZooKeeper, n int) *BookKeeperCluster {
+	t.Helper()
+	return StartBookiesWith(t, zkSrv, n, BookieOptions{})
+}
+
+// StartBookiesWith is StartBookies with options.
+func StartBookiesWith(t testing.TB, zkSrv *ZooKeeper, n int, o BookieOptions) *BookKeeperCluster {
+	t.Helper()
+	b := requireJavaBuild(t)
+	if o.LedgerStorage == "" {
+		o.LedgerStorage = DefaultLedgerStorage
+	}
+	if o.Heap == "" {
+		o.Heap = "128m"
+	}
+	c := &BookKeeperCluster{ZK: zkSrv, LedgersRoot: "/ledgers", owner: t, build: b, dir: t.TempDir(), opts: o}
+	if err := c.format(t); err != nil {
+		t.Fatalf("bookkeeper: format metadata: %v", err)
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = c.newBookie(t)
+	}
+	if err := c.startAll(t, idx); err != nil {
+		t.Fatalf("bookkeeper: %v", err)
+	}
+	return c
+}
+
+// MetadataServiceURI is the BookKeeper client setting for this cluster,
+// "zk+hierarchical://127.0.0.1:port/ledgers".
+func (c *BookKeeperCluster) MetadataServiceURI() string {
+	return "zk+hierarchical://" + c.ZK.Addr + c.LedgersRoot
+}
+
+// Bookies returns every bookie ever added, in index order.
+func (c *BookKeeperCluster) Bookies() []BookieInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]BookieInfo, len(c.bookies))
+	for i, bk := range c.bookies {
+		out[i] = bk.BookieInfo
+		if bk.proc != nil {
+			done, _ := bk.proc.Exited()
+			out[i].Running = !done
+			out[i].LogPath = bk.proc.LogPath
+		}
+	}
+	return out
+}
+
+// Bookie returns the bookie with index i.
+func (c *BookKeeperCluster) Bookie(i int) BookieInfo { return c.Bookies()[i] }
+
+// RunningBookies returns the ids of the running bookies.
+func (c *BookKeeperCluster) RunningBookies() []string {
+	var ids []string
+	for _, b := range c.Bookies() {
+		if b.Running {
+			ids = append(ids, b.ID)
+		}
+	}
+	return ids
+}
+
+// IndexOf returns the index of the bookie with id, or -1.
+func (c *BookKeeperCluster) IndexOf(id string) int {
+	for _, b := range c.Bookies() {
+		if b.ID == id {
+			return b.Index
+		}
+	}
+	return -1
+}
+
+// StopBookie stops bookie i gracefully (SIGTERM) and waits until its
+// registration znode is gone. Its data stays; StartBookie brings it back.
+func (c *BookKeeperCluster) StopBookie(i int) {
+	c.mu.Lock()
+	bk := c.bookies[i]
+	p := bk.proc
+	c.mu.Unlock()
+	if p != nil {
+		p.Stop()
+	}
+	// A graceful shutdown closes the ZK session, removing the ephemeral node.
+	_ = c.waitRegistered(bk.ID, false, 15*time.Second, nil)
+}
+
+// KillBookie ends bookie i at once (SIGKILL), like a crash. Its
+// registration znode lingers until its ZK session expires (~10 s).
+func (c *BookKeeperCluster) KillBookie(i int) {
+	c.mu.Lock()
+	p := c.bookies[i].proc
+	c.mu.Unlock()
+	if p != nil {
+		p.Kill()
+	}
+}
+
+// StartBookie starts stopped or killed bookie i again with the same port,
+// id and data, and waits until it is registered.
+func (c *BookKeeperCluster) StartBookie(t testing.TB, i int) {
+	t.Helper()
+	c.mu.Lock()
+	bk := c.bookies[i]
+	p := bk.proc
+	c.mu.Unlock()
+	if p != nil {
+		if done, _ := p.Exited(); !done {
+			t.Fatalf("bookkeeper: bookie %d (%s) is running", i, bk.ID)
+		}
+	}
+	// After a kill, the old ephemeral node may still exist; wait it out so
+	// the new one is really ours (the bookie itself also waits for it).
+	if err := c.startAll(t, []int{i}); err != nil {
+		t.Fatalf("bookkeeper: %v", err)
+	}
+}
+
+// AddBookie starts one more bookie and returns its index.
+func (c *BookKeeperCluster) AddBookie(t testing.TB) int {
+	t.Helper()
+	i := c.newBookie(t)
+	if err := c.startAll(t, []int{i}); err != nil {
+		t.Fatalf("bookkeeper: %v", err)
+	}
+	return i
+}
+
+// format writes the cluster metadata (LAYOUT, INSTANCEID, available/...)
+// with BookKeeper's own shell: `BookieShell initnewcluster`.
+func (c *BookKeeperCluster) format(t testing.TB) error {
+	conf := filepath.Join(c.dir, "format.conf")
+	if err := os.WriteFile(conf, []byte(c.confText(0, c.dir)), 0o644); err != nil {
+		return err
+	}
+	opts := append(JVMOptions("96m", true), "-Dtk.loglevel=WARN")
+	cmd := c.build.Command(opts, "org.apache.bookkeeper.bookie.BookieShell", "-conf", conf, "initnewcluster")
+	out, err := runJava(t.Context(), 60*time.Second, cmd)
+	if err != nil {
+		return fmt.Errorf("initnewcluster: %w (stdout %s)", err, out)
+	}
+	return nil
+}
+
+func (c *BookKeeperCluster) confText(port int, dir string) string {
+	lines := []string{
+		fmt.Sprintf("bookiePort=%d", port),
+		"advertisedAddress=127.0.0.1",
+		"listeningInterface=lo",
+		"allowLoopback=true",
+		"useHostNameAsBookieID=false",
+		"metadataServiceUri=" + c.MetadataServiceURI(),
+		"journalDirectories=" + filepath.Join(dir, "j"),
+		"ledgerDirectories=" + filepath.Join(dir, "l"),
+		"ledgerStorageClass=" + c.opts.LedgerStorage,
+		"dbStorage_writeCacheMaxSizeMb=16",
+		"dbStorage_readAheadCacheMaxSizeMb=16",
+		"dbStorage_rocksDB_blockCacheSize=8388608",
+		"journalSyncData=false",
+		"journalPreAllocSizeMB=4",
+		"journalWriteBufferSizeKB=256",
+		"logSizeLimit=67108864",
+		"diskUsageThreshold=0.99",
+		"diskUsageWarnThreshold=0.98",
+		"httpServerEnabled=false",
+		"statsProviderClass=org.apache.bookkeeper.stats.NullStatsProvider",
+		"zkTimeout=10000",
+		// Pulsar's bookkeeper.conf raises the frame size for 5 MiB messages.
+		"nettyMaxFrameSizeBytes=5253120",
+	}
+	lines = append(lines, c.opts.Extra...)
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (c *BookKeeperCluster) newBookie(t testing.TB) int {
+	c.mu.Lock()
+	i := len(c.bookies)
+	c.mu.Unlock()
+	dir := filepath.Join(c.dir, fmt.Sprintf("bookie%d", i))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("bookkeeper: %v", err)
+	}
+	port := FreePort(t)
+	conf := filepath.Join(dir, "bk.conf")
+	if err := os.WriteFile(conf, []byte(c.confText(port, dir)), 0o644); err != nil {
+		t.Fatalf("bookkeeper: %v", err)
+	}
+	id := fmt.Sprintf("127.0.0.1:%d", port)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i = len(c.bookies)
+	c.bookies = append(c.bookies, &bookie{
+		BookieInfo: BookieInfo{Index: i, ID: id, Addr: id, Port: port, Dir: dir},
+		conf:       conf,
+	})
+	return i
+}
+
+// startAll starts the given bookies in parallel and waits for all of them to
+// register.
+func (c *BookKeeperCluster) startAll(t testing.TB, idx []int) error {
+	t.Helper()
+	procs := make([]*Process, len(idx))
+	for k, i := range idx {
+		c.mu.Lock()
+		bk := c.bookies[i]
+		bk.gen++
+		name := fmt.Sprintf("bookie%d", i)
+		if bk.gen > 1 {
+			name = fmt.Sprintf("bookie%d-%d", i, bk.gen)
+		}
+		c.mu.Unlock()
+		opts := append(JVMOptions(c.opts.Heap, true), "-Dtk.loglevel=INFO")
+		cmd := c.build.Command(opts, "org.apache.bookkeeper.server.Main", "-c", bk.conf)
+		p := Start(cleanupOn{TB: t, owner: c.owner}, name, c.dir, cmd)
+		c.mu.Lock()
+		bk.proc = p
+		c.mu.Unlock()
+		procs[k] = p
+	}
+	errs := make([]error, len(idx))
+	var wg sync.WaitGroup
+	for k, i := range idx {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.mu.Lock()
+			id := c.bookies[i].ID
+			c.mu.Unlock()
+			errs[k] = c.waitRegistered(id, true, bookieStartTimeout, procs[k])
+		}()
+	}
+	wg.Wait()
+	var msgs []string
+	for _, err := range errs {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("bookies did not start:\n%s", strings.Join(msgs, "\n"))
+	}
+	return nil
+}
+
+// waitRegistered polls <root>/available/<id> until it exists (want=true) or
+// is gone (want=false). p, when set, is watched for an early exit.
+func (c *BookKeeperCluster) waitRegistered(id string, want bool, timeout time.Duration, p *Process) error {
+	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLogger{}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	path := c.LedgersRoot + "/available/" + id
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if p != nil {
+			if done, perr := p.Exited(); done {
+				return fmt.Errorf("bookie %s exited during start-up: %v; log tail:\n%s", id, perr, Tail(p.LogPath, 40))
+			}
+		}
+		ok, _, err := conn.Exists(path)
+		if err == nil && ok == want {
+			return nil
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	msg := fmt.Sprintf("bookie %s: registration %s still %v after %s (last error %v)", id, path, !want, timeout, last)
+	if p != nil {
+		msg += "; log tail:\n" + Tail(p.LogPath, 40)
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// AvailableBookies lists <root>/available as ZooKeeper sees it now (writable
+// bookies only), sorted.
+func (c *BookKeeperCluster) AvailableBookies() ([]string, error) {
+	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLogger{}))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	kids, _, err := conn.Children(c.LedgersRoot + "/available")
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, k := range kids {
+		if k != "readonly" {
+			ids = append(ids, k)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+type discardZKLogger struct{}
+
+func (discardZKLogger) Printf(string, ...any) {}

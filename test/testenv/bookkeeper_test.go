@@ -1,0 +1,65 @@
+package testenv_test
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+func TestBookiesStartStopAdd(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	start := time.Now()
+	c := testenv.StartBookies(t, z, 3)
+	t.Logf("3 bookies registered after %s", time.Since(start).Round(time.Millisecond))
+
+	if got, want := c.MetadataServiceURI(), "zk+hierarchical://"+z.Addr+"/ledgers"; got != want {
+		t.Fatalf("MetadataServiceURI = %q, want %q", got, want)
+	}
+	bs := c.Bookies()
+	if len(bs) != 3 {
+		t.Fatalf("%d bookies", len(bs))
+	}
+	var ids []string
+	for i, b := range bs {
+		if b.Index != i || !b.Running || !strings.HasPrefix(b.ID, "127.0.0.1:") || b.Addr != b.ID {
+			t.Fatalf("bookie %d = %+v", i, b)
+		}
+		ids = append(ids, b.ID)
+	}
+	sort.Strings(ids)
+	avail, err := c.AvailableBookies()
+	if err != nil || !reflect.DeepEqual(avail, ids) {
+		t.Fatalf("available = %v (%v), want %v", avail, err, ids)
+	}
+
+	c.StopBookie(1)
+	if c.Bookie(1).Running {
+		t.Fatal("bookie 1 running after StopBookie")
+	}
+	avail, _ = c.AvailableBookies()
+	if len(avail) != 2 {
+		t.Fatalf("available after stop = %v", avail)
+	}
+	start = time.Now()
+	c.StartBookie(t, 1)
+	t.Logf("bookie restart took %s", time.Since(start).Round(time.Millisecond))
+	avail, _ = c.AvailableBookies()
+	if !reflect.DeepEqual(avail, ids) {
+		t.Fatalf("available after restart = %v, want %v", avail, ids)
+	}
+
+	start = time.Now()
+	i := c.AddBookie(t)
+	t.Logf("AddBookie took %s", time.Since(start).Round(time.Millisecond))
+	if i != 3 || len(c.RunningBookies()) != 4 {
+		t.Fatalf("AddBookie = %d, running %v", i, c.RunningBookies())
+	}
+	c.KillBookie(3)
+	if c.Bookie(3).Running {
+		t.Fatal("bookie 3 running after KillBookie")
+	}
+}
