@@ -226,6 +226,7 @@ func Recommend(in Input) (*Recommendation, error) {
 	}
 	r := &Recommendation{}
 	var settings []Setting
+	allDisks := append(append([]Disk{}, in.JournalDisks...), in.LedgerDisks...)
 
 	// ---- journal disks ----
 	perDiskCap := max(1, min(MaxJournalDirsPerDisk, cpus/2/len(in.JournalDisks)))
@@ -238,7 +239,7 @@ func Recommend(in Input) (*Recommendation, error) {
 	wbKB := int64(64)
 	var wbEv []string
 	for _, d := range in.JournalDisks {
-		sum := summarize("journal", d)
+		sum := summarize("journal", d, allDisks)
 		sweep := journalWritersSweep(d.Results)
 		if len(sweep) == 0 {
 			return nil, fmt.Errorf("%w: journal disk %s has no journal results", ErrNoMeasurements, d.Dir)
@@ -331,7 +332,7 @@ func Recommend(in Input) (*Recommendation, error) {
 	var lAgg float64
 	anyHDD := false
 	for _, d := range in.LedgerDisks {
-		sum := summarize("ledger", d)
+		sum := summarize("ledger", d, allDisks)
 		if sum.Class == "hdd" {
 			anyHDD = true
 		}
@@ -561,8 +562,9 @@ func rocksNative(dirs int, writeBuffer int64) int64 {
 func warnings(in Input, r *Recommendation, jAgg, lAgg float64) []string {
 	var w []string
 	all := append(append([]Disk{}, in.JournalDisks...), in.LedgerDisks...)
+	budgetCut := map[string][]float64{}
 	for _, d := range all {
-		cls, basis, _ := classify(d)
+		cls, basis, _ := classifyWith(d, sameDeviceReads(d, all))
 		if d.Device != nil && d.Device.Rotational && cls == "ssd" {
 			w = append(w, fmt.Sprintf("%s: sysfs says rotational but %s; treated as SSD (virtual disks often report rotational=1)", diskLabel(d), basis))
 		}
@@ -571,8 +573,16 @@ func warnings(in Input, r *Recommendation, jAgg, lAgg float64) []string {
 		}
 		for _, res := range d.Results {
 			for _, rw := range res.Warnings {
+				if strings.Contains(rw, "byte budget spent") {
+					budgetCut[diskLabel(d)] = append(budgetCut[diskLabel(d)], res.DurationSec)
+					continue
+				}
 				w = append(w, fmt.Sprintf("%s: %s %s: %s", diskLabel(d), res.Workload, pointLabel(res), rw))
 			}
+		}
+		if cut := budgetCut[diskLabel(d)]; len(cut) > 0 {
+			w = append(w, fmt.Sprintf("%s: %d of %d points were stopped early by the byte budget (shortest measured %.1f s): the disk is fast for the budget; raise --max-bytes for steadier figures",
+				diskLabel(d), len(cut), len(d.Results), slices.Min(cut)))
 		}
 	}
 	for _, j := range in.JournalDisks {
@@ -592,6 +602,21 @@ func warnings(in Input, r *Recommendation, jAgg, lAgg float64) []string {
 		w = append(w, "direct memory taken from -Xmx (JVM default); set -XX:MaxDirectMemorySize explicitly")
 	}
 	return w
+}
+
+// sameDeviceReads returns random-read results of other disks on d's device.
+func sameDeviceReads(d Disk, all []Disk) []diskbench.Result {
+	var out []diskbench.Result
+	for _, o := range all {
+		if o.Dir != d.Dir && sameDevice(d, o) {
+			for _, r := range o.Results {
+				if r.Workload == diskbench.WorkloadRandRead {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
 }
 
 func sameDevice(a, b Disk) bool {
@@ -642,12 +667,13 @@ func pointLabel(r diskbench.Result) string {
 
 func usable(r diskbench.Result) bool { return r.BytesPerSec > 0 && r.Ops > 0 }
 
-// classify returns "hdd" or "ssd" and why: 4 KiB-class random-read IOPS
-// when measured, else sysfs's rotational flag.
-func classify(d Disk) (class, basis string, iops float64) {
+// classifyWith classifies d using its own random-read results plus extra
+// ones measured on the same device (a journal and a ledger dir sharing a
+// disk).
+func classifyWith(d Disk, extra []diskbench.Result) (class, basis string, iops float64) {
 	var best float64
 	var bs int64 = math.MaxInt64
-	for _, r := range d.Results {
+	for _, r := range append(append([]diskbench.Result{}, d.Results...), extra...) {
 		if r.Workload != diskbench.WorkloadRandRead || !usable(r) {
 			continue
 		}
@@ -673,8 +699,8 @@ func classify(d Disk) (class, basis string, iops float64) {
 	return "ssd", "unknown; assumed SSD", 0
 }
 
-func summarize(role string, d Disk) DiskSummary {
-	cls, basis, iops := classify(d)
+func summarize(role string, d Disk, all []Disk) DiskSummary {
+	cls, basis, iops := classifyWith(d, sameDeviceReads(d, all))
 	s := DiskSummary{Role: role, Dir: d.Dir, Class: cls, ClassBasis: basis, RandReadIOPS: iops, LiveBookie: len(d.Cookies) > 0}
 	if d.Device != nil {
 		s.Device = d.Device.Disk

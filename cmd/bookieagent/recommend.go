@@ -129,7 +129,7 @@ func (o *recommendOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 		if !quiet {
-			fmt.Fprintf(stderr, "benchmark done: %s written in %s\n", bookieagent.FormatSize(res.BytesWritten), res.Elapsed.Round(100*time.Millisecond))
+			fmt.Fprintf(stderr, "benchmark done: %s written in %s\n", diskbench.FormatBytes(res.BytesWritten), res.Elapsed.Round(100*time.Millisecond))
 			for _, w := range res.Warnings {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}

@@ -1,0 +1,134 @@
+package bookieagent
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var fixtureHost = HostFS{ProcPath: "testdata/host/proc", SysPath: "testdata/host/sys"}
+
+func TestParseMountInfoFixture(t *testing.T) {
+	ms, err := fixtureHost.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 7 {
+		t.Fatalf("got %d mounts, want 7", len(ms))
+	}
+	j := ms[3]
+	if j.MountPoint != "/pulsar/data/bookkeeper/journal" || j.FSType != "xfs" || j.DevID() != "259:0" || j.Source != "/dev/nvme0n1" {
+		t.Errorf("journal mount = %+v", j)
+	}
+	if ms[5].MountPoint != "/mnt/with space" {
+		t.Errorf("octal escape not undone: %q", ms[5].MountPoint)
+	}
+}
+
+func TestParseMountInfoBad(t *testing.T) {
+	for _, in := range []string{
+		"22 27 0:21 / /proc rw,relatime proc proc rw",   // no separator
+		"22 27 x:21 / /proc rw,relatime - proc proc rw", // bad device
+		"22 27 0:21 / /proc rw,relatime -",              // nothing after separator
+		"22 27 0:21",                                    // short
+	} {
+		if _, err := ParseMountInfo(strings.NewReader(in)); !errors.Is(err, ErrBadProcFile) {
+			t.Errorf("%q: err = %v, want ErrBadProcFile", in, err)
+		}
+	}
+}
+
+func TestMountFor(t *testing.T) {
+	ms, err := fixtureHost.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/pulsar/data/bookkeeper/journal":       "/pulsar/data/bookkeeper/journal",
+		"/pulsar/data/bookkeeper/journal/0":     "/pulsar/data/bookkeeper/journal",
+		"/pulsar/data/bookkeeper/journalx":      "/",
+		"/pulsar/data/bookkeeper/ledgers/1/":    "/pulsar/data/bookkeeper/ledgers",
+		"/pulsar/data/bookkeeper/ledgers/tmp/a": "/pulsar/data/bookkeeper/ledgers/tmp",
+		"/var/lib":                              "/",
+	} {
+		m, err := MountFor(ms, path)
+		if err != nil || m.MountPoint != want {
+			t.Errorf("MountFor(%q) = %q, %v; want %q", path, m.MountPoint, err, want)
+		}
+	}
+	if _, err := MountFor(ms[3:4], "/var"); !errors.Is(err, ErrMountNotFound) {
+		t.Errorf("err = %v, want ErrMountNotFound", err)
+	}
+}
+
+func TestBlockDeviceFixture(t *testing.T) {
+	for _, tc := range []struct {
+		maj, min int
+		want     BlockDevice
+	}{
+		// A partition: queue attributes come from the whole disk.
+		{8, 1, BlockDevice{Name: "sda1", Disk: "sda", Leaves: []string{"sda"}, PhysicalBlockSize: 512, LogicalBlockSize: 512, Rotational: true, Scheduler: "bfq"}},
+		{259, 0, BlockDevice{Name: "nvme0n1", Disk: "nvme0n1", Leaves: []string{"nvme0n1"}, PhysicalBlockSize: 4096, LogicalBlockSize: 512, Scheduler: "none"}},
+		// device-mapper over two disks: largest block size, rotational if any leaf is.
+		{253, 0, BlockDevice{Name: "dm-0", Disk: "dm-0", Leaves: []string{"sdb", "sdc"}, PhysicalBlockSize: 4096, LogicalBlockSize: 512, Rotational: true, Scheduler: "none"}},
+	} {
+		got, err := fixtureHost.BlockDevice(tc.maj, tc.min)
+		if err != nil {
+			t.Fatalf("%d:%d: %v", tc.maj, tc.min, err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%d:%d = %+v\nwant %+v", tc.maj, tc.min, got, tc.want)
+		}
+	}
+	if _, err := fixtureHost.BlockDevice(1, 2); err == nil {
+		t.Error("unknown device: want an error")
+	}
+}
+
+func TestParseDiskstatsFixture(t *testing.T) {
+	ds, err := fixtureHost.Diskstats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 6 {
+		t.Fatalf("got %d devices", len(ds))
+	}
+	n := ds[2]
+	if n.Name != "nvme0n1" || n.ReadsCompleted != 52907 || n.ReadBytes != 2288770*512 || n.WrittenBytes != 4200640*512 ||
+		n.WriteTimeSeconds != 8.188 || n.IOsInProgress != 3 || n.IOTimeSeconds != 5.728 || n.IOTimeWeightedSecond != 20.219 {
+		t.Errorf("nvme0n1 = %+v", n)
+	}
+	if _, err := ParseDiskstats(strings.NewReader("8 0 sda 1 2 3")); !errors.Is(err, ErrBadProcFile) {
+		t.Errorf("short line: %v", err)
+	}
+	if _, err := ParseDiskstats(strings.NewReader("8 0 sda 1 2 3 4 5 6 7 8 9 10 x")); !errors.Is(err, ErrBadProcFile) {
+		t.Errorf("bad number: %v", err)
+	}
+}
+
+func TestActiveScheduler(t *testing.T) {
+	for in, want := range map[string]string{"none [mq-deadline] kyber bfq\n": "mq-deadline", "none": "none", "[none] mq-deadline": "none"} {
+		if got := ActiveScheduler(in); got != want {
+			t.Errorf("%q → %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzParseMountInfo(f *testing.F) {
+	f.Add("36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n")
+	f.Add(`30 27 259:0 / /a\040b\ rw - xfs /dev/x rw`)
+	f.Fuzz(func(t *testing.T, s string) {
+		ms, err := ParseMountInfo(strings.NewReader(s))
+		if err == nil {
+			for _, m := range ms {
+				_, _ = MountFor(ms, m.MountPoint)
+			}
+		}
+	})
+}
+
+func FuzzParseDiskstats(f *testing.F) {
+	f.Add("   8       0 sda 1000 10 80000 500 2000 20 160000 1500 0 1800 2000 0 0 0 0 30 40\n")
+	f.Fuzz(func(t *testing.T, s string) { _, _ = ParseDiskstats(strings.NewReader(s)) })
+}
