@@ -1,0 +1,198 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
+	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+)
+
+// call is one read request waiting for its response.
+type call struct {
+	txn           uint64
+	ledger, entry int64
+	done          chan struct{} // closed when resp or err is set
+	resp          *wire.Response
+	err           error
+}
+
+// conn is one connection to a bookie with pipelined reads.
+type conn struct {
+	c      *Client
+	bookie string
+	addr   string
+	nc     net.Conn
+
+	sendq chan *call    // to the writer; capacity = slots
+	slots chan struct{} // in-flight bound
+
+	mu      sync.Mutex
+	pending map[uint64]*call
+	nextTxn uint64
+	err     error         // set once when the connection fails
+	dead    chan struct{} // closed with err
+}
+
+func newConn(c *Client, bookie, addr string, nc net.Conn) *conn {
+	n := c.opts.MaxInFlightPerBookie
+	k := &conn{
+		c: c, bookie: bookie, addr: addr, nc: nc,
+		sendq:   make(chan *call, n),
+		slots:   make(chan struct{}, n),
+		pending: make(map[uint64]*call),
+		dead:    make(chan struct{}),
+	}
+	go k.writeLoop()
+	go k.readLoop()
+	return k
+}
+
+// broken reports whether the connection has failed.
+func (k *conn) broken() bool {
+	select {
+	case <-k.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// fail closes the connection and fails every pending call with err.
+func (k *conn) fail(err error) {
+	k.mu.Lock()
+	if k.err != nil {
+		k.mu.Unlock()
+		return
+	}
+	k.err = fmt.Errorf("%w: bookie %s (%s): %w", ErrConnection, k.bookie, k.addr, err)
+	pend := k.pending
+	k.pending = nil
+	close(k.dead)
+	k.mu.Unlock()
+	k.nc.Close()
+	for _, cl := range pend {
+		cl.err = k.err
+		close(cl.done)
+	}
+	k.c.dropConn(k)
+	k.c.m.connections.Dec()
+	k.c.log.Debug("bookie connection closed", "bookie", k.bookie, "addr", k.addr, "err", err)
+}
+
+// read sends one read request and waits for its response, the timeout,
+// ctx, or the connection's failure.
+func (k *conn) read(ctx context.Context, ledger, entry int64) (*wire.Response, error) {
+	timer := time.NewTimer(k.c.opts.ReadTimeout)
+	defer timer.Stop()
+	select {
+	case k.slots <- struct{}{}:
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: bookie %s: no free request slot within %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-k.dead:
+		return nil, k.err
+	}
+	defer func() { <-k.slots }()
+
+	cl := &call{ledger: ledger, entry: entry, done: make(chan struct{})}
+	k.mu.Lock()
+	if k.err != nil {
+		k.mu.Unlock()
+		return nil, k.err
+	}
+	k.nextTxn++
+	cl.txn = k.nextTxn
+	k.pending[cl.txn] = cl
+	k.mu.Unlock()
+	k.sendq <- cl // never blocks: at most cap(slots) calls exist
+	k.c.m.inFlight.Inc()
+	defer k.c.m.inFlight.Dec()
+
+	select {
+	case <-cl.done:
+		return cl.resp, cl.err
+	case <-timer.C:
+		k.forget(cl)
+		return nil, fmt.Errorf("%w: bookie %s after %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
+	case <-ctx.Done():
+		k.forget(cl)
+		return nil, ctx.Err()
+	}
+}
+
+// forget drops a call whose caller gave up; a late response is discarded.
+func (k *conn) forget(cl *call) {
+	k.mu.Lock()
+	if k.pending != nil {
+		delete(k.pending, cl.txn)
+	}
+	k.mu.Unlock()
+}
+
+func (k *conn) writeLoop() {
+	bw := bufio.NewWriterSize(k.nc, 32*1024)
+	var buf []byte
+	for {
+		var cl *call
+		select {
+		case cl = <-k.sendq:
+		case <-k.dead:
+			return
+		}
+		buf = wire.AppendReadRequest(buf[:0], cl.txn, cl.ledger, cl.entry)
+		if _, err := bw.Write(buf); err != nil {
+			k.fail(fmt.Errorf("write: %w", err))
+			return
+		}
+		if len(k.sendq) == 0 {
+			if err := bw.Flush(); err != nil {
+				k.fail(fmt.Errorf("write: %w", err))
+				return
+			}
+		}
+	}
+}
+
+func (k *conn) readLoop() {
+	br := bufio.NewReaderSize(k.nc, 64*1024)
+	for {
+		frame, err := wire.ReadFrame(br, k.c.opts.MaxFrameSize, nil)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) && k.broken() {
+				return
+			}
+			k.fail(fmt.Errorf("read frame: %w", err))
+			return
+		}
+		resp, err := wire.DecodeResponse(frame)
+		if err != nil {
+			// Without a txnId the response can not be matched; the stream
+			// can not be trusted any more.
+			k.fail(err)
+			return
+		}
+		k.mu.Lock()
+		cl, ok := k.pending[resp.TxnID]
+		if ok {
+			delete(k.pending, resp.TxnID)
+		}
+		k.mu.Unlock()
+		if !ok {
+			k.c.log.Debug("dropping response to a request that timed out", "bookie", k.bookie, "txn", resp.TxnID)
+			continue
+		}
+		if resp.Operation != int32(bkproto.OperationType_READ_ENTRY) {
+			cl.err = fmt.Errorf("%w: bookie %s answered operation %d to a read", ErrBadResponse, k.bookie, resp.Operation)
+		} else {
+			cl.resp = resp
+		}
+		close(cl.done)
+	}
+}

@@ -1,0 +1,183 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+)
+
+// Entry is one verified ledger entry.
+type Entry struct {
+	LedgerID int64
+	EntryID  int64
+	// LastAddConfirmed is the writer's LAC when it wrote the entry.
+	LastAddConfirmed int64
+	// Length is the cumulative ledger length including this entry.
+	Length int64
+	// Payload is the application data (for Pulsar: its own entry format).
+	// It belongs to the caller.
+	Payload []byte
+	// Bookie is the bookie id that served the entry.
+	Bookie string
+}
+
+// Ledger reads one closed ledger. It is safe for concurrent use.
+type Ledger struct {
+	c  *Client
+	md *metadata.LedgerMetadata
+	d  *digest.Digester
+}
+
+// Open prepares reads of a ledger from its metadata (read it fresh: an
+// ensemble may have been rewritten by autorecovery). The ledger must be
+// CLOSED; its digest type and password come from the metadata, or from
+// Options for metadata that records none.
+func (c *Client) Open(md *metadata.LedgerMetadata) (*Ledger, error) {
+	if err := md.Validate(); err != nil {
+		return nil, fmt.Errorf("open ledger %d: %w", md.LedgerID, err)
+	}
+	if !md.Closed() {
+		return nil, fmt.Errorf("open ledger %d: %w (state %v)", md.LedgerID, ErrNotClosed, md.State)
+	}
+	typ, pw := md.DigestType, md.Password
+	if !md.HasPassword {
+		if !c.opts.DigestType.Valid() {
+			return nil, fmt.Errorf("open ledger %d: %w", md.LedgerID, ErrNoDigest)
+		}
+		typ, pw = c.opts.DigestType, c.opts.Password
+	}
+	d, err := digest.New(typ, pw)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger %d: %w", md.LedgerID, err)
+	}
+	return &Ledger{c: c, md: md, d: d}, nil
+}
+
+// Metadata returns the metadata the ledger was opened with.
+func (l *Ledger) Metadata() *metadata.LedgerMetadata { return l.md }
+
+// ReadEntry reads and verifies one entry, failing over across its write
+// set. A *ReadError is returned when no replica could serve it;
+// errors.Is(err, ErrEntryMissing) when every replica said it has no such
+// entry or ledger.
+func (l *Ledger) ReadEntry(ctx context.Context, entryID int64) (Entry, error) {
+	if entryID < 0 || entryID > l.md.LastEntryID {
+		return Entry{}, fmt.Errorf("ledger %d entry %d: %w (last entry %d)", l.md.LedgerID, entryID, ErrOutOfRange, l.md.LastEntryID)
+	}
+	ws, err := l.md.WriteSet(entryID)
+	if err != nil {
+		return Entry{}, err
+	}
+	c := l.c
+	var attempts []Attempt
+	for i, b := range c.order(ws) {
+		if i > 0 {
+			c.m.failovers.Inc()
+		}
+		e, err := l.readFrom(ctx, b, entryID)
+		if err == nil {
+			if len(attempts) > 0 {
+				c.log.Debug("read entry after failover", "ledger", l.md.LedgerID, "entry", entryID, "bookie", b, "failed", len(attempts))
+			}
+			return e, nil
+		}
+		if ctx.Err() != nil {
+			return Entry{}, fmt.Errorf("ledger %d entry %d: %w", l.md.LedgerID, entryID, ctx.Err())
+		}
+		c.m.errors.WithLabelValues(reason(err)).Inc()
+		if !isMissing(err) {
+			c.markFailed(b)
+			c.log.Debug("replica failed", "ledger", l.md.LedgerID, "entry", entryID, "bookie", b, "err", err)
+		}
+		attempts = append(attempts, Attempt{Bookie: b, Err: err})
+	}
+	missing := true
+	for _, a := range attempts {
+		missing = missing && isMissing(a.Err)
+	}
+	return Entry{}, &ReadError{LedgerID: l.md.LedgerID, EntryID: entryID, Missing: missing, Attempts: attempts}
+}
+
+// readFrom reads entryID from one bookie, retrying ETOOMANYREQUESTS with
+// back-off.
+func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (Entry, error) {
+	c := l.c
+	backoff := c.opts.BusyBackoff
+	for try := 0; ; try++ {
+		k, err := c.getConn(ctx, bookie)
+		if err != nil {
+			return Entry{}, err
+		}
+		resp, err := k.read(ctx, l.md.LedgerID, entryID)
+		if err != nil {
+			return Entry{}, err
+		}
+		switch st := resp.EffectiveStatus(); st {
+		case bkproto.StatusCode_EOK:
+			return l.verify(bookie, entryID, resp.Read.LedgerID, resp.Read.EntryID, resp.Read.Body)
+		case bkproto.StatusCode_ETOOMANYREQUESTS:
+			if try >= c.opts.BusyRetries {
+				return Entry{}, &StatusError{Bookie: bookie, Status: st}
+			}
+			c.m.busyRetries.Inc()
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return Entry{}, ctx.Err()
+			}
+			backoff = min(backoff*2, c.opts.BusyBackoffMax)
+		default:
+			return Entry{}, &StatusError{Bookie: bookie, Status: st}
+		}
+	}
+}
+
+func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, body []byte) (Entry, error) {
+	if respLedger != l.md.LedgerID || respEntry != entryID {
+		return Entry{}, fmt.Errorf("%w: bookie %s answered ledger %d entry %d for ledger %d entry %d",
+			ErrBadResponse, bookie, respLedger, respEntry, l.md.LedgerID, entryID)
+	}
+	if body == nil {
+		return Entry{}, fmt.Errorf("%w: bookie %s sent no body for ledger %d entry %d", ErrBadResponse, bookie, l.md.LedgerID, entryID)
+	}
+	h, payload, err := l.d.Verify(l.md.LedgerID, entryID, body)
+	if err != nil {
+		l.c.m.digestErrors.Inc()
+		return Entry{}, fmt.Errorf("bookie %s: %w", bookie, err)
+	}
+	l.c.m.entries.Inc()
+	l.c.m.bytes.Add(float64(len(payload)))
+	l.c.markHealthy(bookie)
+	return Entry{LedgerID: h.LedgerID, EntryID: h.EntryID, LastAddConfirmed: h.LastAddConfirmed, Length: h.Length,
+		Payload: payload, Bookie: bookie}, nil
+}
+
+func reason(err error) string {
+	var se *StatusError
+	switch {
+	case errors.Is(err, ErrNoSuchEntry):
+		return "no_such_entry"
+	case errors.Is(err, ErrNoSuchLedger):
+		return "no_such_ledger"
+	case errors.Is(err, ErrBusy):
+		return "busy"
+	case errors.Is(err, ErrTimeout):
+		return "timeout"
+	case errors.Is(err, ErrConnection):
+		return "connection"
+	case errors.Is(err, digest.ErrMismatch), errors.Is(err, digest.ErrWrongEntry), errors.Is(err, digest.ErrShortEntry):
+		return "digest"
+	case errors.Is(err, ErrBadResponse):
+		return "bad_response"
+	case errors.As(err, &se):
+		return "bookie_error"
+	}
+	return "bookie_error"
+}
