@@ -1,0 +1,37 @@
+// Package upload writes one BookKeeper ledger to an object store in Pulsar's
+// offload format (package format) and verifies the result.
+//
+// # Pipeline
+//
+// Entries go into a format.Encoder, which fills block buffers from a bounded
+// pool; every finished block becomes one multipart part, with up to
+// PartsInFlight parts uploading while the next block is filled. Memory is
+// therefore about (PartsInFlight + 1) × MaxBlockSize whatever the ledger
+// size. After the last part the upload is completed and the index is stored
+// with a single PUT. This is the order the broker uses
+// (BlobStoreManagedLedgerOffloader.offload):
+//
+//	create multipart (data key, metadata role=data)
+//	  → parts 1..N, one per block
+//	  → complete
+//	  → PUT index (metadata role=index)
+//
+// Any failure before the index aborts the multipart upload; a failed index
+// PUT deletes the data object (as the broker does), so a failed Upload
+// leaves nothing behind but, at worst, an abandoned upload or object the
+// sweeper removes (the UUID is recorded before the upload starts).
+//
+// A ledger that fits in one block (the whole ledger is one exactly-sized
+// block, see format.BlockSize) is stored with a single PUT instead of a
+// multipart upload (Options.Multipart = Auto): one request instead of three,
+// atomic, no incomplete upload to sweep after a crash. The bytes are the
+// same; Pulsar's reader locates blocks by offset and never uses part
+// numbers, and the index still says part 1.
+//
+// # Verify
+//
+// Verify runs before the managed-ledger metadata is marked complete: it
+// HEADs both objects (sizes, format-version and role metadata), GETs the
+// index back and compares it byte for byte with what was uploaded, and
+// optionally reads every block header with small ranged GETs.
+package upload
