@@ -370,10 +370,10 @@ func (c *Cluster) Requests() []Request {
 
 // Ledger describes a ledger to write into a Cluster.
 type Ledger struct {
-	LedgerID                      int64
+	LedgerID                   int64
 	Ensemble, WriteQuorum, Ack int
-	DigestType                    digest.Type
-	Password                      []byte
+	DigestType                 digest.Type
+	Password                   []byte
 	// Segments are the ensembles (bookie ids); nil uses the cluster's first
 	// Ensemble bookies from entry 0.
 	Segments []metadata.Segment

@@ -27,7 +27,9 @@ type Resolver interface {
 type ResolverFunc func(ctx context.Context, id string) (string, error)
 
 // ResolveBookie calls f.
-func (f ResolverFunc) ResolveBookie(ctx context.Context, id string) (string, error) { return f(ctx, id) }
+func (f ResolverFunc) ResolveBookie(ctx context.Context, id string) (string, error) {
+	return f(ctx, id)
+}
 
 // Options configures a Client. Zero fields take the documented defaults.
 type Options struct {
