@@ -1,0 +1,168 @@
+package bookieagent
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestFitGrowth(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	var ts []time.Time
+	var used []float64
+	for i := 0; i < 60; i++ {
+		ts = append(ts, t0.Add(time.Duration(i)*time.Minute))
+		noise := float64((i*7919)%11) - 5 // deterministic ±5 bytes
+		used = append(used, 1e9+1000*float64(i*60)+noise)
+	}
+	g, ok := FitGrowth(ts, used)
+	if !ok || math.Abs(g-1000) > 0.01 {
+		t.Errorf("growth = %v, %v; want ≈1000 B/s", g, ok)
+	}
+	if _, ok := FitGrowth(ts[:1], used[:1]); ok {
+		t.Error("one sample: want no fit")
+	}
+	if _, ok := FitGrowth([]time.Time{t0, t0}, []float64{1, 2}); ok {
+		t.Error("zero time span: want no fit")
+	}
+}
+
+func TestSecondsTo(t *testing.T) {
+	// 1000 B disk, 200 B avail (usage 0.80), growing 1 B/s: warn (0.90)
+	// at avail 100 → 100 s; read-only (0.95) at avail 50 → 150 s.
+	if v, ok := SecondsTo(1000, 200, 1, 0.90); !ok || math.Abs(v-100) > 1e-9 {
+		t.Errorf("to warn = %v %v", v, ok)
+	}
+	if v, ok := SecondsTo(1000, 200, 1, 0.95); !ok || math.Abs(v-150) > 1e-9 {
+		t.Errorf("to read-only = %v %v", v, ok)
+	}
+	if v, ok := SecondsTo(1000, 40, 0, 0.95); !ok || v != 0 {
+		t.Errorf("already past: %v %v", v, ok)
+	}
+	if _, ok := SecondsTo(1000, 200, -5, 0.95); ok {
+		t.Error("shrinking: want no time")
+	}
+}
+
+// fakeFS is fault injection for statfs: scripted usage over a fake clock.
+type fakeFS struct {
+	mu    sync.Mutex
+	avail uint64
+	err   error
+	block chan struct{}
+}
+
+func (f *fakeFS) statfs(ctx context.Context, _ string) (FSUsage, error) {
+	f.mu.Lock()
+	b, err, avail := f.block, f.err, f.avail
+	f.mu.Unlock()
+	if b != nil {
+		select {
+		case <-b:
+		case <-ctx.Done():
+			return FSUsage{}, ctx.Err()
+		}
+	}
+	if err != nil {
+		return FSUsage{}, err
+	}
+	return FSUsage{Size: 1_000_000, Avail: avail, FSType: "xfs"}, nil
+}
+
+func TestSamplerGrowthAndFaults(t *testing.T) {
+	dir := t.TempDir()
+	j, l := filepath.Join(dir, "j"), filepath.Join(dir, "l")
+	os.Mkdir(j, 0o755)
+	os.Mkdir(l, 0o755)
+	now := time.Unix(1_700_000_000, 0)
+	ffs := &fakeFS{avail: 300_000}
+	s, err := NewSampler(SamplerOptions{
+		Dirs:     []DirRole{{j, RoleJournal}, {l, RoleLedger}, {l, RoleLedger}},
+		Host:     HostFS{ProcPath: "testdata/host/proc", SysPath: "testdata/host/sys"},
+		Interval: time.Minute, Window: 10 * time.Minute, MaxSamples: 8,
+		Statfs: ffs.statfs, Now: func() time.Time { return now }, StatfsTimeout: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// 100 bytes/s of growth for 12 minutes: the window keeps 8 samples.
+	for i := 0; i < 12; i++ {
+		ffs.avail = uint64(300_000 - 6000*i)
+		if err := s.Sample(ctx); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Minute)
+	}
+	r := s.Report()
+	if len(r.Mounts) != 1 {
+		t.Fatalf("both dirs are on one mount in the fixture-less view; got %d mounts", len(r.Mounts))
+	}
+	m := r.Mounts[0]
+	if m.Samples != 8 || len(m.Dirs) != 2 {
+		t.Errorf("samples %d dirs %d; want 8 (MaxSamples) and 2 (deduplicated)", m.Samples, len(m.Dirs))
+	}
+	wantAvail := 300_000 - 6000*11
+	if m.AvailBytes != uint64(wantAvail) || math.Abs(m.Usage-(1-float64(wantAvail)/1e6)) > 1e-12 {
+		t.Errorf("avail %d usage %v", m.AvailBytes, m.Usage)
+	}
+	if m.GrowthBytesPerSec == nil || math.Abs(*m.GrowthBytesPerSec-100) > 1e-6 {
+		t.Fatalf("growth %v, want 100 B/s", m.GrowthBytesPerSec)
+	}
+	// avail 234000; read-only at avail 50000: 1840 s; warn at 100000: 1340 s.
+	if math.Abs(*m.SecondsToReadOnly-1840) > 1e-6 || math.Abs(*m.SecondsToWarn-1340) > 1e-6 {
+		t.Errorf("to read-only %v, to warn %v", *m.SecondsToReadOnly, *m.SecondsToWarn)
+	}
+	if r.SecondsToReadOnly == nil || math.Abs(*r.SecondsToReadOnly-1840) > 1e-6 {
+		t.Errorf("bookie to read-only %v", r.SecondsToReadOnly)
+	}
+	// A failing statfs keeps old samples and reports the error.
+	ffs.mu.Lock()
+	ffs.err = errors.New("input/output error")
+	ffs.mu.Unlock()
+	if err := s.Sample(ctx); err == nil {
+		t.Fatal("want statfs error")
+	}
+	r = s.Report()
+	if r.Mounts[0].Error == "" || r.Mounts[0].Samples != 8 || len(r.SampleErrors) == 0 {
+		t.Errorf("after a failure: %+v", r.Mounts[0])
+	}
+	// A hung statfs times out instead of blocking.
+	ffs.mu.Lock()
+	ffs.err, ffs.block = nil, make(chan struct{})
+	ffs.mu.Unlock()
+	start := time.Now()
+	if err := s.Sample(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("hung statfs: %v", err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Error("hung statfs blocked the sample")
+	}
+	close(ffs.block)
+	if n, e, _ := s.Stats(); n != 14 || e != 2 {
+		t.Errorf("stats %d samples %d errors", n, e)
+	}
+}
+
+func TestSamplerRealStatfs(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewSampler(SamplerOptions{Dirs: []DirRole{{dir, RoleLedger}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sample(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Report().Mounts[0]
+	if m.SizeBytes == 0 || m.AvailBytes > m.SizeBytes || m.UsedBytes+m.AvailBytes != m.SizeBytes || m.Usage < 0 || m.Usage > 1 {
+		t.Errorf("real statfs: %+v", m)
+	}
+	if _, err := NewSampler(SamplerOptions{Dirs: []DirRole{{filepath.Join(dir, "missing"), RoleLedger}}}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing dir: %v", err)
+	}
+}

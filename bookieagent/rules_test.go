@@ -1,0 +1,152 @@
+package bookieagent
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func settingInt(t *testing.T, r *Recommendation, key string) int64 {
+	t.Helper()
+	s, ok := r.Setting(key)
+	if !ok {
+		t.Fatalf("no setting %s", key)
+	}
+	v, err := strconv.ParseInt(s.Effective(), 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", key, s.Value, err)
+	}
+	return v
+}
+
+// TestRecommendInvariants checks properties every profile must satisfy,
+// independent of the goldens: BK's own start-up check, the memory budget,
+// and that every setting carries a rule and evidence.
+func TestRecommendInvariants(t *testing.T) {
+	for _, name := range []string{"nvme", "sata-ssd", "hdd", "nvme-memory-limited", "nvme-live-bookie", "vm-virtio-recorded"} {
+		in := loadProfile(t, name)
+		r, err := Recommend(in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w := settingInt(t, r, "dbStorage_writeCacheMaxSizeMb") * MiB
+		rd := settingInt(t, r, "dbStorage_readAheadCacheMaxSizeMb") * MiB
+		if w+rd > in.DirectMemoryBytes {
+			t.Errorf("%s: write %d + read %d > direct %d (BookKeeper would refuse to start)", name, w, rd, in.DirectMemoryBytes)
+		}
+		m := r.Memory
+		if m.JournalBytes+m.HeadroomBytes+m.EntryLogBufBytes+w+rd > in.DirectMemoryBytes {
+			t.Errorf("%s: memory plan exceeds direct memory: %+v", name, m)
+		}
+		wb := settingInt(t, r, "writeBufferSizeBytes")
+		if 2*int64(m.LedgerDirs)*wb > int64(float64(in.DirectMemoryBytes)*EntryLogBufferShare) {
+			t.Errorf("%s: entry-log buffers 2×%d×%d exceed their share", name, m.LedgerDirs, wb)
+		}
+		if f := settingInt(t, r, "flushEntrylogBytes"); f < wb || f < FlushEntrylogMin || f > FlushEntrylogMax {
+			t.Errorf("%s: flushEntrylogBytes %d outside [max(wb,32MiB), 64MiB]", name, f)
+		}
+		if a := settingInt(t, r, "journalAlignmentSize"); a < 4096 || a&(a-1) != 0 {
+			t.Errorf("%s: journalAlignmentSize %d", name, a)
+		}
+		for _, s := range r.Settings {
+			if s.Rule == "" || len(s.Evidence) == 0 || s.Value == "" {
+				t.Errorf("%s: %s lacks rule, evidence or value: %+v", name, s.Key, s)
+			}
+		}
+		jd, _ := r.Setting("journalDirectories")
+		if n := len(strings.Split(jd.Value, ",")); n > max(1, in.CPUs/2)*len(in.JournalDisks) {
+			t.Errorf("%s: %d journal dirs exceed CPUs/2 = %d", name, n, in.CPUs/2)
+		}
+	}
+}
+
+func TestRecommendLiveBookieKeepsCookieDirs(t *testing.T) {
+	r, err := Recommend(loadProfile(t, "nvme-live-bookie"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, cur := range map[string]string{"journalDirectories": "/mnt/journal", "ledgerDirectories": "/mnt/ledgers"} {
+		s, _ := r.Setting(key)
+		if !s.NewBookiesOnly || s.Current != cur || s.Effective() != cur || s.Value == cur {
+			t.Errorf("%s: %+v; want current %q kept active and a different recommendation", key, s, cur)
+		}
+	}
+	// The memory plan follows the live bookie's 1 ledger dir, not the 4 recommended.
+	if r.Memory.LedgerDirs != 1 {
+		t.Errorf("memory plan for %d ledger dirs, want the cookie's 1", r.Memory.LedgerDirs)
+	}
+}
+
+func TestRecommendErrors(t *testing.T) {
+	in := loadProfile(t, "nvme")
+	small := in
+	small.DirectMemoryBytes = 256 * MiB
+	if _, err := Recommend(small); !errors.Is(err, ErrDirectMemoryTooSmall) {
+		t.Errorf("256 MiB direct with 4 ledger dirs: %v, want ErrDirectMemoryTooSmall", err)
+	} else if !strings.Contains(err.Error(), "MaxDirectMemorySize ≥") {
+		t.Errorf("error should say how much is needed: %v", err)
+	}
+	none := in
+	none.DirectMemoryBytes = 0
+	if _, err := Recommend(none); !errors.Is(err, ErrNoDirectMemory) {
+		t.Errorf("no direct memory: %v", err)
+	}
+	noJ := in
+	noJ.JournalDisks = []Disk{{Dir: "/j"}}
+	if _, err := Recommend(noJ); !errors.Is(err, ErrNoMeasurements) {
+		t.Errorf("journal disk without results: %v", err)
+	}
+	noL := in
+	noL.LedgerDisks = nil
+	if _, err := Recommend(noL); !errors.Is(err, ErrNoMeasurements) {
+		t.Errorf("no ledger disk: %v", err)
+	}
+}
+
+func TestRecommendHDDClassAndEntrySize(t *testing.T) {
+	in := loadProfile(t, "hdd")
+	in.EntrySizeBytes = 10000
+	r, err := Recommend(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range r.Disks {
+		if d.Class != "hdd" {
+			t.Errorf("%s: class %s, want hdd", d.Dir, d.Class)
+		}
+	}
+	if v := settingInt(t, r, "readBufferSizeBytes"); v != 12288 {
+		t.Errorf("readBufferSizeBytes for 10000-byte entries = %d, want 12288", v)
+	}
+	if s, _ := r.Setting("write_buffer_size"); s.Value != strconv.FormatInt(RocksWriteBufferDefault, 10) {
+		t.Errorf("HDD RocksDB write_buffer_size = %s", s.Value)
+	}
+}
+
+func TestRenderFormats(t *testing.T) {
+	if _, err := ParseFormat("yaml"); err == nil {
+		t.Error("ParseFormat(yaml): want error")
+	}
+	r, err := Recommend(loadProfile(t, "nvme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := Render(&b, r, FormatConf); err != nil {
+		t.Fatal(err)
+	}
+	// Every bookkeeper.conf setting appears as key=value with comments before it.
+	for _, s := range r.Settings {
+		if s.File == FileBookKeeper && !strings.Contains(b.String(), "\n"+s.Key+"="+s.Value+"\n") {
+			t.Errorf("conf lacks %s=%s", s.Key, s.Value)
+		}
+	}
+	if err := Render(failWriter{}, r, FormatHelm); err == nil {
+		t.Error("write error not reported")
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
