@@ -1,0 +1,314 @@
+package mlmeta_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+// Tests against a real ZooKeeper server (testenv.StartZooKeeper). One server
+// serves every subtest; the session-loss subtests crash and restart it, so
+// they run last.
+
+func connect(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	c, ev, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardLogger{}))
+	if err != nil {
+		t.Fatalf("connect %s: %v", addr, err)
+	}
+	t.Cleanup(c.Close)
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case e := <-ev:
+			if e.State == zk.StateHasSession {
+				return c
+			}
+		case <-deadline:
+			t.Fatalf("no ZooKeeper session with %s", addr)
+		}
+	}
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
+
+// create makes p with data, creating missing parents empty.
+func create(t *testing.T, c *zk.Conn, p string, data []byte) {
+	t.Helper()
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i := 1; i < len(parts); i++ {
+		_, err := c.Create("/"+strings.Join(parts[:i], "/"), nil, 0, zk.WorldACL(zk.PermAll))
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("create parent of %s: %v", p, err)
+		}
+	}
+	if _, err := c.Create(p, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("create %s: %v", p, err)
+	}
+}
+
+// brokerInfo is a ManagedLedgerInfo like a broker's: ledgers firstID..,
+// closed ones with entries/size/timestamp, the last open.
+func brokerInfo(firstID int64, n int) *mlproto.ManagedLedgerInfo {
+	info := &mlproto.ManagedLedgerInfo{}
+	for i := 0; i < n; i++ {
+		li := &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(firstID + int64(i))}
+		if i < n-1 {
+			li.Entries, li.Size, li.Timestamp = proto.Int64(10), proto.Int64(1234), proto.Int64(1_700_000_000_000+int64(i))
+		} else {
+			li.Timestamp = proto.Int64(0)
+		}
+		info.LedgerInfo = append(info.LedgerInfo, li)
+	}
+	info.Properties = []*mlproto.KeyValue{{Key: proto.String("p"), Value: proto.String("v")}}
+	return info
+}
+
+func encode(t *testing.T, info *mlproto.ManagedLedgerInfo, codec mlproto.CompressionType) []byte {
+	t.Helper()
+	b, err := mlmeta.Encode(info, mlmeta.EncodeOptions{Codec: codec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func readInfo(t *testing.T, c *zk.Conn, ml string) (*mlproto.ManagedLedgerInfo, int32) {
+	t.Helper()
+	data, st, err := c.Get(mlmeta.Path(ml))
+	if err != nil {
+		t.Fatalf("get %s: %v", ml, err)
+	}
+	info, _, err := mlmeta.Decode(data, mlmeta.Limits{})
+	if err != nil {
+		t.Fatalf("%s does not decode: %v", ml, err)
+	}
+	return info, st.Version
+}
+
+var drv = mlmeta.Driver{Name: "aws-s3", Bucket: "offload", ServiceEndpoint: "http://127.0.0.1:9000"}
+
+func TestRealZooKeeper(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	admin := connect(t, z.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	mls := map[string][]byte{
+		"public/default/persistent/plain":              encode(t, brokerInfo(1, 4), mlproto.CompressionType_NONE),
+		"public/default/persistent/zstd":               encode(t, brokerInfo(10, 4), mlproto.CompressionType_ZSTD),
+		"public/default/persistent/my+topic%7E*":       encode(t, brokerInfo(20, 2), mlproto.CompressionType_LZ4),
+		"public/default/persistent/orders-partition-0": encode(t, brokerInfo(30, 3), mlproto.CompressionType_SNAPPY),
+		"public/default/persistent/orders-partition-1": encode(t, brokerInfo(40, 3), mlproto.CompressionType_ZLIB),
+		"public/default/persistent/new":                nil, // a freshly created ML: 0 bytes
+		"pulsar/us-west/ns1/persistent/legacy":         encode(t, brokerInfo(50, 3), mlproto.CompressionType_NONE),
+	}
+	for ml, data := range mls {
+		create(t, admin, mlmeta.Path(ml), data)
+	}
+	create(t, admin, mlmeta.Path("public/default/persistent/plain")+"/sub-1", []byte{8, 1})
+	create(t, admin, mlmeta.Path("public/default/persistent/plain")+"/sub-2", []byte{8, 1})
+	create(t, admin, mlmeta.Path("pulsar/us-west/ns1/persistent/legacy")+"/c", []byte{8, 1})
+	create(t, admin, mlmeta.Root+"/empty-tenant/ns-without-topics", nil)
+
+	s := mlmeta.New(connect(t, z.Addr), &mlmeta.Options{RetryBackoff: 5 * time.Millisecond})
+
+	t.Run("list and read", func(t *testing.T) {
+		got, err := s.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for ml := range mls {
+			want = append(want, ml)
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("List =\n%q\nwant\n%q", got, want)
+		}
+		res, err := s.GetMany(ctx, got, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Errorf("%s: %v", r.Name, r.Err)
+				continue
+			}
+			want, _, _ := mlmeta.Decode(mls[r.Name], mlmeta.Limits{})
+			if !proto.Equal(r.Snapshot.Info, want) || r.Snapshot.StoredBytes != len(mls[r.Name]) {
+				t.Errorf("%s: read %v", r.Name, r.Snapshot.Info)
+			}
+		}
+		if _, err := s.Get(ctx, "public/default/persistent/nope"); !errors.Is(err, mlmeta.ErrNotFound) {
+			t.Errorf("missing: %v", err)
+		}
+		if _, err := s.CompleteOffload(ctx, "public/default/persistent/new", 1, uuid.New()); !errors.Is(err, mlmeta.ErrLedgerNotFound) {
+			t.Errorf("empty ML: %v", err)
+		}
+	})
+
+	t.Run("update keeps codec choice and other fields", func(t *testing.T) {
+		for _, ml := range []string{"public/default/persistent/zstd", "public/default/persistent/orders-partition-1"} {
+			before, _ := readInfo(t, admin, ml)
+			id := before.LedgerInfo[1].GetLedgerId()
+			if _, _, err := s.PrepareOffload(ctx, ml, id, uuid.New(), drv); err != nil {
+				t.Fatal(err)
+			}
+			data, _, _ := admin.Get(mlmeta.Path(ml))
+			if data[0] == 0x47 {
+				t.Errorf("%s: default options wrote compressed", ml)
+			}
+			after, _ := readInfo(t, admin, ml)
+			before.LedgerInfo[1].OffloadContext = after.LedgerInfo[1].OffloadContext
+			if !proto.Equal(before, after) {
+				t.Errorf("%s: other fields changed", ml)
+			}
+		}
+	})
+
+	t.Run("CAS with a writer bumping the version mid-update", func(t *testing.T) {
+		const ml = "public/default/persistent/plain"
+		other := connect(t, z.Addr) // a second client, like a broker
+		var once sync.Once
+		id := uuid.New()
+		res, err := s.UpdateOffloadContext(ctx, ml, 2, func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
+			once.Do(func() {
+				// The broker rolls over between our read and our write.
+				data, st, err := other.Get(mlmeta.Path(ml))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				info, _, _ := mlmeta.Decode(data, mlmeta.Limits{})
+				last := info.LedgerInfo[len(info.LedgerInfo)-1]
+				last.Entries, last.Size, last.Timestamp = proto.Int64(5), proto.Int64(500), proto.Int64(1_700_000_900_000)
+				info.LedgerInfo = append(info.LedgerInfo, &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(last.GetLedgerId() + 1), Timestamp: proto.Int64(0)})
+				if _, err := other.Set(mlmeta.Path(ml), encode(t, info, mlproto.CompressionType_NONE), st.Version); err != nil {
+					t.Error(err)
+				}
+			})
+			msb, lsb := mlmeta.UUIDToBits(id)
+			oc.UidMsb, oc.UidLsb = proto.Int64(msb), proto.Int64(lsb)
+			return true, nil
+		})
+		if err != nil || res.Retries != 1 || !res.Written {
+			t.Fatalf("update: %+v, %v", res, err)
+		}
+		info, v := readInfo(t, admin, ml)
+		if v != res.Version || len(info.LedgerInfo) != 5 {
+			t.Fatalf("version %d (result %d), %d ledgers: the concurrent rollover was lost", v, res.Version, len(info.LedgerInfo))
+		}
+		if got, _ := mlmeta.AttemptUUID(info.LedgerInfo[1].OffloadContext); got != id {
+			t.Fatalf("our change was lost: %v", info.LedgerInfo[1].OffloadContext)
+		}
+	})
+
+	t.Run("concurrent stores on separate sessions", func(t *testing.T) {
+		const ml = "public/default/persistent/many"
+		const n = 8
+		create(t, admin, mlmeta.Path(ml), encode(t, brokerInfo(100, n+1), mlproto.CompressionType_NONE))
+		ids := make([]uuid.UUID, n)
+		var wg sync.WaitGroup
+		for i := range ids {
+			ids[i] = uuid.New()
+			st := mlmeta.New(connect(t, z.Addr), &mlmeta.Options{MaxRetries: 50, RetryBackoff: time.Millisecond})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, _, err := st.PrepareOffload(ctx, ml, int64(100+i), ids[i], drv); err != nil {
+					t.Errorf("writer %d: %v", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		info, v := readInfo(t, admin, ml)
+		if v != n {
+			t.Errorf("version %d, want %d writes", v, n)
+		}
+		for i, id := range ids {
+			if got, _ := mlmeta.AttemptUUID(info.LedgerInfo[i].OffloadContext); got != id {
+				t.Errorf("ledger %d: %s, want %s", 100+i, got, id)
+			}
+		}
+	})
+
+	// Session loss: the server crashes between our read and our write.
+	// The update fails with a clear error (or, if the write reached the
+	// server, succeeds); the node is never half-written, and calling the
+	// idempotent helper again converges.
+	for _, mode := range []string{"crash", "restart"} {
+		t.Run("ZooKeeper "+mode+" mid-update", func(t *testing.T) {
+			ml := "public/default/persistent/loss-" + mode
+			create(t, admin, mlmeta.Path(ml), encode(t, brokerInfo(200, 4), mlproto.CompressionType_NONE))
+			before, _ := readInfo(t, admin, ml)
+			st := mlmeta.New(connect(t, z.Addr), nil)
+			id := uuid.New()
+			var once sync.Once
+			uctx, ucancel := context.WithTimeout(ctx, 5*time.Second)
+			defer ucancel()
+			start := time.Now()
+			_, err := st.UpdateOffloadContext(uctx, ml, 201, func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
+				once.Do(func() {
+					if mode == "crash" {
+						z.Kill()
+					} else {
+						z.Restart(t)
+					}
+				})
+				msb, lsb := mlmeta.UUIDToBits(id)
+				oc.UidMsb, oc.UidLsb = proto.Int64(msb), proto.Int64(lsb)
+				md, _ := drv.Metadata()
+				oc.DriverMetadata = md
+				return true, nil
+			})
+			t.Logf("%s: update returned after %s: %v", mode, time.Since(start).Round(time.Millisecond), err)
+			if err != nil {
+				clear := errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+					errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, context.DeadlineExceeded)
+				if !clear || !strings.Contains(err.Error(), ml) && !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("unclear error: %v", err)
+				}
+			} else if mode == "crash" {
+				t.Errorf("update succeeded against a crashed server")
+			}
+			if !z.Running() {
+				z.Start(t)
+			}
+			fresh := connect(t, z.Addr)
+			mid, _ := readInfo(t, fresh, ml)
+			got, had := mlmeta.AttemptUUID(mid.LedgerInfo[1].OffloadContext)
+			if had && got != id {
+				t.Fatalf("foreign attempt %s", got)
+			}
+			check := proto.Clone(mid).(*mlproto.ManagedLedgerInfo)
+			check.LedgerInfo[1].OffloadContext = nil
+			if !proto.Equal(check, before) {
+				t.Fatalf("node changed beyond the ledger's context:\n%v\n%v", before, mid)
+			}
+			// Converge: the helper is idempotent whether or not the write landed.
+			st2 := mlmeta.New(fresh, nil)
+			if _, _, err := st2.PrepareOffload(ctx, ml, 201, id, drv); err != nil {
+				t.Fatalf("retry after restart: %v", err)
+			}
+			final, _ := readInfo(t, fresh, ml)
+			if got, _ := mlmeta.AttemptUUID(final.LedgerInfo[1].OffloadContext); got != id {
+				t.Fatalf("after retry: %v", final.LedgerInfo[1].OffloadContext)
+			}
+		})
+	}
+}
