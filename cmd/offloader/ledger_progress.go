@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+)
+
+// progressBar draws a one-line progress bar with rate and ETA on stderr
+// when stderr is a terminal; otherwise it draws nothing.
+type progressBar struct {
+	w       io.Writer
+	on      bool
+	label   string
+	total   int64 // bytes expected (0: unknown)
+	start   time.Time
+	last    time.Time
+	drawn   bool
+	entries int64
+	bytes   int64
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func newProgressBar(w io.Writer, enabled bool, label string, totalBytes int64) *progressBar {
+	now := time.Now()
+	return &progressBar{w: w, on: enabled && isTerminal(w), label: label, total: totalBytes, start: now}
+}
+
+// add records progress and redraws at most 5 times a second.
+func (p *progressBar) add(entries, bytes int64) {
+	p.entries += entries
+	p.bytes += bytes
+	if !p.on {
+		return
+	}
+	if now := time.Now(); now.Sub(p.last) >= 200*time.Millisecond {
+		p.last = now
+		p.draw(now)
+	}
+}
+
+func (p *progressBar) draw(now time.Time) {
+	el := now.Sub(p.start).Seconds()
+	rate := 0.0
+	if el > 0 {
+		rate = float64(p.bytes) / el
+	}
+	const width = 30
+	frac := 0.0
+	if p.total > 0 {
+		frac = min(float64(p.bytes)/float64(p.total), 1)
+	}
+	fill := int(frac * width)
+	bar := strings.Repeat("=", fill) + strings.Repeat(" ", width-fill)
+	eta := "?"
+	if rate > 0 && p.total > 0 {
+		eta = (time.Duration(float64(p.total-p.bytes)/rate) * time.Second / time.Second).Round(time.Second).String()
+	}
+	fmt.Fprintf(p.w, "\r%s [%s] %3.0f%% %d entries %s %s/s ETA %s   ", p.label, bar, frac*100, p.entries,
+		humanBytes(p.bytes), humanBytes(int64(rate)), eta)
+	p.drawn = true
+}
+
+// finish clears the bar.
+func (p *progressBar) finish() {
+	if p.drawn {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 100))
+	}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

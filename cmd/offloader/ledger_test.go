@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierkeeper/tierkeeper/bookkeeper/bookietest"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+var scope = testenv.NewSharedTB("cmd-offloader")
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	scope.Close()
+	os.Exit(code)
+}
+
+var sharedZK *testenv.ZooKeeper
+
+func startZK(t *testing.T) *testenv.ZooKeeper {
+	t.Helper()
+	if sharedZK == nil {
+		err := scope.Do(func(tb testing.TB) { sharedZK = testenv.StartZooKeeper(tb) })
+		testenv.ReportShared(t, "zookeeper", err)
+	}
+	return sharedZK
+}
+
+func mkdirs(t *testing.T, c *zk.Conn, p string, data []byte) {
+	t.Helper()
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	for i := range parts {
+		sub := "/" + strings.Join(parts[:i+1], "/")
+		var d []byte
+		if i == len(parts)-1 {
+			d = data
+		}
+		if _, err := c.Create(sub, d, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("create %s: %v", sub, err)
+		}
+	}
+}
+
+// fixture: a ZooKeeper ledgers root with LAYOUT, fake bookies registered
+// under available/ (BookieServiceInfo pointing at the fakes), and a closed
+// ledger written to them.
+type fixture struct {
+	zkAddr  string
+	root    string
+	cluster *bookietest.Cluster
+	md      *metadata.LedgerMetadata
+	data    [][]byte
+}
+
+func newFixture(t *testing.T, root string, ledgerID int64) *fixture {
+	t.Helper()
+	z := startZK(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := metadata.Connect(ctx, []string{z.Addr}, metadata.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mkdirs(t, conn, root+"/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"))
+	cl := bookietest.StartCluster(t, 3)
+	for _, id := range cl.IDs {
+		host, port, _ := net.SplitHostPort(cl.Bookies[id].Addr)
+		p, _ := strconv.Atoi(port)
+		info, _ := metadata.MarshalBookieServiceInfo(&metadata.BookieServiceInfo{Endpoints: []metadata.Endpoint{
+			{ID: "bookie", Host: host, Port: p, Protocol: metadata.ProtocolBookieRPC}}})
+		mkdirs(t, conn, root+"/available/"+id, info)
+	}
+	data := make([][]byte, 25)
+	for i := range data {
+		data[i] = bytes.Repeat([]byte{byte(i)}, 100+i*37)
+	}
+	md, err := cl.Write(bookietest.Ledger{LedgerID: ledgerID, Ensemble: 3, WriteQuorum: 2, DigestType: digest.CRC32C}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.CustomMetadata = map[string][]byte{"application": []byte("pulsar"), "pulsar/managed-ledger": []byte("public/default/persistent/t")}
+	p, _ := metadata.Hierarchical.LedgerPath(root, ledgerID)
+	b, _ := metadata.Marshal(md, 3)
+	mkdirs(t, conn, p, b)
+	open := *md
+	open.LedgerID, open.State, open.LastEntryID, open.Length = ledgerID+1, metadata.StateOpen, -1, 0
+	p, _ = metadata.Hierarchical.LedgerPath(root, ledgerID+1)
+	b, _ = metadata.Marshal(&open, 3)
+	mkdirs(t, conn, p, b)
+	t.Cleanup(func() {
+		for _, r := range cl.Requests() {
+			if r.HasFlag || r.MasterKey != nil {
+				t.Errorf("fencing request sent: %+v", r)
+			}
+		}
+	})
+	return &fixture{zkAddr: z.Addr, root: root, cluster: cl, md: md, data: data}
+}
+
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), errb.String(), err
+}
+
+func TestLedgerReadJSON(t *testing.T) {
+	f := newFixture(t, "/cli-json/ledgers", 4242)
+	out, _, err := run(t, "ledger", "read", "--zk", f.zkAddr, "--ledgers-root", f.root, "--ledger", "4242", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	var n int
+	for sc.Scan() {
+		var e entryJSON
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line %d: %v", n, err)
+		}
+		payload, _ := base64.StdEncoding.DecodeString(e.Payload)
+		sum := sha256.Sum256(f.data[n])
+		if e.Entry != int64(n) || e.Ledger != 4242 || !bytes.Equal(payload, f.data[n]) || e.SHA256 != hex.EncodeToString(sum[:]) || e.Size != len(f.data[n]) {
+			t.Fatalf("entry %d: %+v", n, e)
+		}
+		n++
+	}
+	if n != len(f.data) {
+		t.Fatalf("%d entries printed, want %d", n, len(f.data))
+	}
+}
+
+func TestLedgerReadTextRangeAndURI(t *testing.T) {
+	f := newFixture(t, "/cli-text/ledgers", 77)
+	// The ledgers root taken from a BookKeeper metadata service URI.
+	out, stderr, err := run(t, "ledger", "read", "--zk", "zk+hierarchical://"+f.zkAddr+f.root, "--ledger", "77", "--from", "3", "--to", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "3\tsize=211\t") || !strings.HasPrefix(lines[2], "5\t") {
+		t.Fatalf("text output:\n%s", out)
+	}
+	if !strings.Contains(stderr, "read 3 entries") {
+		t.Fatalf("summary missing from stderr: %q", stderr)
+	}
+	// A replica down: still every entry.
+	f.cluster.Bookies["bookie-0"].Stop()
+	out, _, err = run(t, "ledger", "read", "--zk", f.zkAddr+f.root, "--ledger", "77")
+	if err != nil || strings.Count(out, "\n") != len(f.data) {
+		t.Fatalf("with bookie-0 down: %v\n%s", err, out)
+	}
+}
+
+func TestLedgerInfoListAndErrors(t *testing.T) {
+	f := newFixture(t, "/cli-info/ledgers", 9000)
+	out, _, err := run(t, "ledger", "info", "--zk", f.zkAddr, "--ledgers-root", f.root, "--ledger", "9000", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var li ledgerInfo
+	if err := json.Unmarshal([]byte(out), &li); err != nil {
+		t.Fatal(err)
+	}
+	if li.State != "CLOSED" || li.LastEntryID != 24 || li.Length != f.md.Length || li.DigestType != "CRC32C" ||
+		li.Path != f.root+"/00/0000/L9000" || li.CustomMetadata["pulsar/managed-ledger"] != "public/default/persistent/t" {
+		t.Fatalf("info: %+v", li)
+	}
+	out, _, err = run(t, "ledger", "info", "--zk", f.zkAddr, "--ledgers-root", f.root, "--ledger", "9000")
+	if err != nil || !strings.Contains(out, "E=3 W=2 A=2") || strings.Contains(out, "password") {
+		t.Fatalf("text info: %v\n%s", err, out)
+	}
+	out, _, err = run(t, "ledger", "list", "--zk", f.zkAddr, "--ledgers-root", f.root, "-o", "json")
+	if err != nil || strings.TrimSpace(out) != "[9000,9001]" {
+		t.Fatalf("list: %v %q", err, out)
+	}
+	out, _, err = run(t, "ledger", "list", "--zk", f.zkAddr, "--ledgers-root", f.root, "--details")
+	if err != nil || !strings.Contains(out, "9000\tCLOSED\tentries=25") || !strings.Contains(out, "9001\tOPEN") {
+		t.Fatalf("list --details: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ledger", "read", "--ledger", "9001"}, "not closed"},
+		{[]string{"ledger", "read", "--ledger", "12345"}, "no such ledger"},
+		{[]string{"ledger", "read", "--ledger", "9000", "--to", "99"}, "ends at entry 24"},
+		{[]string{"ledger", "read"}, "--ledger is required"},
+		{[]string{"ledger", "read", "--ledger", "9000", "--payload", "xml"}, "--payload"},
+		{[]string{"ledger", "info", "--ledger", "9000", "-o", "yaml"}, "--output"},
+	} {
+		args := append(c.args, "--zk", f.zkAddr, "--ledgers-root", f.root)
+		if _, _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want %q", c.args, err, c.want)
+		}
+	}
+	// Every replica missing an entry: the read stops with a clear error.
+	ws, _ := f.md.WriteSet(10)
+	for _, b := range ws {
+		f.cluster.Bookies[b].Delete(9000, 10)
+	}
+	out, _, err = run(t, "ledger", "read", "--zk", f.zkAddr, "--ledgers-root", f.root, "--ledger", "9000")
+	if err == nil || !strings.Contains(err.Error(), "missing on every replica") || strings.Count(out, "\n") != 10 {
+		t.Fatalf("missing entry: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,116 @@
+// Command offloader copies closed BookKeeper ledgers of Pulsar topics to
+// object storage in Pulsar's tiered-storage format and inspects what it
+// works on. This file holds the root command; each subcommand lives in its
+// own file (ledger*.go: BookKeeper ledgers; topics*.go: managed ledgers) and
+// registers itself with addCommand from an init function.
+//
+// Results go to stdout (text, or JSON with --output json); progress and
+// logs go to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// globalOptions are the flags every subcommand shares.
+type globalOptions struct {
+	// ZK is the ZooKeeper address: host:port[,host:port...], optionally with
+	// a /root suffix, or a metadata service URI (zk+hierarchical://...,
+	// metadata-store:zk:...).
+	ZK string
+	// ZKSessionTimeout is the ZooKeeper session timeout.
+	ZKSessionTimeout time.Duration
+	// Output is "text" or "json".
+	Output string
+	// LogLevel is debug, info, warn or error (logs go to stderr).
+	LogLevel string
+}
+
+func (g *globalOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&g.ZK, "zk", "127.0.0.1:2181", "ZooKeeper `address` (host:port[,host:port][/root]) or metadata service URI")
+	f.DurationVar(&g.ZKSessionTimeout, "zk-session-timeout", 30*time.Second, "ZooKeeper session timeout")
+	f.StringVarP(&g.Output, "output", "o", "text", "output format: text or json")
+	f.StringVar(&g.LogLevel, "log-level", "warn", "log level for stderr: debug, info, warn, error")
+}
+
+func (g *globalOptions) validate() error {
+	switch g.Output {
+	case "text", "json":
+	default:
+		return fmt.Errorf("--output %q: want text or json", g.Output)
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(g.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: %w", g.LogLevel, err)
+	}
+	return nil
+}
+
+// json reports whether results are printed as JSON.
+func (g *globalOptions) json() bool { return g.Output == "json" }
+
+// logger returns a logger writing text records to w (stderr).
+func (g *globalOptions) logger(w io.Writer) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(g.LogLevel))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// subcommands are added to the root by addCommand from init functions in
+// the subcommand files.
+var subcommands []func(g *globalOptions) *cobra.Command
+
+// addCommand registers a subcommand constructor (call it from init).
+func addCommand(f func(g *globalOptions) *cobra.Command) { subcommands = append(subcommands, f) }
+
+func newRootCmd() *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "offloader",
+		Short: "Offload closed BookKeeper ledgers of Pulsar topics to object storage",
+		Long: strings.TrimSpace(`
+offloader copies closed BookKeeper ledgers of Pulsar topics to object storage
+in the format Pulsar's tiered-storage reader understands, and inspects the
+ledgers and managed ledgers it works on. It reads ledgers straight from the
+bookies and never fences them, so it is safe next to live brokers.
+
+Results go to stdout (--output json for machines); progress and logs go to
+stderr.`),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return g.validate()
+		},
+	}
+	g.addFlags(root)
+	for _, f := range subcommands {
+		root.AddCommand(f(g))
+	}
+	return root
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	interrupted := ctx.Err() != nil
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "offloader: %v\n", err)
+		if interrupted || errors.Is(err, context.Canceled) {
+			os.Exit(130)
+		}
+		os.Exit(1)
+	}
+}
