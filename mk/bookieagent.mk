@@ -1,0 +1,23 @@
+# bookieagent: bookie tuning recommendations, capacity reports, DaemonSet server.
+#
+# promtool (Debian's prometheus package) checks the agent's /metrics output
+# and configs/bookieagent-alerts.yaml in the tests. Installing the package
+# does not start a Prometheus server where invoke-rc.d/systemd refuse to
+# start services (containers, CI); where they do start it, it listens on
+# :9090 only and the tests do not use that port.
+APT_PACKAGES += prometheus
+
+.PHONY: bookieagent-check-configs bench-bookieagent
+
+## bookieagent-check-configs: promtool checks of the alert rules and their unit tests.
+bookieagent-check-configs:
+	cd configs && promtool check rules bookieagent-alerts.yaml && promtool test rules bookieagent-alerts.test.yaml
+
+## bench-bookieagent: a real `bookieagent recommend` run on .cache/bench-bookieagent (≤ 60 s, ≤ 2 GiB).
+bench-bookieagent:
+	@mkdir -p $(CACHE)/bench-bookieagent/journal $(CACHE)/bench-bookieagent/ledgers
+	$(GO) build -o $(BIN)/bookieagent ./cmd/bookieagent
+	time $(BIN)/bookieagent recommend --journal-dir $(CACHE)/bench-bookieagent/journal \
+	  --ledger-dir $(CACHE)/bench-bookieagent/ledgers --max-direct-memory 4g
+
+bench: bench-bookieagent
