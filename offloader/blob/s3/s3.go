@@ -422,53 +422,6 @@ func (s *Store) Iter(ctx context.Context, prefix string, fn func(blob.Attrs) err
 	return nil
 }
 
-// body returns an io.ReadSeeker of exactly size bytes of r and its MD5.
-// Seekable readers are hashed in place; others are buffered (memory up to
-// 64 MiB, a temporary file beyond). cleanup releases the buffer.
-func body(r io.Reader, size int64) (rs io.ReadSeeker, sum []byte, cleanup func(), err error) {
-	cleanup = func() {}
-	h := md5.New()
-	if ra, ok := r.(interface {
-		io.ReaderAt
-		io.Seeker
-	}); ok {
-		start, err := ra.Seek(0, io.SeekCurrent)
-		if err == nil {
-			sec := io.NewSectionReader(ra, start, size)
-			n, err := io.Copy(h, sec)
-			if err != nil {
-				return nil, nil, cleanup, err
-			}
-			if n != size {
-				return nil, nil, cleanup, fmt.Errorf("reader gave %d bytes, size is %d: %w", n, size, io.ErrUnexpectedEOF)
-			}
-			return io.NewSectionReader(ra, start, size), h.Sum(nil), cleanup, nil
-		}
-	}
-	if size <= 64<<20 {
-		buf := make([]byte, size)
-		if n, err := io.ReadFull(r, buf); err != nil {
-			return nil, nil, cleanup, fmt.Errorf("reader gave %d bytes, size is %d: %w", n, size, io.ErrUnexpectedEOF)
-		}
-		h.Write(buf)
-		return bytes.NewReader(buf), h.Sum(nil), cleanup, nil
-	}
-	f, err := os.CreateTemp("", "tierkeeper-s3-put-")
-	if err != nil {
-		return nil, nil, cleanup, err
-	}
-	cleanup = func() { f.Close(); os.Remove(f.Name()) }
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, size))
-	if err == nil && n != size {
-		err = fmt.Errorf("reader gave %d bytes, size is %d: %w", n, size, io.ErrUnexpectedEOF)
-	}
-	if err != nil {
-		cleanup()
-		return nil, nil, func() {}, err
-	}
-	return io.NewSectionReader(f, 0, size), h.Sum(nil), cleanup, nil
-}
-
 func (s *Store) sseKMSContext() (*string, error) {
 	if len(s.sse.KMSEncryptionContext) == 0 {
 		return nil, nil
@@ -520,18 +473,18 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, op
 	if err := ctx.Err(); err != nil {
 		return blob.Attrs{}, fmt.Errorf("s3 put %q: %w", key, err)
 	}
-	rs, sum, cleanup, err := body(r, size)
+	pl, err := blob.NewPayload(r, size)
 	if err != nil {
 		return blob.Attrs{}, fmt.Errorf("s3 put %q: %w", key, err)
 	}
-	defer cleanup()
+	defer pl.Close()
 	sseType, kmsKey, kmsCtx, bucketKey, err := s.sseFields()
 	if err != nil {
 		return blob.Attrs{}, err
 	}
 	out, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket: &s.bucket, Key: &key, Body: rs, ContentLength: aws.Int64(size),
-		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum)), ContentType: contentType(opts.ContentType),
+		Bucket: &s.bucket, Key: &key, Body: pl.Reader(), ContentLength: aws.Int64(size),
+		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(pl.MD5())), ContentType: contentType(opts.ContentType),
 		Metadata: md, ServerSideEncryption: sseType, SSEKMSKeyId: kmsKey, SSEKMSEncryptionContext: kmsCtx, BucketKeyEnabled: bucketKey,
 	})
 	if err != nil {
