@@ -82,8 +82,8 @@ func Signature(secretKey, keyTime, httpString string) string {
 // authorization is a parsed COS signature.
 type authorization struct {
 	algorithm, ak, signTime, keyTime string
-	headerList, paramList           string
-	signature                       string
+	headerList, paramList            string
+	signature                        string
 }
 
 // parseAuthorization splits "q-sign-algorithm=sha1&q-ak=...&..." (split on

@@ -28,7 +28,7 @@ func TestSignatureWorkedExamples(t *testing.T) {
 				{"x-cos-stroage-class", "nearline"},
 			},
 			signKey: "95d110a8ead64cac52083100db75b7e3f369e72f", httpSHA1: "113b22e92b74237531fafbfc8bb9e67be55645c7",
-			signature: "ce4ac0ecbcdb30538b3fee0a97cc6389694ce53a",
+			signature:  "ce4ac0ecbcdb30538b3fee0a97cc6389694ce53a",
 			headerList: "host;x-cos-content-sha1;x-cos-stroage-class",
 		},
 		{

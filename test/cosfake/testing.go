@@ -108,7 +108,6 @@ func (f *Fake) DialContext(ctx context.Context, network, _ string) (net.Conn, er
 	return d.DialContext(ctx, network, f.Addr)
 }
 
-
 // Transport returns an HTTP transport that dials the fake.
 func (f *Fake) Transport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
