@@ -1009,8 +1009,34 @@ func pickLedgerCount(rs []diskbench.Result, peak1 float64) (int, float64, string
 	ev := fmt.Sprintf("%s writes: %s → N=%d", FormatSize(bs), strings.Join(parts, ", "), n)
 	if top := math.Max(bw, peak1); flushFloor(top) > n {
 		f := flushFloor(top)
-		ev += fmt.Sprintf("; raised to %d: %s needs ⌈%s ÷ %.0f MB/s⌉ = %d flush threads (at most %d)", f, humanRate(top), humanRate(top), FlushThreadBytesPerSec/1e6, int(math.Ceil(top/FlushThreadBytesPerSec)), MaxLedgerDirsPerDisk)
-		n = f
+		// Never raise to or past a count measured clearly slower; below
+		// such a count only measured counts qualify.
+		bad := 0
+		for c := n + 1; c <= f; c++ {
+			if v, ok := m[c]; ok && v < JournalNearBest*m[n] {
+				bad = c
+				break
+			}
+		}
+		to := f
+		if bad > 0 {
+			to = n
+			for c := n + 1; c < bad; c++ {
+				if _, ok := m[c]; ok {
+					to = c
+				}
+			}
+		}
+		ev += fmt.Sprintf("; %s needs ⌈%s ÷ %.0f MB/s⌉ = %d flush threads (at most %d)", humanRate(top), humanRate(top), FlushThreadBytesPerSec/1e6, int(math.Ceil(top/FlushThreadBytesPerSec)), MaxLedgerDirsPerDisk)
+		if bad > 0 {
+			ev += fmt.Sprintf(", but N=%d measured %s (< %.0f%% of N=%d)", bad, humanRate(m[bad]), JournalNearBest*100, n)
+		}
+		if to > n {
+			ev += fmt.Sprintf(" → raised to %d", to)
+		} else {
+			ev += fmt.Sprintf(" → kept at %d", n)
+		}
+		n = to
 	}
 	bw = math.Max(bw, m[n])
 	if n == 1 {
