@@ -619,17 +619,15 @@ func (m *multipart) Complete(ctx context.Context) (blob.Attrs, error) {
 		return blob.Attrs{}, fmt.Errorf("cos complete %q: %w", m.key, err)
 	}
 	var (
-		res      *cossdk.CompleteMultipartUploadResult
-		resp     *cossdk.Response
-		attempts int
+		res  *cossdk.CompleteMultipartUploadResult
+		resp *cossdk.Response
 	)
 	err := m.s.do(ctx, "complete multipart", m.key, func(ctx context.Context) (err error) {
-		attempts++
 		res, resp, err = m.s.c.Object.CompleteMultipartUpload(ctx, m.key, m.id, &cossdk.CompleteMultipartUploadOptions{Parts: list})
 		return err
 	})
 	err = mapErr("complete multipart", m.key, err)
-	if errors.Is(err, blob.ErrNotFound) && attempts > 1 {
+	if errors.Is(err, blob.ErrNotFound) {
 		// An earlier attempt may have completed the upload and lost its
 		// answer. Accept the object only if its CRC-64 and size are ours.
 		if a, ok := m.s.verifyCompleted(ctx, m.key, total, crc); ok {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -586,9 +587,46 @@ func (m *multipart) Complete(ctx context.Context) (blob.Attrs, error) {
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: list},
 	})
 	if err != nil {
-		return blob.Attrs{}, mapErr("complete multipart", m.key, err)
+		err = mapErr("complete multipart", m.key, err)
+		if errors.Is(err, blob.ErrNotFound) {
+			// A retried Complete finds no upload when an earlier attempt
+			// completed it and its answer was lost. Accept the object
+			// only if its size and multipart ETag are those of our parts.
+			if a, ok := m.verifyCompleted(ctx, list, total); ok {
+				return a, nil
+			}
+		}
+		return blob.Attrs{}, err
 	}
 	return blob.Attrs{Key: m.key, Size: total, ETag: strings.Trim(aws.ToString(out.ETag), `"`), Metadata: m.md}, nil
+}
+
+// multipartETag is S3's ETag of a completed upload: the hex MD5 of the
+// concatenated binary part MD5s, then "-<parts>". ok is false when a part
+// ETag is not an MD5 (SSE-KMS).
+func multipartETag(parts []types.CompletedPart) (string, bool) {
+	h := md5.New()
+	for _, p := range parts {
+		b, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
+		if err != nil || len(b) != md5.Size {
+			return "", false
+		}
+		h.Write(b)
+	}
+	return fmt.Sprintf("%x-%d", h.Sum(nil), len(parts)), true
+}
+
+func (m *multipart) verifyCompleted(ctx context.Context, parts []types.CompletedPart, size int64) (blob.Attrs, bool) {
+	want, ok := multipartETag(parts)
+	if !ok {
+		return blob.Attrs{}, false
+	}
+	a, err := m.s.Head(ctx, m.key)
+	if err != nil || a.Size != size || a.ETag != want {
+		return blob.Attrs{}, false
+	}
+	m.s.log.Debug("s3: multipart upload found completed by an earlier attempt", "key", m.key, "upload_id", m.id)
+	return a, true
 }
 
 // Abort discards the upload.
