@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func settingInt(t *testing.T, r *Recommendation, key string) int64 {
@@ -150,3 +152,39 @@ func TestRenderFormats(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestHelmValuesParse: the Helm output is valid YAML whose configData holds
+// exactly the effective bookkeeper.conf values, as strings.
+func TestHelmValuesParse(t *testing.T) {
+	for _, name := range []string{"nvme", "nvme-live-bookie"} {
+		r, err := Recommend(loadProfile(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := Render(&b, r, FormatHelm); err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Bookkeeper struct {
+				ConfigData map[string]string `json:"configData"`
+			} `json:"bookkeeper"`
+		}
+		if err := yaml.UnmarshalStrict([]byte(b.String()), &v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		n := 0
+		for _, s := range r.Settings {
+			if s.File != FileBookKeeper {
+				continue
+			}
+			n++
+			if got := v.Bookkeeper.ConfigData[s.Key]; got != s.Effective() {
+				t.Errorf("%s: configData.%s = %q, want %q", name, s.Key, got, s.Effective())
+			}
+		}
+		if len(v.Bookkeeper.ConfigData) != n {
+			t.Errorf("%s: %d configData keys, want %d", name, len(v.Bookkeeper.ConfigData), n)
+		}
+	}
+}
