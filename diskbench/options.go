@@ -64,6 +64,12 @@ type Options struct {
 	OpenFile OpenFunc
 	// Seed seeds the data and random offsets; 0 picks one at random.
 	Seed uint64
+	// KeepGOMAXPROCS stops diskbench from raising GOMAXPROCS to
+	// workers+2 while a point runs (it restores the old value after).
+	// Raising it lets each worker blocked in a syscall keep its own P, which
+	// is what makes goroutines match fio's threads and libaio. Two
+	// diskbench runs at once in one process should set it.
+	KeepGOMAXPROCS bool
 }
 
 // Prealloc says how a writer's file is prepared before writing.

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
+)
+
+func newCheckCmd() *cobra.Command {
+	var c commonFlags
+	cmd := &cobra.Command{
+		Use:   "check --dir DIR",
+		Short: "Run only the preflight checks (filesystem, bookie data, free space)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if c.dir == "" {
+				return fmt.Errorf("%w: --dir is required", diskbench.ErrInvalidOptions)
+			}
+			o := diskbench.Options{Dir: c.dir, AllowAnyFS: c.allowAnyFS, Force: c.force}
+			if c.maxBytes != "" {
+				v, err := diskbench.ParseSize(c.maxBytes)
+				if err != nil {
+					return fmt.Errorf("--max-bytes: %w", err)
+				}
+				o.MaxBytes = v
+			}
+			t, err := diskbench.Check(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if c.output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(t)
+			}
+			fmt.Fprintf(out, "dir:       %s\nfs:        %s\ndevice:    %s\nfree:      %s of %s\nmax-bytes: %s\n",
+				t.Dir, t.FSType, t.Device, diskbench.FormatBytes(int64(t.FreeBytes)), diskbench.FormatBytes(int64(t.TotalBytes)),
+				diskbench.FormatBytes(t.MaxBytes))
+			for _, w := range t.Warnings {
+				fmt.Fprintf(out, "warning:   %s\n", w)
+			}
+			fmt.Fprintln(out, "ok")
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&c.dir, "dir", "", "directory to check (required)")
+	fs.StringVar(&c.maxBytes, "max-bytes", "", "byte budget to check room for (default min(2GiB, 10% of free space))")
+	fs.BoolVar(&c.allowAnyFS, "allow-any-fs", false, "accept tmpfs, ramfs and overlayfs")
+	fs.BoolVar(&c.force, "force", false, "accept a directory that holds bookie data")
+	fs.StringVar(&c.output, "output", "table", "table or json")
+	return cmd
+}

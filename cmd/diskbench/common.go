@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
+)
+
+// commonFlags are the flags every measuring subcommand takes.
+type commonFlags struct {
+	dir        string
+	duration   time.Duration
+	warmup     time.Duration
+	maxBytes   string
+	allowAnyFS bool
+	force      bool
+	output     string
+	svg        string
+	seed       uint64
+	verbose    bool
+}
+
+func (c *commonFlags) addFlags(fs *pflag.FlagSet, defDuration time.Duration) {
+	fs.StringVar(&c.dir, "dir", "", "directory to measure (required); files are created there and removed")
+	fs.DurationVar(&c.duration, "duration", defDuration, "measured time of each point, warm-up excluded")
+	fs.DurationVar(&c.warmup, "warmup", 0, "warm-up before each point, discarded (default max(1s, 5% of --duration); negative: none)")
+	fs.StringVar(&c.maxBytes, "max-bytes", "", "never write more than this many bytes in total (default min(2GiB, 10% of free space))")
+	fs.BoolVar(&c.allowAnyFS, "allow-any-fs", false, "run on tmpfs, ramfs or overlayfs too (figures then measure memory)")
+	fs.BoolVar(&c.force, "force", false, "run in a directory that holds bookie data (current/VERSION, *.txn, *.log)")
+	fs.StringVar(&c.output, "output", "table", "result format on stdout: table or json")
+	fs.StringVar(&c.svg, "svg", "", "also draw the sweep as an SVG chart into this file")
+	fs.Uint64Var(&c.seed, "seed", 0, "seed for data and random offsets (0: random)")
+	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log debug records to stderr")
+}
+
+func (c *commonFlags) validate() error {
+	if c.dir == "" {
+		return fmt.Errorf("%w: --dir is required", diskbench.ErrInvalidOptions)
+	}
+	if c.output != "table" && c.output != "json" {
+		return fmt.Errorf("%w: --output %q (want table or json)", diskbench.ErrInvalidOptions, c.output)
+	}
+	if c.duration <= 0 {
+		return fmt.Errorf("%w: --duration must be positive", diskbench.ErrInvalidOptions)
+	}
+	return nil
+}
+
+// options builds the library options; progress goes to stderr.
+func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressBar, error) {
+	o := diskbench.Options{
+		Dir:        c.dir,
+		Duration:   c.duration,
+		Warmup:     c.warmup,
+		AllowAnyFS: c.allowAnyFS,
+		Force:      c.force,
+		Seed:       c.seed,
+	}
+	if c.maxBytes != "" {
+		v, err := diskbench.ParseSize(c.maxBytes)
+		if err != nil {
+			return o, nil, fmt.Errorf("--max-bytes: %w", err)
+		}
+		if v <= 0 {
+			return o, nil, fmt.Errorf("%w: --max-bytes must be positive", diskbench.ErrInvalidOptions)
+		}
+		o.MaxBytes = v
+	}
+	if c.verbose {
+		o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	} else {
+		o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	var bar *progressBar
+	if c.output != "json" {
+		bar = newProgressBar(cmd.ErrOrStderr())
+		if bar != nil {
+			o.Progress = bar.update
+		}
+	}
+	return o, bar, nil
+}
+
+// emit writes the report to stdout (table or JSON) and the SVG if asked.
+func (c *commonFlags) emit(cmd *cobra.Command, rep *diskbench.Report) error {
+	if c.svg != "" {
+		if err := writeSVGFile(c.svg, rep); err != nil {
+			return err
+		}
+	}
+	out := cmd.OutOrStdout()
+	if c.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	if err := diskbench.WriteTable(out, rep); err != nil {
+		return err
+	}
+	if c.svg != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "chart written to %s\n", c.svg)
+	}
+	return nil
+}
+
+func writeSVGFile(path string, rep *diskbench.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("svg: %w", err)
+	}
+	if err := diskbench.WriteSVG(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("svg %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("svg: %w", err)
+	}
+	return nil
+}
+
+// runAndReport runs one Run* call and prints what it measured, also the
+// partial results when it failed.
+func runAndReport(cmd *cobra.Command, c *commonFlags, o diskbench.Options, bar *progressBar,
+	run func(ctx context.Context) ([]diskbench.Result, error)) error {
+	ctx := cmd.Context()
+	t, err := diskbench.Check(ctx, o)
+	if err != nil {
+		return err
+	}
+	rep := diskbench.NewReport(t)
+	start := time.Now()
+	res, err := run(ctx)
+	bar.finish()
+	rep.Results = append(rep.Results, res...)
+	for _, r := range res {
+		rep.BytesWritten += r.BytesWritten
+	}
+	rep.ElapsedSec = time.Since(start).Seconds()
+	if len(res) > 0 || err == nil {
+		if eerr := c.emit(cmd, rep); eerr != nil && err == nil {
+			err = eerr
+		}
+	}
+	return err
+}
+
+var _ io.Writer = (*os.File)(nil)

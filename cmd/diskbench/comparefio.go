@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/diskbench/fiocmp"
+)
+
+func newCompareFioCmd() *cobra.Command {
+	var (
+		dir              string
+		duration, warmup time.Duration
+		fileSize, fio    string
+		output           string
+		allowAnyFS       bool
+		force, verbose   bool
+		minRatio         float64
+		repeat           int
+		maxRatio         float64
+	)
+	cmd := &cobra.Command{
+		Use:   "compare-fio --dir DIR",
+		Short: "Run fio and diskbench on the same workloads and compare them",
+		Long: `Runs each workload with fio, then with diskbench, in the same run: journal
+1/2/4 writers × 4k/64k with fdatasync per write, entry log 1 MiB writes with a
+flush every 32 MiB, random reads 4k at depth 16 (fio libaio iodepth 16 vs 16
+goroutines on O_DIRECT). Each case runs --repeat times per tool, alternating which tool
+goes first, and the medians are compared. Prints bytes/s and p99 of both tools and the ratio
+diskbench/fio. Exits non-zero when a throughput ratio is outside
+[--min-ratio, --max-ratio].`,
+		Example: "  diskbench compare-fio --dir /var/tmp/bench --duration 5s",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return fmt.Errorf("%w: --dir is required", diskbench.ErrInvalidOptions)
+			}
+			fs, err := diskbench.ParseSize(fileSize)
+			if err != nil {
+				return fmt.Errorf("--file-size: %w", err)
+			}
+			lvl := slog.LevelWarn
+			if verbose {
+				lvl = slog.LevelDebug
+			}
+			errOut := cmd.ErrOrStderr()
+			o := fiocmp.Options{Dir: dir, Duration: duration, Warmup: warmup, Fio: fio, Repeat: repeat, AllowAnyFS: allowAnyFS, Force: force,
+				Logger: slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: lvl}))}
+			if output != "json" {
+				o.OnRow = func(i, n int, r fiocmp.Row) {
+					fmt.Fprintf(errOut, "[%d/%d] %-32s fio %10s  diskbench %10s  ratio %.2f\n", i, n, r.Case.Name(),
+						diskbench.FormatRate(r.Fio.BytesPerSec), diskbench.FormatRate(r.Diskbench.BytesPerSec), r.ThroughputRatio())
+				}
+			}
+			rows, err := fiocmp.Run(cmd.Context(), o, fiocmp.DefaultCases(fs))
+			if len(rows) > 0 {
+				if output == "json" {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					if eerr := enc.Encode(rows); eerr != nil && err == nil {
+						err = eerr
+					}
+				} else if eerr := fiocmp.WriteTable(cmd.OutOrStdout(), rows); eerr != nil && err == nil {
+					err = eerr
+				}
+			}
+			if err != nil {
+				return err
+			}
+			var bad []string
+			for _, r := range rows {
+				if q := r.ThroughputRatio(); q < minRatio || q > maxRatio {
+					bad = append(bad, fmt.Sprintf("%s (%.2f)", r.Case.Name(), q))
+				}
+			}
+			if len(bad) > 0 {
+				return fmt.Errorf("throughput ratio outside [%.2f, %.2f]: %v", minRatio, maxRatio, bad)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "directory both tools write in (required)")
+	f.DurationVar(&duration, "duration", 5*time.Second, "measured time of each case in each tool")
+	f.DurationVar(&warmup, "warmup", time.Second, "warm-up (fio ramp_time) of each case")
+	f.StringVar(&fileSize, "file-size", "1g", "size of each file (per writer; the random-read file)")
+	f.StringVar(&fio, "fio", "fio", "fio binary")
+	f.IntVar(&repeat, "repeat", 3, "runs per case and tool, alternating which goes first; medians are compared")
+	f.StringVar(&output, "output", "table", "table or json")
+	f.BoolVar(&allowAnyFS, "allow-any-fs", false, "run on tmpfs, ramfs or overlayfs too")
+	f.BoolVar(&force, "force", false, "run in a directory that holds bookie data")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log debug records (fio job files) to stderr")
+	f.Float64Var(&minRatio, "min-ratio", 0.85, "lowest acceptable diskbench/fio throughput ratio")
+	f.Float64Var(&maxRatio, "max-ratio", 1.15, "highest acceptable diskbench/fio throughput ratio")
+	return cmd
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
+)
+
+func newEntryLogCmd() *cobra.Command {
+	var (
+		c          commonFlags
+		writers    []int
+		blockSizes string
+		flushEvery string
+		fileSize   string
+		prealloc   string
+	)
+	cmd := &cobra.Command{
+		Use:   "entrylog --dir DIR",
+		Short: "Entry-log pattern: buffered sequential writes with periodic fdatasync",
+		Long: `Each writer appends --block-size buffered writes to its own file and calls
+fdatasync every --flush-every bytes, as DbLedgerStorage's entry logger does.`,
+		Example: "  diskbench entrylog --dir /mnt/ssd0/tmp --block-size 64k,1m,8m --flush-every 32MiB",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := c.validate(); err != nil {
+				return err
+			}
+			bs, err := diskbench.ParseSizes(blockSizes)
+			if err != nil {
+				return fmt.Errorf("--block-size: %w", err)
+			}
+			ep := diskbench.EntryLogParams{Writers: writers, BlockSizes: bs}
+			if ep.FlushEveryBytes, err = optSize(flushEvery, "--flush-every"); err != nil {
+				return err
+			}
+			if ep.FileSize, err = optSize(fileSize, "--file-size"); err != nil {
+				return err
+			}
+			if ep.Prealloc, err = parsePrealloc(prealloc); err != nil {
+				return err
+			}
+			o, bar, err := c.options(cmd)
+			if err != nil {
+				return err
+			}
+			return runAndReport(cmd, &c, o, bar, func(ctx context.Context) ([]diskbench.Result, error) {
+				return diskbench.RunEntryLog(ctx, diskbench.EntryLogOptions{Options: o, EntryLogParams: ep})
+			})
+		},
+	}
+	c.addFlags(cmd.Flags(), 10*time.Second)
+	cmd.Flags().IntSliceVar(&writers, "writers", []int{1}, "numbers of parallel entry-log files (ledger directories) to sweep")
+	cmd.Flags().StringVar(&blockSizes, "block-size", "64k,1m,8m", "write sizes to sweep")
+	cmd.Flags().StringVar(&flushEvery, "flush-every", "32MiB", "fdatasync after this many bytes")
+	cmd.Flags().StringVar(&fileSize, "file-size", "", "size of each writer's file; writes wrap at its end (default: the point's byte share / writers × 1.5, at most 1GiB)")
+	cmd.Flags().StringVar(&prealloc, "prealloc", "none", "how files are prepared: none (appends, like an entry log) or fallocate")
+	return cmd
+}

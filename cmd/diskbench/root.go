@@ -1,0 +1,26 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "diskbench",
+		Short: "Measure a disk the way a BookKeeper bookie uses it",
+		Long: `diskbench measures the I/O patterns of an Apache BookKeeper bookie:
+  journal   appends with fdatasync every N writes, one file per writer
+  entrylog  buffered sequential writes with an fdatasync every 32 MiB
+  randread  O_DIRECT random reads at a queue depth (catch-up reads)
+  sweep     all three within one time and byte budget (what the bookie agent runs)
+
+It refuses tmpfs/ramfs/overlayfs and directories holding bookie data, never
+writes more than --max-bytes, and removes every file it creates, also on
+Ctrl-C. Results go to stdout (a table, or JSON with --output json); progress
+goes to stderr when it is a terminal.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newJournalCmd(), newEntryLogCmd(), newRandReadCmd(), newSweepCmd(), newCheckCmd(), newCompareFioCmd())
+	return root
+}

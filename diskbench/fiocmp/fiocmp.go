@@ -1,0 +1,427 @@
+// Package fiocmp runs fio and diskbench on the same workloads, one after the
+// other in the same run, and compares their throughput and p99 latency. It
+// is the proof that diskbench's engine measures what fio measures.
+//
+// Every case is translated into one fio job with the same semantics as the
+// diskbench point:
+//
+//	diskbench                         fio
+//	journal  writers=N bs=B sync=1    rw=write bs=B numjobs=N ioengine=psync fdatasync=1 fallocate=native
+//	entrylog writers=1 bs=B flush=F   rw=write bs=B ioengine=psync fdatasync=F/B fallocate=none
+//	randread depth=D bs=B             rw=randread bs=B direct=1 ioengine=libaio iodepth=D norandommap
+//	FileSize, Duration, Warmup        size=, runtime= (time_based, wraps at size), ramp_time=
+//
+// (fio's libaio at iodepth D against D goroutines each issuing pread on an
+// O_DIRECT descriptor.)
+package fiocmp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
+)
+
+// Case is one workload both tools run.
+type Case struct {
+	Workload   diskbench.Workload `json:"workload"`
+	Writers    int                `json:"writers,omitempty"`
+	Depth      int                `json:"depth,omitempty"`
+	BlockSize  int64              `json:"block_size"`
+	SyncEvery  int                `json:"sync_every,omitempty"`
+	FlushEvery int64              `json:"flush_every_bytes,omitempty"`
+	FileSize   int64              `json:"file_size"`
+}
+
+// Name is a short label: "journal w=2 bs=4KiB".
+func (c Case) Name() string {
+	switch c.Workload {
+	case diskbench.WorkloadRandRead:
+		return fmt.Sprintf("randread d=%d bs=%s", c.Depth, diskbench.FormatBytes(c.BlockSize))
+	case diskbench.WorkloadEntryLog:
+		return fmt.Sprintf("entrylog w=%d bs=%s flush=%s", c.Writers, diskbench.FormatBytes(c.BlockSize), diskbench.FormatBytes(c.FlushEvery))
+	default:
+		return fmt.Sprintf("journal w=%d bs=%s sync=%d", c.Writers, diskbench.FormatBytes(c.BlockSize), c.SyncEvery)
+	}
+}
+
+// DefaultCases are the workloads of `make bench-fio`: journal 1/2/4 writers
+// × 4 KiB/64 KiB with fdatasync per write, entry log 1 MiB writes with a
+// flush every 32 MiB, random reads of 4 KiB at depth 16. fileSize is each
+// file's size.
+func DefaultCases(fileSize int64) []Case {
+	var cs []Case
+	for _, w := range []int{1, 2, 4} {
+		for _, bs := range []int64{4 * diskbench.KiB, 64 * diskbench.KiB} {
+			cs = append(cs, Case{Workload: diskbench.WorkloadJournal, Writers: w, BlockSize: bs, SyncEvery: 1, FileSize: fileSize})
+		}
+	}
+	cs = append(cs,
+		Case{Workload: diskbench.WorkloadEntryLog, Writers: 1, BlockSize: diskbench.MiB, FlushEvery: 32 * diskbench.MiB, FileSize: fileSize},
+		Case{Workload: diskbench.WorkloadRandRead, Depth: 16, BlockSize: 4 * diskbench.KiB, FileSize: fileSize},
+	)
+	return cs
+}
+
+// Metrics are one tool's figures for a case. Latencies are p99 in ns; 0
+// means not measured.
+type Metrics struct {
+	BytesPerSec float64 `json:"bytes_per_sec"`
+	IOPS        float64 `json:"iops"`
+	OpP99Ns     int64   `json:"op_p99_ns"`   // each write or read
+	SyncP99Ns   int64   `json:"sync_p99_ns"` // each fdatasync
+}
+
+// Row is one compared case: the median of each tool's runs, and the runs.
+type Row struct {
+	Case          Case      `json:"case"`
+	Fio           Metrics   `json:"fio"`
+	Diskbench     Metrics   `json:"diskbench"`
+	FioRuns       []Metrics `json:"fio_runs"`
+	DiskbenchRuns []Metrics `json:"diskbench_runs"`
+}
+
+// median takes each field's median over runs.
+func median(runs []Metrics) Metrics {
+	med := func(get func(Metrics) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = get(r)
+		}
+		sort.Float64s(v)
+		if len(v) == 0 {
+			return 0
+		}
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return Metrics{
+		BytesPerSec: med(func(m Metrics) float64 { return m.BytesPerSec }),
+		IOPS:        med(func(m Metrics) float64 { return m.IOPS }),
+		OpP99Ns:     int64(med(func(m Metrics) float64 { return float64(m.OpP99Ns) })),
+		SyncP99Ns:   int64(med(func(m Metrics) float64 { return float64(m.SyncP99Ns) })),
+	}
+}
+
+// ThroughputRatio is diskbench/fio bytes per second.
+func (r Row) ThroughputRatio() float64 { return ratio(r.Diskbench.BytesPerSec, r.Fio.BytesPerSec) }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// Options configure Run.
+type Options struct {
+	// Dir is where both tools put their files (checked like diskbench's).
+	Dir string
+	// Duration and Warmup of every case in both tools. Defaults 5 s and 1 s.
+	Duration, Warmup time.Duration
+	// Repeat runs each case this many times per tool, alternating which
+	// tool goes first (fio, diskbench, diskbench, fio, ...), and compares
+	// medians, so background load on a shared machine hits both alike.
+	// Default 3.
+	Repeat int
+	// Fio is the fio binary. Default "fio" from PATH.
+	Fio string
+	// AllowAnyFS, Force as in diskbench.Options.
+	AllowAnyFS, Force bool
+	// Logger, default discard.
+	Logger *slog.Logger
+	// OnRow is called after each case, for progress.
+	OnRow func(i, n int, r Row)
+}
+
+// Run runs every case with fio, then with diskbench, and returns the rows.
+func Run(ctx context.Context, o Options, cases []Case) ([]Row, error) {
+	if o.Duration <= 0 {
+		o.Duration = 5 * time.Second
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = time.Second
+	}
+	if o.Repeat <= 0 {
+		o.Repeat = 3
+	}
+	if o.Fio == "" {
+		o.Fio = "fio"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	fioPath, err := exec.LookPath(o.Fio)
+	if err != nil {
+		return nil, fmt.Errorf("fio not found (install it: apt-get install fio, or `make bench-fio`): %w", err)
+	}
+	var maxFiles int64
+	for _, c := range cases {
+		maxFiles = max(maxFiles, c.FileSize*int64(max(c.Writers, 1)))
+	}
+	t, err := diskbench.Check(ctx, diskbench.Options{Dir: o.Dir, AllowAnyFS: o.AllowAnyFS, Force: o.Force, MaxBytes: maxFiles})
+	if err != nil {
+		return nil, err
+	}
+	// diskbench must not stop on its byte budget where fio would go on:
+	// writes wrap inside FileSize, so disk use stays at the files' size.
+	budget := int64(t.FreeBytes/2) - diskbench.ReserveBytes
+	var rows []Row
+	for i, c := range cases {
+		row := Row{Case: c}
+		for rep := 0; rep < o.Repeat; rep++ {
+			for k := 0; k < 2; k++ {
+				if (k == 0) == (rep%2 == 0) {
+					fm, err := runFio(ctx, fioPath, t.Dir, c, o)
+					if err != nil {
+						return rows, fmt.Errorf("fio %s: %w", c.Name(), err)
+					}
+					row.FioRuns = append(row.FioRuns, fm)
+				} else {
+					dm, err := runDiskbench(ctx, t.Dir, c, o, budget)
+					if err != nil {
+						return rows, fmt.Errorf("diskbench %s: %w", c.Name(), err)
+					}
+					row.DiskbenchRuns = append(row.DiskbenchRuns, dm)
+				}
+			}
+		}
+		row.Fio, row.Diskbench = median(row.FioRuns), median(row.DiskbenchRuns)
+		rows = append(rows, row)
+		if o.OnRow != nil {
+			o.OnRow(i+1, len(cases), row)
+		}
+	}
+	return rows, nil
+}
+
+// JobFile renders the fio job for c in dir.
+func JobFile(dir string, c Case, duration, warmup time.Duration) string {
+	var b strings.Builder
+	p := func(k, v string) { fmt.Fprintf(&b, "%s=%s\n", k, v) }
+	b.WriteString("[global]\n")
+	p("directory", dir)
+	p("filename_format", fmt.Sprintf(".diskbench-fio-%d.$jobnum", os.Getpid()))
+	p("size", strconv.FormatInt(c.FileSize, 10))
+	p("bs", strconv.FormatInt(c.BlockSize, 10))
+	p("time_based", "1")
+	p("runtime", fmt.Sprintf("%dms", duration.Milliseconds()))
+	p("ramp_time", fmt.Sprintf("%dms", warmup.Milliseconds()))
+	p("group_reporting", "1")
+	p("unlink", "1")
+	p("thread", "1")
+	p("lat_percentiles", "1")
+	p("percentile_list", "50:90:99:99.9")
+	switch c.Workload {
+	case diskbench.WorkloadJournal:
+		p("ioengine", "psync")
+		p("rw", "write")
+		p("fallocate", "native")
+		p("fdatasync", strconv.Itoa(max(c.SyncEvery, 1)))
+		p("numjobs", strconv.Itoa(max(c.Writers, 1)))
+	case diskbench.WorkloadEntryLog:
+		p("ioengine", "psync")
+		p("rw", "write")
+		p("fallocate", "none")
+		p("fdatasync", strconv.FormatInt(max(c.FlushEvery/c.BlockSize, 1), 10))
+		p("numjobs", strconv.Itoa(max(c.Writers, 1)))
+	case diskbench.WorkloadRandRead:
+		p("ioengine", "libaio")
+		p("rw", "randread")
+		p("direct", "1")
+		p("iodepth", strconv.Itoa(max(c.Depth, 1)))
+		p("norandommap", "1")
+		p("randrepeat", "0")
+	}
+	b.WriteString("[" + string(c.Workload) + "]\n")
+	return b.String()
+}
+
+func runFio(ctx context.Context, fio, dir string, c Case, o Options) (Metrics, error) {
+	job := JobFile(dir, c, o.Duration, o.Warmup)
+	jf, err := os.CreateTemp("", "diskbench-fio-*.fio")
+	if err != nil {
+		return Metrics{}, err
+	}
+	defer os.Remove(jf.Name())
+	if _, err := jf.WriteString(job); err != nil {
+		jf.Close()
+		return Metrics{}, err
+	}
+	jf.Close()
+	o.Logger.Debug("fio job", "case", c.Name(), "job", job)
+	// fio leaves its files behind when killed; remove them whatever happens.
+	defer func() {
+		matches, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf(".diskbench-fio-%d.*", os.Getpid())))
+		for _, m := range matches {
+			os.Remove(m)
+		}
+	}()
+	cmd := exec.CommandContext(ctx, fio, "--output-format=json", jf.Name())
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return Metrics{}, ctx.Err()
+		}
+		return Metrics{}, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return ParseFioJSON(out.Bytes(), c.Workload)
+}
+
+// ParseFioJSON extracts the metrics of a group-reported fio JSON document.
+// fio may print warnings before the JSON; they are skipped.
+func ParseFioJSON(b []byte, wl diskbench.Workload) (Metrics, error) {
+	if i := bytes.IndexByte(b, '{'); i > 0 {
+		b = b[i:]
+	}
+	var doc struct {
+		Jobs []struct {
+			Error int     `json:"error"`
+			Read  fioDir  `json:"read"`
+			Write fioDir  `json:"write"`
+			Sync  fioSync `json:"sync"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return Metrics{}, fmt.Errorf("parse fio json: %w", err)
+	}
+	if len(doc.Jobs) == 0 {
+		return Metrics{}, errors.New("fio json has no jobs")
+	}
+	j := doc.Jobs[0]
+	if j.Error != 0 {
+		return Metrics{}, fmt.Errorf("fio job error %d", j.Error)
+	}
+	d := j.Write
+	if wl == diskbench.WorkloadRandRead {
+		d = j.Read
+	}
+	m := Metrics{BytesPerSec: d.BWBytes, IOPS: d.IOPS, OpP99Ns: d.p99()}
+	m.SyncP99Ns = int64(j.Sync.Lat.Percentile["99.000000"])
+	return m, nil
+}
+
+type fioLat struct {
+	Percentile map[string]float64 `json:"percentile"`
+}
+
+type fioDir struct {
+	BWBytes float64 `json:"bw_bytes"`
+	IOPS    float64 `json:"iops"`
+	Lat     fioLat  `json:"lat_ns"`
+	Clat    fioLat  `json:"clat_ns"`
+}
+
+func (d fioDir) p99() int64 {
+	if v, ok := d.Lat.Percentile["99.000000"]; ok {
+		return int64(v)
+	}
+	return int64(d.Clat.Percentile["99.000000"])
+}
+
+type fioSync struct {
+	Lat fioLat `json:"lat_ns"`
+}
+
+func runDiskbench(ctx context.Context, dir string, c Case, o Options, budget int64) (Metrics, error) {
+	opts := diskbench.Options{Dir: dir, Duration: o.Duration, Warmup: o.Warmup, MaxBytes: budget,
+		AllowAnyFS: o.AllowAnyFS, Force: o.Force, Logger: o.Logger}
+	var res []diskbench.Result
+	var err error
+	switch c.Workload {
+	case diskbench.WorkloadJournal:
+		res, err = diskbench.RunJournal(ctx, diskbench.JournalOptions{Options: opts, JournalParams: diskbench.JournalParams{
+			Writers: []int{c.Writers}, BlockSizes: []int64{c.BlockSize}, SyncEvery: c.SyncEvery,
+			FileSize: c.FileSize, Prealloc: diskbench.PreallocFallocate}})
+	case diskbench.WorkloadEntryLog:
+		res, err = diskbench.RunEntryLog(ctx, diskbench.EntryLogOptions{Options: opts, EntryLogParams: diskbench.EntryLogParams{
+			Writers: []int{c.Writers}, BlockSizes: []int64{c.BlockSize}, FlushEveryBytes: c.FlushEvery,
+			FileSize: c.FileSize, Prealloc: diskbench.PreallocNone}})
+	case diskbench.WorkloadRandRead:
+		res, err = diskbench.RunRandRead(ctx, diskbench.RandReadOptions{Options: opts, RandReadParams: diskbench.RandReadParams{
+			Depths: []int{c.Depth}, BlockSizes: []int64{c.BlockSize}, FileSize: c.FileSize}})
+	default:
+		return Metrics{}, fmt.Errorf("unknown workload %q", c.Workload)
+	}
+	if err != nil {
+		return Metrics{}, err
+	}
+	if len(res) != 1 {
+		return Metrics{}, fmt.Errorf("diskbench returned %d results, want 1", len(res))
+	}
+	r := res[0]
+	m := Metrics{BytesPerSec: r.BytesPerSec, IOPS: r.IOPS}
+	if r.ReadLatency != nil {
+		m.OpP99Ns = r.ReadLatency.P99Ns
+	} else if r.WriteLatency != nil {
+		m.OpP99Ns = r.WriteLatency.P99Ns
+	}
+	if r.SyncLatency != nil {
+		m.SyncP99Ns = r.SyncLatency.P99Ns
+	}
+	return m, nil
+}
+
+// WriteTable prints the comparison: median throughput of both tools and
+// their ratio (diskbench/fio), the spread of each tool's runs
+// ((max-min)/median), then p99 of each write/read and each fdatasync.
+func WriteTable(w io.Writer, rows []Row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tfio\tdiskbench\tratio\tspread fio\tdb\t\top p99 fio\tdiskbench\tratio\t\tsync p99 fio\tdiskbench\tratio\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t\t%s\t%s\t%s\t\t%s\t%s\t%s\t\n", r.Case.Name(),
+			diskbench.FormatRate(r.Fio.BytesPerSec), diskbench.FormatRate(r.Diskbench.BytesPerSec), r.ThroughputRatio(),
+			spread(r.FioRuns), spread(r.DiskbenchRuns),
+			ns(r.Fio.OpP99Ns), ns(r.Diskbench.OpP99Ns), ratioStr(r.Diskbench.OpP99Ns, r.Fio.OpP99Ns),
+			ns(r.Fio.SyncP99Ns), ns(r.Diskbench.SyncP99Ns), ratioStr(r.Diskbench.SyncP99Ns, r.Fio.SyncP99Ns))
+	}
+	return tw.Flush()
+}
+
+func ns(v int64) string {
+	if v == 0 {
+		return "-"
+	}
+	return diskbench.FormatNs(v)
+}
+
+func ratioStr(a, b int64) string {
+	if a == 0 || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(a)/float64(b))
+}
+
+// spread is (max-min)/median of the runs' throughput, as a percentage.
+func spread(runs []Metrics) string {
+	if len(runs) < 2 {
+		return "-"
+	}
+	lo, hi := runs[0].BytesPerSec, runs[0].BytesPerSec
+	for _, r := range runs {
+		lo, hi = min(lo, r.BytesPerSec), max(hi, r.BytesPerSec)
+	}
+	m := median(runs).BytesPerSec
+	if m == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*(hi-lo)/m)
+}
