@@ -26,8 +26,9 @@
 // compressed with the same codec, for operators who rely on compression to
 // stay under ZooKeeper's jute.maxbuffer; Options.WriteCodec with
 // CompressThresholdBytes (16 KiB default, as the broker) mirrors the
-// broker's own policy. Unknown protobuf fields (from newer brokers) survive
-// a read-modify-write.
+// broker's own policy. A value that would exceed ZooKeeper's jute.maxbuffer
+// plain keeps its stored compression (Options.MaxValueBytes). Unknown
+// protobuf fields (from newer brokers) survive a read-modify-write.
 //
 // # Updates
 //

@@ -20,8 +20,9 @@ var (
 	ErrCorrupt = errors.New("mlmeta: corrupt managed-ledger metadata")
 
 	// ErrTooLarge is returned when a compression wrapper declares (or a
-	// codec produces) more than Limits.MaxDecompressedBytes; nothing of
-	// that size is allocated.
+	// codec produces) more than Limits.MaxDecompressedBytes (nothing of
+	// that size is allocated), and when a value to write exceeds
+	// Options.MaxValueBytes (nothing is written).
 	ErrTooLarge = errors.New("mlmeta: decompressed metadata exceeds limit")
 
 	// ErrLedgerNotFound is returned when the ledger id is not listed in the

@@ -58,6 +58,14 @@ type Options struct {
 	// means always compress (the broker's 0). PreserveCodec ignores it.
 	CompressThresholdBytes int64
 
+	// MaxValueBytes is the largest value the store writes. A plain value
+	// above it is written compressed with the codec it was read with (so a
+	// broker that compressed a big info to fit keeps fitting); a value
+	// still above it fails with ErrTooLarge before anything is sent
+	// (ZooKeeper drops the connection of a request over jute.maxbuffer,
+	// 1 MiB by default). Zero means DefaultMaxValueBytes.
+	MaxValueBytes int
+
 	// MaxRetries bounds how often an update re-reads after losing a
 	// compare-and-set race (ZooKeeper BadVersion). Zero means 16.
 	MaxRetries int
@@ -111,6 +119,9 @@ func New(conn ZK, opts *Options) *Store {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.MaxValueBytes <= 0 {
+		o.MaxValueBytes = DefaultMaxValueBytes
 	}
 	if o.CompressThresholdBytes == 0 {
 		o.CompressThresholdBytes = DefaultCompressThresholdBytes
@@ -508,6 +519,11 @@ func (s *Store) update(ctx context.Context, ml string, ledgerID int64, fn Mutato
 	}
 }
 
+// DefaultMaxValueBytes is the default Options.MaxValueBytes: ZooKeeper's
+// default jute.maxbuffer (1 MiB) less room for the request's path and
+// header.
+const DefaultMaxValueBytes = 1000 << 10
+
 // encode serializes info for writing per the options, and checks that the
 // bytes decode back to exactly info (unknown fields included).
 func (s *Store) encode(info *mlproto.ManagedLedgerInfo, readCodec mlproto.CompressionType) ([]byte, error) {
@@ -518,6 +534,16 @@ func (s *Store) encode(info *mlproto.ManagedLedgerInfo, readCodec mlproto.Compre
 	data, err := Encode(info, eo)
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > s.opts.MaxValueBytes && readCodec != mlproto.CompressionType_NONE && eo.Codec != readCodec {
+		s.log.Info("value too large for plain; keeping the stored compression", "bytes", len(data), "codec", readCodec)
+		if data, err = Encode(info, EncodeOptions{Codec: readCodec}); err != nil {
+			return nil, err
+		}
+	}
+	if len(data) > s.opts.MaxValueBytes {
+		return nil, fmt.Errorf("%w: value of %d bytes exceeds %d (ZooKeeper jute.maxbuffer); set Options.WriteCodec",
+			ErrTooLarge, len(data), s.opts.MaxValueBytes)
 	}
 	lim := s.opts.Limits
 	lim.MaxDecompressedBytes = max(lim.max(), len(data)*4)

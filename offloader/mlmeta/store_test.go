@@ -467,6 +467,34 @@ func TestWriteCodecOptions(t *testing.T) {
 	}
 }
 
+// A value that only fits ZooKeeper compressed stays compressed; one that
+// fits in no form is refused before anything is sent.
+func TestMaxValueBytes(t *testing.T) {
+	ctx := context.Background()
+	big := sampleInfo(1, 300)
+	plain := len(mustMarshal(big))
+	zs, err := Encode(big, EncodeOptions{Codec: mlproto.CompressionType_ZSTD})
+	if err != nil || len(zs) >= plain/2 {
+		t.Fatalf("zstd %d bytes of %d: %v", len(zs), plain, err)
+	}
+	opts := &Options{MaxValueBytes: plain - 10}
+	f := newFakeZK()
+	f.put(Path(testML), zs)
+	s := New(f, opts)
+	if _, _, err := s.PrepareOffload(ctx, testML, 2, uuidA, s3drv); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := f.raw(Path(testML))
+	if _, codec, err := Decode(data, Limits{}); err != nil || codec != mlproto.CompressionType_ZSTD {
+		t.Fatalf("stored %s, %v; want ZSTD kept", codec, err)
+	}
+	f.put(Path(testML), mustMarshal(big))
+	sets := f.sets
+	if _, _, err := s.PrepareOffload(ctx, testML, 3, uuidA, s3drv); !errors.Is(err, ErrTooLarge) || f.sets != sets {
+		t.Fatalf("plain too big: %v (%d sets)", err, f.sets-sets)
+	}
+}
+
 func TestListWalk(t *testing.T) {
 	f := newFakeZK()
 	info := mustMarshal(sampleInfo(1, 3))
