@@ -1,0 +1,364 @@
+package blob_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
+)
+
+func newFS(t *testing.T) blob.Store {
+	t.Helper()
+	s, err := fs.New(fs.Config{Dir: t.TempDir(), NoSync: true}, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestResolveRange(t *testing.T) {
+	for _, c := range []struct {
+		off, length, size, n int64
+		ok                   bool
+	}{
+		{0, -1, 10, 10, true}, {3, -1, 10, 7, true}, {10, -1, 10, 0, true}, {10, 0, 10, 0, true},
+		{0, 10, 10, 10, true}, {9, 1, 10, 1, true}, {0, 0, 0, 0, true}, {0, -1, 0, 0, true},
+		{11, -1, 10, 0, false}, {-1, 1, 10, 0, false}, {5, 6, 10, 0, false}, {10, 1, 10, 0, false}, {0, 1, 0, 0, false},
+	} {
+		n, err := blob.ResolveRange(c.off, c.length, c.size)
+		if c.ok != (err == nil) || (c.ok && n != c.n) {
+			t.Errorf("ResolveRange(%d,%d,%d) = %d, %v", c.off, c.length, c.size, n, err)
+		}
+		if err != nil && !errors.Is(err, blob.ErrInvalidRange) {
+			t.Errorf("error %v does not wrap ErrInvalidRange", err)
+		}
+	}
+}
+
+func TestNormalizeMetadata(t *testing.T) {
+	md, err := blob.NormalizeMetadata(map[string]string{"S3ManagedLedgerOffloaderFormatVersion": "1", "ManagedLedgerName": "public/default/persistent/t"})
+	if err != nil || md["s3managedledgeroffloaderformatversion"] != "1" || md["managedledgername"] != "public/default/persistent/t" || len(md) != 2 {
+		t.Errorf("NormalizeMetadata = %v, %v", md, err)
+	}
+	for name, in := range map[string]map[string]string{
+		"space in key":   {"a b": "v"},
+		"colon in key":   {"a:b": "v"},
+		"newline":        {"k": "a\nb"},
+		"non-ascii":      {"k": "ü"},
+		"leading blank":  {"k": " v"},
+		"case collision": {"Role": "a", "role": "b"},
+		"empty key":      {"": "v"},
+		"too large":      {"k": strings.Repeat("v", blob.MaxMetadataSize)},
+	} {
+		if _, err := blob.NormalizeMetadata(in); !errors.Is(err, blob.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if md, err := blob.NormalizeMetadata(nil); md != nil || err != nil {
+		t.Errorf("nil map: %v %v", md, err)
+	}
+}
+
+func FuzzNormalizeMetadata(f *testing.F) {
+	f.Add("Key", "value")
+	f.Add("k\x00", "\xff")
+	f.Fuzz(func(t *testing.T, k, v string) {
+		md, err := blob.NormalizeMetadata(map[string]string{k: v})
+		if err == nil {
+			for mk, mv := range md {
+				if mk != strings.ToLower(mk) || strings.TrimSpace(mv) != mv {
+					t.Fatalf("accepted %q=%q", mk, mv)
+				}
+			}
+		}
+	})
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	type cfg struct {
+		ID  string
+		Key blob.Secret `json:"key"`
+	}
+	c := cfg{ID: "id", Key: "hunter2-secret"}
+	var logs bytes.Buffer
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("x", "cfg", c, "key", c.Key)
+	j, _ := json.Marshal(c)
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), fmt.Sprintf("%s %q %x %v", c.Key, c.Key, c.Key, c.Key), string(j), logs.String()} {
+		if strings.Contains(s, "hunter2") {
+			t.Errorf("secret printed: %s", s)
+		}
+	}
+	if c.Key.Reveal() != "hunter2-secret" {
+		t.Error("Reveal lost the value")
+	}
+	var back cfg
+	if err := json.Unmarshal([]byte(`{"key":"abc"}`), &back); err != nil || back.Key.Reveal() != "abc" {
+		t.Errorf("unmarshal: %v %q", err, back.Key.Reveal())
+	}
+	if blob.Secret("").String() != "" {
+		t.Error("empty secret should print empty")
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	var d blob.Duration
+	if err := json.Unmarshal([]byte(`"1m30s"`), &d); err != nil || d.D() != 90*time.Second {
+		t.Errorf("%v %v", d, err)
+	}
+	if err := json.Unmarshal([]byte(`90`), &d); err == nil {
+		t.Error("a bare number was accepted as a duration")
+	}
+}
+
+func TestPayload(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789"), 1000)
+	for name, r := range map[string]io.Reader{"seekable": bytes.NewReader(data), "stream": io.MultiReader(bytes.NewReader(data))} {
+		p, err := blob.NewPayload(r, 5000)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for i := 0; i < 2; i++ { // re-readable
+			got, _ := io.ReadAll(p.Reader())
+			if !bytes.Equal(got, data[:5000]) {
+				t.Errorf("%s: read %d: wrong bytes", name, i)
+			}
+		}
+		p.Close()
+	}
+	if _, err := blob.NewPayload(io.MultiReader(bytes.NewReader(data)), int64(len(data))+1); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("short stream: %v", err)
+	}
+	if _, err := blob.NewPayload(bytes.NewReader(data), int64(len(data))+1); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("short seekable: %v", err)
+	}
+}
+
+// The decorators pass the acceptance suite.
+func TestDecoratorsAcceptance(t *testing.T) {
+	m, err := blob.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := blob.NewLimiter(blob.Limits{UploadBytesPerSecond: 1 << 30, DownloadBytesPerSecond: 1 << 30, RequestsPerSecond: 1e6})
+	s := m.Wrap(blob.Limited(newFS(t), l))
+	if _, ok := s.(blob.MultipartLister); !ok {
+		t.Fatal("decorators hide MultipartLister")
+	}
+	blobtest.AcceptanceTest(t, s)
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, err := blob.WithMetrics(newFS(t), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := blob.WithMetrics(newFS(t), reg); err == nil {
+		t.Error("registering twice on one registry succeeded")
+	}
+	ctx := context.Background()
+	s.Head(ctx, "missing")                                            // not found: not a failure
+	s.Put(ctx, "k", strings.NewReader("hello"), 5, blob.PutOptions{}) // ok, 5 bytes
+	s.Put(ctx, "", strings.NewReader("x"), 1, blob.PutOptions{})      // failure
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	s.Put(cctx, "c", strings.NewReader("x"), 1, blob.PutOptions{}) // cancelled: not a failure
+	rc, _, err := s.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(rc)
+	rc.Close()
+
+	counter := func(name, op string) float64 {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetValue() == op {
+						if m.Counter != nil {
+							return m.Counter.GetValue()
+						}
+						return float64(m.Histogram.GetSampleCount())
+					}
+				}
+			}
+		}
+		return -1
+	}
+	for _, c := range []struct {
+		name, op string
+		want     float64
+	}{
+		{"tierkeeper_blob_operations_total", "put", 3},
+		{"tierkeeper_blob_operation_failures_total", "put", 1},
+		{"tierkeeper_blob_operations_total", "head", 1},
+		{"tierkeeper_blob_operation_failures_total", "head", 0},
+		{"tierkeeper_blob_operation_duration_seconds", "put", 3},
+		{"tierkeeper_blob_operation_duration_seconds", "get", 1},
+		{"tierkeeper_blob_operations_total", "list_multipart", 0}, // pre-created
+	} {
+		if got := counter(c.name, c.op); got != c.want {
+			t.Errorf("%s{operation=%q} = %v, want %v", c.name, c.op, got, c.want)
+		}
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "tierkeeper_blob_uploaded_bytes_total", "tierkeeper_blob_downloaded_bytes_total":
+			if v := mf.GetMetric()[0].GetCounter().GetValue(); v != 5 {
+				t.Errorf("%s = %v, want 5", mf.GetName(), v)
+			}
+		}
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n == 0 {
+		t.Errorf("gather: %d, %v", n, err)
+	}
+	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) != 0 {
+		t.Errorf("metric lint: %v %v", probs, err)
+	}
+}
+
+// Rates are checked by lower bounds only: a slow machine can only make a
+// limited operation slower.
+func TestLimitedUploadBytes(t *testing.T) {
+	l := blob.NewLimiter(blob.Limits{UploadBytesPerSecond: 400 << 10}) // burst 40 KiB
+	s := blob.Limited(newFS(t), l)
+	ctx := context.Background()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ { // two uploads share the bucket
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			data := make([]byte, 100<<10)
+			if _, err := s.Put(ctx, fmt.Sprint("k", i), io.MultiReader(bytes.NewReader(data)), int64(len(data)), blob.PutOptions{}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	// 200 KiB at 400 KiB/s with a 40 KiB burst: at least 0.4 s.
+	if el := time.Since(start); el < 380*time.Millisecond {
+		t.Errorf("200 KiB at 400 KiB/s took %v", el)
+	}
+}
+
+func TestLimitedRequests(t *testing.T) {
+	l := blob.NewLimiter(blob.Limits{RequestsPerSecond: 50}) // burst 5
+	s := blob.Limited(newFS(t), l)
+	start := time.Now()
+	for i := 0; i < 20; i++ {
+		s.Head(context.Background(), "k")
+	}
+	if el := time.Since(start); el < 280*time.Millisecond {
+		t.Errorf("20 requests at 50/s (burst 5) took %v, want >= 300ms", el)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	var err error
+	for i := 0; i < 20 && err == nil; i++ {
+		_, err = s.Head(ctx, "k")
+		if errors.Is(err, blob.ErrNotFound) {
+			err = nil
+		}
+	}
+	if err == nil {
+		t.Error("a request waiting for a token ignored its context")
+	}
+}
+
+func TestLimiterTransport(t *testing.T) {
+	var got atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		got.Add(n)
+		w.Write(make([]byte, 64<<10))
+	}))
+	defer srv.Close()
+	l := blob.NewLimiter(blob.Limits{UploadBytesPerSecond: 256 << 10, DownloadBytesPerSecond: 256 << 10, RequestsPerSecond: 100})
+	c := &http.Client{Transport: l.Transport(http.DefaultTransport)}
+	start := time.Now()
+	resp, err := c.Post(srv.URL, "application/octet-stream", bytes.NewReader(make([]byte, 128<<10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// 128 KiB up + 64 KiB down at 256 KiB/s each (32 KiB bursts): >= 0.5 s.
+	if el := time.Since(start); el < 450*time.Millisecond {
+		t.Errorf("paced request took %v", el)
+	}
+	if got.Load() != 128<<10 || n != 64<<10 {
+		t.Errorf("bytes up %d down %d", got.Load(), n)
+	}
+	if blob.NewLimiter(blob.Limits{}) != nil {
+		t.Error("zero limits should give a nil limiter")
+	}
+	var nilL *blob.Limiter
+	if nilL.Transport(http.DefaultTransport) != http.DefaultTransport {
+		t.Error("nil limiter should not wrap")
+	}
+}
+
+// UploadStream keeps at most Concurrency parts in flight.
+func TestUploadStreamConcurrency(t *testing.T) {
+	base := newFS(t)
+	var inFlight, peak atomic.Int32
+	s := &slowParts{Store: base, inFlight: &inFlight, peak: &peak}
+	data := make([]byte, 6*blob.MinPartSize)
+	if _, err := blob.UploadStream(context.Background(), s, "k", bytes.NewReader(data), blob.UploadOptions{PartSize: blob.MinPartSize, Concurrency: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if p := peak.Load(); p < 2 || p > 3 {
+		t.Errorf("peak parts in flight = %d, want 2..3", p)
+	}
+}
+
+type slowParts struct {
+	blob.Store
+	inFlight, peak *atomic.Int32
+}
+
+func (s *slowParts) CreateMultipart(ctx context.Context, key string, o blob.PutOptions) (blob.Multipart, error) {
+	mp, err := s.Store.CreateMultipart(ctx, key, o)
+	return &slowMP{mp, s}, err
+}
+
+type slowMP struct {
+	blob.Multipart
+	s *slowParts
+}
+
+func (m *slowMP) UploadPart(ctx context.Context, n int, d []byte) error {
+	c := m.s.inFlight.Add(1)
+	defer m.s.inFlight.Add(-1)
+	for {
+		p := m.s.peak.Load()
+		if c <= p || m.s.peak.CompareAndSwap(p, c) {
+			break
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	return m.Multipart.UploadPart(ctx, n, d)
+}
