@@ -369,7 +369,8 @@ type Result struct {
 // Options.ListConcurrency reads in flight and returns one Result per name,
 // in order. Per-ledger errors (deleted meanwhile, corrupt) are reported in
 // the Result; the returned error is set only when ctx ends. progress, if
-// not nil, is called after each read with the number done.
+// not nil, is called after each read with the number done (never
+// concurrently).
 func (s *Store) GetMany(ctx context.Context, names []string, progress func(done int)) ([]Result, error) {
 	out := make([]Result, len(names))
 	sem := make(chan struct{}, s.opts.ListConcurrency)
@@ -392,9 +393,8 @@ func (s *Store) GetMany(ctx context.Context, names []string, progress func(done 
 			if progress != nil {
 				mu.Lock()
 				done++
-				d := done
+				progress(done)
 				mu.Unlock()
-				progress(d)
 			}
 		}()
 	}
