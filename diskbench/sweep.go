@@ -31,7 +31,7 @@ func NewReport(t *Target) *Report {
 // Sweep overheads the planner sets aside.
 const (
 	pointOverhead   = 150 * time.Millisecond // create, preallocate, close per point
-	minMeasured     = 500 * time.Millisecond // shorter points are skipped
+	minPoint        = 400 * time.Millisecond // shortest point (warm-up + measurement)
 	layoutRateGuess = 150e6                  // bytes/s assumed for the randread layout
 )
 
@@ -111,15 +111,20 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 			return d, w, time.Until(deadline) >= d+w
 		}
 		remain := time.Until(deadline) - layoutTime - time.Duration(left)*pointOverhead
-		slice := remain / time.Duration(left)
+		// Points run in order with an equal slice of what is left, but
+		// never less than minPoint; when even that no longer fits, the
+		// rest are skipped.
+		slice := max(remain/time.Duration(left), minPoint)
+		if time.Until(deadline)-layoutTime < slice+pointOverhead {
+			return 0, 0, false
+		}
 		w := o.Warmup
 		if w == 0 {
 			w = min(defaultWarmup(slice), slice/3)
 		} else if w < 0 {
 			w = 0
 		}
-		d := slice - w
-		return d, w, d >= minMeasured
+		return max(slice-w, slice*2/3), w, true
 	}
 	skip := func(what string) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s: time budget of %v spent", what, tb))

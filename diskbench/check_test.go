@@ -1,0 +1,166 @@
+package diskbench
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestCheckAcceptsPlainDir(t *testing.T) {
+	dir := testDir(t)
+	tg, err := Check(context.Background(), Options{Dir: dir, AllowAnyFS: true, MaxBytes: MiB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.FSType == "" || tg.FreeBytes == 0 || tg.TotalBytes < tg.FreeBytes || tg.MaxBytes != MiB {
+		t.Errorf("target %+v", tg)
+	}
+	abs, _ := filepath.Abs(dir)
+	if tg.Dir != abs {
+		t.Errorf("Dir %q, want %q", tg.Dir, abs)
+	}
+}
+
+func TestCheckDefaultMaxBytes(t *testing.T) {
+	tg, err := Check(context.Background(), Options{Dir: testDir(t), AllowAnyFS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := min(DefaultMaxBytesCap, int64(tg.FreeBytes/10))
+	if tg.MaxBytes != want {
+		t.Errorf("MaxBytes %d, want min(2GiB, free/10) = %d", tg.MaxBytes, want)
+	}
+}
+
+func TestCheckBadTargets(t *testing.T) {
+	dir := testDir(t)
+	file := filepath.Join(dir, "plain-file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := Check(ctx, Options{Dir: filepath.Join(dir, "missing"), AllowAnyFS: true}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing dir: %v", err)
+	}
+	if _, err := Check(ctx, Options{Dir: file, AllowAnyFS: true}); !errors.Is(err, ErrNotDirectory) {
+		t.Errorf("file: %v", err)
+	}
+	if _, err := Check(ctx, Options{}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("empty dir: %v", err)
+	}
+	if _, err := Check(ctx, Options{Dir: dir, AllowAnyFS: true, MaxBytes: 1 << 62}); !errors.Is(err, ErrInsufficientSpace) {
+		t.Errorf("huge budget: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := Check(cctx, Options{Dir: dir}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func TestCheckRefusesTmpfs(t *testing.T) {
+	const shm = "/dev/shm"
+	var st unix.Statfs_t
+	if err := unix.Statfs(shm, &st); err != nil || st.Type != magicTmpfs {
+		t.Skipf("%s is not tmpfs here", shm)
+	}
+	dir, err := os.MkdirTemp(shm, "diskbench-test-")
+	if err != nil {
+		t.Skipf("cannot create a dir in %s: %v", shm, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	tg, err := Check(context.Background(), Options{Dir: dir, MaxBytes: MiB})
+	if !errors.Is(err, ErrUnsupportedFS) {
+		t.Fatalf("tmpfs accepted: %v", err)
+	}
+	if tg == nil || tg.FSType != "tmpfs" {
+		t.Errorf("target %+v", tg)
+	}
+	// RunJournal refuses too, before creating anything.
+	_, err = RunJournal(context.Background(), JournalOptions{Options: Options{Dir: dir, MaxBytes: MiB}})
+	if !errors.Is(err, ErrUnsupportedFS) {
+		t.Errorf("RunJournal on tmpfs: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files created on a refused target: %v", ents)
+	}
+	if _, err := Check(context.Background(), Options{Dir: dir, MaxBytes: MiB, AllowAnyFS: true}); err != nil {
+		t.Errorf("AllowAnyFS: %v", err)
+	}
+}
+
+func TestCheckRefusesBookieData(t *testing.T) {
+	cases := map[string][]string{
+		"cookie":            {"current/VERSION"},
+		"journal file":      {"current/1a2b.txn"},
+		"entry log":         {"current/0.log"},
+		"top-level txn":     {"17.txn"},
+		"parent of bookie":  {"journal/current/VERSION"},
+		"ledger entry logs": {"current/ff.log", "current/ledgers/x"},
+	}
+	for name, files := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := testDir(t)
+			for _, f := range files {
+				p := filepath.Join(dir, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := snapshot(t, dir)
+			_, err := Check(context.Background(), Options{Dir: dir, AllowAnyFS: true, MaxBytes: MiB})
+			if !errors.Is(err, ErrBookieData) {
+				t.Fatalf("bookie data accepted: %v", err)
+			}
+			_, err = RunJournal(context.Background(), JournalOptions{Options: quick(dir)})
+			if !errors.Is(err, ErrBookieData) {
+				t.Fatalf("RunJournal: %v", err)
+			}
+			if after := snapshot(t, dir); after != before {
+				t.Errorf("directory changed:\n%s\nvs\n%s", before, after)
+			}
+			tg, err := Check(context.Background(), Options{Dir: dir, AllowAnyFS: true, MaxBytes: MiB, Force: true})
+			if err != nil || len(tg.BookieData) == 0 {
+				t.Errorf("Force: %v, found %v", err, tg)
+			}
+		})
+	}
+	// Names that only look similar are fine.
+	dir := testDir(t)
+	for _, f := range []string{"app.log", "notes.txn.bak", "current/gc.log.1"} {
+		p := filepath.Join(dir, f)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Check(context.Background(), Options{Dir: dir, AllowAnyFS: true, MaxBytes: MiB}); err != nil {
+		t.Errorf("non-bookie files refused: %v", err)
+	}
+}
+
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var s string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			s += p + "\n"
+		}
+		return nil
+	})
+	return s
+}
+
+func TestFSName(t *testing.T) {
+	if FSName(unix.EXT4_SUPER_MAGIC) != "ext4" || FSName(magicOverlay) != "overlayfs" || FSName(0x1234) != "0x1234" {
+		t.Error("FSName")
+	}
+}
