@@ -83,7 +83,8 @@ func DefaultConfig() Config {
 	}
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults fills zero fields from DefaultConfig.
+func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	if c.Credentials.Source == "" {
 		c.Credentials.Source = d.Credentials.Source

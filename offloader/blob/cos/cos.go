@@ -68,7 +68,7 @@ var (
 
 // New builds a store.
 func New(cfg Config, opts Options) (*Store, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -110,8 +110,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// withDefaults fills zero fields from DefaultConfig.
-func (c Config) withDefaults() Config {
+// WithDefaults fills zero fields from DefaultConfig.
+func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	if c.Addressing == "" {
 		c.Addressing = d.Addressing

@@ -73,7 +73,7 @@ var (
 // New builds a store. Credentials are resolved lazily, at the first request
 // (an error then names the source).
 func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
