@@ -152,6 +152,17 @@ func TestLedgerReadJSON(t *testing.T) {
 	if n != len(f.data) {
 		t.Fatalf("%d entries printed, want %d", n, len(f.data))
 	}
+	out, _, err = run(t, "ledger", "read", "--zk", f.zkAddr, "--ledgers-root", f.root, "--ledger", "4242", "--verify-only", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum readSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if sum.Entries != int64(len(f.data)) || sum.Bytes != f.md.Length || !sum.Verified || sum.DigestType != "CRC32C" || sum.To != 24 {
+		t.Fatalf("verify-only summary %+v", sum)
+	}
 }
 
 func TestLedgerReadTextRangeAndURI(t *testing.T) {
