@@ -4,6 +4,13 @@
 //
 // Reads are split from writes: code that only reads (the format reader, the
 // verifier) takes a Reader.
+//
+// Besides the contract the package has what every provider shares: the
+// sentinels (errors.go), key/metadata/range rules (validate.go), Secret for
+// credentials in configs, Duration, Payload (a re-readable Put body with its
+// MD5), the Limiter (process-wide token buckets, also as an HTTP transport),
+// the Limited and metrics decorators, and UploadStream (multipart with
+// parts in flight, aborted on failure). See docs/blobstores.md.
 package blob
 
 import (
@@ -38,9 +45,15 @@ type Reader interface {
 	Get(ctx context.Context, key string) (io.ReadCloser, Attrs, error)
 	// GetRange streams length bytes starting at off (length < 0: to the end).
 	// A range past the end is an error; ErrNotFound when the object is missing.
+	// The rules are those of ResolveRange: ErrInvalidRange for off < 0,
+	// off > size or off+length > size; reading from off == size gives an
+	// empty body. The body yields exactly the bytes asked for or fails
+	// (io.ErrUnexpectedEOF), never short data. Attrs.Size is the size of the
+	// whole object.
 	GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, Attrs, error)
 	// Iter calls fn for every object whose key starts with prefix, in
-	// ascending key order. An error from fn stops the iteration and is returned.
+	// ascending key order (byte order, which is UTF-8 order). An error from
+	// fn stops the iteration and is returned.
 	Iter(ctx context.Context, prefix string, fn func(Attrs) error) error
 }
 
@@ -56,7 +69,10 @@ type PutOptions struct {
 type Writer interface {
 	// Put stores size bytes from r under key in one request, replacing any
 	// object there. The provider sends a checksum the server verifies, so a
-	// corrupted transfer fails instead of being stored.
+	// corrupted transfer fails instead of being stored. Exactly size bytes
+	// are read; a shorter reader is an error and nothing is stored. Keys
+	// must pass ValidateKey and metadata NormalizeMetadata
+	// (ErrInvalidArgument otherwise).
 	Put(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Attrs, error)
 	// CreateMultipart starts a multipart upload. The object appears only
 	// when Complete succeeds.
@@ -72,11 +88,17 @@ type Multipart interface {
 	UploadID() string
 	// UploadPart stores part partNumber (1-based). data must stay unchanged
 	// until the call returns. A checksum of data is sent and verified by the
-	// server. Re-uploading a part number replaces it.
+	// server. Re-uploading a part number replaces it. ErrInvalidArgument for
+	// a part number outside 1..MaxParts; ErrNotFound once the upload is
+	// aborted or completed.
 	UploadPart(ctx context.Context, partNumber int, data []byte) error
 	// Complete assembles the parts uploaded so far, in part-number order.
+	// The part numbers must be exactly 1..N (ErrMissingPart) and every part
+	// but the last at least the store's minimum (ErrPartTooSmall); on any
+	// error no object is created and the upload stays for Abort.
 	Complete(ctx context.Context) (Attrs, error)
-	// Abort discards the upload and its parts.
+	// Abort discards the upload and its parts. Aborting an upload that is
+	// already gone returns nil or ErrNotFound.
 	Abort(ctx context.Context) error
 }
 
@@ -99,6 +121,9 @@ type Upload struct {
 // MultipartLister is implemented by stores that can list and abort
 // incomplete multipart uploads (the sweeper uses it).
 type MultipartLister interface {
+	// ListMultipart lists incomplete uploads whose key starts with prefix,
+	// sorted by key.
 	ListMultipart(ctx context.Context, prefix string) ([]Upload, error)
+	// AbortMultipart aborts one; ErrNotFound if it does not exist.
 	AbortMultipart(ctx context.Context, key, uploadID string) error
 }
