@@ -9,3 +9,9 @@ $(CACHE)/bin/versitygw:
 ## test-blob: the blob providers' acceptance, fault-injection and COS-fake suites.
 test-blob: $(CACHE)/bin/versitygw
 	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 ./offloader/blob/... ./test/cosfake/... ./test/testenv/
+
+.PHONY: bench-blob
+## bench-blob: upload throughput of the fs, s3 (versitygw) and cos (cosfake) providers on 127.0.0.1.
+bench-blob: $(CACHE)/bin/versitygw
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./offloader/blob/s3 ./offloader/blob/cos ./offloader/blob/fs
+bench: bench-blob
