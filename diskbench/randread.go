@@ -137,6 +137,7 @@ func (r *runner) layoutReadFile(ctx context.Context, size, maxBS int64) (*readFi
 			}
 		}
 	}
+	r.log.Debug("randread layout start", "path", path, "size", size)
 	start := time.Now()
 	buf := alignedBuf(1*MiB, 4096)
 	for i := range buf {

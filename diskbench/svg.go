@@ -25,10 +25,12 @@ func WriteSVG(w io.Writer, rep *Report) error {
 		groups[r.Workload] = append(groups[r.Workload], r)
 	}
 	const (
-		width   = 1040.0
-		panelW  = 430.0
+		panelW  = 420.0
 		panelH  = 250.0
-		rowH    = 360.0
+		gap     = 115.0 // between the panels (room for the y-axis labels)
+		left    = 78.0
+		width   = left + 2*panelW + gap + 40
+		rowH    = 372.0
 		headerH = 78.0
 	)
 	height := headerH + rowH*float64(max(1, len(order))) + 10
@@ -45,6 +47,7 @@ func WriteSVG(w io.Writer, rep *Report) error {
  .axis{stroke:#777;stroke-width:1}
  .legend{font-size:12.5px;fill:#333}
  .warn{font-size:12px;fill:#a04000}
+ .val{font-size:11px;font-weight:bold;paint-order:stroke;stroke:white;stroke-width:3px}
 </style>
 <rect width="100%" height="100%" fill="white"/>
 `)
@@ -61,7 +64,7 @@ func WriteSVG(w io.Writer, rep *Report) error {
 	}
 	for i, wl := range order {
 		y0 := headerH + rowH*float64(i)
-		drawWorkload(&b, wl, groups[wl], 70, y0, panelW, panelH)
+		drawWorkload(&b, wl, groups[wl], left, y0, panelW, panelH, gap)
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
@@ -73,8 +76,9 @@ func WriteSVG(w io.Writer, rep *Report) error {
 var palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"}
 
 type pt struct {
-	x, y float64
-	tip  string
+	x, y  float64
+	tip   string
+	label string // drawn next to the point when the panel is sparse
 }
 
 type series struct {
@@ -105,7 +109,7 @@ func (a axis) pos(v float64, lo, hi float64) float64 {
 	return lo + f*(hi-lo)
 }
 
-func drawWorkload(b *strings.Builder, wl Workload, rs []Result, x0, y0, pw, ph float64) {
+func drawWorkload(b *strings.Builder, wl Workload, rs []Result, x0, y0, pw, ph, gap float64) {
 	// Pick the x dimension: writers/depth when it varies, else block size.
 	countOf := func(r Result) int {
 		if wl == WorkloadRandRead {
@@ -154,14 +158,14 @@ func drawWorkload(b *strings.Builder, wl Workload, rs []Result, x0, y0, pw, ph f
 		}
 		tip := fmt.Sprintf("%s %s: %s, %.0f IOPS", wl, pointLabel(r), FormatRate(r.BytesPerSec), r.IOPS)
 		if r.BytesPerSec > 0 {
-			tput[name].pts = append(tput[name].pts, pt{x, r.BytesPerSec, tip})
+			tput[name].pts = append(tput[name].pts, pt{x: x, y: r.BytesPerSec, tip: tip, label: FormatRate(r.BytesPerSec)})
 			tmin, tmax = math.Min(tmin, r.BytesPerSec), math.Max(tmax, r.BytesPerSec)
 		}
 		if l := latOf(r); l != nil && l.P99Ns > 0 {
 			ltip := fmt.Sprintf("%s %s: %s p50 %s, p90 %s, p99 %s, p99.9 %s", wl, pointLabel(r), latName,
 				FormatNs(l.P50Ns), FormatNs(l.P90Ns), FormatNs(l.P99Ns), FormatNs(l.P999Ns))
-			p99[name].pts = append(p99[name].pts, pt{x, float64(l.P99Ns), ltip})
-			p50[name].pts = append(p50[name].pts, pt{x, float64(max(l.P50Ns, 1)), ltip})
+			p99[name].pts = append(p99[name].pts, pt{x: x, y: float64(l.P99Ns), tip: ltip, label: FormatNs(l.P99Ns)})
+			p50[name].pts = append(p50[name].pts, pt{x: x, y: float64(max(l.P50Ns, 1)), tip: ltip})
 			lmin = math.Min(lmin, float64(max(l.P50Ns, 1)))
 			lmax = math.Max(lmax, float64(l.P99Ns))
 		}
@@ -195,7 +199,7 @@ func drawWorkload(b *strings.Builder, wl Workload, rs []Result, x0, y0, pw, ph f
 	if title == "" {
 		title = string(wl)
 	}
-	fmt.Fprintf(b, `<text class="ptitle" x="%.0f" y="%.0f">%s</text>`+"\n", x0-46, y0+10, esc(title))
+	fmt.Fprintf(b, `<text class="ptitle" x="%.0f" y="%.0f">%s</text>`+"\n", x0-54, y0+10, esc(title))
 
 	// Throughput panel.
 	ta := rateAxis(tmin, tmax)
@@ -210,10 +214,10 @@ func drawWorkload(b *strings.Builder, wl Workload, rs []Result, x0, y0, pw, ph f
 		ls = append(ls, p50[n], p99[n])
 	}
 	la := latAxis(lmin, lmax, latName)
-	drawPanel(b, x0+pw+110, y0+28, pw, ph, latName+" latency", xa, la, ls)
+	drawPanel(b, x0+pw+gap, y0+28, pw, ph, latName+" latency", xa, la, ls)
 
 	// Legend under the panels.
-	ly := y0 + 28 + ph + 52
+	ly := y0 + 28 + ph + 66
 	lx := x0
 	for _, n := range names {
 		c := tput[n].color
@@ -286,7 +290,7 @@ func latAxis(lo, hi float64, name string) axis {
 	}
 	a := axis{log: true, title: name + " latency (log scale)"}
 	a.min, a.max, a.ticks = logTicks(lo, hi)
-	a.label = func(v float64) string { return FormatNs(int64(math.Round(v))) }
+	a.label = func(v float64) string { return tickNs(v) }
 	return a
 }
 
@@ -317,9 +321,13 @@ func logTicks(lo, hi float64) (float64, float64, []float64) {
 		min, max = floor125(min*0.99), ceil125(max*1.01)
 	}
 	decades := math.Log10(max / min)
+	tickSteps := steps
+	if decades < 1 {
+		tickSteps = []float64{1, 1.5, 2, 3, 4, 5, 7}
+	}
 	var ticks []float64
 	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
-		for _, s := range steps {
+		for _, s := range tickSteps {
 			if decades > 3 && s != 1 {
 				continue
 			}
@@ -352,6 +360,20 @@ func linTicks(lo, hi float64) (float64, float64, []float64) {
 		ticks = append(ticks, v)
 	}
 	return lo, max, ticks
+}
+
+// tickNs renders a round latency without trailing zeros: 500µs, 2ms, 1.5ms.
+func tickNs(v float64) string {
+	switch {
+	case v < 1e3:
+		return trimNum(v) + "ns"
+	case v < 1e6:
+		return trimNum(v/1e3) + "µs"
+	case v < 1e9:
+		return trimNum(v/1e6) + "ms"
+	default:
+		return trimNum(v/1e9) + "s"
+	}
 }
 
 func trimNum(v float64) string {
@@ -388,6 +410,14 @@ func drawPanel(b *strings.Builder, x0, y0, w, h float64, title string, xa, ya ax
 	fmt.Fprintf(b, `<text class="atitle" transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n",
 		x0-52, (y0+y1)/2, esc(ya.title))
 	_ = title
+	// Label the points with their values when there are few of them.
+	n := 0
+	for _, s := range ss {
+		if !s.dashed {
+			n += len(s.pts)
+		}
+	}
+	sparse := n <= 8
 	for _, s := range ss {
 		if len(s.pts) == 0 {
 			continue
@@ -408,6 +438,13 @@ func drawPanel(b *strings.Builder, x0, y0, w, h float64, title string, xa, ya ax
 		}
 		fmt.Fprintf(b, `<path d="%s" fill="none" stroke="%s" stroke-width="%.1f" stroke-opacity="%.2f"%s/>`+"\n",
 			strings.TrimSpace(path.String()), s.color, sw, op, dash)
+		if !s.dashed && sparse {
+			for _, p := range pts {
+				if p.label != "" {
+					fmt.Fprintf(b, `<text class="val" x="%.1f" y="%.1f" fill="%s">%s</text>`+"\n", px(p.x)+7, py(p.y)-7, s.color, esc(p.label))
+				}
+			}
+		}
 		for _, p := range pts {
 			r := 4.0
 			fill := s.color

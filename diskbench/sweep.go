@@ -105,17 +105,24 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 		layoutTime = time.Duration(float64(layoutSize) / layoutRateGuess * float64(time.Second))
 	}
 	left := total
+	// Byte shares are weighted by block size (see byteWeight); what a point
+	// leaves unspent goes to the later ones.
+	weightLeft := 0
+	for _, wp := range wps {
+		weightLeft += wp.weight()
+	}
 	timing := func() (time.Duration, time.Duration, bool) {
 		if o.Duration > 0 {
 			d, w := resolveTiming(o)
 			return d, w, time.Until(deadline) >= d+w
 		}
-		remain := time.Until(deadline) - layoutTime - time.Duration(left)*pointOverhead
+		until := time.Until(deadline) - layoutTime
+		remain := until - time.Duration(left)*pointOverhead
 		// Points run in order with an equal slice of what is left, but
 		// never less than minPoint; when even that no longer fits, the
 		// rest are skipped.
 		slice := max(remain/time.Duration(left), minPoint)
-		if time.Until(deadline)-layoutTime < slice+pointOverhead {
+		if until < slice+pointOverhead {
 			return 0, 0, false
 		}
 		w := o.Warmup
@@ -134,14 +141,17 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 			for _, bs := range wp.blockSizes {
 				label := fmt.Sprintf("%s writers=%d bs=%s", wp.workload, writers, FormatBytes(bs))
 				d, w, ok := timing()
+				wt := byteWeight(bs)
 				if !ok {
 					skip(label)
 					left--
+					weightLeft -= wt
 					r.pointNum++
 					continue
 				}
-				share := (r.budget.Load() - layoutSize) / int64(left)
+				share := (r.budget.Load() - layoutSize) * int64(wt) / int64(weightLeft)
 				left--
+				weightLeft -= wt
 				res, err := r.runWritePoint(ctx, wp, writers, bs, d, w, share)
 				if errors.Is(err, ErrBudgetExhausted) {
 					rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s: %v", label, err))

@@ -80,6 +80,20 @@ func (wp writeParams) validate() error {
 
 func (wp writeParams) points() int { return len(wp.writers) * len(wp.blockSizes) }
 
+// byteWeight is a write point's weight when a byte budget is shared out:
+// small-block points (fdatasync-bound) write little in their time, large
+// ones a lot, so a 64 KiB point gets 4× the share of a 4 KiB one.
+func byteWeight(bs int64) int { return int(min(max(bs/(16*KiB), 1), 4)) }
+
+// weight is the sum of the sweep's point weights.
+func (wp writeParams) weight() int {
+	n := 0
+	for _, bs := range wp.blockSizes {
+		n += byteWeight(bs)
+	}
+	return n * len(wp.writers)
+}
+
 // RunJournal measures the bookie journal pattern: for every (writers, block
 // size) pair, each writer appends BlockSize writes to its own file and calls
 // fdatasync after every SyncEvery writes. Results come in sweep order
@@ -109,11 +123,11 @@ func runWriteSweep(ctx context.Context, o Options, wp writeParams) (res []Result
 	d, w := resolveTiming(o)
 	r.points = wp.points()
 	r.estimate = time.Duration(r.points) * (d + w)
-	left := r.points
+	weightLeft := wp.weight()
 	for _, writers := range wp.writers {
 		for _, bs := range wp.blockSizes {
-			share := r.budget.Load() / int64(left)
-			left--
+			share := r.budget.Load() * int64(byteWeight(bs)) / int64(weightLeft)
+			weightLeft -= byteWeight(bs)
 			one, err := r.runWritePoint(ctx, wp, writers, bs, d, w, share)
 			if err != nil {
 				return res, err

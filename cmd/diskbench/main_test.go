@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
+)
+
+// The test binary doubles as the diskbench binary for the signal and
+// exit-code tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("DISKBENCH_TEST_AS_MAIN") == "1" {
+		os.Args = append([]string{"diskbench"}, strings.Fields(os.Getenv("DISKBENCH_TEST_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func cleanDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".diskbench-") {
+				t.Errorf("left behind: %s", e.Name())
+			}
+		}
+	})
+	return dir
+}
+
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errb.String(), err
+}
+
+var fast = []string{"--duration", "300ms", "--warmup", "50ms", "--max-bytes", "64m", "--allow-any-fs"}
+
+func TestJournalJSON(t *testing.T) {
+	dir := cleanDir(t)
+	out, stderr, err := run(t, append([]string{"journal", "--dir", dir, "--writers", "1,2", "--block-size", "4k", "--output", "json"}, fast...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("json mode should be quiet on stderr, got %q", stderr)
+	}
+	var rep diskbench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out)
+	}
+	if len(rep.Results) != 2 || rep.Results[1].Writers != 2 || rep.Results[0].BlockSize != 4096 {
+		t.Fatalf("results %+v", rep.Results)
+	}
+	r := rep.Results[0]
+	if r.Workload != "journal" || r.BytesPerSec <= 0 || r.IOPS <= 0 || r.SyncLatency == nil || r.SyncLatency.P99Ns <= 0 {
+		t.Errorf("result %+v", r)
+	}
+	if rep.BytesWritten <= 0 || rep.BytesWritten > 64<<20 || rep.FSType == "" {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestTableAndSVG(t *testing.T) {
+	dir := cleanDir(t)
+	svg := filepath.Join(t.TempDir(), "chart.svg")
+	out, _, err := run(t, append([]string{"randread", "--dir", dir, "--depth", "1,2", "--block-size", "4k", "--file-size", "4m", "--svg", svg}, fast...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"workload", "randread", "p99", "read"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("table lacks %q:\n%s", w, out)
+		}
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(b, new(struct{})); err != nil {
+		t.Errorf("svg not XML: %v", err)
+	}
+	if !bytes.Contains(b, []byte("depth (reads in flight) (log2 scale)")) {
+		t.Errorf("svg lacks the depth axis")
+	}
+}
+
+func TestEntryLogAndSweep(t *testing.T) {
+	dir := cleanDir(t)
+	if _, stderr, err := run(t, append([]string{"entrylog", "--dir", dir, "--block-size", "64k", "--flush-every", "256k"}, fast...)...); err != nil {
+		t.Fatalf("%v %s", err, stderr)
+	}
+	out, stderr, err := run(t, "sweep", "--dir", dir, "--time-budget", "3s", "--max-bytes", "48m", "--allow-any-fs",
+		"--workloads", "journal,randread", "--output", "json")
+	if err != nil {
+		t.Fatalf("%v %s", err, stderr)
+	}
+	var rep diskbench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Workload == diskbench.WorkloadEntryLog {
+			t.Errorf("entrylog ran although not asked for")
+		}
+	}
+	if len(rep.Results) == 0 || rep.TimeBudgetSec != 3 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestCheckCommand(t *testing.T) {
+	dir := cleanDir(t)
+	out, _, err := run(t, "check", "--dir", dir, "--allow-any-fs", "--max-bytes", "1m")
+	if err != nil || !strings.Contains(out, "ok") {
+		t.Errorf("%v\n%s", err, out)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	dir := cleanDir(t)
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, nil, 0o600)
+	bookie := t.TempDir()
+	os.MkdirAll(filepath.Join(bookie, "current"), 0o755)
+	os.WriteFile(filepath.Join(bookie, "current", "VERSION"), []byte("4\n"), 0o600)
+	for name, c := range map[string]struct {
+		args []string
+		want error
+		msg  string
+	}{
+		"no dir":        {[]string{"journal"}, diskbench.ErrInvalidOptions, "--dir is required"},
+		"missing dir":   {[]string{"journal", "--dir", filepath.Join(dir, "nope")}, os.ErrNotExist, "does not exist"},
+		"not a dir":     {[]string{"entrylog", "--dir", file}, diskbench.ErrNotDirectory, "not a directory"},
+		"bad size":      {[]string{"journal", "--dir", dir, "--block-size", "4q"}, diskbench.ErrInvalidOptions, "bad size"},
+		"bad output":    {[]string{"randread", "--dir", dir, "--output", "xml"}, diskbench.ErrInvalidOptions, "--output"},
+		"zero writers":  {[]string{"journal", "--dir", dir, "--writers", "0"}, diskbench.ErrInvalidOptions, "writers 0"},
+		"sync-every 0":  {[]string{"journal", "--dir", dir, "--sync-every", "0"}, diskbench.ErrInvalidOptions, "--sync-every"},
+		"bad prealloc":  {[]string{"journal", "--dir", dir, "--prealloc", "zero"}, diskbench.ErrInvalidOptions, "--prealloc"},
+		"bookie data":   {[]string{"journal", "--dir", bookie, "--allow-any-fs"}, diskbench.ErrBookieData, "--force"},
+		"huge budget":   {[]string{"journal", "--dir", dir, "--allow-any-fs", "--max-bytes", "1000000t"}, diskbench.ErrInsufficientSpace, "free"},
+		"bad workloads": {[]string{"sweep", "--dir", dir, "--workloads", "journal,fsync"}, diskbench.ErrInvalidOptions, "fsync"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := run(t, c.args...)
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("got %v, want %v mentioning %q", err, c.want, c.msg)
+			}
+		})
+	}
+}
+
+func TestRefusesTmpfs(t *testing.T) {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/dev/shm", &st); err != nil || st.Type != 0x01021994 {
+		t.Skip("/dev/shm is not tmpfs here")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "diskbench-cli-")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer os.RemoveAll(dir)
+	_, _, err = run(t, "journal", "--dir", dir, "--max-bytes", "1m")
+	if !errors.Is(err, diskbench.ErrUnsupportedFS) || !strings.Contains(err.Error(), "tmpfs") {
+		t.Errorf("got %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files created: %v", ents)
+	}
+}
+
+// subprocess runs the test binary as diskbench.
+func subprocess(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "DISKBENCH_TEST_AS_MAIN=1", "DISKBENCH_TEST_ARGS="+strings.Join(args, " "))
+	return cmd
+}
+
+func TestExitCodeOnError(t *testing.T) {
+	cmd := subprocess("journal", "--dir", filepath.Join(t.TempDir(), "missing"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "does not exist") {
+		t.Errorf("exit %v, stderr %q", err, stderr.String())
+	}
+}
+
+func TestSignalRemovesFiles(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		sig   syscall.Signal
+		args  []string
+		ready string
+	}{
+		{"journal SIGINT", syscall.SIGINT, []string{"journal", "--writers", "2", "--block-size", "4k", "--duration", "1m", "--max-bytes", "64m"}, "point start"},
+		{"journal SIGTERM", syscall.SIGTERM, []string{"journal", "--writers", "1", "--block-size", "4k", "--duration", "1m", "--max-bytes", "64m"}, "point start"},
+		// During the random-read layout the file still has its name.
+		{"randread layout SIGINT", syscall.SIGINT, []string{"randread", "--file-size", "1g", "--max-bytes", "1200m", "--duration", "1m"}, "layout start"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sig := c.sig
+			dir := cleanDir(t)
+			cmd := subprocess(append(append([]string{}, c.args...), "--dir", dir, "--allow-any-fs", "-v")...)
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait until the point runs (its debug record), then signal.
+			started := make(chan struct{})
+			go func() {
+				sc := bufio.NewScanner(stderr)
+				once := false
+				for sc.Scan() {
+					if !once && strings.Contains(sc.Text(), c.ready) {
+						once = true
+						close(started)
+					}
+				}
+				io.Copy(io.Discard, stderr)
+			}()
+			select {
+			case <-started:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("benchmark never started")
+			}
+			time.Sleep(100 * time.Millisecond)
+			cmd.Process.Signal(sig)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+					t.Errorf("exit %v, want 130", err)
+				}
+			case <-time.After(15 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("did not stop on signal")
+			}
+		})
+	}
+}
