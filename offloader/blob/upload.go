@@ -59,14 +59,17 @@ func UploadStream(ctx context.Context, w Writer, key string, r io.Reader, opts U
 	if err := opts.defaults(); err != nil {
 		return Attrs{}, err
 	}
-	first := make([]byte, opts.PartSize)
-	n, err := io.ReadFull(r, first)
-	switch {
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return w.Put(ctx, key, bytes.NewReader(first[:n]), int64(n), opts.PutOptions)
-	case err != nil:
+	// Read the first part into a buffer that grows with the data, so a
+	// small object does not cost a whole part of memory.
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(io.LimitReader(r, opts.PartSize))
+	if err != nil {
 		return Attrs{}, fmt.Errorf("upload %s: read: %w", key, err)
 	}
+	if n < opts.PartSize {
+		return w.Put(ctx, key, bytes.NewReader(buf.Bytes()), n, opts.PutOptions)
+	}
+	first := buf.Bytes()
 
 	mp, err := w.CreateMultipart(ctx, key, opts.PutOptions)
 	if err != nil {

@@ -55,3 +55,20 @@ func TestStartS3PathAndVirtualHost(t *testing.T) {
 		t.Fatal("NewBucket reused a name")
 	}
 }
+
+func TestStartPrivateS3Stop(t *testing.T) {
+	s := StartPrivateS3(t)
+	bucket := s.NewBucket(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.Client().HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatalf("head bucket: %v", err)
+	}
+	if shared := StartS3(t); shared.Addr == s.Addr {
+		t.Fatal("private server is the shared one")
+	}
+	s.Stop()
+	if _, err := s.Client().HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err == nil {
+		t.Fatal("stopped server still answers")
+	}
+}
