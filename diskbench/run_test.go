@@ -364,12 +364,19 @@ func TestSweepWithinBudgets(t *testing.T) {
 func TestSweepSkipsWhatDoesNotFit(t *testing.T) {
 	plan := DefaultPlan(testDir(t))
 	plan.AllowAnyFS = true
-	plan.MaxBytes = 16 * MiB
+	plan.MaxBytes = 256 * MiB
 	plan.TimeBudget = 1500 * time.Millisecond
+	plan.Duration, plan.Warmup = 600*time.Millisecond, 100*time.Millisecond
+	plan.Journal.Writers = []int{1, 2, 3, 4, 5, 6}
+	plan.Journal.BlockSizes = []int64{4 * KiB}
 	plan.EntryLog, plan.RandRead = nil, nil
+	start := time.Now()
 	rep, err := Sweep(context.Background(), plan)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if el := time.Since(start); el > plan.TimeBudget+time.Second {
+		t.Errorf("took %v", el)
 	}
 	if len(rep.Results) == 6 || len(rep.Warnings) == 0 {
 		t.Errorf("%d results, warnings %v: expected points skipped for lack of time", len(rep.Results), rep.Warnings)
