@@ -1,16 +1,3 @@
-// Package blob is the object-store contract the offloader writes to and
-// reads from. Providers live in sub-packages (fs, s3, cos); one acceptance
-// suite (blobtest) runs against every provider.
-//
-// Reads are split from writes: code that only reads (the format reader, the
-// verifier) takes a Reader.
-//
-// Besides the contract the package has what every provider shares: the
-// sentinels (errors.go), key/metadata/range rules (validate.go), Secret for
-// credentials in configs, Duration, Payload (a re-readable Put body with its
-// MD5), the Limiter (process-wide token buckets, also as an HTTP transport),
-// the Limited and metrics decorators, and UploadStream (multipart with
-// parts in flight, aborted on failure). See docs/blobstores.md.
 package blob
 
 import (

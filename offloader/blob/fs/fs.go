@@ -61,13 +61,12 @@ type Options struct {
 
 // Store is a blob store in a directory.
 type Store struct {
-	dir    string
-	cfg    Config
-	log    *slog.Logger
-	now    func() time.Time
-	keyMu  [64]sync.Mutex
-	upMu   [64]sync.Mutex
-	closed chan struct{}
+	dir   string
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	keyMu [64]sync.Mutex
+	upMu  [64]sync.Mutex
 }
 
 var (
@@ -97,7 +96,7 @@ func New(cfg Config, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("fs: create %s: %w", sub, err)
 		}
 	}
-	s := &Store{dir: dir, cfg: cfg, log: opts.Logger, now: opts.Now, closed: make(chan struct{})}
+	s := &Store{dir: dir, cfg: cfg, log: opts.Logger, now: opts.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

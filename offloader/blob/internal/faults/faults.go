@@ -1,9 +1,3 @@
-// Package faults is an HTTP fault injector for the blob providers' tests: a
-// handler that sits in front of the real server (a reverse proxy to
-// versitygw, or the in-process cosfake handler) and, for requests matching
-// a rule, answers with an error status, truncates the response body, resets
-// the connection before or after forwarding, or corrupts the request body.
-// It records every request so tests can assert on headers.
 package faults
 
 import (
