@@ -1,0 +1,141 @@
+package fiocmp
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
+)
+
+func TestParseFioJSONJournal(t *testing.T) {
+	b, err := os.ReadFile("testdata/fio-3.33-journal-w2-4k.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fio sometimes prints notes before the JSON document.
+	b = append([]byte("note: both iodepth >= 1 and synchronous I/O engine are selected\n"), b...)
+	m, err := ParseFioJSON(b, diskbench.WorkloadJournal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Metrics{BytesPerSec: 19951221, IOPS: 4870.903674, OpP99Ns: 42240, SyncP99Ns: 3981312}
+	if m != want {
+		t.Errorf("got %+v, want %+v", m, want)
+	}
+}
+
+func TestParseFioJSONRandRead(t *testing.T) {
+	b, err := os.ReadFile("testdata/fio-3.33-randread-d4-4k.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseFioJSON(b, diskbench.WorkloadRandRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.BytesPerSec != 179921198 || m.OpP99Ns != 378880 || m.SyncP99Ns != 0 {
+		t.Errorf("got %+v", m)
+	}
+}
+
+func TestParseFioJSONBad(t *testing.T) {
+	for _, in := range []string{"", "{", `{"jobs":[]}`, `{"jobs":[{"error":5}]}`, "fio: error"} {
+		if _, err := ParseFioJSON([]byte(in), diskbench.WorkloadJournal); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}
+
+func FuzzParseFioJSON(f *testing.F) {
+	for _, p := range []string{"testdata/fio-3.33-journal-w2-4k.json", "testdata/fio-3.33-randread-d4-4k.json"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"jobs":[{"read":{"lat_ns":{"percentile":{"99.000000":1e300}}}}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, wl := range []diskbench.Workload{diskbench.WorkloadJournal, diskbench.WorkloadRandRead} {
+			_, _ = ParseFioJSON(b, wl)
+		}
+	})
+}
+
+func TestJobFileMatchesDiskbenchSemantics(t *testing.T) {
+	cs := DefaultCases(64 * diskbench.MiB)
+	if len(cs) != 8 {
+		t.Fatalf("%d default cases", len(cs))
+	}
+	j := JobFile("/d", cs[3], 5*time.Second, time.Second) // journal w=2 bs=64KiB
+	for _, want := range []string{"directory=/d\n", "rw=write\n", "bs=65536\n", "numjobs=2\n", "fdatasync=1\n",
+		"fallocate=native\n", "ioengine=psync\n", "size=67108864\n", "runtime=5000ms\n", "ramp_time=1000ms\n", "time_based=1\n"} {
+		if !strings.Contains(j, want) {
+			t.Errorf("journal job lacks %q:\n%s", want, j)
+		}
+	}
+	el := JobFile("/d", cs[6], time.Second, time.Second)
+	for _, want := range []string{"fallocate=none\n", "fdatasync=32\n", "bs=1048576\n"} {
+		if !strings.Contains(el, want) {
+			t.Errorf("entrylog job lacks %q:\n%s", want, el)
+		}
+	}
+	rr := JobFile("/d", cs[7], time.Second, time.Second)
+	for _, want := range []string{"rw=randread\n", "direct=1\n", "ioengine=libaio\n", "iodepth=16\n", "norandommap=1\n"} {
+		if !strings.Contains(rr, want) {
+			t.Errorf("randread job lacks %q:\n%s", want, rr)
+		}
+	}
+}
+
+// TestJobFilesParse has fio itself check every default job file.
+func TestJobFilesParse(t *testing.T) {
+	fio, err := exec.LookPath("fio")
+	if err != nil {
+		if os.Getenv("TIERKEEPER_REQUIRE_PEERS") != "" {
+			t.Fatal("fio is not installed (make deps installs it)")
+		}
+		t.Skip("fio not installed")
+	}
+	dir := t.TempDir()
+	for _, c := range DefaultCases(diskbench.MiB) {
+		p := filepath.Join(dir, "job.fio")
+		if err := os.WriteFile(p, []byte(JobFile(dir, c, time.Second, time.Second)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(fio, "--parse-only", p).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: fio rejects the job: %v\n%s", c.Name(), err, out)
+		}
+	}
+}
+
+// TestRunTiny runs the real comparison on one tiny case when fio exists.
+func TestRunTiny(t *testing.T) {
+	if _, err := exec.LookPath("fio"); err != nil {
+		t.Skip("fio not installed")
+	}
+	dir := t.TempDir()
+	rows, err := Run(context.Background(), Options{Dir: dir, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
+		Repeat: 1, AllowAnyFS: true}, []Case{{Workload: diskbench.WorkloadJournal, Writers: 1, BlockSize: 4096, SyncEvery: 1, FileSize: 4 * diskbench.MiB}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows[0]
+	if r.Fio.BytesPerSec <= 0 || r.Diskbench.BytesPerSec <= 0 || r.Fio.SyncP99Ns <= 0 || r.Diskbench.SyncP99Ns <= 0 {
+		t.Errorf("row %+v", r)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, rows); err != nil || !strings.Contains(b.String(), "journal w=1 bs=4KiB sync=1") {
+		t.Errorf("table %v\n%s", err, b.String())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files left: %v", ents)
+	}
+}
