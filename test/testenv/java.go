@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -155,4 +156,294 @@ func runJava(ctx context.Context, timeout time.Duration, cmd *exec.Cmd) ([]byte,
 		return stdout.Bytes(), fmt.Errorf("%w\nstderr (tail):\n%s", err, tail)
 	}
 	return stdout.Bytes(), nil
+}
+
+// JavaTools runs the compat Java tool (test/compat/java, main class
+// io.tierkeeper.compat.Tool): BookKeeper's and Pulsar's own Java code. Every
+// subcommand prints one JSON document on stdout and logs to stderr; see
+// docs/compat.md for subcommands and flags.
+type JavaTools struct {
+	Build *JavaBuild
+	// Heap is the JVM -Xmx; default "384m".
+	Heap string
+	// Timeout bounds one run; default 5 min.
+	Timeout time.Duration
+	// LogLevel is the log4j level of the tool's stderr log; default WARN,
+	// or $TIERKEEPER_JAVA_LOGLEVEL.
+	LogLevel string
+	// JVMArgs are extra JVM options, e.g. "-Dtk.jcloudsheaders=DEBUG";
+	// default the space-separated $TIERKEEPER_JAVA_OPTS.
+	JVMArgs []string
+}
+
+// Java returns the tool runner, or marks t unavailable without the compat
+// Maven build (`make compat-prepare`).
+func Java(t testing.TB) *JavaTools {
+	t.Helper()
+	b := requireJavaBuild(t)
+	lvl := os.Getenv("TIERKEEPER_JAVA_LOGLEVEL")
+	if lvl == "" {
+		lvl = "WARN"
+	}
+	return &JavaTools{Build: b, Heap: "384m", Timeout: 5 * time.Minute, LogLevel: lvl,
+		JVMArgs: strings.Fields(os.Getenv("TIERKEEPER_JAVA_OPTS"))}
+}
+
+// Command returns the exec.Cmd for one tool run (not started).
+func (j *JavaTools) Command(subcommand string, args ...string) *exec.Cmd {
+	heap := j.Heap
+	if heap == "" {
+		heap = "384m"
+	}
+	lvl := j.LogLevel
+	if lvl == "" {
+		lvl = "WARN"
+	}
+	opts := append(JVMOptions(heap, false),
+		"-Dtk.loglevel="+lvl,
+		"-Dtk.offloadersDir="+j.Build.NarDir,
+		"-Dtk.narExtractDir="+filepath.Join(j.Build.Dir, "target", "nar-extract"),
+	)
+	opts = append(opts, j.JVMArgs...)
+	return j.Build.Command(opts, ToolMainClass, append([]string{subcommand}, args...)...)
+}
+
+// Run runs one subcommand and returns its stdout (a JSON document). The
+// error carries the exit status and the tail of stderr.
+func (j *JavaTools) Run(ctx context.Context, subcommand string, args ...string) ([]byte, error) {
+	timeout := j.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	out, err := runJava(ctx, timeout, j.Command(subcommand, args...))
+	if err != nil {
+		return out, fmt.Errorf("java tool %s: %w", subcommand, err)
+	}
+	return out, nil
+}
+
+// RunJSON runs a subcommand and decodes its JSON result into v.
+func (j *JavaTools) RunJSON(ctx context.Context, v any, subcommand string, args ...string) error {
+	out, err := j.Run(ctx, subcommand, args...)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		return fmt.Errorf("java tool %s: decode result: %w (stdout %.300q)", subcommand, err, out)
+	}
+	return nil
+}
+
+// S3Args are the tool's S3 options for a bucket on s (pulsar-offload,
+// pulsar-read-offloaded, ml-offload, ml-reopen).
+func S3Args(s *S3, bucket string) []string {
+	return []string{
+		"--s3-endpoint", s.Endpoint, "--bucket", bucket,
+		"--access-key", s.AccessKey, "--secret-key", s.SecretKey, "--region", s.Region,
+	}
+}
+
+// ---- write-ledgers
+
+// WriteLedgersOptions select what WriteLedgers writes. Zero values give the
+// defaults in brackets.
+type WriteLedgersOptions struct {
+	Digests        []string // [CRC32 MAC CRC32C DUMMY], one ledger each
+	Entries        int      // entries per ledger [24]; sizes cycle through 0 B .. 1 MiB
+	Seed           int64    // payload seed of the first ledger [1]; +1 per ledger
+	Password       string   // ["tierkeeper-pw"]
+	V2             bool     // write with the v2 wire protocol [v3]
+	EnsembleChange bool     // add one CRC32C ledger with a forced ensemble change (needs E+1 running bookies)
+	BigMiB         int      // instead: one ledger of BigMiB MiB (1 MiB entries, first digest)
+	BigEntrySize   int      // entry size of the big ledger [1048576]
+	Extra          []string // more tool flags
+}
+
+// LedgerManifest is the write-ledgers result.
+type LedgerManifest struct {
+	MetadataServiceURI string          `json:"metadataServiceUri"`
+	WireProtocol       string          `json:"wireProtocol"`
+	Seconds            float64         `json:"seconds"`
+	Ledgers            []WrittenLedger `json:"ledgers"`
+}
+
+// WrittenLedger is one ledger written by BookKeeper's Java client, as its
+// metadata reads after close, plus what was written.
+type WrittenLedger struct {
+	LedgerID       int64             `json:"ledgerId"`
+	State          string            `json:"state"`
+	DigestType     string            `json:"digestType"` // CRC32, MAC, CRC32C, DUMMY
+	Password       string            `json:"password"`
+	PasswordHex    string            `json:"passwordHex"`
+	EnsembleSize   int               `json:"ensembleSize"`
+	WriteQuorum    int               `json:"writeQuorum"`
+	AckQuorum      int               `json:"ackQuorum"`
+	LastEntryID    int64             `json:"lastEntryId"`
+	Length         int64             `json:"length"`
+	Ctime          int64             `json:"ctime"`
+	Seed           int64             `json:"seed"`
+	EntryCount     int64             `json:"entryCount"`
+	EnsembleChange bool              `json:"ensembleChange"`
+	Ensembles      []EnsembleSegment `json:"ensembles"`
+	CustomMetadata map[string]string `json:"customMetadata"`
+	Entries        []EntryDigest     `json:"entries"`
+	WriteMBps      float64           `json:"writeMBps,omitempty"`
+}
+
+// EnsembleSegment is one ensemble of a ledger.
+type EnsembleSegment struct {
+	FirstEntryID int64    `json:"firstEntryId"`
+	Bookies      []string `json:"bookies"`
+}
+
+// EntryDigest is one entry's payload length and SHA-256 (hex).
+type EntryDigest struct {
+	LedgerID int64  `json:"ledgerId,omitempty"`
+	EntryID  int64  `json:"entryId"`
+	Length   int    `json:"length"`
+	SHA256   string `json:"sha256"`
+}
+
+// WriteLedgers runs write-ledgers against c and returns the manifest. With
+// EnsembleChange it stops one bookie of the last ledger's ensemble half-way
+// through (the client then replaces it with a bookie outside the ensemble)
+// and starts it again afterwards. Failures fail t.
+func (j *JavaTools) WriteLedgers(t testing.TB, c *BookKeeperCluster, o WriteLedgersOptions) *LedgerManifest {
+	t.Helper()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "manifest.json")
+	args := []string{"--metadata-uri", c.MetadataServiceURI(), "--out", out}
+	if len(o.Digests) > 0 {
+		args = append(args, "--digests", strings.Join(o.Digests, ","))
+	}
+	if o.Entries > 0 {
+		args = append(args, "--entries", fmt.Sprint(o.Entries))
+	}
+	if o.Seed != 0 {
+		args = append(args, "--seed", fmt.Sprint(o.Seed))
+	}
+	if o.Password != "" {
+		args = append(args, "--password", o.Password)
+	}
+	if o.V2 {
+		args = append(args, "--v2")
+	}
+	if o.BigMiB > 0 {
+		args = append(args, "--big-mib", fmt.Sprint(o.BigMiB))
+		if o.BigEntrySize > 0 {
+			args = append(args, "--big-entry-size", fmt.Sprint(o.BigEntrySize))
+		}
+	}
+	pause := filepath.Join(dir, "pause")
+	if o.EnsembleChange {
+		if n := len(c.RunningBookies()); n < 4 {
+			t.Fatalf("write-ledgers --ensemble-change needs 4 running bookies (ensemble 3 + 1 spare), have %d", n)
+		}
+		args = append(args, "--ensemble-change", "--pause-dir", pause)
+	}
+	args = append(args, o.Extra...)
+
+	ctx := t.Context()
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := j.Run(ctx, "write-ledgers", args...)
+		done <- result{b, err}
+	}()
+	var res result
+	if o.EnsembleChange {
+		stopped := -1
+		deadline := time.After(j.timeout())
+	wait:
+		for {
+			select {
+			case res = <-done:
+				break wait
+			case <-deadline:
+				t.Fatalf("write-ledgers: no pause point reached")
+			case <-time.After(50 * time.Millisecond):
+			}
+			b, err := os.ReadFile(filepath.Join(pause, "ready.json"))
+			if err != nil || stopped >= 0 {
+				continue
+			}
+			var ready struct {
+				LedgerID int64    `json:"ledgerId"`
+				Ensemble []string `json:"ensemble"`
+			}
+			if err := json.Unmarshal(b, &ready); err != nil {
+				t.Fatalf("write-ledgers: pause file: %v", err)
+			}
+			for _, id := range ready.Ensemble {
+				if i := c.IndexOf(id); i >= 0 {
+					stopped = i
+					break
+				}
+			}
+			if stopped < 0 {
+				t.Fatalf("write-ledgers: ensemble %v has no bookie of this cluster", ready.Ensemble)
+			}
+			t.Logf("write-ledgers: stopping bookie %d (%s) of ledger %d's ensemble %v", stopped, c.Bookie(stopped).ID, ready.LedgerID, ready.Ensemble)
+			c.StopBookie(stopped)
+			if err := os.WriteFile(filepath.Join(pause, "go"), nil, 0o644); err != nil {
+				t.Fatalf("write-ledgers: %v", err)
+			}
+		}
+		if stopped >= 0 {
+			c.StartBookie(t, stopped)
+		}
+	} else {
+		res = <-done
+	}
+	if res.err != nil {
+		t.Fatalf("%v", res.err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("write-ledgers: %v", err)
+	}
+	var m LedgerManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("write-ledgers: manifest: %v", err)
+	}
+	return &m
+}
+
+func (j *JavaTools) timeout() time.Duration {
+	if j.Timeout <= 0 {
+		return 5 * time.Minute
+	}
+	return j.Timeout
+}
+
+// Payload regenerates the payload of entry entryID of a write-ledgers
+// ledger with the given seed and size (SplitMix64 stream; see docs/compat.md).
+func Payload(seed, entryID int64, size int) []byte {
+	const gamma = 0x9E3779B97F4A7C15
+	mix := func(z uint64) uint64 {
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+		return z ^ (z >> 31)
+	}
+	b := make([]byte, size)
+	state := mix(uint64(seed) + gamma*uint64(entryID+1))
+	for i := 0; i < size; i += 8 {
+		state += gamma
+		w := mix(state)
+		for k := 0; k < 8 && i+k < size; k++ {
+			b[i+k] = byte(w >> (8 * k))
+		}
+	}
+	return b
+}
+
+// PayloadSize is the size of entry entryID in a write-ledgers ledger (not
+// --big-mib): the sizes cycle through 0, 1, 13, 100, 1024, 4095, 65536,
+// 1 MiB, 257, 31, 8191, 300000 bytes.
+func PayloadSize(entryID int64) int {
+	sizes := [...]int{0, 1, 13, 100, 1024, 4095, 65536, 1 << 20, 257, 31, 8191, 300000}
+	return sizes[entryID%int64(len(sizes))]
 }
