@@ -108,13 +108,17 @@ func TestFault500OnEveryPartAbortsCleanly(t *testing.T) {
 			byPart[r.Query.Get("partNumber")]++
 		}
 	}
+	// Parts go two at a time: the first to exhaust its attempts cancels
+	// the other, so only the maximum is exact.
+	most := 0
 	for n, c := range byPart {
 		if c > attempts {
 			t.Errorf("part %s tried %d times, max %d", n, c, attempts)
 		}
+		most = max(most, c)
 	}
-	if byPart["1"] != attempts {
-		t.Errorf("part 1 tried %d times, want %d", byPart["1"], attempts)
+	if most != attempts {
+		t.Errorf("parts tried %v times, want one part tried %d times", byPart, attempts)
 	}
 	if n := p.Count(func(r faults.Request) bool { return r.Method == "DELETE" && r.Query.Has("uploadId") }); n != 1 {
 		t.Errorf("abort requests = %d, want 1", n)
