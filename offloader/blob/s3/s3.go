@@ -59,6 +59,7 @@ type Options struct {
 // Store is an S3 bucket.
 type Store struct {
 	client   *s3.Client
+	http     *http.Client
 	bucket   string
 	sse      SSE
 	log      *slog.Logger
@@ -194,7 +195,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
 	if ps <= 0 || ps > 1000 {
 		ps = 1000
 	}
-	return &Store{client: client, bucket: cfg.Bucket, sse: cfg.SSE, log: log, pageSize: ps}, nil
+	return &Store{client: client, http: httpClient, bucket: cfg.Bucket, sse: cfg.SSE, log: log, pageSize: ps}, nil
 }
 
 func firstEnv(getenv func(string) string, names ...string) string {
@@ -209,8 +210,11 @@ func firstEnv(getenv func(string) string, names ...string) string {
 // Name returns "s3://<bucket>".
 func (s *Store) Name() string { return "s3://" + s.bucket }
 
-// Close releases idle connections.
-func (s *Store) Close() error { return nil }
+// Close releases idle connections; the store stays usable.
+func (s *Store) Close() error {
+	s.http.CloseIdleConnections()
+	return nil
+}
 
 // mapErr wraps an SDK error with the operation, key and a blob sentinel.
 func mapErr(op, key string, err error) error {
