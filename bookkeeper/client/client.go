@@ -68,7 +68,7 @@ type Options struct {
 	Window int
 	// WindowBytes caps a Stream's window by expected bytes: the window is at
 	// most WindowBytes / average entry size (from the metadata), at least 1.
-	// Default 64 MiB.
+	// Default 32 MiB (local bookies deliver full speed from about 8 MiB).
 	WindowBytes int64
 	// DigestType and Password are used for ledgers whose metadata records
 	// neither (v1 metadata, ledgers written before BookKeeper 4.2). Metadata
@@ -113,7 +113,7 @@ func (o *Options) defaults() {
 		o.Window = 128
 	}
 	if o.WindowBytes <= 0 {
-		o.WindowBytes = 64 << 20
+		o.WindowBytes = 32 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

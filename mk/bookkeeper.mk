@@ -1,0 +1,22 @@
+# BookKeeper reader (bookkeeper/..., cmd/offloader ledger*): unit, fault-
+# injection (in-process fake bookie) and real-ZooKeeper tests run in
+# `make test`; the real-bookie suite is test/compat/bk_test.go.
+# See docs/bookkeeper.md.
+
+# Size of the benchmark ledger (MiB) and rounds of Java-vs-Go reads.
+BENCH_BK_MIB    ?= 512
+BENCH_BK_ROUNDS ?= 3
+
+.PHONY: test-bk bench-bk
+
+## test-bk: the BookKeeper reader's own tests plus its real-bookie compat tests.
+test-bk: compat-prepare
+	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 ./bookkeeper/... ./cmd/offloader/
+	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 -run '^TestBK' ./test/compat/
+
+## bench-bk: Go reader vs BookKeeper's Java client reading the same 512 MiB ledger from 3 real bookies (MB/s, ratio, Go peak RSS).
+bench-bk: compat-prepare
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_BENCH_BK_MIB=$(BENCH_BK_MIB) TIERKEEPER_BENCH_BK_ROUNDS=$(BENCH_BK_ROUNDS) \
+	  $(GO) test -run '^$$' -bench '^BenchmarkBKLedgerRead$$' -benchtime 1x -timeout 60m ./test/compat/ \
+	  | grep -v '^\[compat\]'
+bench: bench-bk
