@@ -187,7 +187,6 @@ type point struct {
 	written    atomic.Int64 // bytes written by this point (incl. warm-up)
 	moved      atomic.Int64 // bytes moved (read or written) incl. warm-up, for progress
 	secBytes   []atomic.Int64
-	wrapped    atomic.Bool
 }
 
 // worker is one goroutine's view of a point; its histograms are private and
@@ -411,8 +410,9 @@ loop:
 		res.Warnings = append(res.Warnings, fmt.Sprintf("stopped after %.1fs of %.1fs: byte budget spent (raise --max-bytes for a longer measurement)",
 			window.Seconds(), spec.duration.Seconds()))
 	}
-	if p.wrapped.Load() {
-		res.Warnings = append(res.Warnings, "a writer reached the end of its file and wrapped to offset 0 (later writes overwrote earlier ones)")
+	if p.stopReason == "file full" && window < spec.duration {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("stopped after %.1fs of %.1fs: a writer's file is full (raise --file-size)",
+			window.Seconds(), spec.duration.Seconds()))
 	}
 	if res.StdevOverMean > 0.10 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("throughput varied: per-second stdev/mean %.0f%%", 100*res.StdevOverMean))

@@ -109,8 +109,8 @@ type JournalParams struct {
 	// SyncEvery is the group-commit size: fdatasync after every SyncEvery
 	// writes. Default 1.
 	SyncEvery int
-	// FileSize is each writer's file size in bytes; a writer that reaches it
-	// wraps to offset 0 (and the result carries a warning). Default: the
+	// FileSize is each writer's file size in bytes; the point stops when a
+	// writer fills its file (StopReason "file full"). Default: 1.5 × the
 	// point's share of MaxBytes divided by the writers, at most MaxFileSize.
 	FileSize int64
 	// Prealloc is how each file is prepared. Default PreallocFallocate.
@@ -132,8 +132,8 @@ type EntryLogParams struct {
 	BlockSizes []int64
 	// FlushEveryBytes is the fdatasync interval. Default 32 MiB.
 	FlushEveryBytes int64
-	// FileSize is each writer's file size (writes wrap at it). Default as
-	// for the journal.
+	// FileSize is each writer's file size (the point stops when one is
+	// full). Default as for the journal.
 	FileSize int64
 	// Prealloc is how each file is prepared. Default PreallocNone (appends).
 	Prealloc Prealloc

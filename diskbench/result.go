@@ -64,7 +64,8 @@ type Result struct {
 	// BytesWritten counts every byte this point wrote, warm-up and file
 	// layout included (what it cost the disk, as opposed to Bytes).
 	BytesWritten int64 `json:"bytes_written,omitempty"`
-	// StopReason says what ended the point: "duration" or "byte budget".
+	// StopReason says what ended the point: "duration", "byte budget" or
+	// "file full".
 	StopReason string `json:"stop_reason,omitempty"`
 
 	BytesPerSec float64 `json:"bytes_per_sec"`

@@ -159,7 +159,7 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 	fileSize := wp.fileSize
 	if fileSize == 0 {
 		// Room for 1.5× a writer's fair share, so a writer faster than the
-		// others does not wrap before the point's byte share is spent.
+		// others does not fill its file before the point's share is spent.
 		fileSize = min(share/int64(writers)*3/2, MaxFileSize)
 	}
 	fileSize -= fileSize % bs
@@ -249,7 +249,9 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 }
 
 // writeLoop is one writer: sequential writes of buf, fdatasync whenever
-// syncBytes have been written since the last one, wrapping at fileSize.
+// syncBytes have been written since the last one. A writer whose file is
+// full stops the point ("file full"): overwriting data still in the page
+// cache would measure memory, not the disk (fio's time_based wrap does that).
 //
 //	|<- group: writes ... ->|<- fdatasync ->|
 //	^ group start                           ^ commit (CommitLatency)
@@ -258,6 +260,10 @@ func writeLoop(w *worker, f File, path string, buf []byte, fileSize, syncBytes i
 	bs := int64(len(buf))
 	var off, pending, groupStart int64
 	for !w.stopped() {
+		if off+bs > fileSize {
+			p.halt("file full", nil)
+			break
+		}
 		if !w.take(bs) {
 			break
 		}
@@ -271,10 +277,6 @@ func writeLoop(w *worker, f File, path string, buf []byte, fileSize, syncBytes i
 		t2 := p.now()
 		w.done(opWrite, t1, t2, bs)
 		off += bs
-		if off+bs > fileSize {
-			off = 0
-			p.wrapped.Store(true)
-		}
 		pending += bs
 		if syncBytes > 0 && pending >= syncBytes {
 			if err := f.Datasync(); err != nil {

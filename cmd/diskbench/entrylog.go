@@ -57,7 +57,7 @@ fdatasync every --flush-every bytes, as DbLedgerStorage's entry logger does.`,
 	cmd.Flags().IntSliceVar(&writers, "writers", []int{1}, "numbers of parallel entry-log files (ledger directories) to sweep")
 	cmd.Flags().StringVar(&blockSizes, "block-size", "64k,1m,8m", "write sizes to sweep")
 	cmd.Flags().StringVar(&flushEvery, "flush-every", "32MiB", "fdatasync after this many bytes")
-	cmd.Flags().StringVar(&fileSize, "file-size", "", "size of each writer's file; writes wrap at its end (default: the point's byte share / writers × 1.5, at most 1GiB)")
+	cmd.Flags().StringVar(&fileSize, "file-size", "", "size of each writer's file; a point stops when one is full (default: the point's byte share / writers × 1.5, at most 1GiB)")
 	cmd.Flags().StringVar(&prealloc, "prealloc", "none", "how files are prepared: none (appends, like an entry log) or fallocate")
 	return cmd
 }

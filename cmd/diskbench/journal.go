@@ -59,7 +59,7 @@ bytes/s, IOPS and write, fdatasync and commit latency percentiles.`,
 	cmd.Flags().IntSliceVar(&writers, "writers", []int{1, 2, 4, 8}, "numbers of parallel writers (journal directories) to sweep")
 	cmd.Flags().StringVar(&blockSizes, "block-size", "4k,16k,64k", "write sizes to sweep")
 	cmd.Flags().IntVar(&syncEvery, "sync-every", 1, "fdatasync after every N writes (group commit size)")
-	cmd.Flags().StringVar(&fileSize, "file-size", "", "size of each writer's file; writes wrap at its end (default: the point's byte share / writers × 1.5, at most 1GiB)")
+	cmd.Flags().StringVar(&fileSize, "file-size", "", "size of each writer's file; a point stops when one is full (default: the point's byte share / writers × 1.5, at most 1GiB)")
 	cmd.Flags().StringVar(&prealloc, "prealloc", "fallocate", "how files are prepared: fallocate (unwritten extents) or none (appends)")
 	return cmd
 }

@@ -9,7 +9,8 @@
 //	journal  writers=N bs=B sync=1    rw=write bs=B numjobs=N ioengine=psync fdatasync=1 fallocate=native
 //	entrylog writers=1 bs=B flush=F   rw=write bs=B ioengine=psync fdatasync=F/B fallocate=none
 //	randread depth=D bs=B             rw=randread bs=B direct=1 ioengine=libaio iodepth=D norandommap
-//	FileSize, Duration, Warmup        size=, runtime= (time_based, wraps at size), ramp_time=
+//	FileSize, Duration, Warmup        size=, runtime=, ramp_time= (writes stop when the file is full,
+//	                                  reads are time_based)
 //
 // (fio's libaio at iodepth D against D goroutines each issuing pread on an
 // O_DIRECT descriptor.)
@@ -219,7 +220,6 @@ func JobFile(dir string, c Case, duration, warmup time.Duration) string {
 	p("filename_format", fmt.Sprintf(".diskbench-fio-%d.$jobnum", os.Getpid()))
 	p("size", strconv.FormatInt(c.FileSize, 10))
 	p("bs", strconv.FormatInt(c.BlockSize, 10))
-	p("time_based", "1")
 	p("runtime", fmt.Sprintf("%dms", duration.Milliseconds()))
 	p("ramp_time", fmt.Sprintf("%dms", warmup.Milliseconds()))
 	p("group_reporting", "1")
@@ -246,6 +246,7 @@ func JobFile(dir string, c Case, duration, warmup time.Duration) string {
 		p("direct", "1")
 		p("iodepth", strconv.Itoa(max(c.Depth, 1)))
 		p("norandommap", "1")
+		p("time_based", "1")
 		p("randrepeat", "0")
 	}
 	b.WriteString("[" + string(c.Workload) + "]\n")

@@ -75,10 +75,13 @@ func TestJobFileMatchesDiskbenchSemantics(t *testing.T) {
 	}
 	j := JobFile("/d", cs[3], 5*time.Second, time.Second) // journal w=2 bs=64KiB
 	for _, want := range []string{"directory=/d\n", "rw=write\n", "bs=65536\n", "numjobs=2\n", "fdatasync=1\n",
-		"fallocate=native\n", "ioengine=psync\n", "size=67108864\n", "runtime=5000ms\n", "ramp_time=1000ms\n", "time_based=1\n"} {
+		"fallocate=native\n", "ioengine=psync\n", "size=67108864\n", "runtime=5000ms\n", "ramp_time=1000ms\n"} {
 		if !strings.Contains(j, want) {
 			t.Errorf("journal job lacks %q:\n%s", want, j)
 		}
+	}
+	if strings.Contains(j, "time_based") {
+		t.Errorf("write jobs must stop when the file is full, not wrap:\n%s", j)
 	}
 	el := JobFile("/d", cs[6], time.Second, time.Second)
 	for _, want := range []string{"fallocate=none\n", "fdatasync=32\n", "bs=1048576\n"} {
@@ -87,7 +90,7 @@ func TestJobFileMatchesDiskbenchSemantics(t *testing.T) {
 		}
 	}
 	rr := JobFile("/d", cs[7], time.Second, time.Second)
-	for _, want := range []string{"rw=randread\n", "direct=1\n", "ioengine=libaio\n", "iodepth=16\n", "norandommap=1\n"} {
+	for _, want := range []string{"time_based=1\n", "rw=randread\n", "direct=1\n", "ioengine=libaio\n", "iodepth=16\n", "norandommap=1\n"} {
 		if !strings.Contains(rr, want) {
 			t.Errorf("randread job lacks %q:\n%s", want, rr)
 		}
