@@ -16,6 +16,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
 )
 
 type ledgerReadOptions struct {
@@ -28,6 +29,7 @@ type ledgerReadOptions struct {
 	digest      string
 	password    string
 	verifyOnly  bool
+	maxFrame    int
 }
 
 func newLedgerReadCmd(g *globalOptions) *cobra.Command {
@@ -68,6 +70,7 @@ the output is text.`),
 	f.StringVar(&o.digest, "digest", "", "digest type for ledgers whose metadata records none (v1): CRC32, CRC32C, HMAC, DUMMY")
 	f.StringVar(&o.password, "password", "", "ledger password for ledgers whose metadata records none (v1)")
 	f.BoolVar(&o.verifyOnly, "verify-only", false, "read and verify every entry but print only a summary")
+	f.IntVar(&o.maxFrame, "max-frame-size", wire.DefaultMaxFrameSize, "largest bookie response frame accepted, in `bytes` (raise with the bookies' nettyMaxFrameSizeBytes)")
 	return cmd
 }
 
@@ -90,6 +93,9 @@ func (o *ledgerReadOptions) validate(g *globalOptions) error {
 	case "none", "base64", "hex":
 	default:
 		return fmt.Errorf("--payload %q: want auto, none, base64 or hex", o.payload)
+	}
+	if o.maxFrame < 1024 {
+		return fmt.Errorf("--max-frame-size %d: must be at least 1024", o.maxFrame)
 	}
 	if o.window < 1 {
 		return fmt.Errorf("--window %d: must be >= 1", o.window)
@@ -138,7 +144,7 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	if err != nil {
 		return err
 	}
-	copts := client.Options{Resolver: store, ReadTimeout: o.readTimeout, Window: o.window, Logger: log}
+	copts := client.Options{Resolver: store, ReadTimeout: o.readTimeout, Window: o.window, MaxFrameSize: o.maxFrame, Logger: log}
 	if o.digest != "" {
 		if copts.DigestType, err = digest.ParseType(o.digest); err != nil {
 			return fmt.Errorf("--digest: %w", err)
