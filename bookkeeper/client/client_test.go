@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -610,5 +612,74 @@ func TestConcurrentLedgersShareConnections(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(e.client.m.connections); v != 3 {
 		t.Errorf("connections gauge %v", v)
+	}
+}
+
+// stuckConn is a connection whose writes block (a bookie that stopped
+// reading its socket) until the write deadline or Close.
+type stuckConn struct {
+	net.Conn
+	mu       sync.Mutex
+	deadline time.Time
+	closed   chan struct{}
+	once     sync.Once
+}
+
+func (s *stuckConn) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	d := s.deadline
+	s.mu.Unlock()
+	var tc <-chan time.Time
+	if !d.IsZero() {
+		tc = time.After(time.Until(d))
+	}
+	select {
+	case <-s.closed:
+		return 0, net.ErrClosed
+	case <-tc:
+		return 0, os.ErrDeadlineExceeded
+	}
+}
+
+func (s *stuckConn) SetWriteDeadline(t time.Time) error {
+	s.mu.Lock()
+	s.deadline = t
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *stuckConn) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return s.Conn.Close()
+}
+
+func TestBookieNotReadingItsSocket(t *testing.T) {
+	var cl *bookietest.Cluster
+	var stuck atomic.Int32
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil || addr != cl.Bookies["bookie-0"].Addr {
+			return c, err
+		}
+		stuck.Add(1)
+		return &stuckConn{Conn: c, closed: make(chan struct{})}, nil
+	}
+	e := newEnv(t, 3, Options{Dial: dial, ReadTimeout: 50 * time.Millisecond, MaxInFlightPerBookie: 2,
+		FailurePenalty: time.Nanosecond, ReconnectDelay: time.Nanosecond})
+	cl = e.cluster
+	data := payloads(30, 17)
+	l := e.write(bookietest.Ledger{LedgerID: 26}, data)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		readAll(t, l, data, StreamOptions{Window: 1})
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("reads hang behind a bookie that does not read its socket")
+	}
+	if stuck.Load() < 2 {
+		t.Fatalf("stuck connection dialed %d times: a blocked write should have failed it and forced a redial", stuck.Load())
 	}
 }

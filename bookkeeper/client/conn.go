@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
@@ -20,6 +21,7 @@ type call struct {
 	done          chan struct{} // closed when resp or err is set
 	resp          *wire.Response
 	err           error
+	abandoned     atomic.Bool // the caller gave up: do not send it
 }
 
 // conn is one connection to a bookie with pipelined reads.
@@ -111,9 +113,21 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (*wire.Response, e
 	cl.txn = k.nextTxn
 	k.pending[cl.txn] = cl
 	k.mu.Unlock()
-	k.sendq <- cl // never blocks: at most cap(slots) calls exist
 	k.c.m.inFlight.Inc()
 	defer k.c.m.inFlight.Dec()
+	// The queue can hold stale calls that timed out while the writer was
+	// blocked (a bookie not reading its socket), so queueing may block too.
+	select {
+	case k.sendq <- cl:
+	case <-timer.C:
+		k.forget(cl)
+		return nil, fmt.Errorf("%w: bookie %s: request not sent within %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
+	case <-ctx.Done():
+		k.forget(cl)
+		return nil, ctx.Err()
+	case <-k.dead:
+		return nil, k.err
+	}
 
 	select {
 	case <-cl.done:
@@ -129,6 +143,7 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (*wire.Response, e
 
 // forget drops a call whose caller gave up; a late response is discarded.
 func (k *conn) forget(cl *call) {
+	cl.abandoned.Store(true)
 	k.mu.Lock()
 	if k.pending != nil {
 		delete(k.pending, cl.txn)
@@ -136,8 +151,11 @@ func (k *conn) forget(cl *call) {
 	k.mu.Unlock()
 }
 
+// writeLoop sends queued requests, flushing when the queue runs empty. A
+// write that blocks longer than ReadTimeout (the bookie stopped reading)
+// fails the connection.
 func (k *conn) writeLoop() {
-	bw := bufio.NewWriterSize(k.nc, 32*1024)
+	bw := bufio.NewWriterSize(deadlineWriter{k}, 32*1024)
 	var buf []byte
 	for {
 		var cl *call
@@ -145,6 +163,9 @@ func (k *conn) writeLoop() {
 		case cl = <-k.sendq:
 		case <-k.dead:
 			return
+		}
+		if cl.abandoned.Load() {
+			continue
 		}
 		buf = wire.AppendReadRequest(buf[:0], cl.txn, cl.ledger, cl.entry)
 		if _, err := bw.Write(buf); err != nil {
@@ -158,6 +179,14 @@ func (k *conn) writeLoop() {
 			}
 		}
 	}
+}
+
+// deadlineWriter bounds every socket write by ReadTimeout.
+type deadlineWriter struct{ k *conn }
+
+func (w deadlineWriter) Write(p []byte) (int, error) {
+	_ = w.k.nc.SetWriteDeadline(time.Now().Add(w.k.c.opts.ReadTimeout))
+	return w.k.nc.Write(p)
 }
 
 func (k *conn) readLoop() {
