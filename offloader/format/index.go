@@ -233,6 +233,12 @@ func (ix *Index) BlockRange(i int) (start, end int64) {
 // CLOSED, last entry id, ctime, digest type, custom metadata and ensembles in
 // the given order; password and cToken are dropped. The ledger must be
 // closed with at least one entry and a positive length.
+//
+// bk.Ctime must be the creation time as BookKeeper's client reports it
+// (LedgerMetadata.getCtime): the stored ctime, or — when the znode stores
+// none, which is BookKeeper's default — the znode's creation time
+// (Stat.ctime). Pulsar writes that value, so without it the index differs
+// from the broker's (checked against Pulsar in test/compat).
 func IndexMetadata(bk *bkproto.LedgerMetadataFormat) (*bkproto.LedgerMetadataFormat, error) {
 	switch {
 	case bk == nil:

@@ -173,13 +173,14 @@ func TestKeysAndMetadata(t *testing.T) {
 		}
 	}
 	md := ObjectInfo{SoftwareVersion: "4.0.8", SoftwareGitSha: "abc", ManagedLedgerName: "public/default/persistent/t1",
-		Extra: map[string]string{"PulsarClusterName": "c1", MetaFormatVersion: "2"}}.Metadata(RoleIndex)
+		ClusterName: "c1", Extra: map[string]string{"Extra-Key": "x", MetaFormatVersion: "2"}}.Metadata(RoleIndex)
 	want := map[string]string{
 		"s3managedledgeroffloadersoftwareversion": "4.0.8",
 		"s3managedledgeroffloadersoftwaregitsha":  "abc",
 		"role":                                    "index",
 		"managedledgername":                       "public/default/persistent/t1",
 		"pulsarclustername":                       "c1",
+		"extra-key":                               "x",
 		"s3managedledgeroffloaderformatversion":   "1",
 	}
 	if len(md) != len(want) {

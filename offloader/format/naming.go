@@ -29,6 +29,10 @@ const (
 	// MetaManagedLedgerName carries the managed-ledger name the broker passes
 	// as extra metadata ("ManagedLedgerName", lower-cased by the store).
 	MetaManagedLedgerName = "managedledgername"
+	// MetaPulsarClusterName is the broker's cluster name
+	// (LedgerOffloader.METADATA_PULSAR_CLUSTER_NAME lower-cased; seen on
+	// objects written by Pulsar 4.0.8).
+	MetaPulsarClusterName = "pulsarclustername"
 )
 
 // DataKey is the data object's key: "<uuid>-ledger-<ledgerId>"
@@ -71,13 +75,17 @@ type ObjectInfo struct {
 	// ManagedLedgerName is the managed-ledger name (e.g.
 	// "public/default/persistent/t1"); empty leaves the key out.
 	ManagedLedgerName string
+	// ClusterName is the Pulsar cluster name; empty leaves the key out.
+	ClusterName string
 	// Extra holds further keys (lower-cased when stored); they cannot
 	// override the format version.
 	Extra map[string]string
 }
 
 // Metadata returns the user metadata for the object with the given role, in
-// Pulsar's precedence: software keys, role, extra metadata, format version.
+// Pulsar's precedence: software keys and cluster name (the broker's user
+// metadata), role, extra metadata (managed-ledger name, Extra), format
+// version.
 func (o ObjectInfo) Metadata(role string) map[string]string {
 	m := make(map[string]string, 5+len(o.Extra))
 	if o.SoftwareVersion != "" {
@@ -85,6 +93,9 @@ func (o ObjectInfo) Metadata(role string) map[string]string {
 	}
 	if o.SoftwareGitSha != "" {
 		m[MetaSoftwareGitSha] = o.SoftwareGitSha
+	}
+	if o.ClusterName != "" {
+		m[MetaPulsarClusterName] = o.ClusterName
 	}
 	m[MetaRole] = role
 	if o.ManagedLedgerName != "" {
