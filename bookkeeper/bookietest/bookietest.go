@@ -65,6 +65,9 @@ type Action struct {
 	Close bool
 	// HalfAndClose writes the first half of the response frame, then closes.
 	HalfAndClose bool
+	// HalfAndStall writes the first half of the response frame and then
+	// nothing more on this connection (it stays open).
+	HalfAndStall bool
 	// Garbage answers with a frame that is not a Response.
 	Garbage bool
 	// Oversized answers with a length prefix of 1 GiB (and nothing after it).
@@ -220,6 +223,29 @@ func (b *Bookie) serve(c net.Conn) {
 		_, err := c.Write(p)
 		return err
 	}
+	// stall blocks the connection's writes until the bookie stops or the
+	// client closes the connection.
+	stall := func() {
+		wmu.Lock()
+		defer wmu.Unlock()
+		b.mu.Lock()
+		stop := b.stopCh
+		b.mu.Unlock()
+		closed := make(chan struct{})
+		go func() {
+			var one [1]byte
+			for {
+				if _, err := c.Read(one[:]); err != nil {
+					close(closed)
+					return
+				}
+			}
+		}()
+		select {
+		case <-stop:
+		case <-closed:
+		}
+	}
 	r := bufio.NewReader(c)
 	for {
 		body, err := wire.ReadFrame(r, maxRequestFrame, nil)
@@ -255,7 +281,7 @@ func (b *Bookie) serve(c net.Conn) {
 					return
 				}
 			}
-			if !b.handle(write, &pr, req, act) {
+			if !b.handle(write, stall, &pr, req, act) {
 				c.Close()
 			}
 		}()
@@ -263,7 +289,7 @@ func (b *Bookie) serve(c net.Conn) {
 }
 
 // handle answers one request; false closes the connection.
-func (b *Bookie) handle(write func([]byte) error, pr *bkproto.Request, req Request, act Action) bool {
+func (b *Bookie) handle(write func([]byte) error, stall func(), pr *bkproto.Request, req Request, act Action) bool {
 	switch {
 	case act.NoResponse:
 		return true
@@ -323,6 +349,11 @@ func (b *Bookie) handle(write func([]byte) error, pr *bkproto.Request, req Reque
 	frame := wire.AppendFrame(nil, msg)
 	if act.HalfAndClose {
 		_ = write(frame[:len(frame)/2])
+		return false
+	}
+	if act.HalfAndStall {
+		_ = write(frame[:len(frame)/2])
+		stall() // hold the write lock: nothing else goes out on this connection
 		return false
 	}
 	return write(frame) == nil

@@ -339,6 +339,7 @@ func TestConnectionFaults(t *testing.T) {
 		"garbage frame":      {Garbage: true},
 		"oversized frame":    {Oversized: true},
 		"drop mid-response":  {HalfAndClose: true},
+		"stall mid-response": {HalfAndStall: true},
 		"close":              {Close: true},
 		"response-less hang": {NoResponse: true},
 	}

@@ -39,6 +39,8 @@ type conn struct {
 	nextTxn uint64
 	err     error         // set once when the connection fails
 	dead    chan struct{} // closed with err
+
+	lastFrame atomic.Int64 // UnixNano when the last complete frame arrived
 }
 
 func newConn(c *Client, bookie, addr string, nc net.Conn) *conn {
@@ -104,6 +106,7 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (*wire.Response, e
 	defer func() { <-k.slots }()
 
 	cl := &call{ledger: ledger, entry: entry, done: make(chan struct{})}
+	sent := time.Now().UnixNano()
 	k.mu.Lock()
 	if k.err != nil {
 		k.mu.Unlock()
@@ -134,6 +137,12 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (*wire.Response, e
 		return cl.resp, cl.err
 	case <-timer.C:
 		k.forget(cl)
+		if k.lastFrame.Load() < sent {
+			// Not one frame arrived while this request waited: the
+			// connection is stuck (e.g. half a frame and silence). Drop
+			// it; the next read re-dials.
+			k.fail(fmt.Errorf("no response frame for %s", k.c.opts.ReadTimeout))
+		}
 		return nil, fmt.Errorf("%w: bookie %s after %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
 	case <-ctx.Done():
 		k.forget(cl)
@@ -200,6 +209,7 @@ func (k *conn) readLoop() {
 			k.fail(fmt.Errorf("read frame: %w", err))
 			return
 		}
+		k.lastFrame.Store(time.Now().UnixNano())
 		resp, err := wire.DecodeResponse(frame)
 		if err != nil {
 			// Without a txnId the response can not be matched; the stream
