@@ -22,7 +22,7 @@ func TestUploadFSProvider(t *testing.T) {
 	ctx := context.Background()
 	for _, l := range []*ledger{
 		newLedger(21, 300, func(r *rand.Rand) int { return r.IntN(64 << 10) }), // multi-block
-		newLedger(22, 3, func(r *rand.Rand) int { return 1 + r.IntN(100) }),   // single PUT
+		newLedger(22, 3, func(r *rand.Rand) int { return 1 + r.IntN(100) }),    // single PUT
 	} {
 		u := mustNew(t, store, &Options{MaxBlockSize: 5 * mib})
 		req := l.request()
