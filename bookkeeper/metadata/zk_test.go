@@ -18,11 +18,10 @@ import (
 // One ZooKeeper server for the package, started by the first test that
 // needs it; each test works under its own root.
 var (
-	scope   = testenv.NewSharedTB("bookkeeper-metadata")
-	zkOnce  sync.Once
-	zkSrv   *testenv.ZooKeeper
-	zkErr   error
-	zkConns sync.Mutex
+	scope  = testenv.NewSharedTB("bookkeeper-metadata")
+	zkOnce sync.Once
+	zkSrv  *testenv.ZooKeeper
+	zkErr  error
 )
 
 func TestMain(m *testing.M) {
