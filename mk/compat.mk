@@ -34,3 +34,9 @@ compat: deps compat-prepare
 
 compat-clean:
 	rm -rf $(COMPAT_JAVA)/target
+
+.PHONY: bench-bk-read
+## bench-bk-read: BookKeeper read throughput (Java client; Go readers named Benchmark*BookKeeperRead* too) on the big ledger.
+bench-bk-read: deps compat-prepare
+	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -run '^$$' -bench 'BookKeeperRead' -benchtime 1x -timeout 30m ./test/compat/
+bench: bench-bk-read

@@ -26,6 +26,10 @@
 //	    regenerates the bytes.
 //	testenv.StartS3(t) (blob-store engineer) is the package's S3 server;
 //	    testenv.S3Args(s3, bucket) gives the Java tool's S3 flags.
+//	sharedBigLedger(t) *testenv.WrittenLedger
+//	    one big CRC32C ledger for read benchmarks, written once on first use:
+//	    $TIERKEEPER_BIG_LEDGER_MIB MiB (default 512) of 1 MiB entries.
+//	    BenchmarkBookKeeperReadJava reads it with BookKeeper's Java client.
 //	uniqueMLName(t) string
 //	    a fresh managed-ledger name "tierkeeper/compat/persistent/<test>-<n>".
 //
@@ -46,6 +50,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -89,6 +94,7 @@ var (
 	bookiesOnce once[*testenv.BookKeeperCluster]
 	javaOnce    once[*testenv.JavaTools]
 	ledgersOnce once[*testenv.LedgerManifest]
+	bigOnce     once[*testenv.WrittenLedger]
 	mlSeq       atomic.Int64
 )
 
@@ -125,6 +131,25 @@ func sharedLedgers(t testing.TB) *testenv.LedgerManifest {
 	j := sharedJava(t)
 	return ledgersOnce.get(t, "shared ledgers", func(tb testing.TB) *testenv.LedgerManifest {
 		return j.WriteLedgers(tb, c, testenv.WriteLedgersOptions{EnsembleChange: true})
+	})
+}
+
+// sharedBigLedger returns the big benchmark ledger (see the package comment).
+func sharedBigLedger(t testing.TB) *testenv.WrittenLedger {
+	t.Helper()
+	c := sharedBookies(t)
+	j := sharedJava(t)
+	mib := 512
+	if v := os.Getenv("TIERKEEPER_BIG_LEDGER_MIB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("TIERKEEPER_BIG_LEDGER_MIB=%q: want a positive integer", v)
+		}
+		mib = n
+	}
+	return bigOnce.get(t, "big ledger", func(tb testing.TB) *testenv.WrittenLedger {
+		m := j.WriteLedgers(tb, c, testenv.WriteLedgersOptions{BigMiB: mib, Digests: []string{"CRC32C"}})
+		return &m.Ledgers[0]
 	})
 }
 

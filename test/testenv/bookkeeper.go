@@ -37,8 +37,11 @@ type BookieOptions struct {
 	// "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage". Use
 	// "org.apache.bookkeeper.bookie.SortedLedgerStorage" for BK's own default.
 	LedgerStorage string
-	// Heap is the JVM -Xmx (and MaxDirectMemorySize); default "128m".
+	// Heap is the JVM -Xmx; default "128m".
 	Heap string
+	// DirectMemory is -XX:MaxDirectMemorySize (Netty buffers, read and
+	// write caches); default "256m".
+	DirectMemory string
 	// Extra are more bookie configuration lines ("key=value").
 	Extra []string
 }
@@ -87,6 +90,9 @@ func StartBookiesWith(t testing.TB, zkSrv *ZooKeeper, n int, o BookieOptions) *B
 	}
 	if o.Heap == "" {
 		o.Heap = "128m"
+	}
+	if o.DirectMemory == "" {
+		o.DirectMemory = "256m"
 	}
 	c := &BookKeeperCluster{ZK: zkSrv, LedgersRoot: "/ledgers", owner: t, build: b, dir: t.TempDir(), opts: o}
 	if err := c.format(t); err != nil {
@@ -287,7 +293,7 @@ func (c *BookKeeperCluster) startAll(t testing.TB, idx []int) error {
 			name = fmt.Sprintf("bookie%d-%d", i, bk.gen)
 		}
 		c.mu.Unlock()
-		opts := append(JVMOptions(c.opts.Heap, true), "-Dtk.loglevel=INFO")
+		opts := append(JVMOptions(c.opts.Heap, true), "-XX:MaxDirectMemorySize="+c.opts.DirectMemory, "-Dtk.loglevel=INFO")
 		cmd := c.build.Command(opts, "org.apache.bookkeeper.server.Main", "-c", bk.conf)
 		p := Start(cleanupOn{TB: t, owner: c.owner}, name, c.dir, cmd)
 		c.mu.Lock()

@@ -319,6 +319,7 @@ final class Bk {
         boolean checksum = a.bool("checksum");
         boolean sticky = !a.bool("no-sticky-reads");
         int repeat = a.intv("repeat", 1);
+        long maxInflight = a.longv("max-inflight-bytes", 32L << 20);
         a.done();
         if (ledgerId < 0) {
             throw new Args.UsageException("missing --ledger");
@@ -333,6 +334,15 @@ final class Bk {
         Map<String, Object> res = new LinkedHashMap<>();
         try (BookKeeper bk = new BookKeeper(conf); ReadHandle rh = openNoRecovery(bk, ledgerId)) {
             long lac = rh.getLastAddConfirmed();
+            // Bound the bytes in flight as a tuned reader would (Pulsar caps
+            // reads in flight by size too): with 1 MiB entries, 8 x 100
+            // entries would be 800 MiB and exhaust the bookies' direct memory.
+            long avg = Math.max(1, rh.getLength() / Math.max(1, lac + 1));
+            int fit = (int) Math.max(1, Math.min(batch, maxInflight / outstanding / avg));
+            if (fit < batch) {
+                Tool.log("batch " + batch + " -> " + fit + " entries (average entry " + avg + " B, --max-inflight-bytes " + maxInflight + ")");
+                batch = fit;
+            }
             for (int r = 0; r < repeat; r++) {
                 runs.add(readAll(rh, lac, batch, outstanding, batchRead, maxBatchBytes, checksum));
             }

@@ -237,6 +237,17 @@ final class Ml implements AutoCloseable {
         }
     }
 
+    /** Whether every offloaded ledger is marked bookkeeperDeleted. */
+    static boolean allBkDeleted(ManagedLedgerImpl ml) {
+        for (MLDataFormats.ManagedLedgerInfo.LedgerInfo li : ml.getLedgersInfoAsList()) {
+            if (li.hasOffloadContext() && li.getOffloadContext().getComplete()
+                    && !li.getOffloadContext().getBookkeeperDeleted()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     interface Reader {
         List<Entry> read() throws InterruptedException, ManagedLedgerException;
     }
@@ -281,6 +292,7 @@ final class Ml implements AutoCloseable {
     /** Pulsar's own offload of a managed ledger: every ledger before the current one. */
     static Object mlOffload(Args a) throws Exception {
         String name = a.req("name");
+        boolean deleteBk = a.bool("delete-bk");
         ManagedLedgerConfig cfg = config(a);
         try (Offload off = Offload.open(a); Ml m = open(a)) {
             a.done();
@@ -294,6 +306,20 @@ final class Ml implements AutoCloseable {
             res.put("offloadedUpTo", upTo.toString());
             res.put("firstUnoffloaded", after.toString());
             res.put("seconds", (System.nanoTime() - t0) / 1e9);
+            if (deleteBk) {
+                // Pulsar deletes an offloaded ledger from BookKeeper when the
+                // trimmer runs after the deletion lag (set it to 0 with
+                // --offload-prop managedLedgerOffloadDeletionLagInMillis=0).
+                for (int i = 0; i < 100 && !allBkDeleted(ml); i++) {
+                    java.util.concurrent.CompletableFuture<Void> p = new java.util.concurrent.CompletableFuture<>();
+                    ml.trimConsumedLedgersInBackground(p);
+                    p.get(60, TimeUnit.SECONDS);
+                    if (!allBkDeleted(ml)) {
+                        Thread.sleep(100);
+                    }
+                }
+                res.put("bookkeeperDeleted", allBkDeleted(ml));
+            }
             res.put("ledgers", ledgers(ml));
             ml.close();
             res.put("stored", storedInfo(m.factory, name));
