@@ -20,7 +20,6 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -143,7 +142,7 @@ func (s *sliceSource) Next(context.Context) (int64, []byte, error) {
 // Pulsar's readOffloaded, every entry identical.
 func TestFormatGoWritesPulsarReads(t *testing.T) {
 	srv, bucket, store := formatStore(t)
-	java := testenv.Java(t)
+	java := sharedJava(t)
 	ctx := t.Context()
 
 	const fill = (formatBlock - format.BlockHeaderSize) / 4 // 4 records fill a block exactly
@@ -233,29 +232,6 @@ func TestFormatGoWritesPulsarReads(t *testing.T) {
 	}
 }
 
-// formatScope holds the ZooKeeper and bookies of the format tests for the
-// package's lifetime. TODO(format): use the compat harness's shared
-// accessors (harness_test.go) once they land, so the package runs one set.
-var (
-	formatScope    = testenv.NewSharedTB("compat-format")
-	formatPeerOnce sync.Once
-	formatPeerErr  error
-	formatZK       *testenv.ZooKeeper
-	formatBK       *testenv.BookKeeperCluster
-)
-
-func formatBookies(t *testing.T) (*testenv.ZooKeeper, *testenv.BookKeeperCluster) {
-	t.Helper()
-	formatPeerOnce.Do(func() {
-		formatPeerErr = formatScope.Do(func(tb testing.TB) {
-			formatZK = testenv.StartZooKeeper(tb)
-			formatBK = testenv.StartBookies(tb, formatZK, 3)
-		})
-	})
-	testenv.ReportShared(t, "zookeeper and bookies", formatPeerErr)
-	return formatZK, formatBK
-}
-
 // pulsarOffload is the pulsar-offload result.
 type pulsarOffload struct {
 	UUID        string `json:"uuid"`
@@ -282,13 +258,16 @@ func readObject(t *testing.T, store blob.Reader, key string) ([]byte, map[string
 // objects byte for byte.
 func TestFormatPulsarWritesGoReads(t *testing.T) {
 	srv, bucket, store := formatStore(t)
-	java := testenv.Java(t)
-	zk, bk := formatBookies(t)
+	java := sharedJava(t)
+	zk, bk := sharedZK(t), sharedBookies(t)
 	ctx := t.Context()
 
-	small := java.WriteLedgers(t, bk, testenv.WriteLedgersOptions{Digests: []string{"CRC32C", "CRC32"}, Entries: 60, Seed: 501})
-	big := java.WriteLedgers(t, bk, testenv.WriteLedgersOptions{Digests: []string{"CRC32C"}, BigMiB: 13, Seed: 777})
-	ledgers := append(append([]testenv.WrittenLedger(nil), small.Ledgers...), big.Ledgers...)
+	// The package's ledgers (every digest type, one with an ensemble change;
+	// one block each) plus a two-block ledger of varied entries and a
+	// four-block ledger of 1 MiB entries (padded blocks).
+	ledgers := append([]testenv.WrittenLedger(nil), sharedLedgers(t).Ledgers...)
+	ledgers = append(ledgers, java.WriteLedgers(t, bk, testenv.WriteLedgersOptions{Digests: []string{"CRC32C"}, Entries: 60, Seed: 501}).Ledgers...)
+	ledgers = append(ledgers, java.WriteLedgers(t, bk, testenv.WriteLedgersOptions{Digests: []string{"CRC32C"}, BigMiB: 13, Seed: 777}).Ledgers...)
 
 	conn, err := metadata.Connect(ctx, []string{zk.Addr}, metadata.ConnectOptions{})
 	if err != nil {
@@ -301,7 +280,11 @@ func TestFormatPulsarWritesGoReads(t *testing.T) {
 	}
 	const mlName = "public/default/persistent/pulsar-wrote-this"
 	for _, wl := range ledgers {
-		t.Run(fmt.Sprintf("ledger %d %s %d entries", wl.LedgerID, wl.DigestType, wl.EntryCount), func(t *testing.T) {
+		name := fmt.Sprintf("ledger %d %s %d entries", wl.LedgerID, wl.DigestType, wl.EntryCount)
+		if wl.EnsembleChange {
+			name += " ensemble change"
+		}
+		t.Run(name, func(t *testing.T) {
 			id := uuid.New()
 			var po pulsarOffload
 			args := append([]string{"--metadata-uri", bk.MetadataServiceURI(), "--ledger", strconv.FormatInt(wl.LedgerID, 10),

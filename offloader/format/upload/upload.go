@@ -224,12 +224,12 @@ func (u *Uploader) Begin(ctx context.Context, req Request) (*Session, error) {
 	l := req.Ledger
 	s.single = o.Multipart == MultipartAuto &&
 		(l.LastEntryID+1)*format.RecordHeaderSize+l.Length+format.BlockHeaderSize <= int64(o.MaxBlockSize)
-	s.pctx, s.pcancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	enc, err := format.NewEncoder(l, format.EncoderOptions{MaxBlockSize: o.MaxBlockSize}, s.pool, s.emit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	s.enc = enc
+	s.pctx, s.pcancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	if !s.single {
 		mpu, err := u.store.CreateMultipart(ctx, s.res.DataKey, blob.PutOptions{Metadata: s.res.DataMetadata, ContentType: "application/octet-stream"})
 		if err != nil {
