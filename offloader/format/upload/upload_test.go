@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,6 +111,22 @@ func TestUploadMultiBlock(t *testing.T) {
 	store := memblob.New()
 	store.MinPartSize = format.MinPartSize
 	store.PartDelay = 5 * time.Millisecond
+	// Part 1 waits (bounded) until part 2 has started: with 2 parts in
+	// flight it must; uploaded one at a time it never does.
+	part2 := make(chan struct{})
+	var once sync.Once
+	store.Hook = func(op memblob.Op, _ string, part int) error {
+		switch {
+		case op == memblob.OpUploadPart && part == 1:
+			select {
+			case <-part2:
+			case <-time.After(10 * time.Second):
+			}
+		case op == memblob.OpUploadPart && part == 2:
+			once.Do(func() { close(part2) })
+		}
+		return nil
+	}
 	reg := prometheus.NewRegistry()
 	u := mustNew(t, store, &Options{MaxBlockSize: 5 * mib, PartsInFlight: 2, Metrics: NewMetrics(reg)})
 	req := l.request()

@@ -357,9 +357,8 @@ func (m *mpu) UploadID() string { return m.id }
 
 func (m *mpu) UploadPart(ctx context.Context, part int, data []byte) error {
 	s := m.s
-	if err := s.enter(OpUploadPart, m.key, part); err != nil {
-		return err
-	}
+	// Counted in flight from the start, hook included, so a hook that
+	// blocks keeps the part in flight.
 	s.mu.Lock()
 	s.inFlight++
 	s.peak = max(s.peak, s.inFlight)
@@ -370,6 +369,9 @@ func (m *mpu) UploadPart(ctx context.Context, part int, data []byte) error {
 		s.inFlight--
 		s.mu.Unlock()
 	}()
+	if err := s.enter(OpUploadPart, m.key, part); err != nil {
+		return err
+	}
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		select {
