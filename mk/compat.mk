@@ -23,7 +23,7 @@ compat-prepare: $(COMPAT_OUT)
 $(COMPAT_OUT): $(COMPAT_SRC) | deps-apt
 	@mkdir -p $(COMPAT_M2)
 	@start=$$(date +%s); \
-	$(COMPAT_MVN) -o compile 2>/dev/null || $(COMPAT_MVN) compile; \
+	$(COMPAT_MVN) -o compile >/dev/null 2>&1 || $(COMPAT_MVN) compile; \
 	echo "compat-prepare: Maven build took $$(( $$(date +%s) - start )) s"
 	@touch $@
 

@@ -217,8 +217,10 @@ func (c *BookKeeperCluster) format(t testing.TB) error {
 		return err
 	}
 	opts := append(JVMOptions("96m", true), "-Dtk.loglevel=WARN")
+	cds, done := c.build.CDS("bkshell")
+	opts = append(opts, cds...)
 	cmd := c.build.Command(opts, "org.apache.bookkeeper.bookie.BookieShell", "-conf", conf, "initnewcluster")
-	out, err := runJava(t.Context(), 60*time.Second, cmd)
+	out, err := runJava(t.Context(), 60*time.Second, cmd, done)
 	if err != nil {
 		return fmt.Errorf("initnewcluster: %w (stdout %s)", err, out)
 	}
@@ -294,8 +296,11 @@ func (c *BookKeeperCluster) startAll(t testing.TB, idx []int) error {
 		}
 		c.mu.Unlock()
 		opts := append(JVMOptions(c.opts.Heap, true), "-XX:MaxDirectMemorySize="+c.opts.DirectMemory, "-Dtk.loglevel=INFO")
+		cds, done := c.build.CDS("bookie")
+		opts = append(opts, cds...)
 		cmd := c.build.Command(opts, "org.apache.bookkeeper.server.Main", "-c", bk.conf)
 		p := Start(cleanupOn{TB: t, owner: c.owner}, name, c.dir, cmd)
+		watchExit(p, done)
 		c.mu.Lock()
 		bk.proc = p
 		c.mu.Unlock()

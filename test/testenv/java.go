@@ -3,6 +3,8 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +21,7 @@ import (
 // The compat Maven project (test/compat/java) built by `make compat-prepare`.
 // Its outputs are everything the Java-side peers need:
 //
-//	test/compat/java/target/classes/                 the tool + log4j2.xml
+//	test/compat/java/target/tierkeeper-compat.jar    the tool + log4j2.xml
 //	test/compat/java/target/cp.txt                   runtime classpath (jars in .cache/m2)
 //	test/compat/java/target/offloaders/tiered-storage-jcloud.nar
 const (
@@ -32,8 +34,13 @@ const (
 type JavaBuild struct {
 	Java      string // java executable
 	Dir       string // test/compat/java
-	Classpath string // target/classes + the runtime classpath
+	Classpath string // the tool jar + the runtime classpath
 	NarDir    string // directory holding tiered-storage-jcloud.nar
+
+	keyOnce  sync.Once
+	key      string
+	mu       sync.Mutex
+	training map[string]bool
 }
 
 var (
@@ -66,14 +73,14 @@ func findJavaBuild() (*JavaBuild, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compat Maven project not built (run make compat-prepare): %w", err)
 	}
-	classes := filepath.Join(dir, "target", "classes")
-	if _, err := os.Stat(filepath.Join(classes, "io", "tierkeeper", "compat", "Tool.class")); err != nil {
-		return nil, fmt.Errorf("compat Java tool not compiled (run make compat-prepare): %w", err)
+	jar := filepath.Join(dir, "target", "tierkeeper-compat.jar")
+	if _, err := os.Stat(jar); err != nil {
+		return nil, fmt.Errorf("compat Java tool not built (run make compat-prepare): %w", err)
 	}
 	return &JavaBuild{
 		Java:      java,
 		Dir:       dir,
-		Classpath: classes + string(os.PathListSeparator) + strings.TrimSpace(string(cp)),
+		Classpath: jar + string(os.PathListSeparator) + strings.TrimSpace(string(cp)),
 		NarDir:    filepath.Join(dir, "target", "offloaders"),
 	}, nil
 }
@@ -113,13 +120,116 @@ func JVMOptions(heap string, fastStart bool) []string {
 }
 
 // Command returns an exec.Cmd running mainClass with the build's classpath.
+// JVM warnings go to stderr (stdout stays clean for results).
 func (b *JavaBuild) Command(jvmOpts []string, mainClass string, args ...string) *exec.Cmd {
-	a := append([]string{}, jvmOpts...)
+	a := []string{"-Xlog:disable", "-Xlog:all=warning:stderr"}
+	a = append(a, jvmOpts...)
 	a = append(a, "-cp", b.Classpath, mainClass)
 	a = append(a, args...)
 	cmd := exec.Command(b.Java, a...)
 	cmd.Dir = b.Dir
 	return cmd
+}
+
+// CDS returns JVM options that use the class-data-sharing archive of role
+// (a dynamic AppCDS archive of the classes that kind of process loads; it
+// halves JVM start-up), and a function to call with the process's exit
+// error once it has ended. Without an archive the process creates one at
+// exit (-XX:ArchiveClassesAtExit; one process per role at a time), which
+// done installs unless the process was killed. Archives live in
+// target/cds, keyed by the classpath (jar sizes and mtimes) and the JVM;
+// TIERKEEPER_JAVA_CDS=0 turns them off. A stale or broken archive is
+// ignored by the JVM (-Xshare:auto).
+func (b *JavaBuild) CDS(role string) (opts []string, done func(exitErr error)) {
+	noop := func(error) {}
+	if v := os.Getenv("TIERKEEPER_JAVA_CDS"); v == "0" || v == "false" {
+		return nil, noop
+	}
+	key := b.cdsKey()
+	if key == "" {
+		return nil, noop
+	}
+	dir := filepath.Join(b.Dir, "target", "cds")
+	path := filepath.Join(dir, role+"-"+key+".jsa")
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		return []string{"-Xshare:auto", "-XX:SharedArchiveFile=" + path}, noop
+	}
+	b.mu.Lock()
+	if b.training == nil {
+		b.training = map[string]bool{}
+	}
+	if b.training[role] {
+		b.mu.Unlock()
+		return nil, noop
+	}
+	b.training[role] = true
+	b.mu.Unlock()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, noop
+	}
+	tmp := fmt.Sprintf("%s.tmp%d", path, time.Now().UnixNano())
+	return []string{"-XX:ArchiveClassesAtExit=" + tmp}, func(exitErr error) {
+		defer func() {
+			b.mu.Lock()
+			delete(b.training, role)
+			b.mu.Unlock()
+		}()
+		var ee *exec.ExitError
+		if errors.As(exitErr, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				_ = os.Remove(tmp) // may be half written
+				return
+			}
+		}
+		if fi, err := os.Stat(tmp); err != nil || fi.Size() == 0 {
+			_ = os.Remove(tmp)
+			return
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			_ = os.Remove(tmp)
+			return
+		}
+		// Drop archives of older builds of this role.
+		old, _ := filepath.Glob(filepath.Join(dir, role+"-*.jsa"))
+		for _, o := range old {
+			if o != path {
+				_ = os.Remove(o)
+			}
+		}
+	}
+}
+
+// cdsKey identifies the classpath content and the JVM.
+func (b *JavaBuild) cdsKey() string {
+	b.keyOnce.Do(func() {
+		h := sha256.New()
+		fmt.Fprintln(h, b.Java)
+		if real, err := filepath.EvalSymlinks(b.Java); err == nil {
+			if fi, err := os.Stat(real); err == nil {
+				fmt.Fprintln(h, real, fi.Size(), fi.ModTime().UnixNano())
+			}
+		}
+		for _, p := range filepath.SplitList(b.Classpath) {
+			fi, err := os.Stat(p)
+			if err != nil {
+				return
+			}
+			fmt.Fprintln(h, p, fi.Size(), fi.ModTime().UnixNano())
+		}
+		b.key = hex.EncodeToString(h.Sum(nil))[:16]
+	})
+	return b.key
+}
+
+// watchExit calls done with p's exit error once p has ended.
+func watchExit(p *Process, done func(error)) {
+	go func() {
+		<-p.done
+		p.mu.Lock()
+		err := p.exitErr
+		p.mu.Unlock()
+		done(err)
+	}()
 }
 
 // cleanupOn forwards everything to the embedded TB except Cleanup, which is
@@ -134,7 +244,7 @@ func (c cleanupOn) Cleanup(f func()) { c.owner.Cleanup(f) }
 
 // runJava runs a short-lived JVM, returning stdout; stderr (tail) goes into
 // the error.
-func runJava(ctx context.Context, timeout time.Duration, cmd *exec.Cmd) ([]byte, error) {
+func runJava(ctx context.Context, timeout time.Duration, cmd *exec.Cmd, done func(error)) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
@@ -145,6 +255,9 @@ func runJava(ctx context.Context, timeout time.Duration, cmd *exec.Cmd) ([]byte,
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	c.WaitDelay = 5 * time.Second
 	err := c.Run()
+	if done != nil {
+		done(err)
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out after %s: %w", timeout, err)
@@ -191,6 +304,25 @@ func Java(t testing.TB) *JavaTools {
 
 // Command returns the exec.Cmd for one tool run (not started).
 func (j *JavaTools) Command(subcommand string, args ...string) *exec.Cmd {
+	cmd, _ := j.command(subcommand, args...)
+	return cmd
+}
+
+// toolRole groups subcommands that load the same classes (one CDS archive each).
+func toolRole(subcommand string) string {
+	switch {
+	case strings.HasPrefix(subcommand, "ml-"):
+		return "tool-ml"
+	case strings.HasPrefix(subcommand, "pulsar-"):
+		return "tool-offload"
+	case subcommand == "versions":
+		return "tool-versions"
+	default:
+		return "tool-bk"
+	}
+}
+
+func (j *JavaTools) command(subcommand string, args ...string) (*exec.Cmd, func(error)) {
 	heap := j.Heap
 	if heap == "" {
 		heap = "384m"
@@ -205,7 +337,9 @@ func (j *JavaTools) Command(subcommand string, args ...string) *exec.Cmd {
 		"-Dtk.narExtractDir="+filepath.Join(j.Build.Dir, "target", "nar-extract"),
 	)
 	opts = append(opts, j.JVMArgs...)
-	return j.Build.Command(opts, ToolMainClass, append([]string{subcommand}, args...)...)
+	cds, done := j.Build.CDS(toolRole(subcommand))
+	opts = append(opts, cds...)
+	return j.Build.Command(opts, ToolMainClass, append([]string{subcommand}, args...)...), done
 }
 
 // Run runs one subcommand and returns its stdout (a JSON document). The
@@ -215,7 +349,8 @@ func (j *JavaTools) Run(ctx context.Context, subcommand string, args ...string) 
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
-	out, err := runJava(ctx, timeout, j.Command(subcommand, args...))
+	cmd, done := j.command(subcommand, args...)
+	out, err := runJava(ctx, timeout, cmd, done)
 	if err != nil {
 		return out, fmt.Errorf("java tool %s: %w", subcommand, err)
 	}

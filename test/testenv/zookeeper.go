@@ -88,8 +88,11 @@ func (z *ZooKeeper) start(t testing.TB) error {
 	opts := append(JVMOptions("64m", true),
 		"-Dzookeeper.admin.enableServer=false",
 		"-Dtk.loglevel=INFO")
+	cds, done := z.build.CDS("zookeeper")
+	opts = append(opts, cds...)
 	cmd := z.build.Command(opts, "org.apache.zookeeper.server.ZooKeeperServerMain", z.cfg)
 	p := Start(cleanupOn{TB: t, owner: z.owner}, name, z.logDir, cmd)
+	watchExit(p, done)
 	z.mu.Lock()
 	z.proc = p
 	z.mu.Unlock()
