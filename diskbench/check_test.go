@@ -3,6 +3,7 @@ package diskbench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -163,4 +164,33 @@ func TestFSName(t *testing.T) {
 	if FSName(unix.EXT4_SUPER_MAGIC) != "ext4" || FSName(magicOverlay) != "overlayfs" || FSName(0x1234) != "0x1234" {
 		t.Error("FSName")
 	}
+}
+
+func TestStaleFilesOfDeadRunsAreRemoved(t *testing.T) {
+	dir := testDir(t)
+	// A pid that cannot exist (above pid_max) and our parent's (alive).
+	dead := filepath.Join(dir, ".diskbench-99999999-abc-journal-0.dat")
+	deadFio := filepath.Join(dir, ".diskbench-fio-99999999.0")
+	alive := filepath.Join(dir, fmt.Sprintf(".diskbench-%d-abc-journal-0.dat", os.Getppid()))
+	other := filepath.Join(dir, "keep.me")
+	for _, p := range []string{dead, deadFio, alive, other} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := RunJournal(context.Background(), JournalOptions{Options: quick(dir),
+		JournalParams: JournalParams{Writers: []int{1}, BlockSizes: []int64{4 * KiB}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dead, deadFio} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("stale %s not removed", p)
+		}
+	}
+	for _, p := range []string{alive, other} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
+	}
+	os.Remove(alive) // not ours: keep the cleanliness check meaningful
 }

@@ -49,11 +49,14 @@
 //
 // MaxBytes (default min(2 GiB, 10% of the free space)) caps every byte
 // written, layout and warm-up included; a point whose share is spent stops
-// early and says so in its Warnings. Files are named ".diskbench-<pid>-*",
-// unlinked as soon as they are open (so even SIGKILL leaves nothing once the
-// files are open) and closed before return, also on error and when ctx is
-// cancelled (wire SIGINT/SIGTERM to ctx). ENOSPC surfaces as ErrNoSpace
-// (also matching syscall.ENOSPC), a failed fdatasync as ErrSync.
+// early and says so in its Warnings. Files are named ".diskbench-<pid>-*";
+// writer files keep their names while measured (as fio's and a bookie's
+// do), the random-read file is unlinked right after its layout, and all are
+// removed before return, also on error and when ctx is cancelled (wire
+// SIGINT/SIGTERM to ctx). Files left by a run killed with SIGKILL are
+// removed by the next run in the same directory (their pid is gone).
+// ENOSPC surfaces as ErrNoSpace (also matching syscall.ENOSPC), a failed
+// fdatasync as ErrSync.
 //
 // # Examples
 //

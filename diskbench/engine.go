@@ -10,10 +10,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -66,10 +68,42 @@ func newRunner(ctx context.Context, opts Options) (*runner, error) {
 		created: map[string]bool{},
 	}
 	r.budget.Store(t.MaxBytes)
+	r.removeStale()
 	for _, w := range t.Warnings {
 		r.log.Warn("target warning", "dir", t.Dir, "warning", w)
 	}
 	return r, nil
+}
+
+// staleRE matches the files of a diskbench (or its fio comparison) run:
+// .diskbench-<pid>-... and .diskbench-fio-<pid>.<n>.
+var staleRE = regexp.MustCompile(`^\.diskbench-(?:fio-)?([0-9]+)[-.]`)
+
+// removeStale deletes benchmark files left by a diskbench process that no
+// longer exists (killed with SIGKILL while measuring). Files of live
+// processes are left alone.
+func (r *runner) removeStale() {
+	ents, err := os.ReadDir(r.target.Dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		m := staleRE.FindStringSubmatch(e.Name())
+		if m == nil || !e.Type().IsRegular() {
+			continue
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue // alive (or not ours to judge)
+		}
+		p := filepath.Join(r.target.Dir, e.Name())
+		if err := os.Remove(p); err == nil {
+			r.log.Warn("removed a file left by a killed diskbench run", "path", p, "pid", pid)
+		}
+	}
 }
 
 // createFile creates a new benchmark file and records its path for cleanup.

@@ -34,9 +34,8 @@ const (
 // field means "default"; Dir is required.
 type Options struct {
 	// Dir is the directory to measure. diskbench creates its files there
-	// (named ".diskbench-*"), unlinks each as soon as it no longer needs the
-	// name, and closes every one before returning, so nothing is left even
-	// after SIGKILL once the files are open.
+	// (named ".diskbench-<pid>-*") and removes every one before returning;
+	// files left by a killed run are removed by the next one.
 	Dir string
 	// Duration is the measured time of each point, warm-up excluded.
 	// Default DefaultDuration (10 s). Sweep derives it from its TimeBudget

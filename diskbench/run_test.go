@@ -460,3 +460,25 @@ func TestLogTicks(t *testing.T) {
 }
 
 var _ = os.Getpid
+
+func TestFileFullStopsPoint(t *testing.T) {
+	o := quick(testDir(t))
+	o.Duration = 5 * time.Second
+	o.Warmup = -1
+	start := time.Now()
+	res, err := RunJournal(context.Background(), JournalOptions{Options: o,
+		JournalParams: JournalParams{Writers: []int{2}, BlockSizes: []int64{4 * KiB}, FileSize: 256 * KiB}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	if r.StopReason != "file full" || r.Ops > 2*64 || r.Ops == 0 || r.FileSize != 256*KiB {
+		t.Errorf("stop %q ops %d file %d", r.StopReason, r.Ops, r.FileSize)
+	}
+	if !strings.Contains(strings.Join(r.Warnings, " "), "file is full") {
+		t.Errorf("warnings %v", r.Warnings)
+	}
+	if time.Since(start) > 4*time.Second {
+		t.Errorf("took %v", time.Since(start))
+	}
+}

@@ -176,11 +176,16 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 		return Result{}, err
 	}
 
+	// The files keep their names while measured, as fio's and a bookie's
+	// do (an unlinked inode could take other paths in the filesystem);
+	// they are unlinked and closed when the point ends, and by cleanup on
+	// every error path.
 	files := make([]File, writers)
 	paths := make([]string, writers)
 	defer func() {
-		for _, f := range files {
+		for i, f := range files {
 			if f != nil {
+				_ = r.unlink(paths[i])
 				f.Close()
 			}
 		}
@@ -193,9 +198,7 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 			return Result{}, fmt.Errorf("%s %s: %w", wp.workload, label, err)
 		}
 		files[i], paths[i] = f, path
-		if err := r.unlink(path); err != nil {
-			return Result{}, err
-		}
+
 		if prealloc == PreallocFallocate {
 			if err := f.Allocate(0, fileSize); err != nil {
 				if errors.Is(err, syscall.EOPNOTSUPP) {

@@ -17,6 +17,7 @@ func newCompareFioCmd() *cobra.Command {
 		dir              string
 		duration, warmup time.Duration
 		fileSize, fio    string
+		readSize         string
 		output           string
 		allowAnyFS       bool
 		force, verbose   bool
@@ -44,6 +45,10 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 			if err != nil {
 				return fmt.Errorf("--file-size: %w", err)
 			}
+			rs, err := diskbench.ParseSize(readSize)
+			if err != nil {
+				return fmt.Errorf("--read-file-size: %w", err)
+			}
 			lvl := slog.LevelWarn
 			if verbose {
 				lvl = slog.LevelDebug
@@ -57,7 +62,7 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 						diskbench.FormatRate(r.Fio.BytesPerSec), diskbench.FormatRate(r.Diskbench.BytesPerSec), r.ThroughputRatio())
 				}
 			}
-			rows, err := fiocmp.Run(cmd.Context(), o, fiocmp.DefaultCases(fs))
+			rows, err := fiocmp.Run(cmd.Context(), o, fiocmp.DefaultCases(fs, rs))
 			if len(rows) > 0 {
 				if output == "json" {
 					enc := json.NewEncoder(cmd.OutOrStdout())
@@ -88,7 +93,8 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 	f.StringVar(&dir, "dir", "", "directory both tools write in (required)")
 	f.DurationVar(&duration, "duration", 5*time.Second, "measured time of each case in each tool")
 	f.DurationVar(&warmup, "warmup", time.Second, "warm-up (fio ramp_time) of each case")
-	f.StringVar(&fileSize, "file-size", "1g", "size of each file (per writer; the random-read file)")
+	f.StringVar(&fileSize, "file-size", "2g", "size of each writer's file (a write case stops when it is full)")
+	f.StringVar(&readSize, "read-file-size", "1g", "size of the file random reads read")
 	f.StringVar(&fio, "fio", "fio", "fio binary")
 	f.IntVar(&repeat, "repeat", 3, "runs per case and tool, alternating which goes first; medians are compared")
 	f.StringVar(&output, "output", "table", "table or json")

@@ -62,8 +62,10 @@ func (c Case) Name() string {
 // DefaultCases are the workloads of `make bench-fio`: journal 1/2/4 writers
 // × 4 KiB/64 KiB with fdatasync per write, entry log 1 MiB writes with a
 // flush every 32 MiB, random reads of 4 KiB at depth 16. fileSize is each
-// file's size.
-func DefaultCases(fileSize int64) []Case {
+// writer's file size (a write case stops when a file is full, so make it
+// larger than a writer's rate × (duration + warm-up)); readSize is the size
+// of the file random reads read.
+func DefaultCases(fileSize, readSize int64) []Case {
 	var cs []Case
 	for _, w := range []int{1, 2, 4} {
 		for _, bs := range []int64{4 * diskbench.KiB, 64 * diskbench.KiB} {
@@ -72,7 +74,7 @@ func DefaultCases(fileSize int64) []Case {
 	}
 	cs = append(cs,
 		Case{Workload: diskbench.WorkloadEntryLog, Writers: 1, BlockSize: diskbench.MiB, FlushEvery: 32 * diskbench.MiB, FileSize: fileSize},
-		Case{Workload: diskbench.WorkloadRandRead, Depth: 16, BlockSize: 4 * diskbench.KiB, FileSize: fileSize},
+		Case{Workload: diskbench.WorkloadRandRead, Depth: 16, BlockSize: 4 * diskbench.KiB, FileSize: readSize},
 	)
 	return cs
 }
@@ -86,13 +88,18 @@ type Metrics struct {
 	SyncP99Ns   int64   `json:"sync_p99_ns"` // each fdatasync
 }
 
-// Row is one compared case: the median of each tool's runs, and the runs.
+// Row is one compared case: the median of each tool's runs, the runs, and
+// the median of the per-round throughput ratios (each round runs both tools
+// back to back, so a burst of background load hits one pair, not the
+// whole comparison).
 type Row struct {
 	Case          Case      `json:"case"`
 	Fio           Metrics   `json:"fio"`
 	Diskbench     Metrics   `json:"diskbench"`
 	FioRuns       []Metrics `json:"fio_runs"`
 	DiskbenchRuns []Metrics `json:"diskbench_runs"`
+	// Ratio is the median over rounds of diskbench/fio bytes per second.
+	Ratio float64 `json:"ratio"`
 }
 
 // median takes each field's median over runs.
@@ -119,8 +126,26 @@ func median(runs []Metrics) Metrics {
 	}
 }
 
-// ThroughputRatio is diskbench/fio bytes per second.
-func (r Row) ThroughputRatio() float64 { return ratio(r.Diskbench.BytesPerSec, r.Fio.BytesPerSec) }
+// ThroughputRatio is the median per-round diskbench/fio bytes-per-second
+// ratio (the ratio of the medians when the rounds are not known).
+func (r Row) ThroughputRatio() float64 {
+	if r.Ratio > 0 {
+		return r.Ratio
+	}
+	return ratio(r.Diskbench.BytesPerSec, r.Fio.BytesPerSec)
+}
+
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = append([]float64(nil), v...)
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
 
 func ratio(a, b float64) float64 {
 	if b == 0 {
@@ -203,6 +228,11 @@ func Run(ctx context.Context, o Options, cases []Case) ([]Row, error) {
 			}
 		}
 		row.Fio, row.Diskbench = median(row.FioRuns), median(row.DiskbenchRuns)
+		var rs []float64
+		for k := range row.FioRuns {
+			rs = append(rs, ratio(row.DiskbenchRuns[k].BytesPerSec, row.FioRuns[k].BytesPerSec))
+		}
+		row.Ratio = medianOf(rs)
 		rows = append(rows, row)
 		if o.OnRow != nil {
 			o.OnRow(i+1, len(cases), row)
@@ -381,9 +411,10 @@ func runDiskbench(ctx context.Context, dir string, c Case, o Options, budget int
 	return m, nil
 }
 
-// WriteTable prints the comparison: median throughput of both tools and
-// their ratio (diskbench/fio), the spread of each tool's runs
-// ((max-min)/median), then p99 of each write/read and each fdatasync.
+// WriteTable prints the comparison: median throughput of both tools, the
+// median per-round ratio diskbench/fio, the spread of each tool's runs
+// ((max-min)/median), then median p99 of each write/read and each
+// fdatasync and their ratios.
 func WriteTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "case\tfio\tdiskbench\tratio\tspread fio\tdb\t\top p99 fio\tdiskbench\tratio\t\tsync p99 fio\tdiskbench\tratio\t")
