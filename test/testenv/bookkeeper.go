@@ -42,7 +42,8 @@ type BookieOptions struct {
 	// DirectMemory is -XX:MaxDirectMemorySize (Netty buffers, read and
 	// write caches); default "256m".
 	DirectMemory string
-	// Extra are more bookie configuration lines ("key=value").
+	// Extra are more bookie configuration lines ("key=value"); a key that
+	// is also a default (e.g. "zkTimeout=4000") replaces the default.
 	Extra []string
 }
 
@@ -180,7 +181,9 @@ func (c *BookKeeperCluster) KillBookie(i int) {
 }
 
 // StartBookie starts stopped or killed bookie i again with the same port,
-// id and data, and waits until it is registered.
+// id and data, and waits until it is registered by the new process. After
+// KillBookie that takes up to zkTimeout (10 s): the bookie waits for its
+// old registration's session to expire, as a real restarted bookie does.
 func (c *BookKeeperCluster) StartBookie(t testing.TB, i int) {
 	t.Helper()
 	c.mu.Lock()
@@ -192,8 +195,6 @@ func (c *BookKeeperCluster) StartBookie(t testing.TB, i int) {
 			t.Fatalf("bookkeeper: bookie %d (%s) is running", i, bk.ID)
 		}
 	}
-	// After a kill, the old ephemeral node may still exist; wait it out so
-	// the new one is really ours (the bookie itself also waits for it).
 	if err := c.startAll(t, []int{i}); err != nil {
 		t.Fatalf("bookkeeper: %v", err)
 	}
@@ -253,7 +254,20 @@ func (c *BookKeeperCluster) confText(port int, dir string) string {
 		// Pulsar's bookkeeper.conf raises the frame size for 5 MiB messages.
 		"nettyMaxFrameSizeBytes=5253120",
 	}
-	lines = append(lines, c.opts.Extra...)
+	// Extra lines replace defaults with the same key (a repeated key would
+	// become a list in BookKeeper's configuration library).
+	for _, e := range c.opts.Extra {
+		k, _, _ := strings.Cut(e, "=")
+		replaced := false
+		for i, l := range lines {
+			if lk, _, _ := strings.Cut(l, "="); strings.TrimSpace(lk) == strings.TrimSpace(k) {
+				lines[i], replaced = e, true
+			}
+		}
+		if !replaced {
+			lines = append(lines, e)
+		}
+	}
 	return strings.Join(lines, "\n") + "\n"
 }
 
@@ -285,6 +299,16 @@ func (c *BookKeeperCluster) newBookie(t testing.TB) int {
 // register.
 func (c *BookKeeperCluster) startAll(t testing.TB, idx []int) error {
 	t.Helper()
+	// A killed bookie's registration outlives it until its ZK session
+	// expires (zkTimeout); the restarted bookie waits for that, then
+	// registers with a new session. Remember the old owners.
+	oldOwner := make([]int64, len(idx))
+	for k, i := range idx {
+		c.mu.Lock()
+		id := c.bookies[i].ID
+		c.mu.Unlock()
+		oldOwner[k] = c.registrationOwner(id)
+	}
 	procs := make([]*Process, len(idx))
 	for k, i := range idx {
 		c.mu.Lock()
@@ -315,7 +339,7 @@ func (c *BookKeeperCluster) startAll(t testing.TB, idx []int) error {
 			c.mu.Lock()
 			id := c.bookies[i].ID
 			c.mu.Unlock()
-			errs[k] = c.waitRegistered(id, true, bookieStartTimeout, procs[k])
+			errs[k] = c.waitRegisteredBy(id, oldOwner[k], bookieStartTimeout, procs[k])
 		}()
 	}
 	wg.Wait()
@@ -329,6 +353,46 @@ func (c *BookKeeperCluster) startAll(t testing.TB, idx []int) error {
 		return fmt.Errorf("bookies did not start:\n%s", strings.Join(msgs, "\n"))
 	}
 	return nil
+}
+
+// registrationOwner returns the ZK session owning <root>/available/<id>, or
+// 0 when there is none.
+func (c *BookKeeperCluster) registrationOwner(id string) int64 {
+	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLogger{}))
+	if err != nil {
+		return 0
+	}
+	defer conn.Close()
+	ok, st, err := conn.Exists(c.LedgersRoot + "/available/" + id)
+	if err != nil || !ok {
+		return 0
+	}
+	return st.EphemeralOwner
+}
+
+// waitRegisteredBy polls until <root>/available/<id> exists and is owned by
+// a session other than notOwner.
+func (c *BookKeeperCluster) waitRegisteredBy(id string, notOwner int64, timeout time.Duration, p *Process) error {
+	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLogger{}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	path := c.LedgersRoot + "/available/" + id
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if done, perr := p.Exited(); done {
+			return fmt.Errorf("bookie %s exited during start-up: %v; log tail:\n%s", id, perr, Tail(p.LogPath, 40))
+		}
+		ok, st, err := conn.Exists(path)
+		if err == nil && ok && st.EphemeralOwner != notOwner {
+			return nil
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("bookie %s: not registered at %s after %s (last error %v); log tail:\n%s", id, path, timeout, last, Tail(p.LogPath, 40))
 }
 
 // waitRegistered polls <root>/available/<id> until it exists (want=true) or

@@ -1,6 +1,8 @@
 package testenv_test
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -13,7 +15,9 @@ import (
 func TestBookiesStartStopAdd(t *testing.T) {
 	z := testenv.StartZooKeeper(t)
 	start := time.Now()
-	c := testenv.StartBookies(t, z, 3)
+	// A short ZK session (replacing the 10 s default) keeps the
+	// kill-and-restart below quick.
+	c := testenv.StartBookiesWith(t, z, 3, testenv.BookieOptions{Extra: []string{"zkTimeout=3000"}})
 	t.Logf("3 bookies registered after %s", time.Since(start).Round(time.Millisecond))
 
 	if got, want := c.MetadataServiceURI(), "zk+hierarchical://"+z.Addr+"/ledgers"; got != want {
@@ -61,5 +65,21 @@ func TestBookiesStartStopAdd(t *testing.T) {
 	c.KillBookie(3)
 	if c.Bookie(3).Running {
 		t.Fatal("bookie 3 running after KillBookie")
+	}
+	// A crashed bookie comes back with the same id; its old registration
+	// (ephemeral, session not yet expired) must not confuse the restart.
+	start = time.Now()
+	c.StartBookie(t, 3)
+	t.Logf("restart after kill took %s (old session expiry included)", time.Since(start).Round(time.Millisecond))
+	conf, err := os.ReadFile(filepath.Join(c.Bookie(3).Dir, "bk.conf"))
+	if err != nil || strings.Count(string(conf), "zkTimeout=") != 1 || !strings.Contains(string(conf), "zkTimeout=3000\n") {
+		t.Fatalf("bk.conf zkTimeout lines wrong (%v):\n%s", err, conf)
+	}
+	if n := len(c.RunningBookies()); n != 4 {
+		t.Fatalf("%d bookies running, want 4", n)
+	}
+	avail, _ = c.AvailableBookies()
+	if len(avail) != 4 {
+		t.Fatalf("available after kill+restart = %v", avail)
 	}
 }
