@@ -68,6 +68,9 @@ func findJavaBuild() (*JavaBuild, error) {
 		return nil, fmt.Errorf("no java runtime (install openjdk-17-jdk-headless; make deps): %w", err)
 	}
 	dir := filepath.Join(RepoRoot(), compatJavaDir)
+	if d := os.Getenv("TIERKEEPER_COMPAT_JAVA"); d != "" {
+		dir = d // another build of the Maven project (e.g. other pulsar.version)
+	}
 	cpFile := filepath.Join(dir, "target", "cp.txt")
 	cp, err := os.ReadFile(cpFile)
 	if err != nil {
