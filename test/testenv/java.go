@@ -235,15 +235,20 @@ func watchExit(p *Process, done func(error)) {
 	}()
 }
 
-// cleanupOn forwards everything to the embedded TB except Cleanup, which is
-// registered on owner: a server restarted from inside one test keeps
-// living as long as whoever started it first.
+// cleanupOn forwards everything to the embedded TB (the test doing the
+// start, which sees start-up failures) except what runs at cleanup time,
+// which goes to owner: a server restarted from inside one test keeps living
+// (and logs) as long as whoever started it first.
 type cleanupOn struct {
 	testing.TB
 	owner testing.TB
 }
 
 func (c cleanupOn) Cleanup(f func()) { c.owner.Cleanup(f) }
+func (c cleanupOn) Failed() bool     { return c.owner.Failed() || c.TB.Failed() }
+func (c cleanupOn) Logf(format string, args ...any) {
+	c.owner.Logf(format, args...)
+}
 
 // runJava runs a short-lived JVM, returning stdout; stderr (tail) goes into
 // the error.
