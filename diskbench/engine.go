@@ -51,7 +51,10 @@ func newRunner(ctx context.Context, opts Options) (*runner, error) {
 	}
 	open := opts.OpenFile
 	if open == nil {
-		open = OpenOSFile
+		open = openRawFile
+		if opts.KeepGOMAXPROCS {
+			open = OpenOSFile
+		}
 	}
 	seed := opts.Seed
 	if seed == 0 {
@@ -201,7 +204,11 @@ type pointSpec struct {
 	warmup   time.Duration
 	// maxBytes is this point's share of the byte budget (0 = no own cap).
 	maxBytes int64
-	workers  int
+	// warmupBytes ends the warm-up early once this many bytes are written
+	// (0 = time only), so a fast disk under a small budget or file is still
+	// measured.
+	warmupBytes int64
+	workers     int
 	// work runs one worker until w.stopped(); it returns the first error.
 	work func(w *worker) error
 }
@@ -248,9 +255,7 @@ func (p *point) halt(reason string, err error) {
 	})
 }
 
-// endWarmup starts the measured window now if the warm-up is still running:
-// a warm-up may spend at most a fifth of the point's byte share, so that a
-// fast disk under a small budget still gets measured.
+// endWarmup starts the measured window now if the warm-up is still running.
 func (p *point) endWarmup() {
 	now := p.now()
 	for {
@@ -274,7 +279,8 @@ func (w *worker) take(n int64) bool {
 	}
 	if p.spec.maxBytes <= 0 {
 		p.written.Add(n)
-	} else if p.written.Load() > p.spec.maxBytes/5 {
+	}
+	if p.spec.warmupBytes > 0 && p.written.Load() > p.spec.warmupBytes {
 		p.endWarmup()
 	}
 	if !p.r.take(n) {

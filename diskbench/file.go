@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,6 +51,56 @@ func OpenOSFile(name string, flag int, perm os.FileMode) (File, error) {
 type osFile struct {
 	fd   int
 	name string
+	// raw issues pwrite/pread/fdatasync with RawSyscall: the calling
+	// goroutine keeps its P while blocked, so no P hand-off and no wake-up
+	// of another thread happen around each I/O. Only safe when every
+	// worker has a P of its own (the engine raises GOMAXPROCS for that);
+	// see Options.KeepGOMAXPROCS.
+	raw bool
+}
+
+// openRawFile is the engine's default opener: OpenOSFile with raw syscalls.
+func openRawFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := OpenOSFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	f.(*osFile).raw = true
+	return f, nil
+}
+
+func (f *osFile) pwrite(p []byte, off int64) (int, error) {
+	if !f.raw {
+		return unix.Pwrite(f.fd, p, off)
+	}
+	r, _, e := unix.RawSyscall6(unix.SYS_PWRITE64, uintptr(f.fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))),
+		uintptr(len(p)), uintptr(off), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+func (f *osFile) pread(p []byte, off int64) (int, error) {
+	if !f.raw {
+		return unix.Pread(f.fd, p, off)
+	}
+	r, _, e := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(f.fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))),
+		uintptr(len(p)), uintptr(off), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+func (f *osFile) fdatasync() error {
+	if !f.raw {
+		return unix.Fdatasync(f.fd)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_FDATASYNC, uintptr(f.fd), 0, 0); e != 0 {
+		return e
+	}
+	return nil
 }
 
 var _ File = (*osFile)(nil)
@@ -57,7 +108,7 @@ var _ File = (*osFile)(nil)
 func (f *osFile) WriteAt(p []byte, off int64) (int, error) {
 	done := 0
 	for done < len(p) {
-		n, err := unix.Pwrite(f.fd, p[done:], off+int64(done))
+		n, err := f.pwrite(p[done:], off+int64(done))
 		if err == unix.EINTR {
 			continue
 		}
@@ -75,7 +126,7 @@ func (f *osFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *osFile) ReadAt(p []byte, off int64) (int, error) {
 	done := 0
 	for done < len(p) {
-		n, err := unix.Pread(f.fd, p[done:], off+int64(done))
+		n, err := f.pread(p[done:], off+int64(done))
 		if err == unix.EINTR {
 			continue
 		}
@@ -92,7 +143,7 @@ func (f *osFile) ReadAt(p []byte, off int64) (int, error) {
 
 func (f *osFile) Datasync() error {
 	for {
-		err := unix.Fdatasync(f.fd)
+		err := f.fdatasync()
 		if err == unix.EINTR {
 			continue
 		}

@@ -222,6 +222,9 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 		warmup:   warm,
 		maxBytes: share,
 		workers:  writers,
+		// A warm-up may spend at most a fifth of what the point can write
+		// (its byte share, or its files' room).
+		warmupBytes: min(share, int64(writers)*fileSize) / 5,
 	}
 	spec.work = func(w *worker) error {
 		buf := bufs[w.id]

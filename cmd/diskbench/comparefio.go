@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ func newCompareFioCmd() *cobra.Command {
 		duration, warmup time.Duration
 		fileSize, fio    string
 		readSize         string
+		only             string
 		output           string
 		allowAnyFS       bool
 		force, verbose   bool
@@ -62,7 +64,24 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 						diskbench.FormatRate(r.Fio.BytesPerSec), diskbench.FormatRate(r.Diskbench.BytesPerSec), r.ThroughputRatio())
 				}
 			}
-			rows, err := fiocmp.Run(cmd.Context(), o, fiocmp.DefaultCases(fs, rs))
+			cases := fiocmp.DefaultCases(fs, rs)
+			if only != "" {
+				re, err := regexp.Compile(only)
+				if err != nil {
+					return fmt.Errorf("%w: --only: %v", diskbench.ErrInvalidOptions, err)
+				}
+				var keep []fiocmp.Case
+				for _, c := range cases {
+					if re.MatchString(c.Name()) {
+						keep = append(keep, c)
+					}
+				}
+				if len(keep) == 0 {
+					return fmt.Errorf("%w: --only %q matches no case", diskbench.ErrInvalidOptions, only)
+				}
+				cases = keep
+			}
+			rows, err := fiocmp.Run(cmd.Context(), o, cases)
 			if len(rows) > 0 {
 				if output == "json" {
 					enc := json.NewEncoder(cmd.OutOrStdout())
@@ -98,6 +117,7 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 	f.StringVar(&fio, "fio", "fio", "fio binary")
 	f.IntVar(&repeat, "repeat", 3, "runs per case and tool, alternating which goes first; medians are compared")
 	f.StringVar(&output, "output", "table", "table or json")
+	f.StringVar(&only, "only", "", `run only the cases whose name matches this regexp (e.g. "journal w=4")`)
 	f.BoolVar(&allowAnyFS, "allow-any-fs", false, "run on tmpfs, ramfs or overlayfs too")
 	f.BoolVar(&force, "force", false, "run in a directory that holds bookie data")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug records (fio job files) to stderr")
