@@ -19,6 +19,7 @@ func newCompareFioCmd() *cobra.Command {
 		duration, warmup time.Duration
 		fileSize, fio    string
 		readSize         string
+		logSize          string
 		only             string
 		output           string
 		allowAnyFS       bool
@@ -47,6 +48,10 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 			if err != nil {
 				return fmt.Errorf("--file-size: %w", err)
 			}
+			ls, err := diskbench.ParseSize(logSize)
+			if err != nil {
+				return fmt.Errorf("--entrylog-file-size: %w", err)
+			}
 			rs, err := diskbench.ParseSize(readSize)
 			if err != nil {
 				return fmt.Errorf("--read-file-size: %w", err)
@@ -64,7 +69,7 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 						diskbench.FormatRate(r.Fio.BytesPerSec), diskbench.FormatRate(r.Diskbench.BytesPerSec), r.ThroughputRatio())
 				}
 			}
-			cases := fiocmp.DefaultCases(fs, rs)
+			cases := fiocmp.DefaultCases(fs, ls, rs)
 			if only != "" {
 				re, err := regexp.Compile(only)
 				if err != nil {
@@ -112,7 +117,8 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 	f.StringVar(&dir, "dir", "", "directory both tools write in (required)")
 	f.DurationVar(&duration, "duration", 5*time.Second, "measured time of each case in each tool")
 	f.DurationVar(&warmup, "warmup", time.Second, "warm-up (fio ramp_time) of each case")
-	f.StringVar(&fileSize, "file-size", "2g", "size of each writer's file (a write case stops when it is full)")
+	f.StringVar(&fileSize, "file-size", "2g", "size of each journal writer's file (a case stops when one is full)")
+	f.StringVar(&logSize, "entrylog-file-size", "8g", "size of the entry-log file (buffered writes run at memory speed until fdatasync)")
 	f.StringVar(&readSize, "read-file-size", "1g", "size of the file random reads read")
 	f.StringVar(&fio, "fio", "fio", "fio binary")
 	f.IntVar(&repeat, "repeat", 3, "runs per case and tool, alternating which goes first; medians are compared")

@@ -62,10 +62,10 @@ func (c Case) Name() string {
 // DefaultCases are the workloads of `make bench-fio`: journal 1/2/4 writers
 // × 4 KiB/64 KiB with fdatasync per write, entry log 1 MiB writes with a
 // flush every 32 MiB, random reads of 4 KiB at depth 16. fileSize is each
-// writer's file size (a write case stops when a file is full, so make it
-// larger than a writer's rate × (duration + warm-up)); readSize is the size
-// of the file random reads read.
-func DefaultCases(fileSize, readSize int64) []Case {
+// journal writer's file size and logSize the entry log's (a write case stops
+// when a file is full, so make them larger than a writer's rate ×
+// (duration + warm-up)); readSize is the size of the file random reads read.
+func DefaultCases(fileSize, logSize, readSize int64) []Case {
 	var cs []Case
 	for _, w := range []int{1, 2, 4} {
 		for _, bs := range []int64{4 * diskbench.KiB, 64 * diskbench.KiB} {
@@ -73,7 +73,7 @@ func DefaultCases(fileSize, readSize int64) []Case {
 		}
 	}
 	cs = append(cs,
-		Case{Workload: diskbench.WorkloadEntryLog, Writers: 1, BlockSize: diskbench.MiB, FlushEvery: 32 * diskbench.MiB, FileSize: fileSize},
+		Case{Workload: diskbench.WorkloadEntryLog, Writers: 1, BlockSize: diskbench.MiB, FlushEvery: 32 * diskbench.MiB, FileSize: logSize},
 		Case{Workload: diskbench.WorkloadRandRead, Depth: 16, BlockSize: 4 * diskbench.KiB, FileSize: readSize},
 	)
 	return cs

@@ -69,7 +69,7 @@ func FuzzParseFioJSON(f *testing.F) {
 }
 
 func TestJobFileMatchesDiskbenchSemantics(t *testing.T) {
-	cs := DefaultCases(64*diskbench.MiB, 32*diskbench.MiB)
+	cs := DefaultCases(64*diskbench.MiB, 64*diskbench.MiB, 32*diskbench.MiB)
 	if len(cs) != 8 {
 		t.Fatalf("%d default cases", len(cs))
 	}
@@ -107,7 +107,7 @@ func TestJobFilesParse(t *testing.T) {
 		t.Skip("fio not installed")
 	}
 	dir := t.TempDir()
-	for _, c := range DefaultCases(diskbench.MiB, diskbench.MiB) {
+	for _, c := range DefaultCases(diskbench.MiB, diskbench.MiB, diskbench.MiB) {
 		p := filepath.Join(dir, "job.fio")
 		if err := os.WriteFile(p, []byte(JobFile(dir, c, time.Second, time.Second)), 0o600); err != nil {
 			t.Fatal(err)
