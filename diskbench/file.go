@@ -195,7 +195,7 @@ func alignedBuf(size int64, align int) []byte {
 	}
 	raw := make([]byte, int(size)+align)
 	off := 0
-	if r := int(uintptrOf(raw)) & (align - 1); r != 0 {
+	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(raw)))) & (align - 1); r != 0 {
 		off = align - r
 	}
 	return raw[off : off+int(size) : off+int(size)]

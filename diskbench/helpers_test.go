@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -125,5 +124,3 @@ func (f *faultFile) Allocate(off, size int64) error {
 	}
 	return f.File.Allocate(off, size)
 }
-
-var _ = syscall.ENOSPC

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -458,8 +457,6 @@ func TestLogTicks(t *testing.T) {
 		t.Errorf("linTicks max %v ticks %v", max, lt)
 	}
 }
-
-var _ = os.Getpid
 
 func TestFileFullStopsPoint(t *testing.T) {
 	o := quick(testDir(t))

@@ -207,14 +207,14 @@ func drawWorkload(b *strings.Builder, wl Workload, rs []Result, x0, y0, pw, ph, 
 	for _, n := range names {
 		ts = append(ts, tput[n])
 	}
-	drawPanel(b, x0, y0+28, pw, ph, "throughput", xa, ta, ts)
+	drawPanel(b, x0, y0+28, pw, ph, xa, ta, ts)
 	// Latency panel.
 	var ls []*series
 	for _, n := range names {
 		ls = append(ls, p50[n], p99[n])
 	}
 	la := latAxis(lmin, lmax, latName)
-	drawPanel(b, x0+pw+gap, y0+28, pw, ph, latName+" latency", xa, la, ls)
+	drawPanel(b, x0+pw+gap, y0+28, pw, ph, xa, la, ls)
 
 	// Legend under the panels.
 	ly := y0 + 28 + ph + 66
@@ -389,7 +389,7 @@ func trimNum(v float64) string {
 	}
 }
 
-func drawPanel(b *strings.Builder, x0, y0, w, h float64, title string, xa, ya axis, ss []*series) {
+func drawPanel(b *strings.Builder, x0, y0, w, h float64, xa, ya axis, ss []*series) {
 	x1, y1 := x0+w, y0+h
 	px := func(v float64) float64 { return xa.pos(v, x0, x1) }
 	py := func(v float64) float64 { return ya.pos(v, y1, y0) }
@@ -405,11 +405,9 @@ func drawPanel(b *strings.Builder, x0, y0, w, h float64, title string, xa, ya ax
 		fmt.Fprintf(b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, y1+17, esc(xa.label(t)))
 	}
 	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" class="axis"/>`+"\n", x0, y0, w, h)
-	scale := "log2"
-	fmt.Fprintf(b, `<text class="atitle" x="%.1f" y="%.1f" text-anchor="middle">%s (%s scale)</text>`+"\n", (x0+x1)/2, y1+38, esc(xa.title), scale)
+	fmt.Fprintf(b, `<text class="atitle" x="%.1f" y="%.1f" text-anchor="middle">%s (log2 scale)</text>`+"\n", (x0+x1)/2, y1+38, esc(xa.title))
 	fmt.Fprintf(b, `<text class="atitle" transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n",
 		x0-52, (y0+y1)/2, esc(ya.title))
-	_ = title
 	// Label the points with their values when there are few of them.
 	n := 0
 	for _, s := range ss {

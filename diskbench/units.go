@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // ParseSize parses a byte size: a plain number of bytes or a number with a
@@ -116,5 +115,3 @@ func trimFloat(v float64) string {
 		return fmt.Sprintf("%.2f", v)
 	}
 }
-
-func secs(d time.Duration) float64 { return d.Seconds() }

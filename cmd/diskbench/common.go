@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -152,5 +151,3 @@ func runAndReport(cmd *cobra.Command, c *commonFlags, o diskbench.Options, bar *
 	}
 	return err
 }
-
-var _ io.Writer = (*os.File)(nil)
