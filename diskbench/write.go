@@ -82,8 +82,9 @@ func (wp writeParams) points() int { return len(wp.writers) * len(wp.blockSizes)
 
 // byteWeight is a write point's weight when a byte budget is shared out:
 // small-block points (fdatasync-bound) write little in their time, large
-// ones a lot, so a 64 KiB point gets 4× the share of a 4 KiB one.
-func byteWeight(bs int64) int { return int(min(max(bs/(16*KiB), 1), 4)) }
+// ones a lot, so a 64 KiB point gets 4× the share of a 4 KiB one and a
+// 128 KiB-or-larger one 8×.
+func byteWeight(bs int64) int { return int(min(max(bs/(16*KiB), 1), 8)) }
 
 // weight is the sum of the sweep's point weights.
 func (wp writeParams) weight() int {
