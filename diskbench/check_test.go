@@ -194,3 +194,40 @@ func TestStaleFilesOfDeadRunsAreRemoved(t *testing.T) {
 	}
 	os.Remove(alive) // not ours: keep the cleanliness check meaningful
 }
+
+// TestCheckRefusesRamfsAndOverlay mounts a real ramfs and overlayfs (root
+// only) and checks both are refused like tmpfs.
+func TestCheckRefusesRamfsAndOverlay(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	base := t.TempDir()
+	ram := filepath.Join(base, "ram")
+	os.Mkdir(ram, 0o755)
+	if err := unix.Mount("ramfs", ram, "ramfs", 0, ""); err != nil {
+		t.Skipf("cannot mount ramfs here: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(ram, unix.MNT_DETACH) })
+	lower, upper, work, merged := filepath.Join(ram, "l"), filepath.Join(ram, "u"), filepath.Join(ram, "w"), filepath.Join(base, "ov")
+	for _, d := range []string{lower, upper, work, merged} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := map[string]string{"ramfs": ram}
+	if err := unix.Mount("overlay", merged, "overlay", 0, "lowerdir="+lower+",upperdir="+upper+",workdir="+work); err == nil {
+		t.Cleanup(func() { unix.Unmount(merged, unix.MNT_DETACH) })
+		cases["overlayfs"] = merged
+	} else {
+		t.Logf("overlayfs not testable here: %v", err)
+	}
+	for name, dir := range cases {
+		tg, err := Check(context.Background(), Options{Dir: dir, MaxBytes: 1})
+		if !errors.Is(err, ErrUnsupportedFS) || tg == nil || tg.FSType != name {
+			t.Errorf("%s: %v (target %+v)", name, err, tg)
+		}
+		if _, err := Check(context.Background(), Options{Dir: dir, MaxBytes: 1, AllowAnyFS: true}); err != nil && !errors.Is(err, ErrInsufficientSpace) {
+			t.Errorf("%s with AllowAnyFS: %v", name, err)
+		}
+	}
+}
