@@ -30,7 +30,7 @@ func WriteSVG(w io.Writer, rep *Report) error {
 		gap     = 115.0 // between the panels (room for the y-axis labels)
 		left    = 78.0
 		width   = left + 2*panelW + gap + 40
-		rowH    = 372.0
+		rowH    = 392.0
 		headerH = 78.0
 	)
 	height := headerH + rowH*float64(max(1, len(order))) + 10
