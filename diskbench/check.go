@@ -59,22 +59,23 @@ const ReserveBytes = 256 * MiB
 
 // Target is what Check found about a directory.
 type Target struct {
-	Dir string
+	Dir string `json:"dir"`
 	// FSType is the filesystem's name; FSMagic its statfs magic.
-	FSType  string
-	FSMagic int64
+	FSType  string `json:"fs_type"`
+	FSMagic int64  `json:"fs_magic"`
 	// Device is the backing block device ("vda", "nvme0n1") when found.
-	Device string
+	Device string `json:"device,omitempty"`
 	// FreeBytes (available to unprivileged users) and TotalBytes from statfs.
-	FreeBytes, TotalBytes uint64
+	FreeBytes  uint64 `json:"free_bytes"`
+	TotalBytes uint64 `json:"total_bytes"`
 	// MaxBytes is the resolved byte budget: Options.MaxBytes or
 	// min(2 GiB, 10% of FreeBytes).
-	MaxBytes int64
+	MaxBytes int64 `json:"max_bytes"`
 	// BookieData lists the bookie files found (empty unless Force was set,
 	// since Check refuses such a directory otherwise).
-	BookieData []string
+	BookieData []string `json:"bookie_data,omitempty"`
 	// Warnings lists reasons to distrust figures measured here (NFS, FUSE…).
-	Warnings []string
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Check is the preflight every Run* does first: dir must exist and be a

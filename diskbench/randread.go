@@ -105,6 +105,8 @@ type readFile struct {
 	offAlign  int64
 	warnings  []string
 	layoutSec float64
+	// counted is set once the layout's bytes went into a Result.
+	counted bool
 }
 
 // layoutReadFile writes size bytes sequentially (buffered, 1 MiB writes),
@@ -243,6 +245,10 @@ func (r *runner) runReadPoint(ctx context.Context, rf *readFile, bs int64, depth
 	res.BlockSize = bs
 	res.FileSize = rf.size
 	res.DirectIO = rf.direct
+	if !rf.counted {
+		res.BytesWritten = rf.size // the layout is charged to the first read point
+		rf.counted = true
+	}
 	res.Warnings = append(append([]string(nil), rf.warnings...), res.Warnings...)
 	r.progress(ProgressEvent{Workload: WorkloadRandRead, Point: r.pointNum, Label: label, Phase: PhaseDone, Result: &res})
 	return res, nil

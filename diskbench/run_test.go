@@ -125,6 +125,9 @@ func TestRunRandRead(t *testing.T) {
 		if r.Ops == 0 || r.ReadLatency == nil || r.WriteLatency != nil || r.Bytes != r.Ops*r.BlockSize {
 			t.Errorf("result %d: ops %d read %v write %v", i, r.Ops, r.ReadLatency, r.WriteLatency)
 		}
+		if wantWritten := map[bool]int64{true: 8 * MiB, false: 0}[i == 0]; r.BytesWritten != wantWritten {
+			t.Errorf("result %d: bytes written %d, want %d (layout charged to the first point)", i, r.BytesWritten, wantWritten)
+		}
 		if st.Type == unix.EXT4_SUPER_MAGIC && !r.DirectIO {
 			t.Errorf("ext4 should take O_DIRECT: %v", r.Warnings)
 		}
