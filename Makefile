@@ -58,7 +58,7 @@ lint: vet $(CACHE)/bin/staticcheck
 	$(CACHE)/bin/staticcheck ./...
 
 $(CACHE)/bin/staticcheck:
-	GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.7.0
+	GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 ## proto: regenerate Go code from internal/*/*.proto.
 proto:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -58,7 +59,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 	}
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
-		o.Registry.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = 3 * o.Sampler.Interval()

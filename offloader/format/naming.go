@@ -2,7 +2,6 @@ package format
 
 import (
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -130,5 +129,3 @@ func CheckVersion(key string, metadata map[string]string) error {
 	return nil
 }
 
-// cloneMetadata copies a metadata map (nil stays nil).
-func cloneMetadata(m map[string]string) map[string]string { return maps.Clone(m) }
