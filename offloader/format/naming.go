@@ -128,4 +128,3 @@ func CheckVersion(key string, metadata map[string]string) error {
 	}
 	return nil
 }
-
