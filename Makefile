@@ -17,7 +17,7 @@ DEPS         :=
 TEST_DEPS    :=
 # Package patterns `make test` runs; `go test` flags for it.
 TEST_PKGS    ?= ./...
-TEST_FLAGS   ?= -timeout 25m
+TEST_FLAGS   ?= -count=1 -timeout 25m
 
 .PHONY: all build test lint fmt vet demo bench compat deps deps-apt proto clean
 all: build
