@@ -269,7 +269,7 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 		return nil, blob.Attrs{}, fmt.Errorf("cos get %q: %w: negative offset %d", key, blob.ErrInvalidRange, off)
 	}
 	if length == 0 {
-		return s.emptyRange(ctx, key, off, length)
+		return blob.EmptyRange(ctx, s, "cos get", key, off, length)
 	}
 	opt := &cossdk.ObjectGetOptions{}
 	ranged := off != 0 || length >= 0
@@ -288,7 +288,7 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 	if err != nil {
 		err = mapErr("get", key, err)
 		if errors.Is(err, blob.ErrInvalidRange) {
-			return s.emptyRange(ctx, key, off, length)
+			return blob.EmptyRange(ctx, s, "cos get", key, off, length)
 		}
 		return nil, blob.Attrs{}, err
 	}
@@ -326,21 +326,6 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 		}
 	}
 	return b, a, nil
-}
-
-func (s *Store) emptyRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, blob.Attrs, error) {
-	a, err := s.Head(ctx, key)
-	if err != nil {
-		return nil, blob.Attrs{}, err
-	}
-	n, err := blob.ResolveRange(off, length, a.Size)
-	if err != nil {
-		return nil, blob.Attrs{}, fmt.Errorf("cos get %q: %w", key, err)
-	}
-	if n != 0 {
-		return nil, blob.Attrs{}, fmt.Errorf("cos get %q: %w: object changed while reading", key, blob.ErrInvalidRange)
-	}
-	return io.NopCloser(bytes.NewReader(nil)), a, nil
 }
 
 // checkedBody fails with io.ErrUnexpectedEOF if the body ends early and,

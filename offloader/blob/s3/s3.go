@@ -293,7 +293,7 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 		return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: %w: negative offset %d", key, blob.ErrInvalidRange, off)
 	}
 	if length == 0 {
-		return s.emptyRange(ctx, key, off, length)
+		return blob.EmptyRange(ctx, s, "s3 get", key, off, length)
 	}
 	in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &key}
 	ranged := off != 0 || length >= 0
@@ -310,7 +310,7 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 		if errors.Is(err, blob.ErrInvalidRange) {
 			// S3 answers 416 for "bytes=<size>-"; reading from the end
 			// is an empty read here.
-			return s.emptyRange(ctx, key, off, length)
+			return blob.EmptyRange(ctx, s, "s3 get", key, off, length)
 		}
 		return nil, blob.Attrs{}, err
 	}
@@ -339,25 +339,6 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 	}
 	a := attrsFromHead(key, size, out.ETag, out.LastModified, out.Metadata)
 	return &exactBody{rc: out.Body, left: got, key: key}, a, nil
-}
-
-// emptyRange answers a zero-length read: it checks the object exists and
-// off is within it.
-func (s *Store) emptyRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, blob.Attrs, error) {
-	a, err := s.Head(ctx, key)
-	if err != nil {
-		return nil, blob.Attrs{}, err
-	}
-	n, err := blob.ResolveRange(off, length, a.Size)
-	if err != nil {
-		return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: %w", key, err)
-	}
-	if n != 0 {
-		// The server refused a range that should be valid; the object
-		// changed between the two requests.
-		return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: %w: object changed while reading", key, blob.ErrInvalidRange)
-	}
-	return io.NopCloser(bytes.NewReader(nil)), a, nil
 }
 
 // exactBody fails with io.ErrUnexpectedEOF if the body ends early and
