@@ -83,7 +83,11 @@ func TestRunJournalGroupCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res[0]
-	if r.SyncEvery != 8 || r.Syncs == 0 || math.Abs(float64(r.Ops)/float64(r.Syncs)-8) > 1 {
+	// The measured window cuts groups at both edges (a group's writes may
+	// fall before the window and its sync inside, or the reverse), so allow
+	// up to one group of slack at each edge; syncing every write, every 4
+	// writes or never is still far outside it.
+	if r.SyncEvery != 8 || r.Syncs == 0 || math.Abs(float64(r.Ops)-8*float64(r.Syncs)) > 2*8 {
 		t.Errorf("writes %d syncs %d, want 8 writes per sync", r.Ops, r.Syncs)
 	}
 }
