@@ -53,7 +53,9 @@ func TestRunJournal(t *testing.T) {
 		if math.Abs(r.BytesPerSec*r.DurationSec-float64(r.Bytes)) > 1 {
 			t.Errorf("bytes/s %f × %fs != %d", r.BytesPerSec, r.DurationSec, r.Bytes)
 		}
-		if r.DurationSec < 0.25 || r.DurationSec > 0.5 || r.WarmupSec < 0.04 {
+		// 300 ms asked; the upper bound only catches a window that ignores
+		// its deadline (a slow fdatasync under load may stretch it a bit).
+		if r.DurationSec < 0.25 || r.DurationSec > 2 || r.WarmupSec < 0.04 {
 			t.Errorf("duration %f warmup %f", r.DurationSec, r.WarmupSec)
 		}
 		for name, l := range map[string]*Latency{"write": r.WriteLatency, "sync": r.SyncLatency, "commit": r.CommitLatency} {
