@@ -175,7 +175,8 @@ type Options struct {
 	OnRow func(i, n int, r Row)
 }
 
-// Run runs every case with fio, then with diskbench, and returns the rows.
+// Run runs every case Repeat times with each tool, alternating which goes
+// first, and returns the rows.
 func Run(ctx context.Context, o Options, cases []Case) ([]Row, error) {
 	if o.Duration <= 0 {
 		o.Duration = 5 * time.Second
@@ -205,7 +206,7 @@ func Run(ctx context.Context, o Options, cases []Case) ([]Row, error) {
 		return nil, err
 	}
 	// diskbench must not stop on its byte budget where fio would go on:
-	// writes wrap inside FileSize, so disk use stays at the files' size.
+	// writes stop when a file is full, so disk use stays at the files' size.
 	budget := int64(t.FreeBytes/2) - diskbench.ReserveBytes
 	var rows []Row
 	for i, c := range cases {
