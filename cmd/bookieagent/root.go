@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -116,4 +117,17 @@ func (o *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.budget, "budget", "60s", "wall-time budget of the whole benchmark")
 	fs.StringVar(&o.maxBytes, "max-bytes", "2GiB", "bytes the benchmark may write in total")
 	fs.IntVar(&o.cpus, "cpus", runtime.NumCPU(), "CPUs the bookie may use (caps journal directories at CPUs/2)")
+}
+
+// parse returns --budget and --max-bytes as a duration and a byte count.
+func (o *benchFlags) parse() (time.Duration, int64, error) {
+	budget, err := time.ParseDuration(o.budget)
+	if err != nil || budget <= 0 {
+		return 0, 0, fmt.Errorf("--budget %q: want a positive duration like 60s", o.budget)
+	}
+	maxBytes, err := bookieagent.ParseSize(o.maxBytes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("--max-bytes: %w", err)
+	}
+	return budget, maxBytes, nil
 }

@@ -82,13 +82,9 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		if err := o.dirs.validate(true); err != nil {
 			return fmt.Errorf("--bench-on-start: %w", err)
 		}
-		budget, err := time.ParseDuration(o.bench.budget)
-		if err != nil || budget <= 0 {
-			return fmt.Errorf("--budget %q: want a positive duration like 60s", o.bench.budget)
-		}
-		maxBytes, err := bookieagent.ParseSize(o.bench.maxBytes)
+		budget, maxBytes, err := o.bench.parse()
 		if err != nil {
-			return fmt.Errorf("--max-bytes: %w", err)
+			return err
 		}
 		if direct, directSrc, err = o.mem.resolve(); err != nil {
 			return fmt.Errorf("--bench-on-start: %w", err)
