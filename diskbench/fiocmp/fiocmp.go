@@ -109,14 +109,7 @@ func median(runs []Metrics) Metrics {
 		for i, r := range runs {
 			v[i] = get(r)
 		}
-		sort.Float64s(v)
-		if len(v) == 0 {
-			return 0
-		}
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		return medianOf(v)
 	}
 	return Metrics{
 		BytesPerSec: med(func(m Metrics) float64 { return m.BytesPerSec }),
