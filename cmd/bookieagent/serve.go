@@ -8,8 +8,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
@@ -103,9 +101,8 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := bookieagent.NewServer(bookieagent.ServerOptions{Sampler: sampler, Registry: reg, Logger: log})
+	// NewServer's default registry carries the Go and process collectors.
+	srv, err := bookieagent.NewServer(bookieagent.ServerOptions{Sampler: sampler, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err

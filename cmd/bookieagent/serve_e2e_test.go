@@ -135,6 +135,7 @@ func TestServeEndToEnd(t *testing.T) {
 		`bookieagent_dir_info{dir="` + j + `",mountpoint=`, `role="ledger"`, "bookieagent_samples_total ",
 		"bookieagent_mount_readonly_headroom_bytes{", "bookieagent_mount_growth_bytes_per_second{",
 		"bookieagent_disk_written_bytes_total{", "# TYPE bookieagent_disk_written_bytes_total counter",
+		"go_goroutines ", "process_cpu_seconds_total ", // Go and process collectors (docs/bookieagent.md)
 	} {
 		if !bytes.Contains(metrics, []byte(want)) {
 			t.Errorf("/metrics lacks %q", want)
