@@ -2,6 +2,7 @@ package bookieagent
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -848,13 +849,8 @@ func pickGroupThreshold(rs []diskbench.Result) (int64, string) {
 	if len(by) < 2 {
 		return JournalThresholdMin, "fewer than 2 group sizes measured; Pulsar default kept"
 	}
-	gs := make([]int64, 0, len(by))
-	var best float64
-	for g, v := range by {
-		gs = append(gs, g)
-		best = math.Max(best, v)
-	}
-	slices.Sort(gs)
+	gs := slices.Sorted(maps.Keys(by))
+	best := slices.Max(slices.Collect(maps.Values(by)))
 	var parts []string
 	level := gs[len(gs)-1]
 	found := false
@@ -896,13 +892,8 @@ func pickJournalWriteBuffer(rs []diskbench.Result) (int64, string) {
 	}
 	m := by[group]
 	base, ok := m[64*KiB]
-	bss := make([]int64, 0, len(m))
-	var best float64
-	for bs, v := range m {
-		bss = append(bss, bs)
-		best = math.Max(best, v)
-	}
-	slices.Sort(bss)
+	bss := slices.Sorted(maps.Keys(m))
+	best := slices.Max(slices.Collect(maps.Values(m)))
 	var parts []string
 	for _, bs := range bss {
 		parts = append(parts, fmt.Sprintf("%s %s", FormatSize(bs), humanRate(m[bs])))
@@ -988,11 +979,7 @@ func pickLedgerCount(rs []diskbench.Result, peak1 float64) (int, float64, string
 		return n, peak1, fmt.Sprintf("writer counts not swept; peak %s (1 writer) → %d dir(s) by the flush-thread floor", humanRate(peak1), n)
 	}
 	m := by[bs]
-	ws := make([]int, 0, len(m))
-	for w := range m {
-		ws = append(ws, w)
-	}
-	slices.Sort(ws)
+	ws := slices.Sorted(maps.Keys(m))
 	var parts []string
 	for _, w := range ws {
 		parts = append(parts, fmt.Sprintf("N=%d %s", w, humanRate(m[w])))
