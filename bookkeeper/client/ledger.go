@@ -159,8 +159,9 @@ func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, bod
 		Payload: payload, Bookie: bookie}, nil
 }
 
+// reason is err's label in the replica-errors counter; other bookie
+// statuses and anything unclassified count as bookie_error.
 func reason(err error) string {
-	var se *StatusError
 	switch {
 	case errors.Is(err, ErrNoSuchEntry):
 		return "no_such_entry"
@@ -176,8 +177,6 @@ func reason(err error) string {
 		return "digest"
 	case errors.Is(err, ErrBadResponse):
 		return "bad_response"
-	case errors.As(err, &se):
-		return "bookie_error"
 	}
 	return "bookie_error"
 }
