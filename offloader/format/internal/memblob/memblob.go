@@ -1,7 +1,11 @@
 // Package memblob is an in-memory blob.Store for the format and upload
 // tests, with fault injection: a hook that fails chosen operations, bodies
 // cut short mid-stream, request counters and a check of the S3 rule that
-// every multipart part but the last is at least MinPartSize.
+// every multipart part but the last is at least MinPartSize. Ranges, keys,
+// metadata, part numbers and completion follow the blob contract through
+// the same helpers the real providers use (blob.ResolveRange, ValidateKey,
+// NormalizeMetadata, CheckPartNumber, CheckCompleteParts), and the store
+// passes blobtest.AcceptanceTest.
 //
 // It is a test double for fault injection only; the real-peer suites run
 // against versitygw and Pulsar's own code.
@@ -205,14 +209,11 @@ func (s *Store) body(ctx context.Context, key string, off, length int64) (io.Rea
 	if !ok {
 		return nil, blob.Attrs{}, fmt.Errorf("get %s: %w", key, blob.ErrNotFound)
 	}
-	size := int64(len(o.data))
-	if off < 0 || (off >= size && !(off == 0 && size == 0)) {
-		return nil, blob.Attrs{}, fmt.Errorf("get %s: range start %d past the end (%d bytes)", key, off, size)
+	n, err := blob.ResolveRange(off, length, int64(len(o.data)))
+	if err != nil {
+		return nil, blob.Attrs{}, fmt.Errorf("get %s: %w", key, err)
 	}
-	end := size
-	if length >= 0 && off+length < size {
-		end = off + length
-	}
+	end := off + n
 	var r io.Reader = bytes.NewReader(o.data[off:end])
 	if cut != nil {
 		if n := cut(key, off, end-off); n >= 0 && n < end-off {
@@ -275,6 +276,10 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, op
 	if err := s.enter(OpPut, key, 0); err != nil {
 		return blob.Attrs{}, err
 	}
+	md, err := checkPut(key, opts)
+	if err != nil {
+		return blob.Attrs{}, err
+	}
 	data, err := io.ReadAll(io.LimitReader(r, size+1))
 	if err != nil {
 		return blob.Attrs{}, fmt.Errorf("put %s: %w", key, err)
@@ -285,7 +290,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, op
 	if err := ctx.Err(); err != nil {
 		return blob.Attrs{}, err
 	}
-	o := object{data: data, metadata: lower(opts.Metadata), modified: time.Now(), etag: md5hex(data)}
+	o := object{data: data, metadata: md, modified: time.Now(), etag: md5hex(data)}
 	s.mu.Lock()
 	s.objects[key] = o
 	s.mu.Unlock()
@@ -311,6 +316,10 @@ func (s *Store) CreateMultipart(ctx context.Context, key string, opts blob.PutOp
 	if err := s.enter(OpCreateMultipart, key, 0); err != nil {
 		return nil, err
 	}
+	md, err := checkPut(key, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -318,7 +327,7 @@ func (s *Store) CreateMultipart(ctx context.Context, key string, opts blob.PutOp
 	defer s.mu.Unlock()
 	s.seq++
 	id := "upload-" + strconv.Itoa(s.seq)
-	s.uploads[id] = &upload{key: key, metadata: lower(opts.Metadata), parts: map[int][]byte{}, created: time.Now()}
+	s.uploads[id] = &upload{key: key, metadata: md, parts: map[int][]byte{}, created: time.Now()}
 	return &mpu{s: s, id: id, key: key}, nil
 }
 
@@ -332,7 +341,12 @@ func (s *Store) ListMultipart(_ context.Context, prefix string) ([]blob.Upload, 
 			out = append(out, blob.Upload{Key: u.key, UploadID: id, Initiated: u.created})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].UploadID < out[j].UploadID })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Key != out[j].Key {
+			return out[i].Key < out[j].Key
+		}
+		return out[i].UploadID < out[j].UploadID
+	})
 	return out, nil
 }
 
@@ -384,8 +398,8 @@ func (m *mpu) UploadPart(ctx context.Context, part int, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if part < 1 || part > 10000 {
-		return fmt.Errorf("upload part %d of %s: part number out of range", part, m.key)
+	if err := blob.CheckPartNumber(part); err != nil {
+		return fmt.Errorf("upload part %d of %s: %w", part, m.key, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -411,22 +425,18 @@ func (m *mpu) Complete(ctx context.Context) (blob.Attrs, error) {
 	if !ok {
 		return blob.Attrs{}, fmt.Errorf("complete %s: %w", m.key, blob.ErrNotFound)
 	}
-	nums := make([]int, 0, len(u.parts))
-	for n := range u.parts {
-		nums = append(nums, n)
+	sizes := make(map[int]int64, len(u.parts))
+	for n, p := range u.parts {
+		sizes[n] = int64(len(p))
 	}
-	sort.Ints(nums)
-	if len(nums) == 0 {
-		return blob.Attrs{}, fmt.Errorf("complete %s: no parts", m.key)
+	if err := blob.CheckCompleteParts(sizes, int64(s.MinPartSize)); err != nil {
+		return blob.Attrs{}, fmt.Errorf("complete %s: %w", m.key, err)
 	}
 	var data []byte
-	for i, n := range nums {
-		if s.MinPartSize > 0 && i < len(nums)-1 && len(u.parts[n]) < s.MinPartSize {
-			return blob.Attrs{}, fmt.Errorf("complete %s: part %d has %d bytes, under the %d minimum (EntityTooSmall)", m.key, n, len(u.parts[n]), s.MinPartSize)
-		}
+	for n := 1; n <= len(u.parts); n++ {
 		data = append(data, u.parts[n]...)
 	}
-	o := object{data: data, metadata: u.metadata, modified: time.Now(), etag: md5hex(data) + "-" + strconv.Itoa(len(nums))}
+	o := object{data: data, metadata: u.metadata, modified: time.Now(), etag: md5hex(data) + "-" + strconv.Itoa(len(u.parts))}
 	s.objects[m.key] = o
 	delete(s.uploads, m.id)
 	return s.attrs(m.key, o), nil
@@ -441,6 +451,19 @@ func (m *mpu) Abort(ctx context.Context) error {
 	defer s.mu.Unlock()
 	delete(s.uploads, m.id)
 	return nil
+}
+
+// checkPut applies the providers' key and metadata rules and returns the
+// metadata to store.
+func checkPut(key string, opts blob.PutOptions) (map[string]string, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return nil, fmt.Errorf("put %s: %w", key, err)
+	}
+	md, err := blob.NormalizeMetadata(opts.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("put %s: %w", key, err)
+	}
+	return md, nil
 }
 
 func lower(m map[string]string) map[string]string {
