@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 func TestParseFioJSONJournal(t *testing.T) {
@@ -97,15 +98,20 @@ func TestJobFileMatchesDiskbenchSemantics(t *testing.T) {
 	}
 }
 
-// TestJobFilesParse has fio itself check every default job file.
-func TestJobFilesParse(t *testing.T) {
+// needFio returns fio's path; without fio the test fails under make test
+// (TIERKEEPER_REQUIRE_PEERS) and is skipped otherwise.
+func needFio(t *testing.T) string {
+	t.Helper()
 	fio, err := exec.LookPath("fio")
 	if err != nil {
-		if os.Getenv("TIERKEEPER_REQUIRE_PEERS") != "" {
-			t.Fatal("fio is not installed (make deps installs it)")
-		}
-		t.Skip("fio not installed")
+		testenv.Unavailable(t, "fio is not installed (make deps installs it): %v", err)
 	}
+	return fio
+}
+
+// TestJobFilesParse has fio itself check every default job file.
+func TestJobFilesParse(t *testing.T) {
+	fio := needFio(t)
 	dir := t.TempDir()
 	for _, c := range DefaultCases(diskbench.MiB, diskbench.MiB, diskbench.MiB) {
 		p := filepath.Join(dir, "job.fio")
@@ -121,12 +127,10 @@ func TestJobFilesParse(t *testing.T) {
 
 // TestRunTiny runs the real comparison on one tiny case when fio exists.
 func TestRunTiny(t *testing.T) {
-	if _, err := exec.LookPath("fio"); err != nil {
-		t.Skip("fio not installed")
-	}
+	fio := needFio(t)
 	dir := t.TempDir()
 	rows, err := Run(context.Background(), Options{Dir: dir, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
-		Repeat: 1, AllowAnyFS: true}, []Case{{Workload: diskbench.WorkloadJournal, Writers: 1, BlockSize: 4096, SyncEvery: 1, FileSize: 4 * diskbench.MiB}})
+		Repeat: 1, Fio: fio, AllowAnyFS: true}, []Case{{Workload: diskbench.WorkloadJournal, Writers: 1, BlockSize: 4096, SyncEvery: 1, FileSize: 4 * diskbench.MiB}})
 	if err != nil {
 		t.Fatal(err)
 	}
