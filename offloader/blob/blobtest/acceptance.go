@@ -707,19 +707,9 @@ func iterKeys(t *testing.T, ctx context.Context, s blob.Reader, prefix string) [
 // want: the object must not exist).
 func AssertAbsentOrEqual(t testing.TB, s blob.Reader, key string, want []byte) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rc, _, err := s.Get(ctx, key)
-	if errors.Is(err, blob.ErrNotFound) {
+	got, found := readStored(t, s, key)
+	if !found {
 		return
-	}
-	if err != nil {
-		t.Fatalf("Get %q after failed write: %v", key, err)
-	}
-	defer rc.Close()
-	got, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatalf("read %q after failed write: %v", key, err)
 	}
 	if want == nil {
 		t.Fatalf("object %q exists (%d bytes) after a failed write", key, len(got))
@@ -727,4 +717,37 @@ func AssertAbsentOrEqual(t testing.TB, s blob.Reader, key string, want []byte) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("object %q exists after a failed write and differs from the input (%d vs %d bytes): the store holds a lie", key, len(got), len(want))
 	}
+}
+
+// AssertStored checks that key holds exactly want after a write that
+// reported success: a missing object fails too.
+func AssertStored(t testing.TB, s blob.Reader, key string, want []byte) {
+	t.Helper()
+	got, found := readStored(t, s, key)
+	if !found {
+		t.Fatalf("object %q missing after a write that succeeded", key)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("object %q differs from what was written (%d vs %d bytes)", key, len(got), len(want))
+	}
+}
+
+// readStored reads the whole object; found is false when it does not exist.
+func readStored(t testing.TB, s blob.Reader, key string) (got []byte, found bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, _, err := s.Get(ctx, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("Get %q: %v", key, err)
+	}
+	defer rc.Close()
+	got, err = io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("read %q: %v", key, err)
+	}
+	return got, true
 }
