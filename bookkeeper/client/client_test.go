@@ -313,18 +313,7 @@ func TestSlowReplicaTimesOut(t *testing.T) {
 	l := e.write(bookietest.Ledger{LedgerID: 15}, data)
 	e.cluster.Bookies["bookie-0"].SetFault(func(bookietest.Request) bookietest.Action { return bookietest.Action{Delay: 10 * time.Second} })
 	readAll(t, l, data, StreamOptions{Window: 4})
-	var timeouts float64
-	mfs, _ := e.reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == "tierkeeper_bookkeeper_replica_errors_total" {
-			for _, m := range mf.GetMetric() {
-				if m.GetLabel()[0].GetValue() == "timeout" {
-					timeouts = m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	if timeouts == 0 {
+	if timeouts := testutil.ToFloat64(e.client.m.errors.WithLabelValues("timeout")); timeouts == 0 {
 		t.Fatal("no timeout counted")
 	}
 	// After the first window timed out, bookie-0 is tried last: only the
