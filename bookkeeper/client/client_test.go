@@ -580,6 +580,12 @@ func TestUnresolvableAndClosed(t *testing.T) {
 	if _, err := l2.ReadEntry(context.Background(), 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("read after Close: %v", err)
 	}
+	// One resolution per bookie: connections are reused, and the
+	// unresolvable bookie-0 goes last after its failure, so it is not
+	// asked again while its replicas serve.
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("resolver called %d times, want 3 (once per bookie)", n)
+	}
 }
 
 func TestConcurrentLedgersShareConnections(t *testing.T) {
