@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
 	"github.com/tierkeeper/tierkeeper/offloader/format/internal/memblob"
 )
 
@@ -353,14 +355,18 @@ func ExampleReader() {
 	md.LastEntryId, md.Length = proto.Int64(l.LastEntryID), proto.Int64(l.Length)
 	ix, _ := layout.Index(md).Marshal()
 
-	store := memblob.New()
+	// Any blob.Store works; here the fs provider in a scratch directory.
+	dir, _ := os.MkdirTemp("", "format-example-")
+	defer os.RemoveAll(dir)
+	store, _ := fs.New(fs.Config{Dir: dir, NoSync: true}, fs.Options{})
+	ctx := context.Background()
 	id := uuid.MustParse("00000000-0000-4000-8000-000000000001")
-	store.SetObject(DataKey(id, 3), data, ObjectInfo{}.Metadata(RoleData))
-	store.SetObject(IndexKey(id, 3), ix, ObjectInfo{}.Metadata(RoleIndex))
+	store.Put(ctx, DataKey(id, 3), bytes.NewReader(data), int64(len(data)), blob.PutOptions{Metadata: ObjectInfo{}.Metadata(RoleData)})
+	store.Put(ctx, IndexKey(id, 3), bytes.NewReader(ix), int64(len(ix)), blob.PutOptions{Metadata: ObjectInfo{}.Metadata(RoleIndex)})
 
-	r, _ := Open(context.Background(), store, id, 3, nil)
+	r, _ := Open(ctx, store, id, 3, nil)
 	defer r.Close()
-	_ = r.Read(context.Background(), 0, 1, func(id int64, p []byte) error {
+	_ = r.Read(ctx, 0, 1, func(id int64, p []byte) error {
 		fmt.Println(id, string(p))
 		return nil
 	})

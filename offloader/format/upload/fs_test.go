@@ -10,15 +10,23 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 )
 
-// TestUploadFSProvider runs the pipeline, Verify and the reader against the
-// real fs provider (no server needed): metadata, ranged reads and the 5 MiB
-// part minimum as a real store implements them.
-func TestUploadFSProvider(t *testing.T) {
+// fsStore is the real fs provider in a temporary directory, for tests that
+// need a working store and no fault injection.
+func fsStore(t *testing.T) *fs.Store {
+	t.Helper()
 	store, err := fs.New(fs.Config{Dir: t.TempDir(), NoSync: true}, fs.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// TestUploadFSProvider runs the pipeline, Verify and the reader against the
+// real fs provider (no server needed): metadata, ranged reads and the 5 MiB
+// part minimum as a real store implements them.
+func TestUploadFSProvider(t *testing.T) {
+	store := fsStore(t)
 	ctx := context.Background()
 	for _, l := range []*ledger{
 		newLedger(21, 300, func(r *rand.Rand) int { return r.IntN(64 << 10) }), // multi-block

@@ -226,7 +226,7 @@ func TestUploadLedgerExactlyOneFullBlock(t *testing.T) {
 	if (5*mib-128)%4 != 0 {
 		t.Fatal("bad arithmetic")
 	}
-	store := memblob.New()
+	store := fsStore(t)
 	u := mustNew(t, store, &Options{MaxBlockSize: 5 * mib})
 	res, err := u.Upload(context.Background(), l.request(), l.src())
 	if err != nil {
@@ -234,6 +234,9 @@ func TestUploadLedgerExactlyOneFullBlock(t *testing.T) {
 	}
 	if res.Blocks != 1 || res.Multipart || res.DataObjectLength != 5*mib {
 		t.Fatalf("blocks %d multipart %v length %d", res.Blocks, res.Multipart, res.DataObjectLength)
+	}
+	if err := Verify(context.Background(), store, res, &VerifyOptions{BlockHeaders: true}); err != nil {
+		t.Fatal(err)
 	}
 }
 
