@@ -187,6 +187,15 @@ func ioError(op, path string, err error) error {
 	return fmt.Errorf("%s %s: %w", op, path, err)
 }
 
+// syncError wraps a failed fdatasync: ErrNoSpace for ENOSPC (delayed
+// allocation), ErrSync otherwise.
+func syncError(path string, err error) error {
+	if isNoSpace(err) {
+		return ioError("fdatasync", path, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrSync, path, err)
+}
+
 // op kinds recorded by workers.
 const (
 	opWrite = iota

@@ -164,10 +164,7 @@ func (r *runner) layoutReadFile(ctx context.Context, size, maxBS int64) (*readFi
 		}
 	}
 	if err := wf.Datasync(); err != nil {
-		if isNoSpace(err) {
-			return nil, fmt.Errorf("randread layout: %w", ioError("fdatasync", path, err))
-		}
-		return nil, fmt.Errorf("randread layout: %w: %s: %w", ErrSync, path, err)
+		return nil, fmt.Errorf("randread layout: %w", syncError(path, err))
 	}
 	if err := wf.Fadvise(0, size, unix.FADV_DONTNEED); err != nil {
 		r.log.Warn("fadvise DONTNEED failed", "path", path, "err", err)

@@ -202,6 +202,18 @@ func TestFdatasyncFailure(t *testing.T) {
 		t.Fatalf("want ErrSync wrapping EIO, got %v", err)
 	}
 	ffs.assertGone(t)
+
+	// The random-read layout's fdatasync too, and ENOSPC there is ErrNoSpace.
+	for _, c := range []struct{ errno, want error }{{syscall.EIO, ErrSync}, {syscall.ENOSPC, ErrNoSpace}} {
+		ffs := &faultFS{syncErr: c.errno}
+		o.OpenFile = ffs.open
+		_, err := RunRandRead(context.Background(), RandReadOptions{Options: o,
+			RandReadParams: RandReadParams{BlockSizes: []int64{4 * KiB}, Depths: []int{1}, FileSize: 4 * MiB}})
+		if !errors.Is(err, c.want) || !errors.Is(err, c.errno) || !strings.Contains(err.Error(), "randread layout") {
+			t.Errorf("randread layout: want %v wrapping %v, got %v", c.want, c.errno, err)
+		}
+		ffs.assertGone(t)
+	}
 }
 
 func TestFallocateENOSPC(t *testing.T) {

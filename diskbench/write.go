@@ -287,10 +287,7 @@ func writeLoop(w *worker, f File, path string, buf []byte, fileSize, syncBytes i
 		pending += bs
 		if syncBytes > 0 && pending >= syncBytes {
 			if err := f.Datasync(); err != nil {
-				if isNoSpace(err) {
-					return ioError("fdatasync", path, err)
-				}
-				return fmt.Errorf("%w: %s: %w", ErrSync, path, err)
+				return syncError(path, err)
 			}
 			t3 := p.now()
 			w.done(opSync, t2, t3, 0)
