@@ -63,7 +63,7 @@ func (p *progressBar) draw(now time.Time) {
 	bar := strings.Repeat("=", fill) + strings.Repeat(" ", width-fill)
 	eta := "?"
 	if rate > 0 && p.total > 0 {
-		eta = (time.Duration(float64(p.total-p.bytes)/rate) * time.Second / time.Second).Round(time.Second).String()
+		eta = time.Duration(float64(p.total-p.bytes) / rate * float64(time.Second)).Round(time.Second).String()
 	}
 	fmt.Fprintf(p.w, "\r%s [%s] %3.0f%% %d entries %s %s/s ETA %s   ", p.label, bar, frac*100, p.entries,
 		humanBytes(p.bytes), humanBytes(int64(rate)), eta)
