@@ -1,0 +1,5 @@
+package buildfail
+
+import "testing"
+
+func TestX(t *testing.T) { undefinedThing() }

@@ -1,0 +1,2 @@
+module tsfake
+go 1.26
