@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
 )
 
 // progressBar draws a one-line progress bar with rate and ETA on stderr
@@ -65,8 +67,8 @@ func (p *progressBar) draw(now time.Time) {
 	if rate > 0 && p.total > 0 {
 		eta = time.Duration(float64(p.total-p.bytes) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	fmt.Fprintf(p.w, "\r%s [%s] %3.0f%% %d entries %s %s/s ETA %s   ", p.label, bar, frac*100, p.entries,
-		humanBytes(p.bytes), humanBytes(int64(rate)), eta)
+	fmt.Fprintf(p.w, "\r%s [%s] %3.0f%% %d entries %s %s ETA %s   ", p.label, bar, frac*100, p.entries,
+		diskbench.FormatBytes(p.bytes), diskbench.FormatRate(rate), eta)
 	p.drawn = true
 }
 
@@ -75,17 +77,4 @@ func (p *progressBar) finish() {
 	if p.drawn {
 		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 100))
 	}
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

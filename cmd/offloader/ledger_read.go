@@ -17,6 +17,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
+	"github.com/tierkeeper/tierkeeper/diskbench"
 )
 
 type ledgerReadOptions struct {
@@ -232,8 +233,8 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 		return nil
 	}
 	if !g.json() {
-		fmt.Fprintf(stderr, "read %d entries (%s) of ledger %d in %s (%s/s), digests verified\n", bar.entries,
-			humanBytes(bar.bytes), o.ledger, el.Round(time.Millisecond), humanBytes(int64(float64(bar.bytes)/max(el.Seconds(), 1e-9))))
+		fmt.Fprintf(stderr, "read %d entries (%s) of ledger %d in %s (%s), digests verified\n", bar.entries,
+			diskbench.FormatBytes(bar.bytes), o.ledger, el.Round(time.Millisecond), diskbench.FormatRate(float64(bar.bytes)/max(el.Seconds(), 1e-9)))
 	}
 	return nil
 }
