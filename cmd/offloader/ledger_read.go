@@ -104,7 +104,6 @@ func (o *ledgerReadOptions) validate(g *globalOptions) error {
 	return nil
 }
 
-// entryJSON is one entry in --output json.
 // readSummary is the --verify-only result.
 type readSummary struct {
 	Ledger     int64   `json:"ledger"`
@@ -118,6 +117,7 @@ type readSummary struct {
 	Verified   bool    `json:"verified"`
 }
 
+// entryJSON is one entry in --output json.
 type entryJSON struct {
 	Ledger  int64  `json:"ledger"`
 	Entry   int64  `json:"entry"`
