@@ -41,15 +41,24 @@ func (c *commonFlags) addFlags(fs *pflag.FlagSet, defDuration time.Duration) {
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log debug records to stderr")
 }
 
+// validate checks the common flags of journal, entrylog and randread.
 func (c *commonFlags) validate() error {
+	if err := c.validateDirOutput(); err != nil {
+		return err
+	}
+	if c.duration <= 0 {
+		return fmt.Errorf("%w: --duration must be positive", diskbench.ErrInvalidOptions)
+	}
+	return nil
+}
+
+// validateDirOutput checks --dir and --output (sweep allows --duration 0).
+func (c *commonFlags) validateDirOutput() error {
 	if c.dir == "" {
 		return fmt.Errorf("%w: --dir is required", diskbench.ErrInvalidOptions)
 	}
 	if c.output != "table" && c.output != "json" {
 		return fmt.Errorf("%w: --output %q (want table or json)", diskbench.ErrInvalidOptions, c.output)
-	}
-	if c.duration <= 0 {
-		return fmt.Errorf("%w: --duration must be positive", diskbench.ErrInvalidOptions)
 	}
 	return nil
 }
@@ -126,10 +135,13 @@ func writeSVGFile(path string, rep *diskbench.Report) error {
 	return nil
 }
 
-// runAndReport runs one Run* call and prints what it measured, also the
-// partial results when it failed.
-func runAndReport(cmd *cobra.Command, c *commonFlags, o diskbench.Options, bar *progressBar,
-	run func(ctx context.Context) ([]diskbench.Result, error)) error {
+// run runs one Run* call with the library options and prints what it
+// measured, also the partial results when it failed.
+func (c *commonFlags) run(cmd *cobra.Command, run func(context.Context, diskbench.Options) ([]diskbench.Result, error)) error {
+	o, bar, err := c.options(cmd)
+	if err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	t, err := diskbench.Check(ctx, o)
 	if err != nil {
@@ -137,14 +149,21 @@ func runAndReport(cmd *cobra.Command, c *commonFlags, o diskbench.Options, bar *
 	}
 	rep := diskbench.NewReport(t)
 	start := time.Now()
-	res, err := run(ctx)
-	bar.finish()
+	res, err := run(ctx, o)
 	rep.Results = append(rep.Results, res...)
 	for _, r := range res {
 		rep.BytesWritten += r.BytesWritten
 	}
 	rep.ElapsedSec = time.Since(start).Seconds()
-	if len(res) > 0 || err == nil {
+	return c.report(cmd, bar, rep, err)
+}
+
+// report clears the progress bar and prints rep unless the run failed
+// before measuring anything. It returns the run's error, else the
+// printing's.
+func (c *commonFlags) report(cmd *cobra.Command, bar *progressBar, rep *diskbench.Report, err error) error {
+	bar.finish()
+	if rep != nil && (len(rep.Results) > 0 || err == nil) {
 		if eerr := c.emit(cmd, rep); eerr != nil && err == nil {
 			err = eerr
 		}

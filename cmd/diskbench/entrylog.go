@@ -44,11 +44,7 @@ fdatasync every --flush-every bytes, as DbLedgerStorage's entry logger does.`,
 			if ep.Prealloc, err = parsePrealloc(prealloc); err != nil {
 				return err
 			}
-			o, bar, err := c.options(cmd)
-			if err != nil {
-				return err
-			}
-			return runAndReport(cmd, &c, o, bar, func(ctx context.Context) ([]diskbench.Result, error) {
+			return c.run(cmd, func(ctx context.Context, o diskbench.Options) ([]diskbench.Result, error) {
 				return diskbench.RunEntryLog(ctx, diskbench.EntryLogOptions{Options: o, EntryLogParams: ep})
 			})
 		},

@@ -46,11 +46,7 @@ bytes/s, IOPS and write, fdatasync and commit latency percentiles.`,
 			if jp.Prealloc, err = parsePrealloc(prealloc); err != nil {
 				return err
 			}
-			o, bar, err := c.options(cmd)
-			if err != nil {
-				return err
-			}
-			return runAndReport(cmd, &c, o, bar, func(ctx context.Context) ([]diskbench.Result, error) {
+			return c.run(cmd, func(ctx context.Context, o diskbench.Options) ([]diskbench.Result, error) {
 				return diskbench.RunJournal(ctx, diskbench.JournalOptions{Options: o, JournalParams: jp})
 			})
 		},

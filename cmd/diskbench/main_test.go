@@ -163,6 +163,8 @@ func TestBadInput(t *testing.T) {
 		"bookie data":   {[]string{"journal", "--dir", bookie, "--allow-any-fs"}, diskbench.ErrBookieData, "--force"},
 		"huge budget":   {[]string{"journal", "--dir", dir, "--allow-any-fs", "--max-bytes", "1000000t"}, diskbench.ErrInsufficientSpace, "free"},
 		"bad workloads": {[]string{"sweep", "--dir", dir, "--workloads", "journal,fsync"}, diskbench.ErrInvalidOptions, "fsync"},
+		"sweep no dir":  {[]string{"sweep"}, diskbench.ErrInvalidOptions, "--dir is required"},
+		"sweep output":  {[]string{"sweep", "--dir", dir, "--output", "xml"}, diskbench.ErrInvalidOptions, "--output"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := run(t, c.args...)

@@ -38,11 +38,7 @@ warning in the output.`,
 			if rp.FileSize, err = optSize(fileSize, "--file-size"); err != nil {
 				return err
 			}
-			o, bar, err := c.options(cmd)
-			if err != nil {
-				return err
-			}
-			return runAndReport(cmd, &c, o, bar, func(ctx context.Context) ([]diskbench.Result, error) {
+			return c.run(cmd, func(ctx context.Context, o diskbench.Options) ([]diskbench.Result, error) {
 				return diskbench.RunRandRead(ctx, diskbench.RandReadOptions{Options: o, RandReadParams: rp})
 			})
 		},

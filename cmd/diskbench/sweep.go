@@ -26,11 +26,8 @@ no longer fit are skipped and listed as warnings.`,
 		Example: "  diskbench sweep --dir /mnt/ssd0/tmp --time-budget 60s --svg sweep.svg",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if c.dir == "" {
-				return fmt.Errorf("%w: --dir is required", diskbench.ErrInvalidOptions)
-			}
-			if c.output != "table" && c.output != "json" {
-				return fmt.Errorf("%w: --output %q (want table or json)", diskbench.ErrInvalidOptions, c.output)
+			if err := c.validateDirOutput(); err != nil {
+				return err
 			}
 			if timeBudget <= 0 {
 				return fmt.Errorf("%w: --time-budget must be positive", diskbench.ErrInvalidOptions)
@@ -40,8 +37,7 @@ no longer fit are skipped and listed as warnings.`,
 				return err
 			}
 			plan := diskbench.DefaultPlan(c.dir)
-			o.Duration = c.duration // 0: derived from the time budget
-			plan.Options = o
+			plan.Options = o // Duration 0: derived from the time budget
 			plan.TimeBudget = timeBudget
 			want := map[string]bool{}
 			for _, w := range strings.Split(workloads, ",") {
@@ -64,13 +60,7 @@ no longer fit are skipped and listed as warnings.`,
 				plan.RandRead = nil
 			}
 			rep, err := diskbench.Sweep(cmd.Context(), plan)
-			bar.finish()
-			if rep != nil && (len(rep.Results) > 0 || err == nil) {
-				if eerr := c.emit(cmd, rep); eerr != nil && err == nil {
-					err = eerr
-				}
-			}
-			return err
+			return c.report(cmd, bar, rep, err)
 		},
 	}
 	c.addFlags(cmd.Flags(), 0)
