@@ -161,11 +161,11 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.to > md.LastEntryID {
+		return fmt.Errorf("--to %d: ledger %d ends at entry %d", o.to, o.ledger, md.LastEntryID)
+	}
 	to := o.to
-	if to < 0 || to > md.LastEntryID {
-		if o.to > md.LastEntryID {
-			return fmt.Errorf("--to %d: ledger %d ends at entry %d", o.to, o.ledger, md.LastEntryID)
-		}
+	if to < 0 {
 		to = md.LastEntryID
 	}
 	if o.from > to+1 || (o.from > md.LastEntryID && md.LastEntryID >= 0) {
