@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -8,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
@@ -21,7 +22,9 @@ import (
 func topicsFixture(t *testing.T, chroot string) (addr string, attempt uuid.UUID) {
 	t.Helper()
 	z := startZK(t)
-	c, _, err := zk.Connect([]string{z.Addr}, 10*time.Second, zk.WithLogInfo(false))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := metadata.Connect(ctx, []string{z.Addr}, metadata.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
@@ -24,27 +25,15 @@ import (
 
 func connect(t *testing.T, addr string) *zk.Conn {
 	t.Helper()
-	c, ev, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardLogger{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := metadata.Connect(ctx, []string{addr}, metadata.ConnectOptions{SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatalf("connect %s: %v", addr, err)
 	}
 	t.Cleanup(c.Close)
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case e := <-ev:
-			if e.State == zk.StateHasSession {
-				return c
-			}
-		case <-deadline:
-			t.Fatalf("no ZooKeeper session with %s", addr)
-		}
-	}
+	return c
 }
-
-type discardLogger struct{}
-
-func (discardLogger) Printf(string, ...any) {}
 
 // create makes p with data, creating missing parents empty.
 func create(t *testing.T, c *zk.Conn, p string, data []byte) {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
 
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
 
@@ -70,22 +71,14 @@ type mlReopenResult struct {
 
 func mlStore(t *testing.T) (*mlmeta.Store, *zk.Conn) {
 	t.Helper()
-	z := sharedZK(t)
-	c, ev, err := zk.Connect([]string{z.Addr}, 10*time.Second, zk.WithLogInfo(false))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := metadata.Connect(ctx, []string{sharedZK(t).Addr}, metadata.ConnectOptions{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	for deadline := time.After(30 * time.Second); ; {
-		select {
-		case e := <-ev:
-			if e.State == zk.StateHasSession {
-				return mlmeta.New(c, nil), c
-			}
-		case <-deadline:
-			t.Fatal("no ZooKeeper session")
-		}
-	}
+	return mlmeta.New(c, nil), c
 }
 
 // mlWrite has Pulsar's managed-ledger library write 25 entries, 10 per
