@@ -38,119 +38,32 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-var (
-	isPut      = func(r *http.Request) bool { return r.Method == "PUT" && !r.URL.Query().Has("partNumber") }
-	isPart     = faults.Method("PUT", "partNumber")
-	isComplete = faults.Method("POST", "uploadId")
-)
-
-func upload(ctx context.Context, s blob.Store, key string, data []byte) (blob.Attrs, error) {
-	return blob.UploadStream(ctx, s, key, bytes.NewReader(data), blob.UploadOptions{PartSize: blob.MinPartSize, Concurrency: 2})
-}
-
-func assertNoUploads(t *testing.T, s *Store, prefix string) {
-	t.Helper()
-	if ups, err := s.ListMultipart(ctxT(t), prefix); err != nil || len(ups) != 0 {
-		t.Errorf("incomplete uploads left under %q: %+v, %v", prefix, ups, err)
-	}
-}
-
-func count(p *faults.Proxy, f func(faults.Request) bool) int { return p.Count(f) }
-
-func TestFaultSlowDownIsRetried(t *testing.T) {
-	s, p := faultStore(t)
-	p.Add(faults.Rule{Match: isPut, Times: 2, Kind: faults.Status, Status: 503, Code: "SlowDown"})
-	data := randBytes(1000)
-	if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
-		t.Fatalf("Put through two SlowDowns: %v", err)
-	}
-	if n := count(p, func(r faults.Request) bool { return r.Method == "PUT" }); n != 3 {
-		t.Errorf("PUT attempts = %d, want 3", n)
-	}
-	blobtest.AssertStored(t, s, "k", data)
+func TestFaults(t *testing.T) {
+	faults.Common(t, func(t *testing.T) (faults.Store, *faults.Proxy) { return faultStore(t) }, attempts)
 }
 
 func TestFault4xxIsNotRetried(t *testing.T) {
 	s, p := faultStore(t)
-	p.Add(faults.Rule{Match: isPut, Kind: faults.Status, Status: 403, Code: "AccessDenied"})
+	p.Add(faults.Rule{Match: faults.PutObject, Kind: faults.Status, Status: 403, Code: "AccessDenied"})
 	_, err := s.Put(ctxT(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
 	if !errors.Is(err, blob.ErrAccessDenied) {
 		t.Errorf("Put answered 403: %v, want ErrAccessDenied", err)
 	}
-	if n := count(p, func(r faults.Request) bool { return r.Method == "PUT" }); n != 1 {
+	if n := p.Count(func(r faults.Request) bool { return r.Method == "PUT" }); n != 1 {
 		t.Errorf("PUT attempts = %d, want 1 (4xx is final)", n)
 	}
-}
-
-func TestFault500OnEveryPartAbortsCleanly(t *testing.T) {
-	s, p := faultStore(t)
-	p.Add(faults.Rule{Match: isPart, Kind: faults.Status, Status: 500, Code: "InternalError"})
-	data := randBytes(2*blob.MinPartSize + 10)
-	if _, err := upload(ctxT(t), s, "mp", data); err == nil {
-		t.Fatal("upload succeeded though every part failed")
-	}
-	// Parts go two at a time: the first to exhaust its attempts cancels
-	// the other, so only the maximum is exact.
-	byPart := map[string]int{}
-	for _, r := range p.Requests() {
-		if r.Method == "PUT" && r.Query.Has("partNumber") {
-			byPart[r.Query.Get("partNumber")]++
-		}
-	}
-	most := 0
-	for n, c := range byPart {
-		if c > attempts {
-			t.Errorf("part %s tried %d times, max %d", n, c, attempts)
-		}
-		most = max(most, c)
-	}
-	if most != attempts {
-		t.Errorf("parts tried %v times, want one part tried %d times", byPart, attempts)
-	}
-	blobtest.AssertAbsentOrEqual(t, s, "mp", nil)
-	assertNoUploads(t, s, "mp")
-}
-
-// A corrupted part fails cosfake's Content-MD5 check (400 InvalidDigest);
-// the provider resends it.
-func TestFaultCorruptPartIsRejectedAndRetried(t *testing.T) {
-	s, p := faultStore(t)
-	p.Add(faults.Rule{Match: isPart, Times: 1, Kind: faults.CorruptRequestBody})
-	data := randBytes(2*blob.MinPartSize + 10)
-	if _, err := upload(ctxT(t), s, "mp", data); err != nil {
-		t.Fatalf("upload with one corrupted part: %v", err)
-	}
-	if n := count(p, func(r faults.Request) bool { return r.Method == "PUT" && r.Query.Has("partNumber") }); n != 4 {
-		t.Errorf("part requests = %d, want 3 parts + 1 retry", n)
-	}
-	blobtest.AssertStored(t, s, "mp", data)
-}
-
-func TestFaultCorruptBodyAlwaysFailsCleanly(t *testing.T) {
-	s, p := faultStore(t)
-	p.Add(faults.Rule{Match: func(r *http.Request) bool { return r.Method == "PUT" }, Kind: faults.CorruptRequestBody})
-	data := randBytes(blob.MinPartSize + 10)
-	if _, err := s.Put(ctxT(t), "single", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); !errors.Is(err, blob.ErrBadDigest) {
-		t.Errorf("Put with corrupted body: %v, want ErrBadDigest", err)
-	}
-	blobtest.AssertAbsentOrEqual(t, s, "single", nil)
-	if _, err := upload(ctxT(t), s, "mp", data); !errors.Is(err, blob.ErrBadDigest) {
-		t.Errorf("multipart with corrupted parts: %v, want ErrBadDigest", err)
-	}
-	blobtest.AssertAbsentOrEqual(t, s, "mp", nil)
-	assertNoUploads(t, s, "mp")
 }
 
 // The SDK checks the CRC-64 COS returns for a part against the bytes it
 // sent; a server that reports another CRC fails the part.
 func TestFaultWrongPartCRCIsDetected(t *testing.T) {
 	s, p := faultStore(t)
-	p.Add(faults.Rule{Match: isPart, Times: 1, Kind: faults.RewriteResponse, Rewrite: func(h http.Header) { h.Set("x-cos-hash-crc64ecma", "12345") }})
+	p.Add(faults.Rule{Match: faults.UploadPart, Times: 1, Kind: faults.RewriteResponse, Rewrite: func(h http.Header) { h.Set("x-cos-hash-crc64ecma", "12345") }})
 	data := randBytes(blob.MinPartSize + 10)
-	if _, err := upload(ctxT(t), s, "mp", data); err != nil {
+	if _, err := faults.Upload(ctxT(t), s, "mp", data); err != nil {
 		t.Fatalf("upload with one lying part answer: %v", err)
 	}
-	if n := count(p, func(r faults.Request) bool { return r.Method == "PUT" && r.Query.Has("partNumber") }); n != 3 {
+	if n := p.Count(func(r faults.Request) bool { return r.Method == "PUT" && r.Query.Has("partNumber") }); n != 3 {
 		t.Errorf("part requests = %d, want 2 parts + 1 retry", n)
 	}
 	blobtest.AssertStored(t, s, "mp", data)
@@ -160,63 +73,12 @@ func TestFaultWrongPartCRCIsDetected(t *testing.T) {
 // is deleted: no object that lies is left.
 func TestFaultWrongObjectCRCDeletesObject(t *testing.T) {
 	s, p := faultStore(t)
-	p.Add(faults.Rule{Match: isComplete, Kind: faults.RewriteResponse, Rewrite: func(h http.Header) { h.Set("x-cos-hash-crc64ecma", "1") }})
+	p.Add(faults.Rule{Match: faults.CompleteMultipart, Kind: faults.RewriteResponse, Rewrite: func(h http.Header) { h.Set("x-cos-hash-crc64ecma", "1") }})
 	data := randBytes(blob.MinPartSize + 10)
-	if _, err := upload(ctxT(t), s, "mp", data); !errors.Is(err, blob.ErrBadDigest) {
+	if _, err := faults.Upload(ctxT(t), s, "mp", data); !errors.Is(err, blob.ErrBadDigest) {
 		t.Fatalf("upload with a wrong completed CRC: %v, want ErrBadDigest", err)
 	}
 	blobtest.AssertAbsentOrEqual(t, s, "mp", nil)
-}
-
-func TestFaultLostCompleteResponse(t *testing.T) {
-	s, p := faultStore(t)
-	p.Add(faults.Rule{Match: isComplete, Times: 1, Kind: faults.ResetAfterForward})
-	data := randBytes(2*blob.MinPartSize + 10)
-	if _, err := upload(ctxT(t), s, "mp", data); err != nil {
-		t.Fatalf("upload with a lost Complete response: %v", err)
-	}
-	if n := count(p, func(r faults.Request) bool { return r.Method == "POST" && r.Query.Has("uploadId") }); n != 2 {
-		t.Errorf("Complete requests = %d, want 2", n)
-	}
-	blobtest.AssertStored(t, s, "mp", data)
-	assertNoUploads(t, s, "mp")
-}
-
-func TestFaultConnectionResetIsRetried(t *testing.T) {
-	s, p := faultStore(t)
-	p.Add(faults.Rule{Match: isPut, Times: 1, Kind: faults.ResetBeforeForward})
-	p.Add(faults.Rule{Match: isPart, Times: 1, Kind: faults.ResetAfterForward})
-	data := randBytes(1000)
-	if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
-		t.Fatalf("Put after a connection reset: %v", err)
-	}
-	blobtest.AssertStored(t, s, "k", data)
-	big := randBytes(blob.MinPartSize + 10)
-	if _, err := upload(ctxT(t), s, "mp", big); err != nil {
-		t.Fatalf("upload after a lost part response: %v", err)
-	}
-	blobtest.AssertStored(t, s, "mp", big)
-}
-
-func TestFaultTruncatedDownloadIsAnError(t *testing.T) {
-	s, p := faultStore(t)
-	data := randBytes(100_000)
-	if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	p.Add(faults.Rule{Match: faults.Method("GET", ""), Times: 2, Kind: faults.TruncateBody, KeepBytes: 1000})
-	for _, r := range [][2]int64{{0, -1}, {10, 50_000}} {
-		rc, _, err := s.GetRange(ctxT(t), "k", r[0], r[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(rc)
-		rc.Close()
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Errorf("GetRange%v of a truncated body: %d bytes, err %v; want io.ErrUnexpectedEOF", r, len(got), err)
-		}
-	}
-	blobtest.AssertStored(t, s, "k", data)
 }
 
 // A whole-object download whose bytes do not match the stored CRC-64 fails
@@ -252,7 +114,7 @@ func TestContentMD5AndSSEHeaders(t *testing.T) {
 	if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data[:100]), 100, blob.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := upload(ctxT(t), s, "mp", data); err != nil {
+	if _, err := faults.Upload(ctxT(t), s, "mp", data); err != nil {
 		t.Fatal(err)
 	}
 	puts, inits := 0, 0

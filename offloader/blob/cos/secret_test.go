@@ -41,7 +41,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	errs = append(errs, err)
 
 	// Valid keys, failing parts: retries are logged.
-	p.Add(faults.Rule{Match: isPart, Kind: faults.Status, Status: 503, Code: "SlowDown"})
+	p.Add(faults.Rule{Match: faults.UploadPart, Kind: faults.Status, Status: 503, Code: "SlowDown"})
 	good := fakeConfig(f, bucket)
 	good.Credentials.SessionToken = token
 	gs, err := New(good, Options{Logger: log, DialContext: f.DialContext})

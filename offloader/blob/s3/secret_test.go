@@ -29,7 +29,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	p, _ := faults.NewReverse(srv.Endpoint)
 	ts := httptest.NewServer(p)
 	t.Cleanup(ts.Close)
-	p.Add(faults.Rule{Match: isPart, Kind: faults.Status, Status: 503, Code: "SlowDown"})
+	p.Add(faults.Rule{Match: faults.UploadPart, Kind: faults.Status, Status: 503, Code: "SlowDown"})
 
 	cfg := staticConfig(srv, bucket)
 	cfg.Endpoint = ts.URL
@@ -52,7 +52,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	_, err = s.Head(ctxT(t), "k")
 	errs = append(errs, err)
 	errs = append(errs, s.Iter(ctxT(t), "", func(blob.Attrs) error { return nil }))
-	_, err = upload(ctxT(t), s, "mp", randBytes(10))
+	_, err = faults.Upload(ctxT(t), s, "mp", randBytes(10))
 	errs = append(errs, err)
 	_, err = ts2.Put(ctxT(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
 	errs = append(errs, err)

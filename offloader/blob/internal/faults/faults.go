@@ -250,6 +250,15 @@ func Method(method, queryParam string) func(*http.Request) bool {
 	}
 }
 
+// PutObject matches PUT requests that are not parts (Put).
+func PutObject(r *http.Request) bool { return r.Method == "PUT" && !r.URL.Query().Has("partNumber") }
+
+// UploadPart matches part uploads.
+func UploadPart(r *http.Request) bool { return Method("PUT", "partNumber")(r) }
+
+// CompleteMultipart matches Complete requests.
+func CompleteMultipart(r *http.Request) bool { return Method("POST", "uploadId")(r) }
+
 // PathHasSuffix matches requests whose path ends with s.
 func PathHasSuffix(s string) func(*http.Request) bool {
 	return func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, s) }

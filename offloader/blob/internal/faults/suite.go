@@ -1,0 +1,191 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
+)
+
+// Store is what the shared fault tests need of a provider.
+type Store interface {
+	blob.Store
+	blob.MultipartLister
+}
+
+// Setup returns a store backed by a fresh, empty bucket whose requests go
+// through the returned proxy.
+type Setup func(t *testing.T) (Store, *Proxy)
+
+// Upload sends data with blob.UploadStream in MinPartSize parts, two in
+// flight: the part geometry the request counts of the fault tests assume.
+func Upload(ctx context.Context, s blob.Store, key string, data []byte) (blob.Attrs, error) {
+	return blob.UploadStream(ctx, s, key, bytes.NewReader(data), blob.UploadOptions{PartSize: blob.MinPartSize, Concurrency: 2})
+}
+
+// Common runs the fault tests every HTTP provider passes: retried
+// SlowDown, a 500 on every part, corrupted parts and bodies, connection
+// resets, a lost Complete answer and truncated downloads. Each subtest
+// calls setup; attempts is the retry.max_attempts of the store setup
+// builds. After every failure there is no object or a byte-identical one,
+// and no incomplete upload.
+func Common(t *testing.T, setup Setup, attempts int) {
+	t.Run("SlowDownIsRetried", func(t *testing.T) {
+		s, p := setup(t)
+		p.Add(Rule{Match: PutObject, Times: 2, Kind: Status, Status: 503, Code: "SlowDown"})
+		data := randBytes(1000)
+		if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
+			t.Fatalf("Put through two SlowDowns: %v", err)
+		}
+		if n := p.Count(func(r Request) bool { return r.Method == "PUT" }); n != 3 {
+			t.Errorf("PUT attempts = %d, want 3", n)
+		}
+		blobtest.AssertStored(t, s, "k", data)
+	})
+
+	t.Run("500OnEveryPartAbortsCleanly", func(t *testing.T) {
+		s, p := setup(t)
+		p.Add(Rule{Match: UploadPart, Kind: Status, Status: 500, Code: "InternalError"})
+		data := randBytes(2*blob.MinPartSize + 10)
+		if _, err := Upload(ctxT(t), s, "mp", data); err == nil {
+			t.Fatal("upload succeeded though every part failed")
+		}
+		byPart := map[string]int{}
+		for _, r := range p.Requests() {
+			if r.Method == "PUT" && r.Query.Has("partNumber") {
+				byPart[r.Query.Get("partNumber")]++
+			}
+		}
+		// Parts go two at a time: the first to exhaust its attempts cancels
+		// the other, so only the maximum is exact.
+		most := 0
+		for n, c := range byPart {
+			if c > attempts {
+				t.Errorf("part %s tried %d times, max %d", n, c, attempts)
+			}
+			most = max(most, c)
+		}
+		if most != attempts {
+			t.Errorf("parts tried %v times, want one part tried %d times", byPart, attempts)
+		}
+		if n := p.Count(func(r Request) bool { return r.Method == "DELETE" && r.Query.Has("uploadId") }); n != 1 {
+			t.Errorf("abort requests = %d, want 1", n)
+		}
+		blobtest.AssertAbsentOrEqual(t, s, "mp", nil)
+		assertNoUploads(t, s, "mp")
+	})
+
+	// A corrupted part fails the server's Content-MD5 check; the provider
+	// resends it.
+	t.Run("CorruptPartIsRejectedAndRetried", func(t *testing.T) {
+		s, p := setup(t)
+		p.Add(Rule{Match: UploadPart, Times: 1, Kind: CorruptRequestBody})
+		data := randBytes(2*blob.MinPartSize + 10)
+		if _, err := Upload(ctxT(t), s, "mp", data); err != nil {
+			t.Fatalf("upload with one corrupted part: %v", err)
+		}
+		if n := p.Count(func(r Request) bool { return r.Method == "PUT" && r.Query.Has("partNumber") }); n != 4 {
+			t.Errorf("part requests = %d, want 3 parts + 1 retry", n)
+		}
+		blobtest.AssertStored(t, s, "mp", data)
+	})
+
+	t.Run("CorruptBodyAlwaysFailsCleanly", func(t *testing.T) {
+		s, p := setup(t)
+		p.Add(Rule{Match: func(r *http.Request) bool { return r.Method == "PUT" }, Kind: CorruptRequestBody})
+		data := randBytes(blob.MinPartSize + 10)
+		if _, err := s.Put(ctxT(t), "single", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); !errors.Is(err, blob.ErrBadDigest) {
+			t.Errorf("Put with corrupted body: %v, want ErrBadDigest", err)
+		}
+		blobtest.AssertAbsentOrEqual(t, s, "single", nil)
+		if _, err := Upload(ctxT(t), s, "mp", data); !errors.Is(err, blob.ErrBadDigest) {
+			t.Errorf("multipart with corrupted parts: %v, want ErrBadDigest", err)
+		}
+		blobtest.AssertAbsentOrEqual(t, s, "mp", nil)
+		assertNoUploads(t, s, "mp")
+	})
+
+	t.Run("ConnectionResetIsRetried", func(t *testing.T) {
+		s, p := setup(t)
+		p.Add(Rule{Match: PutObject, Times: 1, Kind: ResetBeforeForward})
+		p.Add(Rule{Match: UploadPart, Times: 1, Kind: ResetAfterForward})
+		data := randBytes(1000)
+		if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
+			t.Fatalf("Put after a connection reset: %v", err)
+		}
+		blobtest.AssertStored(t, s, "k", data)
+		big := randBytes(blob.MinPartSize + 10)
+		if _, err := Upload(ctxT(t), s, "mp", big); err != nil {
+			t.Fatalf("upload after a lost part response: %v", err)
+		}
+		blobtest.AssertStored(t, s, "mp", big)
+	})
+
+	// The server completes the upload but the answer is lost; the retry
+	// finds no upload. The store accepts the object only after checking it
+	// against the parts it sent.
+	t.Run("LostCompleteResponse", func(t *testing.T) {
+		s, p := setup(t)
+		p.Add(Rule{Match: CompleteMultipart, Times: 1, Kind: ResetAfterForward})
+		data := randBytes(2*blob.MinPartSize + 10)
+		a, err := Upload(ctxT(t), s, "mp", data)
+		if err != nil {
+			t.Fatalf("upload with a lost Complete response: %v", err)
+		}
+		if a.Size != int64(len(data)) {
+			t.Errorf("attrs size %d", a.Size)
+		}
+		if n := p.Count(func(r Request) bool { return r.Method == "POST" && r.Query.Has("uploadId") }); n != 2 {
+			t.Errorf("Complete requests = %d, want 2", n)
+		}
+		blobtest.AssertStored(t, s, "mp", data)
+		assertNoUploads(t, s, "mp")
+	})
+
+	t.Run("TruncatedDownloadIsAnError", func(t *testing.T) {
+		s, p := setup(t)
+		data := randBytes(100_000)
+		if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p.Add(Rule{Match: Method("GET", ""), Times: 2, Kind: TruncateBody, KeepBytes: 1000})
+		for _, r := range [][2]int64{{0, -1}, {10, 50_000}} {
+			rc, _, err := s.GetRange(ctxT(t), "k", r[0], r[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(rc)
+			rc.Close()
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("GetRange%v of a truncated body: %d bytes, err %v; want io.ErrUnexpectedEOF", r, len(got), err)
+			}
+		}
+		blobtest.AssertStored(t, s, "k", data) // unfaulted read is whole
+	})
+}
+
+func assertNoUploads(t *testing.T, s blob.MultipartLister, prefix string) {
+	t.Helper()
+	if ups, err := s.ListMultipart(ctxT(t), prefix); err != nil || len(ups) != 0 {
+		t.Errorf("incomplete uploads left under %q: %+v, %v", prefix, ups, err)
+	}
+}
+
+func randBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.NewChaCha8([32]byte{byte(n)}).Read(b)
+	return b
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
