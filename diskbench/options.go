@@ -186,8 +186,8 @@ type Plan struct {
 
 // DefaultPlan returns the sweep the bookie agent runs by default: journal at
 // 1, 2, 4 writers × 4 KiB, 64 KiB; entry log at 1 MiB; random reads of 4 KiB
-// at depth 1 and 16 and of 1 MiB at depth 1; within 60 s and min(2 GiB, 10%
-// of the free space).
+// and 1 MiB at depth 1 and 16; within 60 s and min(2 GiB, 10% of the free
+// space).
 func DefaultPlan(dir string) Plan {
 	return Plan{
 		Options:    Options{Dir: dir},

@@ -37,9 +37,10 @@ const (
 
 // Sweep runs plan within its time and byte budgets and returns the report.
 // Each point gets an equal slice of the time left (warm-up = max(1 s, 5%),
-// at most a third of the slice) and an equal share of the bytes left; points
-// that no longer fit in the time budget are skipped and listed in
-// Report.Warnings. On error the report holds the results measured so far.
+// at most a third of the slice); the random-read file is set aside first and
+// each write point gets a block-size-weighted share of the bytes left (see
+// byteWeight). Points that no longer fit in the time budget are skipped and
+// listed in Report.Warnings. On error the report holds the results measured so far.
 func Sweep(ctx context.Context, plan Plan) (*Report, error) {
 	var wps []writeParams
 	if plan.Journal != nil {
