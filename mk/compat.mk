@@ -9,18 +9,24 @@ PULSAR_VERSION ?=
 COMPAT_MVN    := mvn -B -q -s $(COMPAT_JAVA)/settings.xml -f $(COMPAT_JAVA)/pom.xml \
                  -Dmaven.repo.local=$(COMPAT_M2) $(if $(PULSAR_VERSION),-Dpulsar.version=$(PULSAR_VERSION))
 COMPAT_OUT    := $(COMPAT_JAVA)/target/cp.txt
+# Holds the PULSAR_VERSION of the last build; rewritten only when it changes,
+# so switching versions rebuilds and an unchanged one does not.
+COMPAT_PV     := $(COMPAT_JAVA)/target/pulsar-version
 COMPAT_SRC    := $(COMPAT_JAVA)/pom.xml $(COMPAT_JAVA)/settings.xml $(shell find $(COMPAT_JAVA)/src -type f 2>/dev/null)
 
 APT_PACKAGES += openjdk-17-jdk-headless maven
 DEPS         += compat-prepare
 TEST_DEPS    += compat-prepare
 
-.PHONY: compat-prepare compat compat-clean
+.PHONY: compat-prepare compat compat-clean compat-pulsar-version
 
 ## compat-prepare: build the Java side (tool, classpath file, jcloud NAR); offline when .cache/m2 is primed.
 compat-prepare: $(COMPAT_OUT)
 
-$(COMPAT_OUT): $(COMPAT_SRC) | deps-apt
+$(COMPAT_PV): compat-pulsar-version
+	@mkdir -p $(@D); [ -f $@ ] && [ "$$(cat $@)" = "$(PULSAR_VERSION)" ] || echo "$(PULSAR_VERSION)" > $@
+
+$(COMPAT_OUT): $(COMPAT_SRC) $(COMPAT_PV) | deps-apt
 	@mkdir -p $(COMPAT_M2)
 	@start=$$(date +%s); \
 	$(COMPAT_MVN) -o compile >/dev/null 2>&1 || $(COMPAT_MVN) compile; \
