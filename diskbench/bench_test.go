@@ -35,7 +35,7 @@ func (nullFile) Close() error                           { return nil }
 // operation compared with fio.
 func BenchmarkEngineOverhead(b *testing.B) {
 	dir := b.TempDir()
-	o := Options{Dir: dir, Duration: 500 * time.Millisecond, Warmup: -1, MaxBytes: 1 << 40, AllowAnyFS: true,
+	o := Options{Dir: dir, Duration: 500 * time.Millisecond, Warmup: -1, AllowAnyFS: true,
 		OpenFile: func(name string, flag int, perm os.FileMode) (File, error) {
 			f, err := OpenOSFile(name, flag, perm) // create the real name, then drop it
 			if err == nil {
