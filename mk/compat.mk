@@ -42,7 +42,8 @@ compat-clean:
 	rm -rf $(COMPAT_JAVA)/target
 
 .PHONY: bench-bk-read
-## bench-bk-read: BookKeeper read throughput (Java client; Go readers named Benchmark*BookKeeperRead* too) on the big ledger.
+# Not part of `make bench`: bench-bk (mk/bookkeeper.mk) already measures the
+# Java client's reads, next to the Go reader's, on a ledger of the same size.
+## bench-bk-read: the Java client's read throughput (BenchmarkBookKeeperReadJava) on the big shared ledger.
 bench-bk-read: deps compat-prepare
 	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -run '^$$' -bench 'BookKeeperRead' -benchtime 1x -timeout 30m ./test/compat/
-bench: bench-bk-read
