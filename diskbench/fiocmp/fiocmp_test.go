@@ -146,3 +146,27 @@ func TestRunTiny(t *testing.T) {
 		t.Errorf("files left: %v", ents)
 	}
 }
+
+func TestMedian(t *testing.T) {
+	runs := []Metrics{
+		{BytesPerSec: 30, IOPS: 3, OpP99Ns: 300, SyncP99Ns: 10},
+		{BytesPerSec: 10, IOPS: 1, OpP99Ns: 100, SyncP99Ns: 30},
+		{BytesPerSec: 20, IOPS: 2, OpP99Ns: 200, SyncP99Ns: 20},
+	}
+	if got, want := median(runs), (Metrics{BytesPerSec: 20, IOPS: 2, OpP99Ns: 200, SyncP99Ns: 20}); got != want {
+		t.Errorf("median of 3 = %+v, want %+v", got, want)
+	}
+	if got, want := median(runs[:2]), (Metrics{BytesPerSec: 20, IOPS: 2, OpP99Ns: 200, SyncP99Ns: 20}); got != want {
+		t.Errorf("median of 2 = %+v, want %+v", got, want)
+	}
+	if got := median(nil); got != (Metrics{}) {
+		t.Errorf("median of none = %+v", got)
+	}
+	if got := spread(runs); got != "100%" {
+		t.Errorf("spread = %q, want (30-10)/20 = 100%%", got)
+	}
+	in := []float64{3, 1, 2}
+	if medianOf(in) != 2 || in[0] != 3 {
+		t.Errorf("medianOf = %v, input %v (must stay unsorted)", medianOf(in), in)
+	}
+}
