@@ -288,6 +288,10 @@ func TestBKCompareAndDeleteSeenByJava(t *testing.T) {
 	w := man.Ledgers[0]
 	s := bkStore(t, c)
 	ctx := context.Background()
+	before, err := s.ListLedgers(ctx)
+	if err != nil || !slices.Contains(before, w.LedgerID) {
+		t.Fatalf("ledger %d not listed before the delete: %v %v", w.LedgerID, before, err)
+	}
 	if _, err := s.DeleteLedger(ctx, w.LedgerID, metadata.Expect{LastEntryID: w.LastEntryID, Length: w.Length + 1}); !errors.Is(err, metadata.ErrChanged) {
 		t.Fatalf("delete with wrong length: %v", err)
 	}
@@ -311,5 +315,10 @@ func TestBKCompareAndDeleteSeenByJava(t *testing.T) {
 	defer conn.Close()
 	if ok, _, err := conn.Exists(p); err != nil || ok {
 		t.Fatalf("%s still exists: %v", p, err)
+	}
+	after, err := s.ListLedgers(ctx)
+	want := slices.DeleteFunc(before, func(id int64) bool { return id == w.LedgerID })
+	if err != nil || !slices.Equal(after, want) {
+		t.Fatalf("ledgers after the delete %v (%v), want %v", after, err, want)
 	}
 }
