@@ -52,6 +52,23 @@ func TestResolveRange(t *testing.T) {
 	}
 }
 
+func TestOrderParts(t *testing.T) {
+	size := func(s string) int64 { return int64(len(s)) }
+	got, total, err := blob.OrderParts(map[int]string{3: "c", 1: "aaa", 2: "bbb"}, size, 3)
+	if err != nil || total != 7 || strings.Join(got, ",") != "aaa,bbb,c" {
+		t.Errorf("OrderParts = %q, %d, %v", got, total, err)
+	}
+	if _, _, err := blob.OrderParts(map[int]string{1: "aaa", 3: "c"}, size, 3); !errors.Is(err, blob.ErrMissingPart) {
+		t.Errorf("gap: %v, want ErrMissingPart", err)
+	}
+	if _, _, err := blob.OrderParts(map[int]string{1: "a", 2: "b"}, size, 3); !errors.Is(err, blob.ErrPartTooSmall) {
+		t.Errorf("small first part: %v, want ErrPartTooSmall", err)
+	}
+	if _, _, err := blob.OrderParts(map[int]string{}, size, 3); !errors.Is(err, blob.ErrMissingPart) {
+		t.Errorf("no parts: %v, want ErrMissingPart", err)
+	}
+}
+
 func TestNormalizeMetadata(t *testing.T) {
 	md, err := blob.NormalizeMetadata(map[string]string{"S3ManagedLedgerOffloaderFormatVersion": "1", "ManagedLedgerName": "public/default/persistent/t"})
 	if err != nil || md["s3managedledgeroffloaderformatversion"] != "1" || md["managedledgername"] != "public/default/persistent/t" || len(md) != 2 {

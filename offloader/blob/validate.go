@@ -122,3 +122,23 @@ func CheckCompleteParts(sizes map[int]int64, minPart int64) error {
 	}
 	return nil
 }
+
+// OrderParts checks the parts recorded by a multipart upload (part number
+// → part) with CheckCompleteParts and returns them in part-number order, so
+// parts[i] is part i+1, with their total size. size gives a part's length.
+func OrderParts[P any](parts map[int]P, size func(P) int64, minPart int64) ([]P, int64, error) {
+	sizes := make(map[int]int64, len(parts))
+	for n, p := range parts {
+		sizes[n] = size(p)
+	}
+	if err := CheckCompleteParts(sizes, minPart); err != nil {
+		return nil, 0, err
+	}
+	out := make([]P, len(parts))
+	var total int64
+	for i := range out {
+		out[i] = parts[i+1]
+		total += sizes[i+1]
+	}
+	return out, total, nil
+}

@@ -583,31 +583,22 @@ func (m *multipart) UploadPart(ctx context.Context, n int, data []byte) error {
 // Complete assembles parts 1..N and checks the object's CRC-64.
 func (m *multipart) Complete(ctx context.Context) (blob.Attrs, error) {
 	m.mu.Lock()
-	sizes := make(map[int]int64, len(m.parts))
-	nums := make([]int, 0, len(m.parts))
-	for n, p := range m.parts {
-		sizes[n] = p.size
-		nums = append(nums, n)
-	}
-	sort.Ints(nums)
-	var list []cossdk.Object
-	var total int64
-	var crc uint64
-	for _, n := range nums {
-		p := m.parts[n]
-		list = append(list, cossdk.Object{PartNumber: n, ETag: p.etag})
-		total += p.size
-		crc = crc64Combine(crc, p.crc, p.size)
-	}
+	parts, total, err := blob.OrderParts(m.parts, func(p part) int64 { return p.size }, MinPartSize)
 	m.mu.Unlock()
-	if err := blob.CheckCompleteParts(sizes, MinPartSize); err != nil {
+	if err != nil {
 		return blob.Attrs{}, fmt.Errorf("cos complete %q: %w", m.key, err)
+	}
+	list := make([]cossdk.Object, len(parts))
+	var crc uint64
+	for i, p := range parts {
+		list[i] = cossdk.Object{PartNumber: i + 1, ETag: p.etag}
+		crc = crc64Combine(crc, p.crc, p.size)
 	}
 	var (
 		res  *cossdk.CompleteMultipartUploadResult
 		resp *cossdk.Response
 	)
-	err := m.s.do(ctx, "complete multipart", m.key, func(ctx context.Context) (err error) {
+	err = m.s.do(ctx, "complete multipart", m.key, func(ctx context.Context) (err error) {
 		res, resp, err = m.s.c.Object.CompleteMultipartUpload(ctx, m.key, m.id, &cossdk.CompleteMultipartUploadOptions{Parts: list})
 		return err
 	})

@@ -554,19 +554,15 @@ func (m *multipart) UploadPart(ctx context.Context, n int, data []byte) error {
 // Complete assembles parts 1..N.
 func (m *multipart) Complete(ctx context.Context) (blob.Attrs, error) {
 	m.mu.Lock()
-	sizes := make(map[int]int64, len(m.parts))
-	var list []types.CompletedPart
-	var total int64
-	for n, p := range m.parts {
-		sizes[n] = p.size
-		total += p.size
-		list = append(list, types.CompletedPart{PartNumber: aws.Int32(int32(n)), ETag: aws.String(p.etag)})
-	}
+	parts, total, err := blob.OrderParts(m.parts, func(p part) int64 { return p.size }, blob.MinPartSize)
 	m.mu.Unlock()
-	if err := blob.CheckCompleteParts(sizes, blob.MinPartSize); err != nil {
+	if err != nil {
 		return blob.Attrs{}, fmt.Errorf("s3 complete %q: %w", m.key, err)
 	}
-	sort.Slice(list, func(i, j int) bool { return *list[i].PartNumber < *list[j].PartNumber })
+	list := make([]types.CompletedPart, len(parts))
+	for i, p := range parts {
+		list[i] = types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: aws.String(p.etag)}
+	}
 	out, err := m.s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: &m.s.bucket, Key: &m.key, UploadId: &m.id,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: list},
