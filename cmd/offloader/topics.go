@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
@@ -377,9 +375,7 @@ type topicsProgress struct {
 }
 
 func newTopicsProgress(w io.Writer, want bool, total int) *topicsProgress {
-	f, ok := w.(*os.File)
-	return &topicsProgress{w: w, total: total, start: time.Now(),
-		enabled: want && ok && term.IsTerminal(int(f.Fd())) && total > 0}
+	return &topicsProgress{w: w, total: total, start: time.Now(), enabled: want && isTerminal(w) && total > 0}
 }
 
 func (p *topicsProgress) update(done int) {
