@@ -386,7 +386,7 @@ func (p *topicsProgress) update(done int) {
 	rate := float64(done) / max(time.Since(p.start).Seconds(), 1e-3)
 	eta := "-"
 	if rate > 0 {
-		eta = (time.Duration(float64(p.total-done)/rate) * time.Second / time.Second).Round(time.Second).String()
+		eta = time.Duration(float64(p.total-done) / rate * float64(time.Second)).Round(time.Second).String()
 	}
 	fmt.Fprintf(p.w, "\rread %d/%d managed ledgers (%.0f/s, ETA %s)   ", done, p.total, rate, eta)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
@@ -187,5 +188,15 @@ func TestTopicsHumanFormats(t *testing.T) {
 		if got := topicsBytes(n); got != want {
 			t.Errorf("topicsBytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestTopicsProgressETA(t *testing.T) {
+	var buf bytes.Buffer
+	// Half done after 20 s: the other half takes 20 s more.
+	p := &topicsProgress{w: &buf, total: 20, start: time.Now().Add(-20 * time.Second), enabled: true}
+	p.update(10)
+	if out := buf.String(); !strings.Contains(out, "read 10/20 managed ledgers") || !strings.Contains(out, "ETA 20s") {
+		t.Fatalf("progress line %q", out)
 	}
 }
