@@ -162,22 +162,17 @@ func TestFormatGoWritesPulsarReads(t *testing.T) {
 		return s
 	}
 	cases := []struct {
-		name      string
-		sizes     []int
-		multipart upload.MultipartMode
-		blocks    int
+		name   string
+		sizes  []int
+		blocks int
 	}{
-		{"one entry", []int{1000}, upload.MultipartAuto, 1},
-		{"many small entries", varied(1, 60000, 200), upload.MultipartAuto, 2},
-		{"entries exactly fill a block", append(repeat(4, fill-format.RecordHeaderSize), 1000, 0, 77), upload.MultipartAuto, 2},
-		{"multi-block", varied(2, 200, 300<<10), upload.MultipartAuto, 0},
-		{"4 MiB entry", append(append(repeat(3, 512<<10), 4<<20), repeat(10, 1024)...), upload.MultipartAuto, 2},
+		{"one entry", []int{1000}, 1},
+		{"many small entries", varied(1, 60000, 200), 2},
+		{"entries exactly fill a block", append(repeat(4, fill-format.RecordHeaderSize), 1000, 0, 77), 2},
+		{"multi-block", varied(2, 200, 300<<10), 0},
+		{"4 MiB entry", append(append(repeat(3, 512<<10), 4<<20), repeat(10, 1024)...), 2},
 	}
 	u, err := upload.New(store, &upload.Options{MaxBlockSize: formatBlock, PartsInFlight: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	uAlways, err := upload.New(store, &upload.Options{MaxBlockSize: formatBlock, Multipart: upload.MultipartAlways})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,11 +181,7 @@ func TestFormatGoWritesPulsarReads(t *testing.T) {
 			payloads := syntheticLedger(uint64(100+i), c.sizes)
 			l := format.LedgerOf(int64(1000+i), payloads)
 			req := upload.Request{UUID: uuid.New(), Ledger: l, Metadata: goMetadata(l), ManagedLedgerName: "public/default/persistent/format-compat"}
-			up := u
-			if c.multipart == upload.MultipartAlways {
-				up = uAlways
-			}
-			res, err := up.Upload(ctx, req, &sliceSource{p: payloads})
+			res, err := u.Upload(ctx, req, &sliceSource{p: payloads})
 			if err != nil {
 				t.Fatal(err)
 			}
