@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -250,33 +249,14 @@ func (c cleanupOn) Logf(format string, args ...any) {
 	c.owner.Logf(format, args...)
 }
 
-// runJava runs a short-lived JVM, returning stdout; stderr (tail) goes into
-// the error.
+// runJava runs a short-lived JVM (RunTool) and passes its exit error to
+// done (the CDS archive hook).
 func runJava(ctx context.Context, timeout time.Duration, cmd *exec.Cmd, done func(error)) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
-	c.Env, c.Dir = cmd.Env, cmd.Dir
-	var stdout, stderr bytes.Buffer
-	c.Stdout, c.Stderr = &stdout, &stderr
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
-	c.WaitDelay = 5 * time.Second
-	err := c.Run()
+	out, err := RunTool(ctx, timeout, cmd)
 	if done != nil {
 		done(err)
 	}
-	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("timed out after %s: %w", timeout, err)
-		}
-		tail := stderr.Bytes()
-		if len(tail) > 6000 {
-			tail = tail[len(tail)-6000:]
-		}
-		return stdout.Bytes(), fmt.Errorf("%w\nstderr (tail):\n%s", err, tail)
-	}
-	return stdout.Bytes(), nil
+	return out, err
 }
 
 // JavaTools runs the compat Java tool (test/compat/java, main class
@@ -353,12 +333,8 @@ func (j *JavaTools) command(subcommand string, args ...string) (*exec.Cmd, func(
 // Run runs one subcommand and returns its stdout (a JSON document). The
 // error carries the exit status and the tail of stderr.
 func (j *JavaTools) Run(ctx context.Context, subcommand string, args ...string) ([]byte, error) {
-	timeout := j.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Minute
-	}
 	cmd, done := j.command(subcommand, args...)
-	out, err := runJava(ctx, timeout, cmd, done)
+	out, err := runJava(ctx, j.timeout(), cmd, done)
 	if err != nil {
 		return out, fmt.Errorf("java tool %s: %w", subcommand, err)
 	}

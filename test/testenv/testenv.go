@@ -202,7 +202,9 @@ func Tail(path string, n int) string {
 }
 
 // RunTool runs a short-lived command with a timeout and returns its stdout;
-// stderr is included in the error.
+// the tail of stderr is included in the error, which wraps the
+// *exec.ExitError. The command runs in its own process group, all of which
+// is killed at the timeout or when the test binary dies.
 func RunTool(ctx context.Context, timeout time.Duration, cmd *exec.Cmd) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -210,18 +212,19 @@ func RunTool(ctx context.Context, timeout time.Duration, cmd *exec.Cmd) ([]byte,
 	c.Env, c.Dir = cmd.Env, cmd.Dir
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = 5 * time.Second
 	err := c.Run()
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out after %s: %w", timeout, err)
 		}
 		tail := stderr.Bytes()
-		if len(tail) > 4000 {
-			tail = tail[len(tail)-4000:]
+		if len(tail) > 6000 {
+			tail = tail[len(tail)-6000:]
 		}
-		return stdout.Bytes(), fmt.Errorf("%s: %w\nstderr: %s", cmd.Args[0], err, tail)
+		return stdout.Bytes(), fmt.Errorf("%s: %w\nstderr (tail):\n%s", cmd.Args[0], err, tail)
 	}
 	return stdout.Bytes(), nil
 }
