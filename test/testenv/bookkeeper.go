@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -187,7 +188,7 @@ func (c *BookKeeperCluster) StopBookie(i int) {
 		p.Stop()
 	}
 	// A graceful shutdown closes the ZK session, removing the ephemeral node.
-	_ = c.waitRegistered(bk.ID, false, 15*time.Second, nil)
+	_ = c.waitUnregistered(bk.ID, 15*time.Second)
 }
 
 // KillBookie ends bookie i at once (SIGKILL), like a crash. Its
@@ -376,10 +377,16 @@ func (c *BookKeeperCluster) startAll(t testing.TB, idx []int) error {
 	return nil
 }
 
+// zkConn opens a ZooKeeper session to the cluster's server (no logging).
+func (c *BookKeeperCluster) zkConn() (*zk.Conn, error) {
+	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLogger{}))
+	return conn, err
+}
+
 // registrationOwner returns the ZK session owning <root>/available/<id>, or
 // 0 when there is none.
 func (c *BookKeeperCluster) registrationOwner(id string) int64 {
-	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLogger{}))
+	conn, err := c.zkConn()
 	if err != nil {
 		return 0
 	}
@@ -392,34 +399,22 @@ func (c *BookKeeperCluster) registrationOwner(id string) int64 {
 }
 
 // waitRegisteredBy polls until <root>/available/<id> exists and is owned by
-// a session other than notOwner.
+// a session other than notOwner; p is watched for an early exit.
 func (c *BookKeeperCluster) waitRegisteredBy(id string, notOwner int64, timeout time.Duration, p *Process) error {
-	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLogger{}))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	path := c.LedgersRoot + "/available/" + id
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		if done, perr := p.Exited(); done {
-			return fmt.Errorf("bookie %s exited during start-up: %v; log tail:\n%s", id, perr, Tail(p.LogPath, 40))
-		}
-		ok, st, err := conn.Exists(path)
-		if err == nil && ok && st.EphemeralOwner != notOwner {
-			return nil
-		}
-		last = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("bookie %s: not registered at %s after %s (last error %v); log tail:\n%s", id, path, timeout, last, Tail(p.LogPath, 40))
+	return c.pollRegistration(id, "registered by a new session", timeout, p, func(ok bool, owner int64) bool {
+		return ok && owner != notOwner
+	})
 }
 
-// waitRegistered polls <root>/available/<id> until it exists (want=true) or
-// is gone (want=false). p, when set, is watched for an early exit.
-func (c *BookKeeperCluster) waitRegistered(id string, want bool, timeout time.Duration, p *Process) error {
-	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLogger{}))
+// waitUnregistered polls until <root>/available/<id> is gone.
+func (c *BookKeeperCluster) waitUnregistered(id string, timeout time.Duration) error {
+	return c.pollRegistration(id, "gone", timeout, nil, func(ok bool, _ int64) bool { return !ok })
+}
+
+// pollRegistration polls <root>/available/<id> every 100 ms until done(exists,
+// owner session) holds, timeout passes or p (when set) exits.
+func (c *BookKeeperCluster) pollRegistration(id, want string, timeout time.Duration, p *Process, done func(bool, int64) bool) error {
+	conn, err := c.zkConn()
 	if err != nil {
 		return err
 	}
@@ -429,28 +424,28 @@ func (c *BookKeeperCluster) waitRegistered(id string, want bool, timeout time.Du
 	var last error
 	for time.Now().Before(deadline) {
 		if p != nil {
-			if done, perr := p.Exited(); done {
+			if exited, perr := p.Exited(); exited {
 				return fmt.Errorf("bookie %s exited during start-up: %v; log tail:\n%s", id, perr, Tail(p.LogPath, 40))
 			}
 		}
-		ok, _, err := conn.Exists(path)
-		if err == nil && ok == want {
+		ok, st, err := conn.Exists(path)
+		if err == nil && done(ok, st.EphemeralOwner) {
 			return nil
 		}
 		last = err
 		time.Sleep(100 * time.Millisecond)
 	}
-	msg := fmt.Sprintf("bookie %s: registration %s still %v after %s (last error %v)", id, path, !want, timeout, last)
+	msg := fmt.Sprintf("bookie %s: %s not %s after %s (last error %v)", id, path, want, timeout, last)
 	if p != nil {
 		msg += "; log tail:\n" + Tail(p.LogPath, 40)
 	}
-	return fmt.Errorf("%s", msg)
+	return errors.New(msg)
 }
 
 // AvailableBookies lists <root>/available as ZooKeeper sees it now (writable
 // bookies only), sorted.
 func (c *BookKeeperCluster) AvailableBookies() ([]string, error) {
-	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLogger{}))
+	conn, err := c.zkConn()
 	if err != nil {
 		return nil, err
 	}
