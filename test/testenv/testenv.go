@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -228,6 +227,3 @@ func RunTool(ctx context.Context, timeout time.Duration, cmd *exec.Cmd) ([]byte,
 	}
 	return stdout.Bytes(), nil
 }
-
-// Itoa is strconv.Itoa, kept here so harness files read tidily.
-func Itoa(i int) string { return strconv.Itoa(i) }
