@@ -52,6 +52,34 @@ func TestResolveRange(t *testing.T) {
 	}
 }
 
+func TestHTTPRange(t *testing.T) {
+	for _, c := range []struct {
+		off, length int64
+		want        string
+	}{{0, -1, ""}, {5, -1, "bytes=5-"}, {0, 10, "bytes=0-9"}, {7, 1, "bytes=7-7"}} {
+		if got := blob.HTTPRange(c.off, c.length); got != c.want {
+			t.Errorf("HTTPRange(%d, %d) = %q, want %q", c.off, c.length, got, c.want)
+		}
+	}
+	if size, err := blob.CheckRangeAnswer("x get", "k", "bytes 10-19/100", 10, 10, 10); err != nil || size != 100 {
+		t.Errorf("good answer: %d, %v", size, err)
+	}
+	for _, c := range []struct {
+		cr               string
+		got, off, length int64
+	}{
+		{"", 10, 10, 10},                // no Content-Range
+		{"bytes 10-19/100", 9, 10, 10},  // short body
+		{"bytes 10-19/15", 10, 10, 10},  // object smaller than the range
+		{"bytes 10-99/100", 90, 10, -1}, // good
+	} {
+		_, err := blob.CheckRangeAnswer("x get", "k", c.cr, c.got, c.off, c.length)
+		if (err == nil) != (c.cr == "bytes 10-99/100") {
+			t.Errorf("CheckRangeAnswer(%q, got %d, off %d, length %d) = %v", c.cr, c.got, c.off, c.length, err)
+		}
+	}
+}
+
 func TestOrderParts(t *testing.T) {
 	size := func(s string) int64 { return int64(len(s)) }
 	got, total, err := blob.OrderParts(map[int]string{3: "c", 1: "aaa", 2: "bbb"}, size, 3)

@@ -271,15 +271,8 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 	if length == 0 {
 		return blob.EmptyRange(ctx, s, "cos get", key, off, length)
 	}
-	opt := &cossdk.ObjectGetOptions{}
-	ranged := off != 0 || length >= 0
-	if ranged {
-		if length < 0 {
-			opt.Range = fmt.Sprintf("bytes=%d-", off)
-		} else {
-			opt.Range = fmt.Sprintf("bytes=%d-%d", off, off+length-1)
-		}
-	}
+	opt := &cossdk.ObjectGetOptions{Range: blob.HTTPRange(off, length)}
+	ranged := opt.Range != ""
 	var resp *cossdk.Response
 	err := s.do(ctx, "get", key, func(ctx context.Context) (err error) {
 		resp, err = s.c.Object.Get(ctx, key, opt)
@@ -299,23 +292,9 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 	}
 	size := got
 	if ranged {
-		size = -1
-		cr := resp.Header.Get("Content-Range")
-		if i := strings.LastIndexByte(cr, '/'); i >= 0 {
-			size, _ = strconv.ParseInt(cr[i+1:], 10, 64)
-		}
-		if size < 0 {
+		if size, err = blob.CheckRangeAnswer("cos get", key, resp.Header.Get("Content-Range"), got, off, length); err != nil {
 			resp.Body.Close()
-			return nil, blob.Attrs{}, fmt.Errorf("cos get %q: ranged response without a usable Content-Range %q", key, cr)
-		}
-		want, rerr := blob.ResolveRange(off, length, size)
-		if rerr != nil {
-			resp.Body.Close()
-			return nil, blob.Attrs{}, fmt.Errorf("cos get %q: %w", key, rerr)
-		}
-		if got != want {
-			resp.Body.Close()
-			return nil, blob.Attrs{}, fmt.Errorf("cos get %q: server returned %d bytes for a %d-byte range", key, got, want)
+			return nil, blob.Attrs{}, err
 		}
 	}
 	a := attrsFromHeader(key, resp.Header, size)

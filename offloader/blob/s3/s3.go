@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -296,13 +295,9 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 		return blob.EmptyRange(ctx, s, "s3 get", key, off, length)
 	}
 	in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &key}
-	ranged := off != 0 || length >= 0
-	if ranged {
-		if length < 0 {
-			in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
-		} else {
-			in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+length-1))
-		}
+	rng := blob.HTTPRange(off, length)
+	if rng != "" {
+		in.Range = &rng
 	}
 	out, err := s.client.GetObject(ctx, in)
 	if err != nil {
@@ -316,25 +311,10 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 	}
 	got := aws.ToInt64(out.ContentLength)
 	size := got
-	if ranged {
-		size = -1
-		if cr := aws.ToString(out.ContentRange); cr != "" {
-			if i := strings.LastIndexByte(cr, '/'); i >= 0 {
-				size, _ = strconv.ParseInt(cr[i+1:], 10, 64)
-			}
-		}
-		if size < 0 {
+	if rng != "" {
+		if size, err = blob.CheckRangeAnswer("s3 get", key, aws.ToString(out.ContentRange), got, off, length); err != nil {
 			out.Body.Close()
-			return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: ranged response without a usable Content-Range %q", key, aws.ToString(out.ContentRange))
-		}
-		want, rerr := blob.ResolveRange(off, length, size)
-		if rerr != nil {
-			out.Body.Close()
-			return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: %w", key, rerr)
-		}
-		if got != want {
-			out.Body.Close()
-			return nil, blob.Attrs{}, fmt.Errorf("s3 get %q: server returned %d bytes for a %d-byte range", key, got, want)
+			return nil, blob.Attrs{}, err
 		}
 	}
 	a := attrsFromHead(key, size, out.ETag, out.LastModified, out.Metadata)
