@@ -8,8 +8,9 @@
 // Besides the contract the package has what every provider shares: the
 // sentinels (errors.go), key/metadata/range/part rules (validate.go), the
 // HTTP range helpers of the s3 and cos providers (HTTPRange,
-// CheckRangeAnswer, EmptyRange), Secret for credentials in configs, Duration, Payload (a re-readable Put body with its
-// MD5), the Limiter (process-wide token buckets, also as an HTTP transport),
-// the Limited and metrics decorators, and UploadStream (multipart with
-// parts in flight, aborted on failure). See docs/blobstores.md.
+// CheckRangeAnswer, EmptyRange), Secret for credentials in configs,
+// Duration, Payload (a re-readable Put body with its MD5), the Limiter
+// (process-wide token buckets, also as an HTTP transport), the Limited and
+// metrics decorators, and UploadStream (multipart with parts in flight,
+// aborted on failure). See docs/blobstores.md.
 package blob
