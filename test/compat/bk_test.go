@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
@@ -308,7 +307,9 @@ func TestBKCompareAndDeleteSeenByJava(t *testing.T) {
 	}
 	// The znode is gone; nothing else under the root was touched.
 	p, _ := s.LedgerPath(w.LedgerID)
-	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false))
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := metadata.Connect(cctx, []string{c.ZK.Addr}, metadata.ConnectOptions{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
