@@ -58,8 +58,7 @@ type S3 struct {
 
 	client  *s3.Client
 	seq     atomic.Int64
-	stop    func()
-	exited  func() (bool, error)
+	proc    *Process
 	private bool
 }
 
@@ -91,7 +90,7 @@ func StartS3(t testing.TB) *S3 {
 		t.Fatalf("start S3 server: %v", sharedS3Err)
 	}
 	s := sharedS3
-	if done, err := s.exited(); done {
+	if done, err := s.proc.Exited(); done {
 		t.Fatalf("shared S3 server has exited (%v); log tail:\n%s", err, Tail(s.LogPath, 30))
 	}
 	t.Cleanup(func() {
@@ -108,7 +107,7 @@ func StartS3(t testing.TB) *S3 {
 // directory stays.
 func StopSharedS3() {
 	if sharedS3 != nil {
-		sharedS3.stop()
+		sharedS3.proc.Stop()
 		_ = os.RemoveAll(filepath.Dir(sharedS3.Dir))
 	}
 }
@@ -126,7 +125,7 @@ func StartPrivateS3(t testing.TB) *S3 {
 		t.Fatalf("start S3 server: %v", err)
 	}
 	t.Cleanup(func() {
-		s.stop()
+		s.proc.Stop()
 		if t.Failed() {
 			t.Logf("--- last lines of %s:\n%s", s.LogPath, Tail(s.LogPath, 30))
 		}
@@ -141,7 +140,7 @@ func (s *S3) Stop() {
 	if !s.private {
 		panic("testenv: Stop on the shared S3 server")
 	}
-	s.stop()
+	s.proc.Stop()
 }
 
 func startS3Process(private bool) (*S3, error) {
@@ -193,19 +192,19 @@ func startS3Process(private bool) (*S3, error) {
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		full := append([]string{"--port", addr}, args...)
-		stop, exited, err := runDetached(bin, full, s.LogPath)
+		p, err := runDetached("versitygw", bin, full, s.LogPath)
 		if err != nil {
 			return nil, err
 		}
-		if err := waitListening(addr, exited, 30*time.Second); err != nil {
-			stop()
-			lastErr = fmt.Errorf("%w; log tail:\n%s", err, Tail(s.LogPath, 30))
+		if err := p.WaitTCP(addr, 30*time.Second); err != nil {
+			p.Stop()
+			lastErr = err
 			continue
 		}
 		s.Addr = addr
 		s.Endpoint = "http://" + addr
 		s.VirtualEndpoint = fmt.Sprintf("http://%s:%d", S3VirtualDomain, port)
-		s.stop, s.exited = stop, exited
+		s.proc = p
 		s.client = s.newClient()
 		return s, nil
 	}
@@ -234,22 +233,21 @@ func removeStaleS3Dirs() {
 	}
 }
 
-// runDetached starts bin in its own process group with output to logPath.
+// runDetached starts bin as Start does (own process group, killed when the
+// test binary dies) but owned by no test, with output appended to logPath.
 // The process is started from a goroutine locked to its OS thread, which
 // stays alive until the process ends, so the parent-death signal (SIGKILL)
 // fires only when the test binary exits.
-func runDetached(bin string, args []string, logPath string) (stop func(), exited func() (bool, error), err error) {
+func runDetached(name, bin string, args []string, logPath string) (*Process, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
-	done := make(chan struct{})
-	var mu sync.Mutex
-	var waitErr error
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
 		if err := cmd.Start(); err != nil {
@@ -260,53 +258,15 @@ func runDetached(bin string, args []string, logPath string) (stop func(), exited
 		started <- nil
 		err := cmd.Wait()
 		f.Close()
-		mu.Lock()
-		waitErr = err
-		mu.Unlock()
-		close(done)
+		p.mu.Lock()
+		p.exitErr = err
+		p.mu.Unlock()
+		close(p.done)
 	}()
 	if err := <-started; err != nil {
-		return nil, nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	exited = func() (bool, error) {
-		select {
-		case <-done:
-			mu.Lock()
-			defer mu.Unlock()
-			return true, waitErr
-		default:
-			return false, nil
-		}
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				<-done
-			}
-		})
-	}
-	return stop, exited, nil
-}
-
-func waitListening(addr string, exited func() (bool, error), timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if done, err := exited(); done {
-			return fmt.Errorf("versitygw exited before listening on %s: %v", addr, err)
-		}
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("versitygw not listening on %s after %s", addr, timeout)
+	return p, nil
 }
 
 func freePort() (int, error) {
