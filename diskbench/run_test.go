@@ -260,8 +260,11 @@ func TestByteBudgetIsNeverExceeded(t *testing.T) {
 	o.MaxBytes = 2 * MiB
 	o.Duration = 5 * time.Second // the budget, not the clock, must end this
 	start := time.Now()
+	// Each file could take the whole budget, so a writer starved by a busy
+	// machine cannot let the other fill its file (1.5× a fair share by
+	// default) first.
 	res, err := RunJournal(context.Background(), JournalOptions{Options: o,
-		JournalParams: JournalParams{Writers: []int{2}, BlockSizes: []int64{64 * KiB}}})
+		JournalParams: JournalParams{Writers: []int{2}, BlockSizes: []int64{64 * KiB}, FileSize: o.MaxBytes}})
 	if err != nil {
 		t.Fatal(err)
 	}
