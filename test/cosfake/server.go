@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -458,19 +459,21 @@ func (s *Server) getObject(ctx context.Context, w http.ResponseWriter, r *http.R
 }
 
 type listResult struct {
-	XMLName        xml.Name     `xml:"ListBucketResult"`
-	Name           string       `xml:"Name"`
-	Prefix         string       `xml:"Prefix"`
-	Marker         string       `xml:"Marker"`
-	NextMarker     string       `xml:"NextMarker,omitempty"`
-	Delimiter      string       `xml:"Delimiter,omitempty"`
-	MaxKeys        int          `xml:"MaxKeys"`
-	IsTruncated    bool         `xml:"IsTruncated"`
-	EncodingType   string       `xml:"EncodingType,omitempty"`
-	Contents       []listObject `xml:"Contents"`
-	CommonPrefixes []struct {
-		Prefix string `xml:"Prefix"`
-	} `xml:"CommonPrefixes,omitempty"`
+	XMLName        xml.Name       `xml:"ListBucketResult"`
+	Name           string         `xml:"Name"`
+	Prefix         string         `xml:"Prefix"`
+	Marker         string         `xml:"Marker"`
+	NextMarker     string         `xml:"NextMarker,omitempty"`
+	Delimiter      string         `xml:"Delimiter,omitempty"`
+	MaxKeys        int            `xml:"MaxKeys"`
+	IsTruncated    bool           `xml:"IsTruncated"`
+	EncodingType   string         `xml:"EncodingType,omitempty"`
+	Contents       []listObject   `xml:"Contents"`
+	CommonPrefixes []commonPrefix `xml:"CommonPrefixes,omitempty"`
+}
+
+type commonPrefix struct {
+	Prefix string `xml:"Prefix"`
 }
 
 type owner struct {
@@ -501,6 +504,24 @@ func maxKeys(w http.ResponseWriter, r *http.Request, name string) (int32, bool) 
 	return int32(n), true
 }
 
+// queryValue returns a pointer to the query parameter's value, nil when it
+// is absent or empty (an optional S3 input field).
+func queryValue(q url.Values, name string) *string {
+	if v := q.Get(name); v != "" {
+		return &v
+	}
+	return nil
+}
+
+// encoder returns SafeURLEncode for encoding-type "url", else the
+// identity.
+func encoder(encodingType string) func(string) string {
+	if encodingType == "url" {
+		return SafeURLEncode
+	}
+	return func(s string) string { return s }
+}
+
 func (s *Server) listObjects(ctx context.Context, w http.ResponseWriter, r *http.Request, bucket string) {
 	q := r.URL.Query()
 	enc := q.Get("encoding-type")
@@ -512,27 +533,14 @@ func (s *Server) listObjects(ctx context.Context, w http.ResponseWriter, r *http
 	if !ok {
 		return
 	}
-	in := &s3.ListObjectsInput{Bucket: &bucket, MaxKeys: aws.Int32(mk)}
-	if v := q.Get("prefix"); v != "" {
-		in.Prefix = &v
-	}
-	if v := q.Get("delimiter"); v != "" {
-		in.Delimiter = &v
-	}
-	if v := q.Get("marker"); v != "" {
-		in.Marker = &v
-	}
+	in := &s3.ListObjectsInput{Bucket: &bucket, MaxKeys: aws.Int32(mk),
+		Prefix: queryValue(q, "prefix"), Delimiter: queryValue(q, "delimiter"), Marker: queryValue(q, "marker")}
 	out, err := s.cfg.S3.ListObjects(ctx, in)
 	if err != nil {
 		s.s3Error(w, r, err)
 		return
 	}
-	e := func(s string) string {
-		if enc == "url" {
-			return SafeURLEncode(s)
-		}
-		return s
-	}
+	e := encoder(enc)
 	res := listResult{Name: bucket, Prefix: e(q.Get("prefix")), Marker: e(q.Get("marker")), Delimiter: e(q.Get("delimiter")),
 		MaxKeys: int(mk), IsTruncated: aws.ToBool(out.IsTruncated), EncodingType: enc}
 	last := ""
@@ -542,9 +550,7 @@ func (s *Server) listObjects(ctx context.Context, w http.ResponseWriter, r *http
 		last = max(last, aws.ToString(o.Key))
 	}
 	for _, p := range out.CommonPrefixes {
-		res.CommonPrefixes = append(res.CommonPrefixes, struct {
-			Prefix string `xml:"Prefix"`
-		}{e(aws.ToString(p.Prefix))})
+		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{e(aws.ToString(p.Prefix))})
 		last = max(last, aws.ToString(p.Prefix))
 	}
 	if res.IsTruncated {
@@ -689,24 +695,26 @@ func (s *Server) abort(ctx context.Context, w http.ResponseWriter, r *http.Reque
 }
 
 type uploadsResult struct {
-	XMLName            xml.Name `xml:"ListMultipartUploadsResult"`
-	Bucket             string   `xml:"Bucket"`
-	EncodingType       string   `xml:"Encoding-Type,omitempty"`
-	KeyMarker          string   `xml:"KeyMarker"`
-	UploadIDMarker     string   `xml:"UploadIdMarker"`
-	NextKeyMarker      string   `xml:"NextKeyMarker"`
-	NextUploadIDMarker string   `xml:"NextUploadIdMarker"`
-	MaxUploads         int      `xml:"MaxUploads"`
-	IsTruncated        bool     `xml:"IsTruncated"`
-	Prefix             string   `xml:"Prefix"`
-	Uploads            []struct {
-		Key          string `xml:"Key"`
-		UploadID     string `xml:"UploadId"`
-		StorageClass string `xml:"StorageClass"`
-		Initiator    owner  `xml:"Initiator"`
-		Owner        owner  `xml:"Owner"`
-		Initiated    string `xml:"Initiated"`
-	} `xml:"Upload"`
+	XMLName            xml.Name      `xml:"ListMultipartUploadsResult"`
+	Bucket             string        `xml:"Bucket"`
+	EncodingType       string        `xml:"Encoding-Type,omitempty"`
+	KeyMarker          string        `xml:"KeyMarker"`
+	UploadIDMarker     string        `xml:"UploadIdMarker"`
+	NextKeyMarker      string        `xml:"NextKeyMarker"`
+	NextUploadIDMarker string        `xml:"NextUploadIdMarker"`
+	MaxUploads         int           `xml:"MaxUploads"`
+	IsTruncated        bool          `xml:"IsTruncated"`
+	Prefix             string        `xml:"Prefix"`
+	Uploads            []uploadEntry `xml:"Upload"`
+}
+
+type uploadEntry struct {
+	Key          string `xml:"Key"`
+	UploadID     string `xml:"UploadId"`
+	StorageClass string `xml:"StorageClass"`
+	Initiator    owner  `xml:"Initiator"`
+	Owner        owner  `xml:"Owner"`
+	Initiated    string `xml:"Initiated"`
 }
 
 func (s *Server) listUploads(ctx context.Context, w http.ResponseWriter, r *http.Request, bucket string) {
@@ -716,12 +724,8 @@ func (s *Server) listUploads(ctx context.Context, w http.ResponseWriter, r *http
 	if !ok {
 		return
 	}
-	in := &s3.ListMultipartUploadsInput{Bucket: &bucket, MaxUploads: aws.Int32(mu)}
-	if v := q.Get("prefix"); v != "" {
-		in.Prefix = &v
-	}
-	if v := q.Get("key-marker"); v != "" {
-		in.KeyMarker = &v
+	in := &s3.ListMultipartUploadsInput{Bucket: &bucket, MaxUploads: aws.Int32(mu), Prefix: queryValue(q, "prefix")}
+	if in.KeyMarker = queryValue(q, "key-marker"); in.KeyMarker != nil {
 		if u := q.Get("upload-id-marker"); u != "" {
 			id, ok := fromCOSUploadID(w, r, u)
 			if !ok {
@@ -735,12 +739,7 @@ func (s *Server) listUploads(ctx context.Context, w http.ResponseWriter, r *http
 		s.s3Error(w, r, err)
 		return
 	}
-	e := func(s string) string {
-		if enc == "url" {
-			return SafeURLEncode(s)
-		}
-		return s
-	}
+	e := encoder(enc)
 	res := uploadsResult{Bucket: bucket, EncodingType: enc, KeyMarker: e(q.Get("key-marker")), UploadIDMarker: q.Get("upload-id-marker"),
 		MaxUploads: int(mu), IsTruncated: aws.ToBool(out.IsTruncated), Prefix: e(q.Get("prefix"))}
 	if res.IsTruncated {
@@ -752,35 +751,30 @@ func (s *Server) listUploads(ctx context.Context, w http.ResponseWriter, r *http
 	ups := out.Uploads
 	sort.SliceStable(ups, func(i, j int) bool { return aws.ToString(ups[i].Key) < aws.ToString(ups[j].Key) })
 	for _, u := range ups {
-		res.Uploads = append(res.Uploads, struct {
-			Key          string `xml:"Key"`
-			UploadID     string `xml:"UploadId"`
-			StorageClass string `xml:"StorageClass"`
-			Initiator    owner  `xml:"Initiator"`
-			Owner        owner  `xml:"Owner"`
-			Initiated    string `xml:"Initiated"`
-		}{e(aws.ToString(u.Key)), toCOSUploadID(aws.ToString(u.UploadId)), storageStd, owner{ownerID, ownerID}, owner{ownerID, ownerID},
+		res.Uploads = append(res.Uploads, uploadEntry{e(aws.ToString(u.Key)), toCOSUploadID(aws.ToString(u.UploadId)), storageStd, owner{ownerID, ownerID}, owner{ownerID, ownerID},
 			aws.ToTime(u.Initiated).UTC().Format(iso8601)})
 	}
 	writeXML(w, http.StatusOK, res)
 }
 
 type partsResult struct {
-	XMLName              xml.Name `xml:"ListPartsResult"`
-	Bucket               string   `xml:"Bucket"`
-	Key                  string   `xml:"Key"`
-	UploadID             string   `xml:"UploadId"`
-	StorageClass         string   `xml:"StorageClass"`
-	PartNumberMarker     string   `xml:"PartNumberMarker"`
-	NextPartNumberMarker string   `xml:"NextPartNumberMarker,omitempty"`
-	MaxParts             int      `xml:"MaxParts"`
-	IsTruncated          bool     `xml:"IsTruncated"`
-	Parts                []struct {
-		PartNumber   int32  `xml:"PartNumber"`
-		LastModified string `xml:"LastModified"`
-		ETag         string `xml:"ETag"`
-		Size         int64  `xml:"Size"`
-	} `xml:"Part"`
+	XMLName              xml.Name    `xml:"ListPartsResult"`
+	Bucket               string      `xml:"Bucket"`
+	Key                  string      `xml:"Key"`
+	UploadID             string      `xml:"UploadId"`
+	StorageClass         string      `xml:"StorageClass"`
+	PartNumberMarker     string      `xml:"PartNumberMarker"`
+	NextPartNumberMarker string      `xml:"NextPartNumberMarker,omitempty"`
+	MaxParts             int         `xml:"MaxParts"`
+	IsTruncated          bool        `xml:"IsTruncated"`
+	Parts                []partEntry `xml:"Part"`
+}
+
+type partEntry struct {
+	PartNumber   int32  `xml:"PartNumber"`
+	LastModified string `xml:"LastModified"`
+	ETag         string `xml:"ETag"`
+	Size         int64  `xml:"Size"`
 }
 
 func (s *Server) listParts(ctx context.Context, w http.ResponseWriter, r *http.Request, bucket, key, cosID string) {
@@ -792,10 +786,8 @@ func (s *Server) listParts(ctx context.Context, w http.ResponseWriter, r *http.R
 	if !ok {
 		return
 	}
-	in := &s3.ListPartsInput{Bucket: &bucket, Key: &key, UploadId: &id, MaxParts: aws.Int32(mp)}
-	if v := r.URL.Query().Get("part-number-marker"); v != "" {
-		in.PartNumberMarker = &v
-	}
+	in := &s3.ListPartsInput{Bucket: &bucket, Key: &key, UploadId: &id, MaxParts: aws.Int32(mp),
+		PartNumberMarker: queryValue(r.URL.Query(), "part-number-marker")}
 	out, err := s.cfg.S3.ListParts(ctx, in)
 	if err != nil {
 		s.s3Error(w, r, err)
@@ -807,12 +799,7 @@ func (s *Server) listParts(ctx context.Context, w http.ResponseWriter, r *http.R
 		res.NextPartNumberMarker = aws.ToString(out.NextPartNumberMarker)
 	}
 	for _, p := range out.Parts {
-		res.Parts = append(res.Parts, struct {
-			PartNumber   int32  `xml:"PartNumber"`
-			LastModified string `xml:"LastModified"`
-			ETag         string `xml:"ETag"`
-			Size         int64  `xml:"Size"`
-		}{aws.ToInt32(p.PartNumber), aws.ToTime(p.LastModified).UTC().Format(iso8601), aws.ToString(p.ETag), aws.ToInt64(p.Size)})
+		res.Parts = append(res.Parts, partEntry{aws.ToInt32(p.PartNumber), aws.ToTime(p.LastModified).UTC().Format(iso8601), aws.ToString(p.ETag), aws.ToInt64(p.Size)})
 	}
 	writeXML(w, http.StatusOK, res)
 }
