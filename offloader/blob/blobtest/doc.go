@@ -8,5 +8,6 @@
 // It also has helpers the provider fault-injection tests share:
 // AssertAbsentOrEqual checks that after a failed write there is either no
 // object or one byte-identical to the input; AssertStored checks that a
-// write that succeeded stored exactly its input.
+// write that succeeded stored exactly its input. BenchUploadStream is the
+// upload benchmark every provider runs (make bench-blob).
 package blobtest

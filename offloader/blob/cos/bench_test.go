@@ -1,12 +1,9 @@
 package cos
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"testing"
 
-	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
 	"github.com/tierkeeper/tierkeeper/test/cosfake"
 )
 
@@ -19,15 +16,5 @@ func BenchmarkUploadStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := randBytes(64 << 20)
-	for _, conc := range []int{1, 4} {
-		b.Run(fmt.Sprintf("64MiB/parts=8MiB/concurrency=%d", conc), func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			for i := 0; i < b.N; i++ {
-				if _, err := blob.UploadStream(context.Background(), s, "bench", bytes.NewReader(data), blob.UploadOptions{PartSize: 8 << 20, Concurrency: conc}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	blobtest.BenchUploadStream(b, s, 1, 4)
 }

@@ -1,11 +1,9 @@
 package fs
 
 import (
-	"bytes"
-	"context"
 	"testing"
 
-	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
 )
 
 // BenchmarkUploadStream measures multipart upload to the local directory
@@ -15,11 +13,5 @@ func BenchmarkUploadStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := make([]byte, 64<<20)
-	b.SetBytes(int64(len(data)))
-	for i := 0; i < b.N; i++ {
-		if _, err := blob.UploadStream(context.Background(), s, "bench", bytes.NewReader(data), blob.UploadOptions{PartSize: 8 << 20, Concurrency: 4}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	blobtest.BenchUploadStream(b, s, 4)
 }
