@@ -26,7 +26,6 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
@@ -250,7 +249,7 @@ func readObject(t *testing.T, store blob.Reader, key string) ([]byte, map[string
 func TestFormatPulsarWritesGoReads(t *testing.T) {
 	srv, bucket, store := formatStore(t)
 	java := sharedJava(t)
-	zk, bk := sharedZK(t), sharedBookies(t)
+	bk := sharedBookies(t)
 	ctx := t.Context()
 
 	// The package's ledgers (every digest type, one with an ensemble change;
@@ -260,15 +259,7 @@ func TestFormatPulsarWritesGoReads(t *testing.T) {
 	ledgers = append(ledgers, java.WriteLedgers(t, bk, testenv.WriteLedgersOptions{Digests: []string{"CRC32C"}, Entries: 60, Seed: 501}).Ledgers...)
 	ledgers = append(ledgers, java.WriteLedgers(t, bk, testenv.WriteLedgersOptions{Digests: []string{"CRC32C"}, BigMiB: 13, Seed: 777}).Ledgers...)
 
-	conn, err := metadata.Connect(ctx, []string{zk.Addr}, metadata.ConnectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	mdStore, err := metadata.NewStore(ctx, conn, metadata.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mdStore := bkStore(t, bk)
 	const mlName = "public/default/persistent/pulsar-wrote-this"
 	for _, wl := range ledgers {
 		name := fmt.Sprintf("ledger %d %s %d entries", wl.LedgerID, wl.DigestType, wl.EntryCount)
