@@ -73,6 +73,15 @@ final class Args {
         }
     }
 
+    /** A required non-negative integer (a ledger id). */
+    long id(String k) {
+        long v = longv(k, -1);
+        if (v < 0) {
+            throw new UsageException("missing --" + k);
+        }
+        return v;
+    }
+
     boolean bool(String k) {
         String v = str(k, "false");
         if (!v.equals("true") && !v.equals("false")) {
@@ -93,6 +102,19 @@ final class Args {
             }
         }
         return out;
+    }
+
+    /** "key=value,..." as an ordered map; empty when absent. */
+    Map<String, String> keyValues(String k) {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (String kv : list(k, null)) {
+            int eq = kv.indexOf('=');
+            if (eq <= 0) {
+                throw new UsageException("--" + k + " wants key=value, got " + kv);
+            }
+            m.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
+        return m;
     }
 
     /** Fails on keys nobody asked for (typos). Call after reading every option. */

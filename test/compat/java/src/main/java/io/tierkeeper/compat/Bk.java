@@ -215,12 +215,17 @@ final class Bk {
         if (pauseDir != null && md.getAllEnsembles().size() < 2) {
             throw new IllegalStateException("no ensemble change happened in ledger " + wh.getId() + ": " + md.toSafeString());
         }
+        return written(md, pw, seed, entries, es);
+    }
+
+    /** The manifest entry of a ledger written by writeOne/writeBig. */
+    private static Map<String, Object> written(LedgerMetadata md, byte[] pw, long seed, long entryCount, List<Object> entries) {
         Map<String, Object> m = describe(md);
         m.put("password", new String(pw, StandardCharsets.UTF_8));
         m.put("seed", seed);
-        m.put("entryCount", entries);
+        m.put("entryCount", entryCount);
         m.put("ensembleChange", md.getAllEnsembles().size() > 1);
-        m.put("entries", es);
+        m.put("entries", entries);
         return m;
     }
 
@@ -285,18 +290,13 @@ final class Bk {
         wh.close();
         double secs = (System.nanoTime() - t0) / 1e9;
         LedgerMetadata md = wh.getLedgerMetadata();
-        Map<String, Object> m = describe(md);
-        m.put("password", new String(pw, StandardCharsets.UTF_8));
-        m.put("seed", seed);
-        m.put("entryCount", n);
-        m.put("ensembleChange", md.getAllEnsembles().size() > 1);
-        m.put("writeSeconds", secs);
-        m.put("writeMBps", md.getLength() / 1e6 / secs);
         List<Object> es = new ArrayList<>();
         for (int e = 0; e < n; e++) {
             es.add(entryJson(e, size, shas[e]));
         }
-        m.put("entries", es);
+        Map<String, Object> m = written(md, pw, seed, n, es);
+        m.put("writeSeconds", secs);
+        m.put("writeMBps", md.getLength() / 1e6 / secs);
         return m;
     }
 
@@ -310,7 +310,7 @@ final class Bk {
 
     static Object readLedgerBench(Args a) throws Exception {
         String uri = metadataUri(a);
-        long ledgerId = a.longv("ledger", -1);
+        long ledgerId = a.id("ledger");
         int batch = a.intv("batch", 100);
         int outstanding = a.intv("outstanding", 8);
         boolean v3 = a.bool("v3");
@@ -321,9 +321,6 @@ final class Bk {
         int repeat = a.intv("repeat", 1);
         long maxInflight = a.longv("max-inflight-bytes", 32L << 20);
         a.done();
-        if (ledgerId < 0) {
-            throw new Args.UsageException("missing --ledger");
-        }
         if (batchRead && v3) {
             throw new Args.UsageException("--batch-read needs the v2 protocol");
         }
@@ -458,7 +455,7 @@ final class Bk {
 
     static Object ledgerMetadata(Args a) throws Exception {
         String uri = metadataUri(a);
-        long ledgerId = a.longv("ledger", -1);
+        long ledgerId = a.id("ledger");
         a.done();
         try (BookKeeper bk = client(uri, false); ReadHandle rh = openNoRecovery(bk, ledgerId)) {
             return describe(rh.getLedgerMetadata());
@@ -467,7 +464,7 @@ final class Bk {
 
     static Object readLedger(Args a) throws Exception {
         String uri = metadataUri(a);
-        long ledgerId = a.longv("ledger", -1);
+        long ledgerId = a.id("ledger");
         int batch = a.intv("batch", 100);
         boolean v2 = a.bool("v2");
         a.done();

@@ -59,7 +59,7 @@ final class Offload implements AutoCloseable {
         String dir = a.str("offloaders-dir", System.getProperty("tk.offloadersDir"));
         String extract = a.str("nar-extract-dir", System.getProperty("tk.narExtractDir",
                 System.getProperty("java.io.tmpdir") + "/tierkeeper-nar"));
-        List<String> raw = a.list("offload-prop", null);
+        Map<String, String> raw = a.keyValues("offload-prop");
         if (dir == null) {
             throw new Args.UsageException("missing --offloaders-dir (directory holding tiered-storage-jcloud.nar)");
         }
@@ -94,13 +94,7 @@ final class Offload implements AutoCloseable {
             p.setProperty("managedLedgerOffloadReadBufferSizeInBytes", Integer.toString(readBuf));
             p.setProperty("s3ManagedLedgerOffloadReadBufferSizeInBytes", Integer.toString(readBuf));
         }
-        for (String kv : raw) {
-            int eq = kv.indexOf('=');
-            if (eq <= 0) {
-                throw new Args.UsageException("--offload-prop wants key=value, got " + kv);
-            }
-            p.setProperty(kv.substring(0, eq), kv.substring(eq + 1));
-        }
+        raw.forEach(p::setProperty);
         long t0 = System.nanoTime();
         Offloaders offloaders = OffloaderUtils.searchForOffloaders(dir, extract);
         LedgerOffloaderFactory<?> factory = offloaders.getOffloaderFactory(driver);
@@ -145,16 +139,13 @@ final class Offload implements AutoCloseable {
 
     static Object pulsarOffload(Args a) throws Exception {
         String uri = Bk.metadataUri(a);
-        long ledgerId = a.longv("ledger", -1);
+        long ledgerId = a.id("ledger");
         String u = a.str("uuid", null);
         String mlName = a.str("ml-name", null);
         boolean v2 = a.bool("v2");
         long timeoutSec = a.longv("timeout-seconds", 600);
         try (Offload o = open(a)) {
             a.done();
-            if (ledgerId < 0) {
-                throw new Args.UsageException("missing --ledger");
-            }
             UUID uuid = u == null ? UUID.randomUUID() : UUID.fromString(u);
             Map<String, String> extra = new LinkedHashMap<>();
             if (mlName != null) {
@@ -184,26 +175,17 @@ final class Offload implements AutoCloseable {
     // ---------------------------------------------------------------- pulsar-read-offloaded
 
     static Object pulsarReadOffloaded(Args a) throws Exception {
-        long ledgerId = a.longv("ledger", -1);
+        long ledgerId = a.id("ledger");
         UUID uuid = UUID.fromString(a.req("uuid"));
         int batch = a.intv("batch", 100);
-        List<String> dm = a.list("driver-metadata", null);
+        Map<String, String> dm = a.keyValues("driver-metadata");
         String mlName = a.str("ml-name", null);
         try (Offload o = open(a)) {
             a.done();
-            if (ledgerId < 0) {
-                throw new Args.UsageException("missing --ledger");
-            }
             // As ManagedLedgerImpl does: the offloader's own driver metadata
             // plus what the ledger's OffloadContext recorded (--driver-metadata).
             Map<String, String> meta = new LinkedHashMap<>(o.offloader.getOffloadDriverMetadata());
-            for (String kv : dm) {
-                int eq = kv.indexOf('=');
-                if (eq <= 0) {
-                    throw new Args.UsageException("--driver-metadata wants key=value, got " + kv);
-                }
-                meta.put(kv.substring(0, eq), kv.substring(eq + 1));
-            }
+            meta.putAll(dm);
             if (mlName != null) {
                 meta.put("ManagedLedgerName", mlName);
             }
