@@ -75,18 +75,7 @@ func (f *Fake) SetClockSkew(d time.Duration) { f.skew.Store(int64(d)) }
 // COS name.
 func (f *Fake) NewBucket(t testing.TB) string {
 	t.Helper()
-	stem := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '-'
-	}, strings.ToLower(t.Name()))
-	stem = strings.Trim(strings.Join(strings.FieldsFunc(stem, func(r rune) bool { return r == '-' }), "-"), "-")
-	suffix := fmt.Sprintf("-%d%s-%s", f.seq.Add(1), newID()[:4], f.AppID)
-	if max := 63 - 3 - len(suffix); len(stem) > max {
-		stem = strings.Trim(stem[:max], "-")
-	}
-	name := "tk-" + stem + suffix
+	name := testenv.BucketName(t.Name(), fmt.Sprintf("-%d%s-%s", f.seq.Add(1), newID()[:4], f.AppID))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := f.S3.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name}); err != nil {

@@ -314,7 +314,7 @@ func (s *S3) newClient() *s3.Client {
 // cleanup.
 func (s *S3) NewBucket(t testing.TB) string {
 	t.Helper()
-	name := bucketName(t.Name(), s.seq.Add(1))
+	name := BucketName(t.Name(), fmt.Sprintf("-%d-%s", s.seq.Add(1), randHex(3)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
@@ -323,8 +323,11 @@ func (s *S3) NewBucket(t testing.TB) string {
 	return name
 }
 
-// bucketName makes an S3-valid bucket name from a test name and a sequence.
-func bucketName(testName string, seq int64) string {
+// BucketName makes a bucket name of at most 63 characters from a test name
+// and a suffix (lower-case letters, digits and '-', which makes it unique):
+// "tk-" + the test name in lower case with every run of other characters
+// replaced by one '-', cut to fit + suffix.
+func BucketName(testName, suffix string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(testName) {
@@ -337,7 +340,6 @@ func bucketName(testName string, seq int64) string {
 		}
 	}
 	stem := strings.Trim(b.String(), "-")
-	suffix := fmt.Sprintf("-%d-%s", seq, randHex(3))
 	if max := 63 - len("tk-") - len(suffix); len(stem) > max {
 		stem = strings.Trim(stem[:max], "-")
 	}

@@ -15,9 +15,9 @@ import (
 
 func TestBucketName(t *testing.T) {
 	for _, tc := range []string{"TestX", "Test/Sub_test/ÜBER long name " + strings.Repeat("x", 80), "__"} {
-		n := bucketName(tc, 12)
+		n := BucketName(tc, "-12-abcdef")
 		if len(n) < 3 || len(n) > 63 || strings.Contains(n, "--") || strings.ToLower(n) != n {
-			t.Errorf("bucketName(%q) = %q: not a valid bucket name", tc, n)
+			t.Errorf("BucketName(%q) = %q: not a valid bucket name", tc, n)
 		}
 	}
 }
