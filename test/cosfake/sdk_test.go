@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,7 +183,7 @@ func TestContentMD5Verified(t *testing.T) {
 	if st, code := cosCode(err); st != 400 || code != "InvalidDigest" {
 		t.Errorf("part with wrong Content-MD5: %d %s (%v)", st, code, err)
 	}
-	if ok, _ := regexpMatch(`^[a-z0-9]+$`, init.UploadID); !ok {
+	if ok, _ := regexp.MatchString(`^[a-z0-9]+$`, init.UploadID); !ok {
 		t.Errorf("upload ID %q does not match [a-z0-9]+", init.UploadID)
 	}
 	c.Object.AbortMultipartUpload(ctx, "mp", init.UploadID)

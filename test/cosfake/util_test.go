@@ -1,5 +1,0 @@
-package cosfake
-
-import "regexp"
-
-func regexpMatch(re, s string) (bool, error) { return regexp.MatchString(re, s) }
