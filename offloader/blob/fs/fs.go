@@ -190,18 +190,16 @@ func (s *Store) recordPath(key string) string {
 
 func (s *Store) dataPath(gen string) string { return filepath.Join(s.dir, "data", gen) }
 
-func (s *Store) lockKey(key string) func() {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	m := &s.keyMu[h.Sum32()%uint32(len(s.keyMu))]
-	m.Lock()
-	return m.Unlock
-}
+func (s *Store) lockKey(key string) func() { return lockStripe(&s.keyMu, key) }
 
-func (s *Store) lockUpload(id string) func() {
+func (s *Store) lockUpload(id string) func() { return lockStripe(&s.upMu, id) }
+
+// lockStripe locks the mutex of locks that name hashes to and returns its
+// unlock.
+func lockStripe(locks *[64]sync.Mutex, name string) func() {
 	h := fnv.New32a()
-	h.Write([]byte(id))
-	m := &s.upMu[h.Sum32()%uint32(len(s.upMu))]
+	h.Write([]byte(name))
+	m := &locks[h.Sum32()%uint32(len(locks))]
 	m.Lock()
 	return m.Unlock
 }
@@ -309,7 +307,7 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 			f.Close()
 			return nil, blob.Attrs{}, fmt.Errorf("fs: data file of %q has %d bytes, record says %d: corrupt (%v)", key, sizeOf(st), r.Size, err)
 		}
-		return &ctxFile{ctx: ctx, r: io.NewSectionReader(f, off, n), f: f}, r.attrs(), nil
+		return &ctxFile{ctxReader{ctx, io.NewSectionReader(f, off, n)}, f}, r.attrs(), nil
 	}
 }
 
@@ -322,16 +320,8 @@ func sizeOf(st os.FileInfo) int64 {
 
 // ctxFile reads a section of a file and stops when ctx is done.
 type ctxFile struct {
-	ctx context.Context
-	r   io.Reader
-	f   *os.File
-}
-
-func (c *ctxFile) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
+	ctxReader
+	f *os.File
 }
 
 func (c *ctxFile) Close() error { return c.f.Close() }
