@@ -2,6 +2,7 @@ package compat
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -185,8 +186,8 @@ func TestMLMetaPulsarReopensAfterGoUpdate(t *testing.T) {
 	last := res.Stored.Ledgers[len(res.Stored.Ledgers)-1].LedgerID
 	attempt := uuid.New()
 	drv := mlmeta.Driver{Name: "aws-s3", Bucket: "tierkeeper-compat", Region: "us-east-1", ServiceEndpoint: "http://127.0.0.1:1"}
-	if _, _, err := store.PrepareOffload(ctx, name, last, attempt, drv); err == nil {
-		t.Fatalf("Go updated the last ledger %d", last)
+	if _, _, err := store.PrepareOffload(ctx, name, last, attempt, drv); !errors.Is(err, mlmeta.ErrLastLedger) {
+		t.Fatalf("prepare of the last ledger %d: %v, want ErrLastLedger", last, err)
 	}
 	_, up, err := store.PrepareOffload(ctx, name, first, attempt, drv)
 	if err != nil || !up.Written {
