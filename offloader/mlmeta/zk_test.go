@@ -129,6 +129,16 @@ func TestRealZooKeeper(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("List =\n%q\nwant\n%q", got, want)
 		}
+		nss, err := s.ListNamespaces(ctx)
+		if wantNS := []string{"public/default", "pulsar/us-west/ns1"}; err != nil || !slices.Equal(nss, wantNS) {
+			t.Errorf("ListNamespaces = %q, %v; want %q", nss, err, wantNS)
+		}
+		if one, err := s.ListNamespace(ctx, "pulsar/us-west/ns1"); err != nil || !slices.Equal(one, []string{"pulsar/us-west/ns1/persistent/legacy"}) {
+			t.Errorf("ListNamespace(v1) = %q, %v", one, err)
+		}
+		if none, err := s.ListNamespace(ctx, "empty-tenant/ns-without-topics"); err != nil || len(none) != 0 {
+			t.Errorf("namespace without topics: %q, %v", none, err)
+		}
 		res, err := s.GetMany(ctx, got, nil)
 		if err != nil {
 			t.Fatal(err)
