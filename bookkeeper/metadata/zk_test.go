@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,22 +44,6 @@ func connectZK(t *testing.T) *zk.Conn {
 	return c
 }
 
-// mkdirs creates p (and missing parents) with data on the last node.
-func mkdirs(t *testing.T, c *zk.Conn, p string, data []byte) {
-	t.Helper()
-	parts := strings.Split(strings.Trim(p, "/"), "/")
-	for i := range parts {
-		sub := "/" + strings.Join(parts[:i+1], "/")
-		var d []byte
-		if i == len(parts)-1 {
-			d = data
-		}
-		if _, err := c.Create(sub, d, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatalf("create %s: %v", sub, err)
-		}
-	}
-}
-
 func layoutFor(m Manager) string {
 	cls := map[Manager]string{
 		Hierarchical:       "org.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory",
@@ -81,14 +64,14 @@ func ledgerWithID(id int64) *LedgerMetadata {
 // next to ledgers (which listing must skip).
 func cluster(t *testing.T, c *zk.Conn, root string, m Manager) {
 	t.Helper()
-	mkdirs(t, c, root+"/LAYOUT", []byte(layoutFor(m)))
-	mkdirs(t, c, root+"/INSTANCEID", []byte("0b5c0a4e-7d6f-4f3c-9d2e-1a2b3c4d5e6f"))
-	mkdirs(t, c, root+"/available/readonly", nil)
-	mkdirs(t, c, root+"/cookies/127.0.0.1:3181", []byte("5\nbookieHost: \"127.0.0.1:3181\"\n"))
-	mkdirs(t, c, root+"/underreplication/ledgers", nil)
-	mkdirs(t, c, root+"/idgen/ID-0000000007", nil)
-	mkdirs(t, c, root+"/idgen-long/HOB-0000000001", nil)
-	mkdirs(t, c, root+"/ID-0000000003", nil)
+	testenv.CreatePath(t, c, root+"/LAYOUT", []byte(layoutFor(m)))
+	testenv.CreatePath(t, c, root+"/INSTANCEID", []byte("0b5c0a4e-7d6f-4f3c-9d2e-1a2b3c4d5e6f"))
+	testenv.CreatePath(t, c, root+"/available/readonly", nil)
+	testenv.CreatePath(t, c, root+"/cookies/127.0.0.1:3181", []byte("5\nbookieHost: \"127.0.0.1:3181\"\n"))
+	testenv.CreatePath(t, c, root+"/underreplication/ledgers", nil)
+	testenv.CreatePath(t, c, root+"/idgen/ID-0000000007", nil)
+	testenv.CreatePath(t, c, root+"/idgen-long/HOB-0000000001", nil)
+	testenv.CreatePath(t, c, root+"/ID-0000000003", nil)
 }
 
 func TestZKLayoutsPathsAndListing(t *testing.T) {
@@ -110,15 +93,15 @@ func TestZKLayoutsPathsAndListing(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				mkdirs(t, c, p, data)
+				testenv.CreatePath(t, c, p, data)
 			}
 			// Junk that must not be mistaken for ledgers.
 			if m != Flat {
-				mkdirs(t, c, root+"/00/0000/Lxyz1", []byte("x"))
-				mkdirs(t, c, root+"/00/12/L0001", []byte("x"))
-				mkdirs(t, c, root+"/99/0000", nil) // empty intermediate node
+				testenv.CreatePath(t, c, root+"/00/0000/Lxyz1", []byte("x"))
+				testenv.CreatePath(t, c, root+"/00/12/L0001", []byte("x"))
+				testenv.CreatePath(t, c, root+"/99/0000", nil) // empty intermediate node
 			} else {
-				mkdirs(t, c, root+"/Lnotanumber", []byte("x"))
+				testenv.CreatePath(t, c, root+"/Lnotanumber", []byte("x"))
 			}
 			s, err := NewStore(ctx, c, StoreOptions{Root: root})
 			if err != nil {
@@ -155,11 +138,11 @@ func TestZKFormatsAndCtime(t *testing.T) {
 	ctx := context.Background()
 	root := "/t-formats/ledgers"
 	cluster(t, c, root, Hierarchical)
-	mkdirs(t, c, root+"/00/0000/L0001", []byte(javaV1))
-	mkdirs(t, c, root+"/00/0000/L0002", []byte(javaV2))
+	testenv.CreatePath(t, c, root+"/00/0000/L0001", []byte(javaV1))
+	testenv.CreatePath(t, c, root+"/00/0000/L0002", []byte(javaV2))
 	v3, _ := Marshal(sample(), 3)
-	mkdirs(t, c, root+"/00/0000/L0003", v3)
-	mkdirs(t, c, root+"/00/0000/L0004", []byte("\x00garbled"))
+	testenv.CreatePath(t, c, root+"/00/0000/L0003", v3)
+	testenv.CreatePath(t, c, root+"/00/0000/L0004", []byte("\x00garbled"))
 	s, err := NewStore(ctx, c, StoreOptions{Root: root})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +174,7 @@ func TestZKStoreErrors(t *testing.T) {
 	if _, err := NewStore(ctx, c, StoreOptions{Root: "/t-nothing-here"}); !errors.Is(err, ErrNoCluster) {
 		t.Fatalf("missing root: %v", err)
 	}
-	mkdirs(t, c, "/t-nolayout/ledgers/00/0000/L0001", mustMarshal(t, ledgerWithID(1)))
+	testenv.CreatePath(t, c, "/t-nolayout/ledgers/00/0000/L0001", mustMarshal(t, ledgerWithID(1)))
 	s, err := NewStore(ctx, c, StoreOptions{Root: "/t-nolayout/ledgers"})
 	if err != nil || s.Layout().Manager != Hierarchical {
 		t.Fatalf("no LAYOUT: %v %+v", err, s)
@@ -199,7 +182,7 @@ func TestZKStoreErrors(t *testing.T) {
 	if ids, err := s.ListLedgers(ctx); err != nil || !reflect.DeepEqual(ids, []int64{1}) {
 		t.Fatalf("list without LAYOUT: %v %v", ids, err)
 	}
-	mkdirs(t, c, "/t-badlayout/ledgers/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.MSLedgerManagerFactory:1"))
+	testenv.CreatePath(t, c, "/t-badlayout/ledgers/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.MSLedgerManagerFactory:1"))
 	if _, err := NewStore(ctx, c, StoreOptions{Root: "/t-badlayout/ledgers"}); !errors.Is(err, ErrBadLayout) {
 		t.Fatalf("MS layout: %v", err)
 	}
@@ -237,11 +220,11 @@ func TestZKResolveBookie(t *testing.T) {
 		}
 		return b
 	}
-	mkdirs(t, c, root+"/available/bookie-1", info("127.0.0.1", 4001))
-	mkdirs(t, c, root+"/available/readonly/bookie-2", info("127.0.0.2", 4002))
-	mkdirs(t, c, root+"/available/10.1.1.1:3181", nil) // pre-4.12 bookie: empty data
-	mkdirs(t, c, root+"/available/bookie-bad", []byte("\xff\xff"))
-	mkdirs(t, c, root+"/available/bookie-norpc", func() []byte {
+	testenv.CreatePath(t, c, root+"/available/bookie-1", info("127.0.0.1", 4001))
+	testenv.CreatePath(t, c, root+"/available/readonly/bookie-2", info("127.0.0.2", 4002))
+	testenv.CreatePath(t, c, root+"/available/10.1.1.1:3181", nil) // pre-4.12 bookie: empty data
+	testenv.CreatePath(t, c, root+"/available/bookie-bad", []byte("\xff\xff"))
+	testenv.CreatePath(t, c, root+"/available/bookie-norpc", func() []byte {
 		b, _ := MarshalBookieServiceInfo(&BookieServiceInfo{Endpoints: []Endpoint{{ID: "httpserver", Host: "h", Port: 1, Protocol: "http"}}})
 		return b
 	}())
@@ -306,7 +289,7 @@ func TestZKCompareAndDelete(t *testing.T) {
 	put := func(id int64, m *LedgerMetadata) string {
 		m.LedgerID = id
 		p, _ := s.LedgerPath(id)
-		mkdirs(t, c, p, mustMarshal(t, m))
+		testenv.CreatePath(t, c, p, mustMarshal(t, m))
 		return p
 	}
 	exists := func(p string) bool {

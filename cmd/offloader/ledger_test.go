@@ -8,15 +8,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/bookietest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
@@ -43,21 +40,6 @@ func startZK(t *testing.T) *testenv.ZooKeeper {
 	return sharedZK
 }
 
-func mkdirs(t *testing.T, c *zk.Conn, p string, data []byte) {
-	t.Helper()
-	parts := strings.Split(strings.Trim(p, "/"), "/")
-	for i := range parts {
-		sub := "/" + strings.Join(parts[:i+1], "/")
-		var d []byte
-		if i == len(parts)-1 {
-			d = data
-		}
-		if _, err := c.Create(sub, d, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatalf("create %s: %v", sub, err)
-		}
-	}
-}
-
 // fixture: a ZooKeeper ledgers root with LAYOUT, fake bookies registered
 // under available/ (BookieServiceInfo pointing at the fakes), and a closed
 // ledger written to them.
@@ -79,14 +61,14 @@ func newFixture(t *testing.T, root string, ledgerID int64) *fixture {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	mkdirs(t, conn, root+"/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"))
+	testenv.CreatePath(t, conn, root+"/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"))
 	cl := bookietest.StartCluster(t, 3)
 	for _, id := range cl.IDs {
 		host, port, _ := net.SplitHostPort(cl.Bookies[id].Addr)
 		p, _ := strconv.Atoi(port)
 		info, _ := metadata.MarshalBookieServiceInfo(&metadata.BookieServiceInfo{Endpoints: []metadata.Endpoint{
 			{ID: "bookie", Host: host, Port: p, Protocol: metadata.ProtocolBookieRPC}}})
-		mkdirs(t, conn, root+"/available/"+id, info)
+		testenv.CreatePath(t, conn, root+"/available/"+id, info)
 	}
 	data := make([][]byte, 25)
 	for i := range data {
@@ -99,12 +81,12 @@ func newFixture(t *testing.T, root string, ledgerID int64) *fixture {
 	md.CustomMetadata = map[string][]byte{"application": []byte("pulsar"), "pulsar/managed-ledger": []byte("public/default/persistent/t")}
 	p, _ := metadata.Hierarchical.LedgerPath(root, ledgerID)
 	b, _ := metadata.Marshal(md, 3)
-	mkdirs(t, conn, p, b)
+	testenv.CreatePath(t, conn, p, b)
 	open := *md
 	open.LedgerID, open.State, open.LastEntryID, open.Length = ledgerID+1, metadata.StateOpen, -1, 0
 	p, _ = metadata.Hierarchical.LedgerPath(root, ledgerID+1)
 	b, _ = metadata.Marshal(&open, 3)
-	mkdirs(t, conn, p, b)
+	testenv.CreatePath(t, conn, p, b)
 	t.Cleanup(func() {
 		for _, r := range cl.Requests() {
 			if r.HasFlag || r.MasterKey != nil {

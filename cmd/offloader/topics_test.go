@@ -16,6 +16,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 // topicsFixture writes managed ledgers under chroot in the shared ZooKeeper
@@ -67,7 +68,7 @@ func topicsFixture(t *testing.T, chroot string) (addr string, attempt uuid.UUID)
 	}
 	keys := slices.Sorted(maps.Keys(nodes)) // parents before their cursors
 	for _, ml := range keys {
-		mkdirs(t, c, chroot+mlmeta.Path(ml), nodes[ml])
+		testenv.CreatePath(t, c, chroot+mlmeta.Path(ml), nodes[ml])
 	}
 	return z.Addr, attempt
 }

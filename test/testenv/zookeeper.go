@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // ZooKeeper is a standalone ZooKeeper server (the 3.9.x jar Pulsar pins,
@@ -201,4 +204,21 @@ func (z *ZooKeeper) LogPath() string {
 		return ""
 	}
 	return z.proc.LogPath
+}
+
+// CreatePath creates the znode p with data, creating missing parents empty.
+// Nodes that already exist (p included) are left as they are.
+func CreatePath(t testing.TB, c *zk.Conn, p string, data []byte) {
+	t.Helper()
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	for i := range parts {
+		sub := "/" + strings.Join(parts[:i+1], "/")
+		var d []byte
+		if i == len(parts)-1 {
+			d = data
+		}
+		if _, err := c.Create(sub, d, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("create %s: %v", sub, err)
+		}
+	}
 }
