@@ -22,6 +22,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/memblob"
 )
 
 func newFS(t *testing.T) blob.Store {
@@ -366,44 +367,165 @@ func TestLimiterTransport(t *testing.T) {
 	}
 }
 
-// UploadStream keeps at most Concurrency parts in flight.
-func TestUploadStreamConcurrency(t *testing.T) {
-	base := newFS(t)
-	var inFlight, peak atomic.Int32
-	s := &slowParts{Store: base, inFlight: &inFlight, peak: &peak}
-	data := make([]byte, 6*blob.MinPartSize)
-	if _, err := blob.UploadStream(context.Background(), s, "k", bytes.NewReader(data), blob.UploadOptions{PartSize: blob.MinPartSize, Concurrency: 3}); err != nil {
+// Parts keeps at most InFlight parts in flight and stores them in order.
+func TestPartsInFlight(t *testing.T) {
+	s := memblob.New()
+	s.PartDelay = 20 * time.Millisecond
+	ctx := context.Background()
+	var started, done atomic.Int32
+	p, err := blob.StartParts(ctx, s, "k", blob.PutOptions{}, blob.PartsOptions{
+		InFlight: 3,
+		OnStart:  func(int) { started.Add(1) },
+		OnDone:   func(_, size int, _ time.Duration, err error) { done.Add(1) },
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if p := peak.Load(); p < 2 || p > 3 {
-		t.Errorf("peak parts in flight = %d, want 2..3", p)
-	}
-}
-
-type slowParts struct {
-	blob.Store
-	inFlight, peak *atomic.Int32
-}
-
-func (s *slowParts) CreateMultipart(ctx context.Context, key string, o blob.PutOptions) (blob.Multipart, error) {
-	mp, err := s.Store.CreateMultipart(ctx, key, o)
-	return &slowMP{mp, s}, err
-}
-
-type slowMP struct {
-	blob.Multipart
-	s *slowParts
-}
-
-func (m *slowMP) UploadPart(ctx context.Context, n int, d []byte) error {
-	c := m.s.inFlight.Add(1)
-	defer m.s.inFlight.Add(-1)
-	for {
-		p := m.s.peak.Load()
-		if c <= p || m.s.peak.CompareAndSwap(p, c) {
-			break
+	var want []byte
+	var released atomic.Int32
+	for n := 1; n <= 7; n++ {
+		part := bytes.Repeat([]byte{byte(n)}, 1000+n)
+		want = append(want, part...)
+		if err := p.Send(ctx, n, part, func() { released.Add(1) }); err != nil {
+			t.Fatal(err)
 		}
 	}
-	time.Sleep(20 * time.Millisecond)
-	return m.Multipart.UploadPart(ctx, n, d)
+	a, err := p.Complete(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := s.Object("k"); !bytes.Equal(got, want) || a.Size != int64(len(want)) {
+		t.Errorf("stored %d bytes (attrs %d), want %d in part order", len(got), a.Size, len(want))
+	}
+	if peak := s.PeakPartsInFlight(); peak != 3 {
+		t.Errorf("peak parts in flight = %d, want 3", peak)
+	}
+	if released.Load() != 7 || started.Load() != 7 || done.Load() != 7 {
+		t.Errorf("released %d, started %d, done %d; want 7 each", released.Load(), started.Load(), done.Load())
+	}
+	if err := p.Abort(ctx); err != nil || s.Count(blob.OpAbortMultipart) != 0 {
+		t.Errorf("Abort after Complete: %v, %d abort requests; want a no-op", err, s.Count(blob.OpAbortMultipart))
+	}
+}
+
+// The first failed part cancels the others and fails Send and Complete;
+// Abort then leaves nothing, and every buffer is released once.
+func TestPartsFirstFailureStopsTheRest(t *testing.T) {
+	s := memblob.New()
+	s.PartDelay = 5 * time.Millisecond
+	boom := errors.New("disk on fire")
+	s.Hook = func(op, _ string, part int) error {
+		if op == blob.OpUploadPart && part == 2 {
+			return boom
+		}
+		return nil
+	}
+	ctx := context.Background()
+	p, err := blob.StartParts(ctx, s, "k", blob.PutOptions{}, blob.PartsOptions{InFlight: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var released atomic.Int32
+	var sendErr error
+	sent := 0
+	for n := 1; n <= 50 && sendErr == nil; n++ {
+		sendErr = p.Send(ctx, n, make([]byte, 100), func() { released.Add(1) })
+		sent++
+	}
+	if !errors.Is(sendErr, boom) || !strings.Contains(sendErr.Error(), "part 2") {
+		t.Fatalf("Send after part 2 failed: %v (after %d sends), want the part-2 error", sendErr, sent)
+	}
+	if _, err := p.Complete(ctx); !errors.Is(err, boom) {
+		t.Errorf("Complete: %v, want the part-2 error", err)
+	}
+	if err := p.Abort(ctx); err != nil {
+		t.Errorf("Abort: %v", err)
+	}
+	if int(released.Load()) != sent {
+		t.Errorf("%d buffers released, %d sent", released.Load(), sent)
+	}
+	if ups, _ := s.ListMultipart(ctx, ""); len(ups) != 0 || s.Count(blob.OpCompleteMultipart) != 0 {
+		t.Errorf("after Abort: uploads %+v, %d complete requests", ups, s.Count(blob.OpCompleteMultipart))
+	}
+	if _, _, ok := s.Object("k"); ok {
+		t.Error("object created")
+	}
+}
+
+// Abort cancels parts in flight, and a failed abort is reported with the
+// upload id and leaves the upload listed for a sweeper.
+func TestPartsAbort(t *testing.T) {
+	s := memblob.New()
+	s.PartDelay = time.Hour // only cancellation ends a part
+	ctx := context.Background()
+	p, err := blob.StartParts(ctx, s, "k", blob.PutOptions{}, blob.PartsOptions{InFlight: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts sync.WaitGroup
+	parts.Add(2)
+	for n := 1; n <= 2; n++ {
+		if err := p.Send(ctx, n, make([]byte, 10), parts.Done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A third Send waits for a free slot; its ctx ends the wait.
+	wctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := p.Send(wctx, 3, make([]byte, 10), nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Send with no free slot and a cancelled ctx: %v", err)
+	}
+	if err := p.Abort(ctx); err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	parts.Wait() // both released: the parts were cancelled
+	if ups, _ := s.ListMultipart(ctx, ""); len(ups) != 0 {
+		t.Errorf("uploads left: %+v", ups)
+	}
+	if err := p.Send(ctx, 3, make([]byte, 10), nil); err == nil {
+		t.Error("Send after Abort succeeded")
+	}
+
+	s2 := memblob.New()
+	s2.Hook = func(op, _ string, _ int) error {
+		if op == blob.OpAbortMultipart {
+			return errors.New("store unreachable")
+		}
+		return nil
+	}
+	p2, err := blob.StartParts(ctx, s2, "k2", blob.PutOptions{}, blob.PartsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p2.Abort(ctx)
+	if err == nil || !strings.Contains(err.Error(), p2.UploadID()) || !strings.Contains(err.Error(), "store unreachable") {
+		t.Errorf("failed abort: %v, want the upload id and the cause", err)
+	}
+	if ups, _ := s2.ListMultipart(ctx, "k2"); len(ups) != 1 || ups[0].UploadID != p2.UploadID() {
+		t.Errorf("upload after a failed abort: %+v, want it listed for the sweeper", ups)
+	}
+}
+
+// Complete gives up on parts in flight when its ctx ends.
+func TestPartsCompleteCancelled(t *testing.T) {
+	s := memblob.New()
+	s.PartDelay = time.Hour
+	p, err := blob.StartParts(context.Background(), s, "k", blob.PutOptions{}, blob.PartsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Send(context.Background(), 1, make([]byte, 10), nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	if _, err := p.Complete(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Complete with a cancelled ctx: %v", err)
+	}
+	if s.Count(blob.OpCompleteMultipart) != 0 {
+		t.Error("upload completed with a part cancelled")
+	}
+	if err := p.Abort(context.Background()); err != nil {
+		t.Error(err)
+	}
 }

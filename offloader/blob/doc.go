@@ -11,6 +11,7 @@
 // CheckRangeAnswer, EmptyRange), Secret for credentials in configs,
 // Duration, Payload (a re-readable Put body with its MD5), the Limiter
 // (process-wide token buckets, also as an HTTP transport), the Limited and
-// metrics decorators, and UploadStream (multipart with parts in flight,
-// aborted on failure). See docs/blobstores.md.
+// metrics decorators, and Parts, the multipart pipeline (parts in flight,
+// the first failure cancelling the rest, aborted when given up). The
+// in-memory store for tests is in memblob. See docs/blobstores.md.
 package blob

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
 // Data block layout (V1), big-endian, as Pulsar's DataBlockHeaderImpl and
@@ -40,7 +42,7 @@ const (
 
 	// MinPartSize is the S3 multipart minimum for every part but the last;
 	// Pulsar rejects a managedLedgerOffloadMaxBlockSizeInBytes below it.
-	MinPartSize = 5 << 20
+	MinPartSize = blob.MinPartSize
 	// DefaultMaxBlockSize is Pulsar's default
 	// managedLedgerOffloadMaxBlockSizeInBytes (64 MiB).
 	DefaultMaxBlockSize = 64 << 20

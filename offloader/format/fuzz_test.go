@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tierkeeper/tierkeeper/offloader/format/internal/memblob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/memblob"
 )
 
 func FuzzParseIndex(f *testing.F) {

@@ -19,7 +19,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
-	"github.com/tierkeeper/tierkeeper/offloader/format/internal/memblob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/memblob"
 )
 
 // fixture writes an encoded ledger into a memblob store.
@@ -110,7 +110,7 @@ func TestReaderReadsEverything(t *testing.T) {
 	if n := r.Requests(); n != 1 {
 		t.Fatalf("whole-ledger read took %d data GETs, want 1", n)
 	}
-	if n := f.store.Count(memblob.OpGet); n != 1 {
+	if n := f.store.Count(blob.OpGet); n != 1 {
 		t.Fatalf("index GETs %d, want 1", n)
 	}
 }
@@ -140,7 +140,7 @@ func TestReaderRandomEntryCostsOneRequest(t *testing.T) {
 			t.Fatalf("entry %d took %d data GETs", id, d)
 		}
 	}
-	if n := f.store.Count(memblob.OpGet); n != 1 {
+	if n := f.store.Count(blob.OpGet); n != 1 {
 		t.Fatalf("index fetched %d times; it must be cached", n)
 	}
 }
@@ -229,8 +229,8 @@ func TestReaderMissingObjects(t *testing.T) {
 	if _, err := Open(context.Background(), store, uuid.New(), 1, nil); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("missing index: %v", err)
 	}
-	if store.Count(memblob.OpGet) != 1 {
-		t.Fatalf("missing index retried %d times", store.Count(memblob.OpGet))
+	if store.Count(blob.OpGet) != 1 {
+		t.Fatalf("missing index retried %d times", store.Count(blob.OpGet))
 	}
 	f := newFixture(t, [][]byte{[]byte("a")}, 1024)
 	r := f.open(t, nil)

@@ -591,39 +591,50 @@ func AcceptanceTest(t *testing.T, store blob.Store) {
 		}
 	})
 
-	t.Run("UploadStream", func(t *testing.T) {
+	t.Run("PartsPipeline", func(t *testing.T) {
 		ctx := ctxT(t)
-		for _, n := range []int{0, 100, PartSize, 2*PartSize + 17} {
+		for _, n := range []int{100, PartSize, 2*PartSize + 17} {
 			body := data(n)
-			key := fmt.Sprintf("stream/%d", n)
-			a, err := blob.UploadStream(ctx, store, key, io.MultiReader(bytes.NewReader(body)), blob.UploadOptions{PartSize: PartSize, Concurrency: 3})
+			key := fmt.Sprintf("parts/%d", n)
+			a, err := UploadParts(ctx, store, key, body, PartSize, 3)
 			if err != nil {
-				t.Fatalf("UploadStream %d bytes: %v", n, err)
+				t.Fatalf("Parts %d bytes: %v", n, err)
 			}
 			if a.Size != int64(n) {
-				t.Errorf("UploadStream %d bytes: attrs size %d", n, a.Size)
+				t.Errorf("Parts %d bytes: attrs size %d", n, a.Size)
 			}
 			if got, _ := readAll(t, ctx, store, key, 0, -1); !bytes.Equal(got, body) {
-				t.Errorf("UploadStream %d bytes: stored object differs", n)
+				t.Errorf("Parts %d bytes: stored object differs", n)
 			}
 		}
-		// A failing reader aborts the upload: nothing is left.
-		bad := io.MultiReader(bytes.NewReader(data(PartSize+10)), errReader{errors.New("disk gone")})
-		if _, err := blob.UploadStream(ctx, store, "stream/bad", bad, blob.UploadOptions{PartSize: PartSize}); err == nil {
-			t.Fatal("UploadStream with a failing reader succeeded")
+		// A part the store refuses (number out of range) fails the
+		// pipeline; Abort leaves nothing.
+		p, err := blob.StartParts(ctx, store, "parts/bad", blob.PutOptions{}, blob.PartsOptions{InFlight: 2})
+		if err != nil {
+			t.Fatal(err)
 		}
-		AssertAbsentOrEqual(t, store, "stream/bad", nil)
+		released := 0
+		if err := p.Send(ctx, 1, data(PartSize), func() { released++ }); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.Send(ctx, blob.MaxParts+1, data(10), func() { released++ })
+		if _, err := p.Complete(ctx); !errors.Is(err, blob.ErrInvalidArgument) {
+			t.Errorf("Complete after a refused part: %v, want ErrInvalidArgument", err)
+		}
+		if err := p.Abort(ctx); err != nil {
+			t.Errorf("Abort: %v", err)
+		}
+		if released != 2 {
+			t.Errorf("%d of 2 part buffers released", released)
+		}
+		AssertAbsentOrEqual(t, store, "parts/bad", nil)
 		if ml, ok := store.(blob.MultipartLister); ok {
-			if ups, err := ml.ListMultipart(ctx, "stream/bad"); err != nil || len(ups) != 0 {
-				t.Errorf("failed UploadStream left uploads: %+v, %v", ups, err)
+			if ups, err := ml.ListMultipart(ctx, "parts/bad"); err != nil || len(ups) != 0 {
+				t.Errorf("aborted pipeline left uploads: %+v, %v", ups, err)
 			}
 		}
 	})
 }
-
-type errReader struct{ err error }
-
-func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 func firstKey(m map[string]string) string {
 	for k := range m {

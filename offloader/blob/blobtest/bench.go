@@ -1,7 +1,6 @@
 package blobtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -10,17 +9,17 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
-// BenchUploadStream measures blob.UploadStream of a 64 MiB object in 8 MiB
-// parts to s, one sub-benchmark per number of parts in flight
-// ("64MiB/parts=8MiB/concurrency=N").
-func BenchUploadStream(b *testing.B, s blob.Store, concurrency ...int) {
+// BenchParts measures the multipart pipeline (blob.Parts) storing a 64 MiB
+// object in 8 MiB parts to s, one sub-benchmark per number of parts in
+// flight ("64MiB/parts=8MiB/concurrency=N").
+func BenchParts(b *testing.B, s blob.Store, concurrency ...int) {
 	data := make([]byte, 64<<20)
 	rand.NewChaCha8([32]byte{64}).Read(data)
 	for _, conc := range concurrency {
 		b.Run(fmt.Sprintf("64MiB/parts=8MiB/concurrency=%d", conc), func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for i := 0; i < b.N; i++ {
-				if _, err := blob.UploadStream(context.Background(), s, "bench", bytes.NewReader(data), blob.UploadOptions{PartSize: 8 << 20, Concurrency: conc}); err != nil {
+				if _, err := UploadParts(context.Background(), s, "bench", data, 8<<20, conc); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,6 +8,7 @@
 // It also has helpers the provider fault-injection tests share:
 // AssertAbsentOrEqual checks that after a failed write there is either no
 // object or one byte-identical to the input; AssertStored checks that a
-// write that succeeded stored exactly its input. BenchUploadStream is the
+// write that succeeded stored exactly its input; UploadParts drives the
+// multipart pipeline (blob.Parts) over a byte slice. BenchParts is the
 // upload benchmark every provider runs (make bench-blob).
 package blobtest

@@ -7,14 +7,14 @@ import (
 	"github.com/tierkeeper/tierkeeper/test/cosfake"
 )
 
-// BenchmarkUploadStream measures multipart upload throughput through the
+// BenchmarkParts measures multipart upload throughput through the
 // real SDK, cosfake (signature check, MD5, CRC-64) and versitygw, all on
 // 127.0.0.1.
-func BenchmarkUploadStream(b *testing.B) {
+func BenchmarkParts(b *testing.B) {
 	f := cosfake.Start(b)
 	s, err := New(fakeConfig(f, f.NewBucket(b)), Options{DialContext: f.DialContext})
 	if err != nil {
 		b.Fatal(err)
 	}
-	blobtest.BenchUploadStream(b, s, 1, 4)
+	blobtest.BenchParts(b, s, 1, 4)
 }

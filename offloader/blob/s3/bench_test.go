@@ -10,16 +10,16 @@ import (
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-// BenchmarkUploadStream measures multipart upload throughput to versitygw
+// BenchmarkParts measures multipart upload throughput to versitygw
 // on 127.0.0.1 (MB/s = what the client side and the loopback server can
 // do, not a cloud figure).
-func BenchmarkUploadStream(b *testing.B) {
+func BenchmarkParts(b *testing.B) {
 	srv := testenv.StartS3(b)
 	s, err := New(context.Background(), staticConfig(srv, srv.NewBucket(b)), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	blobtest.BenchUploadStream(b, s, 1, 4)
+	blobtest.BenchParts(b, s, 1, 4)
 	data := randBytes(1 << 20)
 	b.Run("Put1MiB", func(b *testing.B) {
 		b.SetBytes(1 << 20)

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -24,7 +25,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -293,48 +293,32 @@ func encodedSize(n int64, size, maxBlock int) int64 {
 }
 
 // rawUpload is the baseline: a multipart upload of total bytes in parts of
-// partSize with the same parallelism and pooled buffers, each part filled by
-// copying from src (the raw counterpart of the encoder's copy).
+// partSize through the same pipeline (blob.Parts) with the same parallelism
+// and pooled buffers, each part filled by copying from src (the raw
+// counterpart of the encoder's copy).
 func rawUpload(ctx context.Context, store blob.Writer, key string, total int64, partSize, parallel int, src []byte) (int, error) {
-	mpu, err := store.CreateMultipart(ctx, key, blob.PutOptions{ContentType: "application/octet-stream"})
+	p, err := blob.StartParts(ctx, store, key, blob.PutOptions{ContentType: "application/octet-stream"}, blob.PartsOptions{InFlight: parallel})
 	if err != nil {
 		return 0, err
 	}
 	pool := format.NewPool(partSize, parallel+1)
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
 	parts := 0
 	for off := int64(0); off < total; off += int64(partSize) {
 		n := int(min(int64(partSize), total-off))
 		buf, err := pool.Get(ctx, n)
 		if err != nil {
-			return 0, err
+			return 0, errors.Join(err, p.Abort(ctx))
 		}
-		for p := 0; p < n; {
-			p += copy(buf[p:], src[(off+int64(p))%int64(len(src)):])
+		for i := 0; i < n; {
+			i += copy(buf[i:], src[(off+int64(i))%int64(len(src)):])
 		}
 		parts++
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(part int, buf []byte) {
-			defer wg.Done()
-			err := mpu.UploadPart(ctx, part, buf)
-			pool.Put(buf)
-			<-sem
-			if err != nil {
-				mu.Lock()
-				firstErr = err
-				mu.Unlock()
-			}
-		}(parts, buf)
+		if err := p.Send(ctx, parts, buf, func() { pool.Put(buf) }); err != nil {
+			return 0, errors.Join(err, p.Abort(ctx))
+		}
 	}
-	wg.Wait()
-	if firstErr != nil {
-		_ = mpu.Abort(ctx)
-		return 0, firstErr
+	if _, err := p.Complete(ctx); err != nil {
+		return 0, errors.Join(err, p.Abort(ctx))
 	}
-	_, err = mpu.Complete(ctx)
-	return parts, err
+	return parts, nil
 }

@@ -4,7 +4,8 @@
 // # Pipeline
 //
 // Entries go into a format.Encoder, which fills block buffers from a bounded
-// pool; every finished block becomes one multipart part, with up to
+// pool; every finished block becomes one multipart part sent through
+// blob.Parts (the project's one multipart pipeline), with up to
 // PartsInFlight parts uploading while the next block is filled. Memory is
 // therefore about (PartsInFlight + 1) × MaxBlockSize whatever the ledger
 // size. After the last part the upload is completed and the index is stored
@@ -27,6 +28,25 @@
 // atomic, no incomplete upload to sweep after a crash. The bytes are the
 // same; Pulsar's reader locates blocks by offset and never uses part
 // numbers, and the index still says part 1.
+//
+// # Streaming from BookKeeper
+//
+// A caller that reads entries as they arrive (the offload pipeline reading
+// a ledger from the bookies) drives a Session itself, so reading and
+// uploading overlap and nothing is buffered beyond the pool:
+//
+//	u, _ := upload.New(store, &upload.Options{MaxBlockSize: 64 << 20, PartsInFlight: 2, Pool: shared})
+//	s, err := u.Begin(ctx, upload.Request{UUID: id, Ledger: l, Metadata: format.IndexMetadata(md)})
+//	for each entry 0..LastEntryID: err = s.Add(ctx, entryID, payload) // blocks while the parts are busy
+//	res, err := s.Finish(ctx)
+//	err = upload.Verify(ctx, store, res, &upload.VerifyOptions{BlockHeaders: true})
+//
+// Add copies the payload, so the caller may reuse it. Any error from Add
+// or Finish has already aborted the session (multipart upload aborted,
+// buffers returned); call Abort to give up for a reason of the caller's
+// own (a failed BookKeeper read). Upload does the same loop over an
+// EntrySource. The Result (keys, sizes, index bytes) is what Verify and the
+// metadata commit need.
 //
 // # Verify
 //

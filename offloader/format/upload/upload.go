@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -181,16 +180,8 @@ type Session struct {
 	enc    *format.Encoder
 	pool   *format.Pool
 	single bool
-	mpu    blob.Multipart
-	sem    chan struct{}
+	parts  *blob.Parts // multipart: the pipeline the blocks go through
 	log    *slog.Logger
-
-	pctx    context.Context // parts' context, cancelled on failure
-	pcancel context.CancelCauseFunc
-	wg      sync.WaitGroup
-
-	mu   sync.Mutex
-	perr error // first part failure
 
 	held *format.Block // the single block of a single-PUT ledger
 	done bool
@@ -206,7 +197,6 @@ func (u *Uploader) Begin(ctx context.Context, req Request) (*Session, error) {
 	s := &Session{
 		u:   u,
 		req: req,
-		sem: make(chan struct{}, o.PartsInFlight),
 		log: o.Logger.With("ledger", req.Ledger.ID, "uuid", req.UUID.String()),
 	}
 	info := o.Info
@@ -229,17 +219,33 @@ func (u *Uploader) Begin(ctx context.Context, req Request) (*Session, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	s.enc = enc
-	s.pctx, s.pcancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	if !s.single {
-		mpu, err := u.store.CreateMultipart(ctx, s.res.DataKey, blob.PutOptions{Metadata: s.res.DataMetadata, ContentType: "application/octet-stream"})
+		m := o.Metrics
+		parts, err := blob.StartParts(ctx, u.store, s.res.DataKey,
+			blob.PutOptions{Metadata: s.res.DataMetadata, ContentType: "application/octet-stream"},
+			blob.PartsOptions{
+				InFlight:       o.PartsInFlight,
+				CleanupTimeout: o.CleanupTimeout,
+				Logger:         s.log,
+				OnStart:        func(int) { m.inFlight.Inc() },
+				OnDone: func(part, n int, took time.Duration, err error) {
+					m.inFlight.Dec()
+					if err != nil {
+						return
+					}
+					m.partDuration.Observe(took.Seconds())
+					m.parts.Inc()
+					m.bytes.Add(float64(n))
+					s.log.Debug("part uploaded", "part", part, "bytes", n, "seconds", took.Seconds())
+				},
+			})
 		if err != nil {
-			o.Metrics.failures.WithLabelValues(stageCreate).Inc()
-			s.pcancel(err)
-			return nil, fmt.Errorf("upload ledger %d: create multipart %s: %w", l.ID, s.res.DataKey, err)
+			m.failures.WithLabelValues(stageCreate).Inc()
+			return nil, fmt.Errorf("upload ledger %d: %w", l.ID, err)
 		}
-		s.mpu = mpu
+		s.parts = parts
 		s.res.Multipart = true
-		s.log.Debug("multipart upload created", "key", s.res.DataKey, "upload_id", mpu.UploadID())
+		s.log.Debug("multipart upload created", "key", s.res.DataKey, "upload_id", parts.UploadID())
 	}
 	return s, nil
 }
@@ -292,62 +298,22 @@ func (s *Session) stage() string {
 	return stageEncode
 }
 
-// emit receives finished blocks from the encoder.
+// emit receives finished blocks from the encoder: one part each, through
+// the multipart pipeline (which blocks while PartsInFlight parts upload).
+// The block's buffer goes back to the pool once its part is done.
 func (s *Session) emit(ctx context.Context, blk format.Block) error {
 	if s.single {
 		s.held = &blk
 		return nil
 	}
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		s.pool.Put(blk.Data)
-		return context.Cause(ctx)
-	case <-s.pctx.Done():
-		s.pool.Put(blk.Data)
-		return context.Cause(s.pctx)
-	}
-	if err := s.partErr(); err != nil {
-		<-s.sem
-		s.pool.Put(blk.Data)
-		return err
-	}
-	m := s.u.opts.Metrics
-	s.wg.Add(1)
-	m.inFlight.Inc()
-	go func() {
-		defer s.wg.Done()
-		start := time.Now()
-		err := s.mpu.UploadPart(s.pctx, blk.PartNumber, blk.Data)
-		m.inFlight.Dec()
-		n := len(blk.Data)
-		s.pool.Put(blk.Data)
-		<-s.sem
-		if err != nil {
-			s.setPartErr(fmt.Errorf("upload part %d of %s: %w", blk.PartNumber, s.res.DataKey, err))
-			return
-		}
-		m.partDuration.Observe(time.Since(start).Seconds())
-		m.parts.Inc()
-		m.bytes.Add(float64(n))
-		s.log.Debug("part uploaded", "part", blk.PartNumber, "bytes", n, "first_entry", blk.FirstEntryID, "last_entry", blk.LastEntryID)
-	}()
-	return nil
+	return s.parts.Send(ctx, blk.PartNumber, blk.Data, func() { s.pool.Put(blk.Data) })
 }
 
 func (s *Session) partErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.perr
-}
-
-func (s *Session) setPartErr(err error) {
-	s.mu.Lock()
-	if s.perr == nil {
-		s.perr = err
+	if s.parts == nil {
+		return nil
 	}
-	s.mu.Unlock()
-	s.pcancel(err)
+	return s.parts.Err()
 }
 
 // Finish uploads the last block, completes the data object, writes the
@@ -362,15 +328,6 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	if err != nil {
 		err = fmt.Errorf("upload ledger %d: %w", id, err)
 		s.abort(ctx, s.stage(), err)
-		return nil, err
-	}
-	// Wait for the parts; give up on them if the caller does.
-	stop := context.AfterFunc(ctx, func() { s.pcancel(context.Cause(ctx)) })
-	s.wg.Wait()
-	stop()
-	if err := s.partErr(); err != nil {
-		err = fmt.Errorf("upload ledger %d: %w", id, err)
-		s.abort(ctx, stagePart, err)
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -397,16 +354,21 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		o.Metrics.partDuration.Observe(time.Since(start).Seconds())
 		o.Metrics.bytes.Add(float64(layout.DataObjectLength))
 	} else {
-		attrs, err = s.mpu.Complete(ctx)
+		// Waits for the parts in flight (given up if ctx ends), then
+		// completes.
+		attrs, err = s.parts.Complete(ctx)
 		if err != nil {
-			err = fmt.Errorf("upload ledger %d: complete %s: %w", id, s.res.DataKey, err)
+			err = fmt.Errorf("upload ledger %d: %w", id, err)
+			if s.partErr() != nil {
+				s.abort(ctx, stagePart, err)
+				return nil, err
+			}
 			// The completion may have happened with the reply lost: delete
 			// the object too. The UUID is this attempt's own.
 			s.abort(ctx, stageComplete, err)
 			s.cleanupDelete(ctx, s.res.DataKey)
 			return nil, err
 		}
-		s.mpu = nil
 	}
 	o.Metrics.objects.WithLabelValues("data").Inc()
 	if attrs.Size != 0 && attrs.Size != layout.DataObjectLength {
@@ -432,7 +394,6 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	o.Metrics.bytes.Add(float64(len(raw)))
 	s.res.Index, s.res.IndexBytes = ix, raw
 	s.done = true
-	s.pcancel(ErrSessionDone)
 	s.log.Debug("ledger uploaded", "data_key", s.res.DataKey, "bytes", s.res.DataObjectLength, "blocks", s.res.Blocks, "multipart", s.res.Multipart)
 	res := s.res
 	return &res, nil
@@ -457,26 +418,20 @@ func (s *Session) abort(ctx context.Context, stage string, cause error) error {
 	if stage != "" {
 		s.u.opts.Metrics.failures.WithLabelValues(stage).Inc()
 	}
-	s.pcancel(cause)
-	s.wg.Wait()
+	var err error
+	if s.parts != nil {
+		// Cancels the parts in flight, waits for them (their buffers go
+		// back to the pool) and aborts the upload.
+		err = s.parts.Abort(ctx)
+	}
 	s.enc.Abort()
 	if s.held != nil {
 		s.pool.Put(s.held.Data)
 		s.held = nil
 	}
-	if s.mpu == nil {
-		return nil
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.u.opts.CleanupTimeout)
-	defer cancel()
-	err := s.mpu.Abort(cctx)
-	if err != nil {
-		s.log.Warn("abort multipart upload failed; the sweeper will remove it", "key", s.res.DataKey, "upload_id", s.mpu.UploadID(), "err", err)
-		err = fmt.Errorf("abort multipart upload %s of %s: %w", s.mpu.UploadID(), s.res.DataKey, err)
-	} else {
+	if err == nil && s.parts != nil {
 		s.log.Debug("multipart upload aborted", "key", s.res.DataKey, "cause", cause)
 	}
-	s.mpu = nil
 	return err
 }
 

@@ -19,8 +19,8 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/memblob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/format/internal/memblob"
 )
 
 const mib = 1 << 20
@@ -115,14 +115,14 @@ func TestUploadMultiBlock(t *testing.T) {
 	// flight it must; uploaded one at a time it never does.
 	part2 := make(chan struct{})
 	var once sync.Once
-	store.Hook = func(op memblob.Op, _ string, part int) error {
+	store.Hook = func(op string, _ string, part int) error {
 		switch {
-		case op == memblob.OpUploadPart && part == 1:
+		case op == blob.OpUploadPart && part == 1:
 			select {
 			case <-part2:
 			case <-time.After(10 * time.Second):
 			}
-		case op == memblob.OpUploadPart && part == 2:
+		case op == blob.OpUploadPart && part == 2:
 			once.Do(func() { close(part2) })
 		}
 		return nil
@@ -192,8 +192,8 @@ func TestUploadSingleBlockUsesPut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Multipart || store.Count(memblob.OpCreateMultipart) != 0 || store.Count(memblob.OpPut) != 2 {
-		t.Fatalf("single-block ledger: multipart=%v creates=%d puts=%d", res.Multipart, store.Count(memblob.OpCreateMultipart), store.Count(memblob.OpPut))
+	if res.Multipart || store.Count(blob.OpCreateMultipart) != 0 || store.Count(blob.OpPut) != 2 {
+		t.Fatalf("single-block ledger: multipart=%v creates=%d puts=%d", res.Multipart, store.Count(blob.OpCreateMultipart), store.Count(blob.OpPut))
 	}
 	if res.DataObjectLength != 128+10*(12+100) || res.Index.Blocks[0].PartID != 1 {
 		t.Fatalf("result %+v", res)
@@ -209,8 +209,8 @@ func TestUploadSingleBlockUsesPut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res2.Multipart || store2.Count(memblob.OpUploadPart) != 1 || store2.Count(memblob.OpPut) != 1 {
-		t.Fatalf("MultipartAlways: parts=%d puts=%d", store2.Count(memblob.OpUploadPart), store2.Count(memblob.OpPut))
+	if !res2.Multipart || store2.Count(blob.OpUploadPart) != 1 || store2.Count(blob.OpPut) != 1 {
+		t.Fatalf("MultipartAlways: parts=%d puts=%d", store2.Count(blob.OpUploadPart), store2.Count(blob.OpPut))
 	}
 	a, _, _ := store.Object(res.DataKey)
 	b, _, _ := store2.Object(res2.DataKey)
@@ -245,30 +245,30 @@ func TestUploadFailuresLeaveNothing(t *testing.T) {
 	boom := errors.New("injected 503")
 	cases := []struct {
 		name  string
-		hook  func(op memblob.Op, key string, part int) error
+		hook  func(op string, key string, part int) error
 		src   func() EntrySource
 		stage string
 	}{
-		{"part 3 fails", func(op memblob.Op, _ string, part int) error {
-			if op == memblob.OpUploadPart && part == 3 {
+		{"part 3 fails", func(op string, _ string, part int) error {
+			if op == blob.OpUploadPart && part == 3 {
 				return boom
 			}
 			return nil
 		}, nil, stagePart},
-		{"complete fails", func(op memblob.Op, _ string, _ int) error {
-			if op == memblob.OpComplete {
+		{"complete fails", func(op string, _ string, _ int) error {
+			if op == blob.OpCompleteMultipart {
 				return boom
 			}
 			return nil
 		}, nil, stageComplete},
-		{"index put fails", func(op memblob.Op, key string, _ int) error {
-			if op == memblob.OpPut && strings.HasSuffix(key, "-index") {
+		{"index put fails", func(op string, key string, _ int) error {
+			if op == blob.OpPut && strings.HasSuffix(key, "-index") {
 				return boom
 			}
 			return nil
 		}, nil, stageIndex},
-		{"create fails", func(op memblob.Op, _ string, _ int) error {
-			if op == memblob.OpCreateMultipart {
+		{"create fails", func(op string, _ string, _ int) error {
+			if op == blob.OpCreateMultipart {
 				return boom
 			}
 			return nil
@@ -314,8 +314,8 @@ func TestUploadCancelled(t *testing.T) {
 	store.PartDelay = 50 * time.Millisecond
 	u := mustNew(t, store, &Options{MaxBlockSize: 5 * mib})
 	ctx, cancel := context.WithCancel(context.Background())
-	store.Hook = func(op memblob.Op, _ string, part int) error {
-		if op == memblob.OpUploadPart && part == 2 {
+	store.Hook = func(op string, _ string, part int) error {
+		if op == blob.OpUploadPart && part == 2 {
 			cancel()
 		}
 		return nil

@@ -24,10 +24,11 @@ type Store interface {
 // through the returned proxy.
 type Setup func(t *testing.T) (Store, *Proxy)
 
-// Upload sends data with blob.UploadStream in MinPartSize parts, two in
-// flight: the part geometry the request counts of the fault tests assume.
+// Upload sends data through the multipart pipeline (blob.Parts) in
+// MinPartSize parts, two in flight: the part geometry the request counts of
+// the fault tests assume.
 func Upload(ctx context.Context, s blob.Store, key string, data []byte) (blob.Attrs, error) {
-	return blob.UploadStream(ctx, s, key, bytes.NewReader(data), blob.UploadOptions{PartSize: blob.MinPartSize, Concurrency: 2})
+	return blobtest.UploadParts(ctx, s, key, data, blob.MinPartSize, 2)
 }
 
 // Common runs the fault tests every HTTP provider passes: retried

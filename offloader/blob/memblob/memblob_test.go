@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
-	"github.com/tierkeeper/tierkeeper/offloader/format/internal/memblob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/memblob"
 )
 
 // TestAcceptance runs the providers' contract suite on the fake, so the

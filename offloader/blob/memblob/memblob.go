@@ -1,11 +1,14 @@
-// Package memblob is an in-memory blob.Store for the format and upload
-// tests, with fault injection: a hook that fails chosen operations, bodies
-// cut short mid-stream, request counters and a check of the S3 rule that
-// every multipart part but the last is at least MinPartSize. Ranges, keys,
-// metadata, part numbers and completion follow the blob contract through
-// the same helpers the real providers use (blob.ResolveRange, ValidateKey,
-// NormalizeMetadata, CheckPartNumber, CheckCompleteParts), and the store
-// passes blobtest.AcceptanceTest.
+// Package memblob is an in-memory blob.Store with fault injection, for the
+// tests of code built on the blob contract (format, upload, the pipeline):
+// a hook that fails chosen operations, bodies cut short mid-stream, request
+// and byte counters, and a check of the S3 rule that every multipart part
+// but the last is at least MinPartSize. Operations are named as everywhere
+// else (blob.OpHead, blob.OpGetRange, blob.OpUploadPart, ...: the values of
+// the metrics' operation label). Ranges, keys, metadata, part numbers and
+// completion follow the blob contract through the same helpers the real
+// providers use (blob.ResolveRange, ValidateKey, NormalizeMetadata,
+// CheckPartNumber, CheckCompleteParts), and the store passes
+// blobtest.AcceptanceTest.
 //
 // It is a test double for fault injection only; the real-peer suites run
 // against versitygw and Pulsar's own code.
@@ -28,28 +31,12 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
-// Op names an operation for Hook and Count.
-type Op string
-
-// Operations.
-const (
-	OpHead            Op = "head"
-	OpGet             Op = "get"
-	OpGetRange        Op = "get-range"
-	OpIter            Op = "iter"
-	OpPut             Op = "put"
-	OpCreateMultipart Op = "create-multipart"
-	OpUploadPart      Op = "upload-part"
-	OpComplete        Op = "complete"
-	OpAbort           Op = "abort"
-	OpDelete          Op = "delete"
-)
-
 // Store is an in-memory bucket. The zero value is not usable; call New.
 type Store struct {
-	// Hook, when set, runs before every operation; a non-nil error fails
-	// it. part is the part number for OpUploadPart, else 0.
-	Hook func(op Op, key string, part int) error
+	// Hook, when set, runs before every operation (op is one of the
+	// blob.Op* names); a non-nil error fails it. part is the part number
+	// for blob.OpUploadPart, else 0.
+	Hook func(op, key string, part int) error
 	// CutBody, when set, is asked for every Get/GetRange body: returning
 	// n >= 0 ends the body with io.ErrUnexpectedEOF after n bytes.
 	CutBody func(key string, off, length int64) int64
@@ -62,7 +49,8 @@ type Store struct {
 	mu       sync.Mutex
 	objects  map[string]object
 	uploads  map[string]*upload
-	counts   map[Op]int
+	counts   map[string]int
+	read     int64 // body bytes delivered by Get/GetRange
 	seq      int
 	inFlight int
 	peak     int
@@ -84,13 +72,15 @@ type upload struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{objects: map[string]object{}, uploads: map[string]*upload{}, counts: map[Op]int{}}
+	return &Store{objects: map[string]object{}, uploads: map[string]*upload{}, counts: map[string]int{}}
 }
 
-var _ blob.Store = (*Store)(nil)
-var _ blob.MultipartLister = (*Store)(nil)
+var (
+	_ blob.Store           = (*Store)(nil)
+	_ blob.MultipartLister = (*Store)(nil)
+)
 
-func (s *Store) enter(op Op, key string, part int) error {
+func (s *Store) enter(op, key string, part int) error {
 	s.mu.Lock()
 	s.counts[op]++
 	hook := s.Hook
@@ -103,18 +93,28 @@ func (s *Store) enter(op Op, key string, part int) error {
 	return nil
 }
 
-// Count returns how many times op was called.
-func (s *Store) Count(op Op) int {
+// Count returns how many times op (a blob.Op* name) was called.
+func (s *Store) Count(op string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.counts[op]
+}
+
+// BytesRead returns the body bytes Get and GetRange callers have read so
+// far (what a network store would have sent, for bodies read to the end or
+// closed early).
+func (s *Store) BytesRead() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.read
 }
 
 // ResetCounts zeroes the counters.
 func (s *Store) ResetCounts() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.counts = map[Op]int{}
+	s.counts = map[string]int{}
+	s.read = 0
 	s.peak = 0
 }
 
@@ -167,7 +167,7 @@ func (s *Store) attrs(key string, o object) blob.Attrs {
 
 // Head implements blob.Reader.
 func (s *Store) Head(ctx context.Context, key string) (blob.Attrs, error) {
-	if err := s.enter(OpHead, key, 0); err != nil {
+	if err := s.enter(blob.OpHead, key, 0); err != nil {
 		return blob.Attrs{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -184,7 +184,7 @@ func (s *Store) Head(ctx context.Context, key string) (blob.Attrs, error) {
 
 // Get implements blob.Reader.
 func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, blob.Attrs, error) {
-	if err := s.enter(OpGet, key, 0); err != nil {
+	if err := s.enter(blob.OpGet, key, 0); err != nil {
 		return nil, blob.Attrs{}, err
 	}
 	return s.body(ctx, key, 0, -1)
@@ -192,7 +192,7 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, blob.Attrs,
 
 // GetRange implements blob.Reader.
 func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, blob.Attrs, error) {
-	if err := s.enter(OpGetRange, key, 0); err != nil {
+	if err := s.enter(blob.OpGetRange, key, 0); err != nil {
 		return nil, blob.Attrs{}, err
 	}
 	return s.body(ctx, key, off, length)
@@ -220,7 +220,7 @@ func (s *Store) body(ctx context.Context, key string, off, length int64) (io.Rea
 			r = io.MultiReader(bytes.NewReader(o.data[off:off+n]), errReader{io.ErrUnexpectedEOF})
 		}
 	}
-	return &ctxBody{ctx: ctx, r: r}, s.attrs(key, o), nil
+	return &ctxBody{ctx: ctx, r: r, s: s}, s.attrs(key, o), nil
 }
 
 type errReader struct{ err error }
@@ -231,6 +231,7 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 type ctxBody struct {
 	ctx    context.Context
 	r      io.Reader
+	s      *Store
 	closed bool
 }
 
@@ -241,14 +242,18 @@ func (b *ctxBody) Read(p []byte) (int, error) {
 	if err := b.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return b.r.Read(p)
+	n, err := b.r.Read(p)
+	b.s.mu.Lock()
+	b.s.read += int64(n)
+	b.s.mu.Unlock()
+	return n, err
 }
 
 func (b *ctxBody) Close() error { b.closed = true; return nil }
 
 // Iter implements blob.Reader.
 func (s *Store) Iter(ctx context.Context, prefix string, fn func(blob.Attrs) error) error {
-	if err := s.enter(OpIter, prefix, 0); err != nil {
+	if err := s.enter(blob.OpIter, prefix, 0); err != nil {
 		return err
 	}
 	for _, k := range s.Keys() {
@@ -273,7 +278,7 @@ func (s *Store) Iter(ctx context.Context, prefix string, fn func(blob.Attrs) err
 
 // Put implements blob.Writer.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, opts blob.PutOptions) (blob.Attrs, error) {
-	if err := s.enter(OpPut, key, 0); err != nil {
+	if err := s.enter(blob.OpPut, key, 0); err != nil {
 		return blob.Attrs{}, err
 	}
 	md, err := checkPut(key, opts)
@@ -299,7 +304,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, op
 
 // Delete implements blob.Writer.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := s.enter(OpDelete, key, 0); err != nil {
+	if err := s.enter(blob.OpDelete, key, 0); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -313,7 +318,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 
 // CreateMultipart implements blob.Writer.
 func (s *Store) CreateMultipart(ctx context.Context, key string, opts blob.PutOptions) (blob.Multipart, error) {
-	if err := s.enter(OpCreateMultipart, key, 0); err != nil {
+	if err := s.enter(blob.OpCreateMultipart, key, 0); err != nil {
 		return nil, err
 	}
 	md, err := checkPut(key, opts)
@@ -332,7 +337,13 @@ func (s *Store) CreateMultipart(ctx context.Context, key string, opts blob.PutOp
 }
 
 // ListMultipart implements blob.MultipartLister.
-func (s *Store) ListMultipart(_ context.Context, prefix string) ([]blob.Upload, error) {
+func (s *Store) ListMultipart(ctx context.Context, prefix string) ([]blob.Upload, error) {
+	if err := s.enter(blob.OpListMultipart, prefix, 0); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []blob.Upload
@@ -351,7 +362,13 @@ func (s *Store) ListMultipart(_ context.Context, prefix string) ([]blob.Upload, 
 }
 
 // AbortMultipart implements blob.MultipartLister.
-func (s *Store) AbortMultipart(_ context.Context, key, uploadID string) error {
+func (s *Store) AbortMultipart(ctx context.Context, key, uploadID string) error {
+	if err := s.enter(blob.OpAbortMultipart, key, 0); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if u, ok := s.uploads[uploadID]; !ok || u.key != key {
@@ -383,7 +400,7 @@ func (m *mpu) UploadPart(ctx context.Context, part int, data []byte) error {
 		s.inFlight--
 		s.mu.Unlock()
 	}()
-	if err := s.enter(OpUploadPart, m.key, part); err != nil {
+	if err := s.enter(blob.OpUploadPart, m.key, part); err != nil {
 		return err
 	}
 	if delay > 0 {
@@ -413,7 +430,7 @@ func (m *mpu) UploadPart(ctx context.Context, part int, data []byte) error {
 
 func (m *mpu) Complete(ctx context.Context) (blob.Attrs, error) {
 	s := m.s
-	if err := s.enter(OpComplete, m.key, 0); err != nil {
+	if err := s.enter(blob.OpCompleteMultipart, m.key, 0); err != nil {
 		return blob.Attrs{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -444,7 +461,7 @@ func (m *mpu) Complete(ctx context.Context) (blob.Attrs, error) {
 
 func (m *mpu) Abort(ctx context.Context) error {
 	s := m.s
-	if err := s.enter(OpAbort, m.key, 0); err != nil {
+	if err := s.enter(blob.OpAbortMultipart, m.key, 0); err != nil {
 		return err
 	}
 	s.mu.Lock()
