@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // Bench defaults (the issue's bounds for `bookieagent recommend`).
@@ -42,9 +43,11 @@ type BenchOptions struct {
 	// JournalDirs and LedgerDirs are the bookie directories; each is
 	// treated as one disk. Both are required.
 	JournalDirs, LedgerDirs []string
-	// TimeBudget bounds the whole benchmark. Default DefaultBenchTime (60 s).
+	// TimeBudget bounds the whole benchmark. Zero means DefaultBenchTime
+	// (60 s); a negative value is an error.
 	TimeBudget time.Duration
-	// MaxBytes bounds the bytes written in total. Default 2 GiB.
+	// MaxBytes bounds the bytes written in total. Zero means
+	// DefaultBenchBytes (2 GiB); a negative value is an error.
 	MaxBytes int64
 	// CPUs is the bookie's CPU count (caps the journal writer sweep).
 	// Default 1.
@@ -100,10 +103,13 @@ type PreparedBench struct {
 // sweep into the budget (ErrBudgetTooSmall when not even the essential
 // points fit). It writes nothing.
 func PrepareBench(ctx context.Context, o BenchOptions) (*PreparedBench, error) {
-	if o.TimeBudget <= 0 {
+	if o.TimeBudget < 0 || o.MaxBytes < 0 {
+		return nil, fmt.Errorf("%w: negative budget (%v, %d bytes)", ErrBudgetTooSmall, o.TimeBudget, o.MaxBytes)
+	}
+	if o.TimeBudget == 0 {
 		o.TimeBudget = DefaultBenchTime
 	}
-	if o.MaxBytes <= 0 {
+	if o.MaxBytes == 0 {
 		o.MaxBytes = DefaultBenchBytes
 	}
 	if o.CPUs < 1 {
@@ -306,7 +312,7 @@ func (p *PreparedBench) plan() error {
 	if chosen == 0 {
 		per, perB := fits(1)
 		return fmt.Errorf("%w: %v and %s over %d disks leave %v and %s per essential point; need ≥ %v and ≥ %s",
-			ErrBudgetTooSmall, p.o.TimeBudget, FormatSize(p.o.MaxBytes), len(p.Disks), per.Round(time.Millisecond), humanBytes(float64(perB)), minPointTime, FormatSize(minPointBytes))
+			ErrBudgetTooSmall, p.o.TimeBudget, units.FormatBytes(p.o.MaxBytes), len(p.Disks), per.Round(time.Millisecond), units.HumanBytes(float64(perB)), minPointTime, units.FormatBytes(minPointBytes))
 	}
 	for _, t := range all {
 		if t.tier <= chosen {
@@ -325,7 +331,7 @@ func (p *PreparedBench) plan() error {
 		}
 		if uint64(need)+uint64(diskbench.ReserveBytes) > d.FreeBytes {
 			return fmt.Errorf("%s dir %s: %w: %s free, a step may write %s plus a %s reserve",
-				d.Role, d.Disk.Dir, diskbench.ErrInsufficientSpace, humanBytes(float64(d.FreeBytes)), humanBytes(float64(need)), FormatSize(diskbench.ReserveBytes))
+				d.Role, d.Disk.Dir, diskbench.ErrInsufficientSpace, units.HumanBytes(float64(d.FreeBytes)), units.HumanBytes(float64(need)), units.FormatBytes(diskbench.ReserveBytes))
 		}
 	}
 	return nil

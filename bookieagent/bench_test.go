@@ -51,6 +51,9 @@ func TestPrepareBenchRefusals(t *testing.T) {
 		{"tmpfs", BenchOptions{JournalDirs: d[:1], LedgerDirs: []string{"/dev/shm"}}, ErrUnsupportedFS},
 		{"tiny time", BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], TimeBudget: 2 * time.Second}, ErrBudgetTooSmall},
 		{"tiny bytes", BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], MaxBytes: 10 * MiB}, ErrBudgetTooSmall},
+		// Negative budgets are errors, not the defaults (issue 11, bug 8).
+		{"negative bytes", BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], MaxBytes: -1}, ErrBudgetTooSmall},
+		{"negative time", BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], TimeBudget: -time.Second}, ErrBudgetTooSmall},
 	}
 	for _, tc := range cases {
 		if tc.name == "tmpfs" {

@@ -1,13 +1,18 @@
 package bookieagent
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
+)
 
 // Sentinel errors. Functions wrap them with context (`fmt.Errorf("...: %w",
 // ErrX)`); callers test with errors.Is.
 var (
 	// ErrBadSize is returned when a size string ("4g", "512MiB", "-Xmx2g")
-	// cannot be parsed.
-	ErrBadSize = errors.New("unparseable size")
+	// cannot be parsed or is out of range. It is units.ErrBadSize, which
+	// every size parser of the repository wraps.
+	ErrBadSize = units.ErrBadSize
 	// ErrNoDirectory is returned when a configured directory does not exist
 	// or is not a directory.
 	ErrNoDirectory = errors.New("not a directory")

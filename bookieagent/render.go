@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // Format selects how a Recommendation is printed.
@@ -87,9 +89,9 @@ func header(e *errWriter, r *Recommendation, prefix string) {
 	}
 	m := r.Memory
 	e.printf("%sdirect memory %s (%s): journal %s, headroom %s, entry-log buffers %s, write cache %s, read cache %s\n", prefix,
-		FormatSize(m.DirectBytes), m.DirectSource, humanBytes(float64(m.JournalBytes)), humanBytes(float64(m.HeadroomBytes)),
-		humanBytes(float64(m.EntryLogBufBytes)), humanBytes(float64(m.WriteCacheBytes)), humanBytes(float64(m.ReadCacheBytes)))
-	e.printf("%snative memory for RocksDB (outside the JVM limits): ~%s\n", prefix, humanBytes(float64(m.RocksDBNative)))
+		units.FormatBytes(m.DirectBytes), m.DirectSource, units.HumanBytes(float64(m.JournalBytes)), units.HumanBytes(float64(m.HeadroomBytes)),
+		units.HumanBytes(float64(m.EntryLogBufBytes)), units.HumanBytes(float64(m.WriteCacheBytes)), units.HumanBytes(float64(m.ReadCacheBytes)))
+	e.printf("%snative memory for RocksDB (outside the JVM limits): ~%s\n", prefix, units.HumanBytes(float64(m.RocksDBNative)))
 	for _, w := range r.Warnings {
 		e.printf("%sWARNING: %s\n", prefix, w)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // Rule constants. Each cites the row of disk-tuning.md §3 it implements;
@@ -288,7 +289,7 @@ func Recommend(in Input) (*Recommendation, error) {
 	})
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "journalBufferedWritesThreshold", Value: strconv.FormatInt(thresh, 10), PulsarDefault: "524288",
-		Rule:     fmt.Sprintf("smallest group size (1 writer) reaching %.0f%% of the best write+sync MB/s, clamped to %s–%s (largest over journal disks)", LevelOff*100, FormatSize(JournalThresholdMin), FormatSize(JournalThresholdMax)),
+		Rule:     fmt.Sprintf("smallest group size (1 writer) reaching %.0f%% of the best write+sync MB/s, clamped to %s–%s (largest over journal disks)", LevelOff*100, units.FormatBytes(JournalThresholdMin), units.FormatBytes(JournalThresholdMax)),
 		Evidence: threshEv,
 	})
 	gw := GroupWaitMinMs
@@ -362,10 +363,10 @@ func Recommend(in Input) (*Recommendation, error) {
 		perDir := diskBW / float64(n)
 		fb := roundUp(int64(perDir*FlushEntrylogSeconds), MiB)
 		fb = min(FlushEntrylogMax, max(FlushEntrylogMin, fb))
-		flushEv = append(flushEv, fmt.Sprintf("%s: %s per dir × %.0f ms = %s", diskLabel(d), humanRate(perDir), FlushEntrylogSeconds*1000, humanBytes(perDir*FlushEntrylogSeconds)))
+		flushEv = append(flushEv, fmt.Sprintf("%s: %s per dir × %.0f ms = %s", diskLabel(d), units.DecimalRate(perDir), FlushEntrylogSeconds*1000, units.HumanBytes(perDir*FlushEntrylogSeconds)))
 		flushBytes = max(flushBytes, fb)
 		cr := perDir * CompactionShare
-		compEv = append(compEv, fmt.Sprintf("%s: %s per dir (%s ÷ %d dirs) × %.0f%% = %s", diskLabel(d), humanRate(perDir), humanRate(diskBW), n, CompactionShare*100, humanRate(cr)))
+		compEv = append(compEv, fmt.Sprintf("%s: %s per dir (%s ÷ %d dirs) × %.0f%% = %s", diskLabel(d), units.DecimalRate(perDir), units.DecimalRate(diskBW), n, CompactionShare*100, units.DecimalRate(cr)))
 		compRate = math.Min(compRate, cr)
 		r.Disks = append(r.Disks, sum)
 	}
@@ -392,7 +393,7 @@ func Recommend(in Input) (*Recommendation, error) {
 	}
 	if mp.EntryLogBufBytes/int64(2*effLedgerDirs) < wbBytes {
 		bufEv = append(bufEv, fmt.Sprintf("memory-limited: 2 × %d dirs × %s > %.0f%% of direct memory %s; reduced to %s",
-			effLedgerDirs, FormatSize(wbBytes), EntryLogBufferShare*100, FormatSize(in.DirectMemoryBytes), FormatSize(mp.EntryLogBufBytes/int64(2*effLedgerDirs))))
+			effLedgerDirs, units.FormatBytes(wbBytes), EntryLogBufferShare*100, units.FormatBytes(in.DirectMemoryBytes), units.FormatBytes(mp.EntryLogBufBytes/int64(2*effLedgerDirs))))
 		wbBytes = mp.EntryLogBufBytes / int64(2*effLedgerDirs)
 	}
 	flushBytes = max(flushBytes, wbBytes)
@@ -417,20 +418,20 @@ func Recommend(in Input) (*Recommendation, error) {
 	})
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "flushEntrylogBytes", Value: strconv.FormatInt(flushBytes, 10), PulsarDefault: "33554432",
-		Rule:     fmt.Sprintf("≈ %.0f ms of measured per-dir write bandwidth rounded up to MiB, clamped to %s–%s, ≥ writeBufferSizeBytes (largest over ledger disks)", FlushEntrylogSeconds*1000, FormatSize(FlushEntrylogMin), FormatSize(FlushEntrylogMax)),
+		Rule:     fmt.Sprintf("≈ %.0f ms of measured per-dir write bandwidth rounded up to MiB, clamped to %s–%s, ≥ writeBufferSizeBytes (largest over ledger disks)", FlushEntrylogSeconds*1000, units.FormatBytes(FlushEntrylogMin), units.FormatBytes(FlushEntrylogMax)),
 		Evidence: flushEv,
 	})
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "dbStorage_writeCacheMaxSizeMb", Value: strconv.FormatInt(mp.WriteCacheBytes/MiB, 10), PulsarDefault: "(25% of direct memory)",
 		Rule:     "half of (direct memory − journal 5% − headroom − entry-log buffers), total over all ledger dirs (BK splits it evenly)",
-		Evidence: append(memEv, fmt.Sprintf("per ledger dir: %s, two halves of %s", humanBytes(float64(mp.WriteCacheBytes)/float64(effLedgerDirs)), humanBytes(float64(mp.WriteCacheBytes)/float64(2*effLedgerDirs)))),
+		Evidence: append(memEv, fmt.Sprintf("per ledger dir: %s, two halves of %s", units.HumanBytes(float64(mp.WriteCacheBytes)/float64(effLedgerDirs)), units.HumanBytes(float64(mp.WriteCacheBytes)/float64(2*effLedgerDirs)))),
 	})
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "dbStorage_readAheadCacheMaxSizeMb", Value: strconv.FormatInt(mp.ReadCacheBytes/MiB, 10), PulsarDefault: "(25% of direct memory)",
 		Rule: "the other half of the cache budget, total over all ledger dirs",
 		Evidence: []string{
 			fmt.Sprintf("BookKeeper's start-up check: write %d MiB + read %d MiB = %d MiB ≤ direct memory %d MiB", mp.WriteCacheBytes/MiB, mp.ReadCacheBytes/MiB, (mp.WriteCacheBytes+mp.ReadCacheBytes)/MiB, in.DirectMemoryBytes/MiB),
-			fmt.Sprintf("per ledger dir: %s", humanBytes(float64(mp.ReadCacheBytes)/float64(effLedgerDirs))),
+			fmt.Sprintf("per ledger dir: %s", units.HumanBytes(float64(mp.ReadCacheBytes)/float64(effLedgerDirs))),
 		},
 	})
 	compBytes := max(int64(1000000), int64(compRate)/MiB*MiB)
@@ -460,11 +461,11 @@ func Recommend(in Input) (*Recommendation, error) {
 	case rocksNative(effLedgerDirs, RocksWriteBufferSSD) > in.DirectMemoryBytes:
 		rw = RocksWriteBufferDefault
 		rwEv = []string{fmt.Sprintf("SSD-class, but 128 MiB memtables would need %s of native memory, more than the %s direct memory (our proxy for the pod's size): keep Pulsar's 64 MiB",
-			humanBytes(float64(rocksNative(effLedgerDirs, RocksWriteBufferSSD))), FormatSize(in.DirectMemoryBytes))}
+			units.HumanBytes(float64(rocksNative(effLedgerDirs, RocksWriteBufferSSD))), units.FormatBytes(in.DirectMemoryBytes))}
 	}
 	mp.RocksDBNative = rocksNative(effLedgerDirs, rw)
 	rwEv = append(rwEv, fmt.Sprintf("native memory (outside MaxDirectMemorySize), per bookie: %d dirs × (block cache %s + %d × %s) = %s — the pod limit must cover it",
-		effLedgerDirs, humanBytes(RocksBlockCacheDefault), RocksMaxWriteBufferCount, FormatSize(rw), humanBytes(float64(mp.RocksDBNative))))
+		effLedgerDirs, units.HumanBytes(RocksBlockCacheDefault), RocksMaxWriteBufferCount, units.FormatBytes(rw), units.HumanBytes(float64(mp.RocksDBNative))))
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "dbStorage_rocksDB_writeBufferSizeMB", Value: strconv.FormatInt(rw/MiB, 10), PulsarDefault: "64",
 		Rule:     "same as write_buffer_size in entry_location_rocksdb.conf; ignored when that file exists (Pulsar ≥ 2.11 / BK ≥ 4.15 ship it)",
@@ -489,7 +490,7 @@ func Recommend(in Input) (*Recommendation, error) {
 	r.Memory = mp
 	r.Settings = settings
 	if mp.RocksDBNative > in.DirectMemoryBytes {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("RocksDB needs ~%s of native memory outside the JVM limits; the pod's memory limit must cover heap + direct memory + this + page cache", humanBytes(float64(mp.RocksDBNative))))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("RocksDB needs ~%s of native memory outside the JVM limits; the pod's memory limit must cover heap + direct memory + this + page cache", units.HumanBytes(float64(mp.RocksDBNative))))
 	}
 	r.Warnings = append(warnings(in, r, jAgg, lAgg), r.Warnings...)
 	return r, nil
@@ -522,23 +523,23 @@ func planMemory(in Input, ledgerDirs int, wb int64, cands []int64) (MemoryPlan, 
 			}
 		}
 		per = fit
-		mp.MemoryLimitedNote = fmt.Sprintf("entry-log write buffer reduced from %s to %s to fit %.0f%% of direct memory", FormatSize(wb), FormatSize(per), EntryLogBufferShare*100)
+		mp.MemoryLimitedNote = fmt.Sprintf("entry-log write buffer reduced from %s to %s to fit %.0f%% of direct memory", units.FormatBytes(wb), units.FormatBytes(per), EntryLogBufferShare*100)
 	}
 	mp.EntryLogBufBytes = 2 * int64(ledgerDirs) * per
 	cache := d - mp.JournalBytes - mp.HeadroomBytes - mp.EntryLogBufBytes
 	need := int64(ledgerDirs) * (MinWriteCachePerDir + MinReadCachePerDir)
 	if cache < need {
 		return mp, nil, fmt.Errorf("%w: %s direct memory leaves %s for caches after journal %s, headroom %s and entry-log buffers %s; %d ledger dirs need ≥ %s (use -XX:MaxDirectMemorySize ≥ %s)",
-			ErrDirectMemoryTooSmall, FormatSize(d), humanBytes(float64(cache)), humanBytes(float64(mp.JournalBytes)), humanBytes(float64(mp.HeadroomBytes)),
-			humanBytes(float64(mp.EntryLogBufBytes)), ledgerDirs, FormatSize(need), FormatSize(roundUp(minDirectFor(ledgerDirs, mp.EntryLogBufBytes), 256*MiB)))
+			ErrDirectMemoryTooSmall, units.FormatBytes(d), units.HumanBytes(float64(cache)), units.HumanBytes(float64(mp.JournalBytes)), units.HumanBytes(float64(mp.HeadroomBytes)),
+			units.HumanBytes(float64(mp.EntryLogBufBytes)), ledgerDirs, units.FormatBytes(need), units.FormatBytes(roundUp(minDirectFor(ledgerDirs, mp.EntryLogBufBytes), 256*MiB)))
 	}
 	// Whole MiB per dir, as BK divides the MB total by the dir count.
 	half := cache / 2 / int64(ledgerDirs) / MiB * MiB * int64(ledgerDirs)
 	mp.WriteCacheBytes, mp.ReadCacheBytes = half, half
 	ev := []string{
-		fmt.Sprintf("direct memory %s (%s)", FormatSize(d), in.DirectMemorySource),
+		fmt.Sprintf("direct memory %s (%s)", units.FormatBytes(d), in.DirectMemorySource),
 		fmt.Sprintf("− journal %.0f%% %s − headroom (Netty, in-flight requests) %s − entry-log buffers 2 × %d dirs × %s = %s for caches",
-			JournalMemShare*100, humanBytes(float64(mp.JournalBytes)), humanBytes(float64(mp.HeadroomBytes)), ledgerDirs, FormatSize(per), humanBytes(float64(cache))),
+			JournalMemShare*100, units.HumanBytes(float64(mp.JournalBytes)), units.HumanBytes(float64(mp.HeadroomBytes)), ledgerDirs, units.FormatBytes(per), units.HumanBytes(float64(cache))),
 	}
 	return mp, ev, nil
 }
@@ -594,7 +595,7 @@ func warnings(in Input, r *Recommendation, jAgg, lAgg float64) []string {
 		}
 	}
 	if lAgg > 0 && jAgg > lAgg {
-		w = append(w, fmt.Sprintf("journals accept %s but ledger disks write %s: sustained ingest is bounded by the ledger disks; beyond it the write cache fills and adds are throttled", humanRate(jAgg), humanRate(lAgg)))
+		w = append(w, fmt.Sprintf("journals accept %s but ledger disks write %s: sustained ingest is bounded by the ledger disks; beyond it the write cache fills and adds are throttled", units.DecimalRate(jAgg), units.DecimalRate(lAgg)))
 	}
 	if r.Memory.MemoryLimitedNote != "" {
 		w = append(w, "memory-limited: "+r.Memory.MemoryLimitedNote)
@@ -658,11 +659,11 @@ func diskLabel(d Disk) string {
 func pointLabel(r diskbench.Result) string {
 	switch r.Workload {
 	case diskbench.WorkloadRandRead:
-		return fmt.Sprintf("bs=%s depth=%d", FormatSize(r.BlockSize), r.Depth)
+		return fmt.Sprintf("bs=%s depth=%d", units.FormatBytes(r.BlockSize), r.Depth)
 	case diskbench.WorkloadJournal:
-		return fmt.Sprintf("writers=%d bs=%s sync-every=%d", r.Writers, FormatSize(r.BlockSize), max(1, r.SyncEvery))
+		return fmt.Sprintf("writers=%d bs=%s sync-every=%d", r.Writers, units.FormatBytes(r.BlockSize), max(1, r.SyncEvery))
 	default:
-		return fmt.Sprintf("writers=%d bs=%s", r.Writers, FormatSize(r.BlockSize))
+		return fmt.Sprintf("writers=%d bs=%s", r.Writers, units.FormatBytes(r.BlockSize))
 	}
 }
 
@@ -687,9 +688,9 @@ func classifyWith(d Disk, extra []diskbench.Result) (class, basis string, iops f
 	}
 	if best > 0 && bs <= 16*KiB {
 		if best < HDDMaxIOPS {
-			return "hdd", fmt.Sprintf("%s random reads reached %.0f IOPS (< %d)", FormatSize(bs), best, HDDMaxIOPS), best
+			return "hdd", fmt.Sprintf("%s random reads reached %.0f IOPS (< %d)", units.FormatBytes(bs), best, HDDMaxIOPS), best
 		}
-		return "ssd", fmt.Sprintf("%s random reads reached %.0f IOPS (≥ %d)", FormatSize(bs), best, HDDMaxIOPS), best
+		return "ssd", fmt.Sprintf("%s random reads reached %.0f IOPS (≥ %d)", units.FormatBytes(bs), best, HDDMaxIOPS), best
 	}
 	if d.Device != nil && d.Device.Rotational {
 		return "hdd", "sysfs rotational=1 (no random-read measurement)", 0
@@ -783,7 +784,7 @@ func pickJournalCount(sweep []diskbench.Result, capN int) (int, string) {
 		if ok {
 			lat = "p99 commit " + fmtNs(float64(p99))
 		}
-		parts = append(parts, fmt.Sprintf("N=%d %s %s", r.Writers, humanRate(r.BytesPerSec), lat))
+		parts = append(parts, fmt.Sprintf("N=%d %s %s", r.Writers, units.DecimalRate(r.BytesPerSec), lat))
 		if r.Writers > capN {
 			continue
 		}
@@ -806,7 +807,7 @@ func pickJournalCount(sweep []diskbench.Result, capN int) (int, string) {
 	}
 	cfg := sweep[0]
 	return chosen, fmt.Sprintf("%s writes, fdatasync every %d: %s; best %s → N=%d%s",
-		FormatSize(cfg.BlockSize), syncEvery(cfg), strings.Join(parts, ", "), humanRate(best), chosen, note)
+		units.FormatBytes(cfg.BlockSize), syncEvery(cfg), strings.Join(parts, ", "), units.DecimalRate(best), chosen, note)
 }
 
 // syncP50 returns the 1-writer p50 fdatasync latency of a writers sweep.
@@ -855,7 +856,7 @@ func pickGroupThreshold(rs []diskbench.Result) (int64, string) {
 	level := gs[len(gs)-1]
 	found := false
 	for _, g := range gs {
-		parts = append(parts, fmt.Sprintf("%s %s", FormatSize(g), humanRate(by[g])))
+		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(g), units.DecimalRate(by[g])))
 		if !found && by[g] >= LevelOff*best {
 			level, found = g, true
 		}
@@ -865,7 +866,7 @@ func pickGroupThreshold(rs []diskbench.Result) (int64, string) {
 	if level == gs[len(gs)-1] && len(gs) > 1 && by[gs[len(gs)-2]] < LevelOff*best {
 		still = " (still rising at the largest group measured)"
 	}
-	return v, fmt.Sprintf("%s writes, group size → MB/s (1 writer): %s; levels off at %s%s → %s", FormatSize(wbs), strings.Join(parts, ", "), FormatSize(level), still, FormatSize(v))
+	return v, fmt.Sprintf("%s writes, group size → MB/s (1 writer): %s; levels off at %s%s → %s", units.FormatBytes(wbs), strings.Join(parts, ", "), units.FormatBytes(level), still, units.FormatBytes(v))
 }
 
 // pickJournalWriteBuffer compares write sizes at one group size (the
@@ -896,9 +897,9 @@ func pickJournalWriteBuffer(rs []diskbench.Result) (int64, string) {
 	best := slices.Max(slices.Collect(maps.Values(m)))
 	var parts []string
 	for _, bs := range bss {
-		parts = append(parts, fmt.Sprintf("%s %s", FormatSize(bs), humanRate(m[bs])))
+		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(bs), units.DecimalRate(m[bs])))
 	}
-	ev := fmt.Sprintf("group %s, write size → MB/s: %s", FormatSize(group), strings.Join(parts, ", "))
+	ev := fmt.Sprintf("group %s, write size → MB/s: %s", units.FormatBytes(group), strings.Join(parts, ", "))
 	if !ok {
 		return 64, ev + "; 64 KiB not measured, default kept"
 	}
@@ -908,7 +909,7 @@ func pickJournalWriteBuffer(rs []diskbench.Result) (int64, string) {
 	for _, bs := range bss {
 		if bs > 64*KiB && m[bs] >= LevelOff*best {
 			kb := min(1024, max(64, bs/KiB))
-			return kb, ev + fmt.Sprintf("; %s is within %.0f%% of the best and beats 64 KiB by %.0f%% → %d", FormatSize(bs), (1-LevelOff)*100, (m[bs]/base-1)*100, kb)
+			return kb, ev + fmt.Sprintf("; %s is within %.0f%% of the best and beats 64 KiB by %.0f%% → %d", units.FormatBytes(bs), (1-LevelOff)*100, (m[bs]/base-1)*100, kb)
 		}
 	}
 	return 64, ev
@@ -941,13 +942,13 @@ func pickEntryLogBuffer(sweep []diskbench.Result) (int64, float64, string) {
 	var parts []string
 	chosen := int64(0)
 	for _, r := range sweep {
-		parts = append(parts, fmt.Sprintf("%s %s", FormatSize(r.BlockSize), humanRate(r.BytesPerSec)))
+		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(r.BlockSize), units.DecimalRate(r.BytesPerSec)))
 		if chosen == 0 && r.BytesPerSec >= LevelOff*peak {
 			chosen = r.BlockSize
 		}
 	}
 	return chosen, peak, fmt.Sprintf("write size → MB/s (1 writer): %s; peak %s; %.0f%% of peak first at %s",
-		strings.Join(parts, ", "), humanRate(peak), LevelOff*100, FormatSize(chosen))
+		strings.Join(parts, ", "), units.DecimalRate(peak), LevelOff*100, units.FormatBytes(chosen))
 }
 
 // pickLedgerCount applies the ledgerDirectories rule: walk the entry-log
@@ -976,13 +977,13 @@ func pickLedgerCount(rs []diskbench.Result, peak1 float64) (int, float64, string
 	}
 	if bs < 0 || len(by[bs]) < 2 {
 		n := flushFloor(peak1)
-		return n, peak1, fmt.Sprintf("writer counts not swept; peak %s (1 writer) → %d dir(s) by the flush-thread floor", humanRate(peak1), n)
+		return n, peak1, fmt.Sprintf("writer counts not swept; peak %s (1 writer) → %d dir(s) by the flush-thread floor", units.DecimalRate(peak1), n)
 	}
 	m := by[bs]
 	ws := slices.Sorted(maps.Keys(m))
 	var parts []string
 	for _, w := range ws {
-		parts = append(parts, fmt.Sprintf("N=%d %s", w, humanRate(m[w])))
+		parts = append(parts, fmt.Sprintf("N=%d %s", w, units.DecimalRate(m[w])))
 	}
 	n := 1
 	for i := 1; i < len(ws) && ws[i] <= MaxLedgerDirsPerDisk; i++ {
@@ -993,7 +994,7 @@ func pickLedgerCount(rs []diskbench.Result, peak1 float64) (int, float64, string
 		}
 	}
 	bw := m[n]
-	ev := fmt.Sprintf("%s writes: %s → N=%d", FormatSize(bs), strings.Join(parts, ", "), n)
+	ev := fmt.Sprintf("%s writes: %s → N=%d", units.FormatBytes(bs), strings.Join(parts, ", "), n)
 	if top := math.Max(bw, peak1); flushFloor(top) > n {
 		f := flushFloor(top)
 		// Never raise to or past a count measured clearly slower; below
@@ -1014,9 +1015,9 @@ func pickLedgerCount(rs []diskbench.Result, peak1 float64) (int, float64, string
 				}
 			}
 		}
-		ev += fmt.Sprintf("; %s needs ⌈%s ÷ %.0f MB/s⌉ = %d flush threads (at most %d)", humanRate(top), humanRate(top), FlushThreadBytesPerSec/1e6, int(math.Ceil(top/FlushThreadBytesPerSec)), MaxLedgerDirsPerDisk)
+		ev += fmt.Sprintf("; %s needs ⌈%s ÷ %.0f MB/s⌉ = %d flush threads (at most %d)", units.DecimalRate(top), units.DecimalRate(top), FlushThreadBytesPerSec/1e6, int(math.Ceil(top/FlushThreadBytesPerSec)), MaxLedgerDirsPerDisk)
 		if bad > 0 {
-			ev += fmt.Sprintf(", but N=%d measured %s (< %.0f%% of N=%d)", bad, humanRate(m[bad]), JournalNearBest*100, n)
+			ev += fmt.Sprintf(", but N=%d measured %s (< %.0f%% of N=%d)", bad, units.DecimalRate(m[bad]), JournalNearBest*100, n)
 		}
 		if to > n {
 			ev += fmt.Sprintf(" → raised to %d", to)

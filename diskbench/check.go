@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // Filesystem magic numbers from statfs(2) that Check names or refuses.
@@ -95,6 +97,9 @@ func Check(ctx context.Context, opts Options) (*Target, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("%w: no directory given", ErrInvalidOptions)
 	}
+	if opts.MaxBytes < 0 {
+		return nil, fmt.Errorf("%w: MaxBytes %d is negative", ErrInvalidOptions, opts.MaxBytes)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", dir, err)
@@ -140,12 +145,12 @@ func Check(ctx context.Context, opts Options) (*Target, error) {
 		return t, fmt.Errorf("%w: %s contains %s (use --force to run anyway)", ErrBookieData, abs, strings.Join(found, ", "))
 	}
 	t.MaxBytes = opts.MaxBytes
-	if t.MaxBytes <= 0 {
+	if t.MaxBytes == 0 {
 		t.MaxBytes = min(DefaultMaxBytesCap, int64(t.FreeBytes/10))
 	}
 	if uint64(t.MaxBytes)+uint64(ReserveBytes) > t.FreeBytes {
 		return t, fmt.Errorf("%w: %s has %s free, the run may use %s plus a %s reserve", ErrInsufficientSpace, abs,
-			FormatBytes(int64(t.FreeBytes)), FormatBytes(t.MaxBytes), FormatBytes(ReserveBytes))
+			units.HumanBytes(t.FreeBytes), units.HumanBytes(t.MaxBytes), units.FormatBytes(ReserveBytes))
 	}
 	return t, nil
 }

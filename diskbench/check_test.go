@@ -54,6 +54,10 @@ func TestCheckBadTargets(t *testing.T) {
 	if _, err := Check(ctx, Options{}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("empty dir: %v", err)
 	}
+	// A negative budget is an error, not the default (issue 11, bug 8).
+	if _, err := Check(ctx, Options{Dir: dir, AllowAnyFS: true, MaxBytes: -1}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("negative MaxBytes: %v", err)
+	}
 	if _, err := Check(ctx, Options{Dir: dir, AllowAnyFS: true, MaxBytes: 1 << 62}); !errors.Is(err, ErrInsufficientSpace) {
 		t.Errorf("huge budget: %v", err)
 	}

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // runner holds the state of one Run*/Sweep call: the budget, the files it
@@ -471,7 +473,7 @@ loop:
 		last := mean(res.SamplesBytesPerSec[n-n/4:])
 		if first > 0 && last < 0.7*first {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("throughput fell from %s in the first quarter to %s in the last (burst credits, cache or thermal?)",
-				FormatRate(first), FormatRate(last)))
+				units.HumanRate(first), units.HumanRate(last)))
 		}
 	}
 	r.log.Debug("point done", "workload", spec.workload, "point", spec.label, "bytes_per_sec", res.BytesPerSec,

@@ -3,13 +3,16 @@ package diskbench
 import (
 	"log/slog"
 	"time"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
-// Size constants for block sizes and budgets.
+// Size constants for block sizes and budgets (the binary multiples of
+// internal/units, which parses and formats every size).
 const (
-	KiB int64 = 1 << 10
-	MiB int64 = 1 << 20
-	GiB int64 = 1 << 30
+	KiB = units.KiB
+	MiB = units.MiB
+	GiB = units.GiB
 )
 
 // Defaults applied when an option is left at its zero value.
@@ -46,7 +49,8 @@ type Options struct {
 	Warmup time.Duration
 	// MaxBytes caps the bytes written by one call (warm-up, layout and
 	// measurement together); a point stops early when its share is spent.
-	// Default min(2 GiB, 10% of the free space).
+	// Zero means min(2 GiB, 10% of the free space); a negative value is
+	// ErrInvalidOptions.
 	MaxBytes int64
 	// AllowAnyFS lets diskbench run on tmpfs, ramfs and overlayfs.
 	AllowAnyFS bool

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 type readParams struct {
@@ -115,10 +117,10 @@ func (r *runner) layoutReadFile(ctx context.Context, size, maxBS int64) (*readFi
 	size -= size % (1 * MiB)
 	if size < max(maxBS, 1*MiB) {
 		return nil, fmt.Errorf("%w: randread file of %s is smaller than a block (%s) or 1 MiB; raise --max-bytes or --file-size",
-			ErrBudgetExhausted, FormatBytes(size), FormatBytes(maxBS))
+			ErrBudgetExhausted, units.FormatBytes(size), units.FormatBytes(maxBS))
 	}
 	if uint64(size)+uint64(ReserveBytes) > r.target.FreeBytes {
-		return nil, fmt.Errorf("%w: randread file of %s, %s free", ErrInsufficientSpace, FormatBytes(size), FormatBytes(int64(r.target.FreeBytes)))
+		return nil, fmt.Errorf("%w: randread file of %s, %s free", ErrInsufficientSpace, units.FormatBytes(size), units.HumanBytes(r.target.FreeBytes))
 	}
 	wf, path, err := r.createFile("randread.dat")
 	if err != nil {
@@ -146,20 +148,20 @@ func (r *runner) layoutReadFile(ctx context.Context, size, maxBS int64) (*readFi
 		buf[i] = byte(i*7 + i>>8)
 	}
 	last := time.Now()
-	r.progress(ProgressEvent{Workload: WorkloadRandRead, Point: r.pointNum + 1, Label: "layout " + FormatBytes(size), Phase: PhaseLayout})
+	r.progress(ProgressEvent{Workload: WorkloadRandRead, Point: r.pointNum + 1, Label: "layout " + units.FormatBytes(size), Phase: PhaseLayout})
 	for off := int64(0); off < size; off += int64(len(buf)) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("randread layout: %w", err)
 		}
 		if !r.take(int64(len(buf))) {
-			return nil, fmt.Errorf("%w: randread layout of %s", ErrBudgetExhausted, FormatBytes(size))
+			return nil, fmt.Errorf("%w: randread layout of %s", ErrBudgetExhausted, units.FormatBytes(size))
 		}
 		if err := writeFull(wf, path, buf, off); err != nil {
 			return nil, fmt.Errorf("randread layout: %w", err)
 		}
 		if time.Since(last) > 250*time.Millisecond {
 			last = time.Now()
-			r.progress(ProgressEvent{Workload: WorkloadRandRead, Point: r.pointNum + 1, Label: "layout " + FormatBytes(size),
+			r.progress(ProgressEvent{Workload: WorkloadRandRead, Point: r.pointNum + 1, Label: "layout " + units.FormatBytes(size),
 				Phase: PhaseLayout, BytesPerSec: float64(off) / time.Since(start).Seconds()})
 		}
 	}
@@ -201,12 +203,12 @@ func (r *runner) layoutReadFile(ctx context.Context, size, maxBS int64) (*readFi
 
 // runReadPoint runs one (block size, depth) random-read point.
 func (r *runner) runReadPoint(ctx context.Context, rf *readFile, bs int64, depth int, d, warm time.Duration) (Result, error) {
-	label := fmt.Sprintf("depth=%d bs=%s", depth, FormatBytes(bs))
+	label := fmt.Sprintf("depth=%d bs=%s", depth, units.FormatBytes(bs))
 	if rf.direct && bs%rf.offAlign != 0 {
-		return Result{}, fmt.Errorf("%w: randread block size %s is not a multiple of the direct-I/O alignment %d", ErrInvalidOptions, FormatBytes(bs), rf.offAlign)
+		return Result{}, fmt.Errorf("%w: randread block size %s is not a multiple of the direct-I/O alignment %d", ErrInvalidOptions, units.FormatBytes(bs), rf.offAlign)
 	}
 	if bs > rf.size {
-		return Result{}, fmt.Errorf("%w: randread block size %s exceeds the file size %s", ErrInvalidOptions, FormatBytes(bs), FormatBytes(rf.size))
+		return Result{}, fmt.Errorf("%w: randread block size %s exceeds the file size %s", ErrInvalidOptions, units.FormatBytes(bs), units.FormatBytes(rf.size))
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err

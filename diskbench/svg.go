@@ -7,6 +7,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // WriteSVG draws rep as a standalone SVG chart: one row per workload, with
@@ -58,7 +60,7 @@ func WriteSVG(w io.Writer, rep *Report) error {
 	}
 	fmt.Fprintf(&b, `<text class="sub" x="24" y="54">%s%s · %s · %d points · %s written · free %s</text>`+"\n",
 		esc(rep.FSType), esc(dev), rep.StartedAt.Format("2006-01-02 15:04 UTC"), len(rep.Results),
-		FormatBytes(rep.BytesWritten), FormatBytes(int64(rep.FreeBytes)))
+		units.HumanBytes(rep.BytesWritten), units.HumanBytes(rep.FreeBytes))
 	if len(order) == 0 {
 		b.WriteString(`<text class="sub" x="24" y="110">no results</text>` + "\n")
 	}
@@ -130,7 +132,7 @@ func drawWorkload(b *strings.Builder, wl Workload, rs []Result, x0, y0, pw, ph, 
 	xByCount := len(counts) > 1 || len(sizes) == 1
 	keyOf := func(r Result) (float64, string) {
 		if xByCount {
-			return float64(countOf(r)), "bs=" + FormatBytes(r.BlockSize)
+			return float64(countOf(r)), "bs=" + units.FormatBytes(r.BlockSize)
 		}
 		if wl == WorkloadRandRead {
 			return float64(r.BlockSize), fmt.Sprintf("depth=%d", r.Depth)
@@ -156,9 +158,9 @@ func drawWorkload(b *strings.Builder, wl Workload, rs []Result, x0, y0, pw, ph, 
 			p99[name] = &series{name: name, color: c}
 			p50[name] = &series{name: name, color: c, dashed: true}
 		}
-		tip := fmt.Sprintf("%s %s: %s, %.0f IOPS", wl, pointLabel(r), FormatRate(r.BytesPerSec), r.IOPS)
+		tip := fmt.Sprintf("%s %s: %s, %.0f IOPS", wl, pointLabel(r), units.HumanRate(r.BytesPerSec), r.IOPS)
 		if r.BytesPerSec > 0 {
-			tput[name].pts = append(tput[name].pts, pt{x: x, y: r.BytesPerSec, tip: tip, label: FormatRate(r.BytesPerSec)})
+			tput[name].pts = append(tput[name].pts, pt{x: x, y: r.BytesPerSec, tip: tip, label: units.HumanRate(r.BytesPerSec)})
 			tmin, tmax = math.Min(tmin, r.BytesPerSec), math.Max(tmax, r.BytesPerSec)
 		}
 		if l := latOf(r); l != nil && l.P99Ns > 0 {
@@ -181,7 +183,7 @@ func drawWorkload(b *strings.Builder, wl Workload, rs []Result, x0, y0, pw, ph, 
 		xa.label = func(v float64) string { return fmt.Sprintf("%.0f", v) }
 	} else {
 		xa.title = "block size"
-		xa.label = func(v float64) string { return FormatBytes(int64(v)) }
+		xa.label = func(v float64) string { return units.FormatBytes(int64(v)) }
 	}
 	if xa.min == xa.max {
 		xa.min, xa.max = xa.min/2, xa.max*2

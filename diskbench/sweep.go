@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime/debug"
 	"time"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // NewReport starts a Report for a target found by Check.
@@ -140,7 +142,7 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 	for _, wp := range wps {
 		for _, writers := range wp.writers {
 			for _, bs := range wp.blockSizes {
-				label := fmt.Sprintf("%s writers=%d bs=%s", wp.workload, writers, FormatBytes(bs))
+				label := fmt.Sprintf("%s writers=%d bs=%s", wp.workload, writers, units.FormatBytes(bs))
 				d, w, ok := timing()
 				wt := byteWeight(bs)
 				if !ok {
@@ -179,7 +181,7 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 		for _, depth := range rp.depths {
 			d, w, ok := timing()
 			if !ok {
-				skip(fmt.Sprintf("randread depth=%d bs=%s", depth, FormatBytes(bs)))
+				skip(fmt.Sprintf("randread depth=%d bs=%s", depth, units.FormatBytes(bs)))
 				left--
 				r.pointNum++
 				continue

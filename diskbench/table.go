@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // WriteTable renders rep as an aligned text table: one block per result,
@@ -16,7 +18,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if rep.Device != "" {
 		fmt.Fprintf(ew, "  device=%s", rep.Device)
 	}
-	fmt.Fprintf(ew, "  free=%s  written=%s\n\n", FormatBytes(int64(rep.FreeBytes)), FormatBytes(rep.BytesWritten))
+	fmt.Fprintf(ew, "  free=%s  written=%s\n\n", units.HumanBytes(rep.FreeBytes), units.HumanBytes(rep.BytesWritten))
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\twriters\tdepth\tblock\tsync\tthroughput\tIOPS\tcv\top\tp50\tp90\tp99\tp99.9\tmax\t")
 	var notes []string
@@ -26,7 +28,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		case r.SyncEvery > 0:
 			sync = fmt.Sprintf("%dw", r.SyncEvery)
 		case r.FlushEveryBytes > 0:
-			sync = FormatBytes(r.FlushEveryBytes)
+			sync = units.FormatBytes(r.FlushEveryBytes)
 		}
 		lats := []struct {
 			name string
@@ -39,7 +41,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 			}
 			if first {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t", r.Workload, dash(r.Writers), dash(r.Depth),
-					FormatBytes(r.BlockSize), sync, FormatRate(r.BytesPerSec), r.IOPS, pct(r.StdevOverMean, len(r.SamplesBytesPerSec)))
+					units.FormatBytes(r.BlockSize), sync, units.HumanRate(r.BytesPerSec), r.IOPS, pct(r.StdevOverMean, len(r.SamplesBytesPerSec)))
 				first = false
 			} else {
 				fmt.Fprint(tw, "\t\t\t\t\t\t\t\t")
@@ -65,9 +67,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 
 func pointLabel(r Result) string {
 	if r.Workload == WorkloadRandRead {
-		return fmt.Sprintf("depth=%d bs=%s", r.Depth, FormatBytes(r.BlockSize))
+		return fmt.Sprintf("depth=%d bs=%s", r.Depth, units.FormatBytes(r.BlockSize))
 	}
-	return fmt.Sprintf("writers=%d bs=%s", r.Writers, FormatBytes(r.BlockSize))
+	return fmt.Sprintf("writers=%d bs=%s", r.Writers, units.FormatBytes(r.BlockSize))
 }
 
 func dash(n int) string {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // writeParams is the common shape of the journal and entry-log sweeps.
@@ -152,7 +154,7 @@ func joinCleanup(err, cerr error) error {
 // runWritePoint runs one (writers, block size) point of a write workload.
 func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int, bs int64,
 	d, warm time.Duration, share int64) (Result, error) {
-	label := fmt.Sprintf("writers=%d bs=%s", writers, FormatBytes(bs))
+	label := fmt.Sprintf("writers=%d bs=%s", writers, units.FormatBytes(bs))
 	syncBytes := wp.flushEvery
 	if wp.workload == WorkloadJournal {
 		syncBytes = int64(wp.syncEvery) * bs
@@ -166,12 +168,12 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 	fileSize -= fileSize % bs
 	if fileSize < bs {
 		return Result{}, fmt.Errorf("%w: %s %s: byte budget share %s is less than one block per writer",
-			ErrBudgetExhausted, wp.workload, label, FormatBytes(share))
+			ErrBudgetExhausted, wp.workload, label, units.HumanBytes(share))
 	}
 	if need := uint64(writers) * uint64(fileSize); wp.prealloc == PreallocFallocate &&
 		need+uint64(ReserveBytes) > r.target.FreeBytes {
 		return Result{}, fmt.Errorf("%w: %s %s needs %s of files, %s is free", ErrInsufficientSpace,
-			wp.workload, label, FormatBytes(int64(need)), FormatBytes(int64(r.target.FreeBytes)))
+			wp.workload, label, units.HumanBytes(need), units.HumanBytes(r.target.FreeBytes))
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err

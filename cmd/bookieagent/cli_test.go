@@ -69,6 +69,9 @@ func TestBadInput(t *testing.T) {
 		{"bad budget", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--budget", "soon"}, "--budget", nil},
 		{"bad size", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "four gigs"}, "unparseable size", bookieagent.ErrBadSize},
 		{"bad max-bytes", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--max-bytes", "-3"}, "unparseable size", bookieagent.ErrBadSize},
+		// Zero used to mean 2 GiB without a word (issue 11, bug 8).
+		{"zero max-bytes", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--max-bytes", "0"}, "--max-bytes 0: unparseable size: must be positive", bookieagent.ErrBadSize},
+		{"serve zero max-bytes", nil, []string{"serve", "--listen", "127.0.0.1:0", "--journal-dir", j, "--ledger-dir", l, "--bench-on-start", "--max-direct-memory", "4g", "--max-bytes", "0"}, "must be positive", bookieagent.ErrBadSize},
 		{"bad env", map[string]string{"BOOKIE_MEM": "-Xmx2q"}, []string{"recommend", "--journal-dir", j, "--ledger-dir", l}, "BOOKIE_MEM", bookieagent.ErrBadSize},
 		{"no memory", noMem, []string{"recommend", "--journal-dir", j, "--ledger-dir", l}, "--max-direct-memory", bookieagent.ErrNoDirectMemory},
 		{"no ledger dir", nil, []string{"recommend", "--journal-dir", j, "--max-direct-memory", "4g"}, "--ledger-dir", nil},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 type recommendOptions struct {
@@ -67,7 +68,7 @@ func (o *recommendOptions) run(cmd *cobra.Command) error {
 	}
 	var entrySize int64
 	if o.entrySize != "" {
-		if entrySize, err = bookieagent.ParseSize(o.entrySize); err != nil {
+		if entrySize, err = units.ParseSize(o.entrySize); err != nil {
 			return fmt.Errorf("--entry-size: %w", err)
 		}
 	}
@@ -125,7 +126,7 @@ func (o *recommendOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 		if !quiet {
-			fmt.Fprintf(stderr, "benchmark done: %s written in %s\n", diskbench.FormatBytes(res.BytesWritten), res.Elapsed.Round(100*time.Millisecond))
+			fmt.Fprintf(stderr, "benchmark done: %s written in %s\n", units.HumanBytes(res.BytesWritten), res.Elapsed.Round(100*time.Millisecond))
 			for _, w := range res.Warnings {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}
@@ -186,10 +187,10 @@ func progressPrinter(w io.Writer, quiet bool) func(string, diskbench.ProgressEve
 			if tty {
 				fmt.Fprint(w, "\r\033[K")
 			}
-			fmt.Fprintf(w, "  %s %s%s\n", ev.Label, diskbench.FormatRate(r.BytesPerSec), extra)
+			fmt.Fprintf(w, "  %s %s%s\n", ev.Label, units.HumanRate(r.BytesPerSec), extra)
 		case tty:
 			eta := max(0, ev.Estimate-ev.Elapsed)
-			fmt.Fprintf(w, "\r\033[K  %s %s %s, ETA %s", ev.Label, ev.Phase, diskbench.FormatRate(ev.BytesPerSec), eta.Round(time.Second))
+			fmt.Fprintf(w, "\r\033[K  %s %s %s, ETA %s", ev.Label, ev.Phase, units.HumanRate(ev.BytesPerSec), eta.Round(time.Second))
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 func newRootCmd() *cobra.Command {
@@ -80,7 +81,7 @@ func (o *memOptions) addFlags(fs *pflag.FlagSet) {
 // resolve returns the direct-memory size and where it came from.
 func (o *memOptions) resolve() (int64, string, error) {
 	if o.maxDirect != "" {
-		v, err := bookieagent.ParseSize(o.maxDirect)
+		v, err := units.ParseSize(o.maxDirect)
 		if err != nil {
 			return 0, "", fmt.Errorf("--max-direct-memory: %w", err)
 		}
@@ -109,13 +110,14 @@ func (o *memOptions) resolve() (int64, string, error) {
 // benchFlags are the budget flags of recommend and serve.
 type benchFlags struct {
 	budget   string
-	maxBytes string
+	maxBytes units.Size
 	cpus     int
 }
 
 func (o *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.budget, "budget", "60s", "wall-time budget of the whole benchmark")
-	fs.StringVar(&o.maxBytes, "max-bytes", "2GiB", "bytes the benchmark may write in total")
+	o.maxBytes = units.Size(bookieagent.DefaultBenchBytes)
+	fs.Var(&o.maxBytes, "max-bytes", "bytes the benchmark may write in total (must be positive)")
 	fs.IntVar(&o.cpus, "cpus", runtime.NumCPU(), "CPUs the bookie may use (caps journal directories at CPUs/2)")
 }
 
@@ -125,9 +127,9 @@ func (o *benchFlags) parse() (time.Duration, int64, error) {
 	if err != nil || budget <= 0 {
 		return 0, 0, fmt.Errorf("--budget %q: want a positive duration like 60s", o.budget)
 	}
-	maxBytes, err := bookieagent.ParseSize(o.maxBytes)
-	if err != nil {
-		return 0, 0, fmt.Errorf("--max-bytes: %w", err)
+	if o.maxBytes <= 0 {
+		// Zero used to mean the 2 GiB default without a word (issue 11, bug 8).
+		return 0, 0, fmt.Errorf("--max-bytes %s: %w: must be positive", o.maxBytes.String(), bookieagent.ErrBadSize)
 	}
-	return budget, maxBytes, nil
+	return budget, o.maxBytes.Bytes(), nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 func newCheckCmd() *cobra.Command {
@@ -20,12 +21,9 @@ func newCheckCmd() *cobra.Command {
 				return fmt.Errorf("%w: --dir is required", diskbench.ErrInvalidOptions)
 			}
 			o := diskbench.Options{Dir: c.dir, AllowAnyFS: c.allowAnyFS, Force: c.force}
-			if c.maxBytes != "" {
-				v, err := diskbench.ParseSize(c.maxBytes)
-				if err != nil {
-					return fmt.Errorf("--max-bytes: %w", err)
-				}
-				o.MaxBytes = v
+			var err error
+			if o.MaxBytes, err = sizeFlag(cmd, "max-bytes", c.maxBytes); err != nil {
+				return err
 			}
 			t, err := diskbench.Check(cmd.Context(), o)
 			if err != nil {
@@ -38,8 +36,7 @@ func newCheckCmd() *cobra.Command {
 				return enc.Encode(t)
 			}
 			fmt.Fprintf(out, "dir:       %s\nfs:        %s\ndevice:    %s\nfree:      %s of %s\nmax-bytes: %s\n",
-				t.Dir, t.FSType, t.Device, diskbench.FormatBytes(int64(t.FreeBytes)), diskbench.FormatBytes(int64(t.TotalBytes)),
-				diskbench.FormatBytes(t.MaxBytes))
+				t.Dir, t.FSType, t.Device, units.HumanBytes(t.FreeBytes), units.HumanBytes(t.TotalBytes), units.HumanBytes(t.MaxBytes))
 			for _, w := range t.Warnings {
 				fmt.Fprintf(out, "warning:   %s\n", w)
 			}
@@ -49,7 +46,7 @@ func newCheckCmd() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&c.dir, "dir", "", "directory to check (required)")
-	fs.StringVar(&c.maxBytes, "max-bytes", "", "byte budget to check room for (default min(2GiB, 10% of free space))")
+	fs.Var(&c.maxBytes, "max-bytes", "byte budget to check room for (default min(2GiB, 10% of free space))")
 	fs.BoolVar(&c.allowAnyFS, "allow-any-fs", false, "accept tmpfs, ramfs and overlayfs")
 	fs.BoolVar(&c.force, "force", false, "accept a directory that holds bookie data")
 	fs.StringVar(&c.output, "output", "table", "table or json")

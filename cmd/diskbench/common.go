@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // commonFlags are the flags every measuring subcommand takes.
@@ -19,7 +20,7 @@ type commonFlags struct {
 	dir        string
 	duration   time.Duration
 	warmup     time.Duration
-	maxBytes   string
+	maxBytes   units.Size
 	allowAnyFS bool
 	force      bool
 	output     string
@@ -32,7 +33,7 @@ func (c *commonFlags) addFlags(fs *pflag.FlagSet, defDuration time.Duration) {
 	fs.StringVar(&c.dir, "dir", "", "directory to measure (required); files are created there and removed")
 	fs.DurationVar(&c.duration, "duration", defDuration, "measured time of each point, warm-up excluded")
 	fs.DurationVar(&c.warmup, "warmup", 0, "warm-up before each point, discarded (default max(1s, 5% of --duration); negative: none)")
-	fs.StringVar(&c.maxBytes, "max-bytes", "", "never write more than this many bytes in total (default min(2GiB, 10% of free space))")
+	fs.Var(&c.maxBytes, "max-bytes", "never write more than this many bytes in total (default min(2GiB, 10% of free space))")
 	fs.BoolVar(&c.allowAnyFS, "allow-any-fs", false, "run on tmpfs, ramfs or overlayfs too (figures then measure memory)")
 	fs.BoolVar(&c.force, "force", false, "run in a directory that holds bookie data (current/VERSION, *.txn, *.log)")
 	fs.StringVar(&c.output, "output", "table", "result format on stdout: table or json")
@@ -73,15 +74,9 @@ func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressB
 		Force:      c.force,
 		Seed:       c.seed,
 	}
-	if c.maxBytes != "" {
-		v, err := diskbench.ParseSize(c.maxBytes)
-		if err != nil {
-			return o, nil, fmt.Errorf("--max-bytes: %w", err)
-		}
-		if v <= 0 {
-			return o, nil, fmt.Errorf("%w: --max-bytes must be positive", diskbench.ErrInvalidOptions)
-		}
-		o.MaxBytes = v
+	var err error
+	if o.MaxBytes, err = sizeFlag(cmd, "max-bytes", c.maxBytes); err != nil {
+		return o, nil, err
 	}
 	if c.verbose {
 		o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -118,6 +113,19 @@ func (c *commonFlags) emit(cmd *cobra.Command, rep *diskbench.Report) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "chart written to %s\n", c.svg)
 	}
 	return nil
+}
+
+// sizeFlag returns the value of a size flag, or 0 (the library's default)
+// when the flag was left out. An explicit zero or less is refused rather
+// than silently meaning the default.
+func sizeFlag(cmd *cobra.Command, name string, v units.Size) (int64, error) {
+	if !cmd.Flags().Changed(name) {
+		return 0, nil
+	}
+	if v <= 0 {
+		return 0, fmt.Errorf("%w: --%s %s: must be positive (leave the flag out for the default)", diskbench.ErrInvalidOptions, name, v.String())
+	}
+	return int64(v), nil
 }
 
 func writeSVGFile(path string, rep *diskbench.Report) error {

@@ -11,15 +11,17 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
 	"github.com/tierkeeper/tierkeeper/diskbench/fiocmp"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 func newCompareFioCmd() *cobra.Command {
 	var (
 		dir              string
 		duration, warmup time.Duration
-		fileSize, fio    string
-		readSize         string
-		logSize          string
+		fio              string
+		fileSize         = units.Size(2 * units.GiB)
+		readSize         = units.Size(units.GiB)
+		logSize          = units.Size(8 * units.GiB)
 		only             string
 		output           string
 		allowAnyFS       bool
@@ -44,18 +46,12 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 			if dir == "" {
 				return fmt.Errorf("%w: --dir is required", diskbench.ErrInvalidOptions)
 			}
-			fs, err := diskbench.ParseSize(fileSize)
-			if err != nil {
-				return fmt.Errorf("--file-size: %w", err)
+			for name, v := range map[string]units.Size{"file-size": fileSize, "entrylog-file-size": logSize, "read-file-size": readSize} {
+				if v <= 0 {
+					return fmt.Errorf("%w: --%s %s: must be positive", diskbench.ErrInvalidOptions, name, v.String())
+				}
 			}
-			ls, err := diskbench.ParseSize(logSize)
-			if err != nil {
-				return fmt.Errorf("--entrylog-file-size: %w", err)
-			}
-			rs, err := diskbench.ParseSize(readSize)
-			if err != nil {
-				return fmt.Errorf("--read-file-size: %w", err)
-			}
+			fs, ls, rs := fileSize.Bytes(), logSize.Bytes(), readSize.Bytes()
 			lvl := slog.LevelWarn
 			if verbose {
 				lvl = slog.LevelDebug
@@ -66,7 +62,7 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 			if output != "json" {
 				o.OnRow = func(i, n int, r fiocmp.Row) {
 					fmt.Fprintf(errOut, "[%d/%d] %-32s fio %10s  diskbench %10s  ratio %.2f\n", i, n, r.Case.Name(),
-						diskbench.FormatRate(r.Fio.BytesPerSec), diskbench.FormatRate(r.Diskbench.BytesPerSec), r.ThroughputRatio())
+						units.HumanRate(r.Fio.BytesPerSec), units.HumanRate(r.Diskbench.BytesPerSec), r.ThroughputRatio())
 				}
 			}
 			cases := fiocmp.DefaultCases(fs, ls, rs)
@@ -117,9 +113,9 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 	f.StringVar(&dir, "dir", "", "directory both tools write in (required)")
 	f.DurationVar(&duration, "duration", 5*time.Second, "measured time of each case in each tool")
 	f.DurationVar(&warmup, "warmup", time.Second, "warm-up (fio ramp_time) of each case")
-	f.StringVar(&fileSize, "file-size", "2g", "size of each journal writer's file (a case stops when one is full)")
-	f.StringVar(&logSize, "entrylog-file-size", "8g", "size of the entry-log file (buffered writes run at memory speed until fdatasync)")
-	f.StringVar(&readSize, "read-file-size", "1g", "size of the file random reads read")
+	f.Var(&fileSize, "file-size", "size of each journal writer's file (a case stops when one is full)")
+	f.Var(&logSize, "entrylog-file-size", "size of the entry-log file (buffered writes run at memory speed until fdatasync)")
+	f.Var(&readSize, "read-file-size", "size of the file random reads read")
 	f.StringVar(&fio, "fio", "fio", "fio binary")
 	f.IntVar(&repeat, "repeat", 3, "runs per case and tool, alternating which goes first; medians are compared")
 	f.StringVar(&output, "output", "table", "table or json")

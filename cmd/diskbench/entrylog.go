@@ -2,21 +2,21 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 func newEntryLogCmd() *cobra.Command {
 	var (
 		c          commonFlags
 		writers    []int
-		blockSizes string
-		flushEvery string
-		fileSize   string
+		blockSizes = units.NewSizeList(64*units.KiB, units.MiB, 8*units.MiB)
+		flushEvery = units.Size(32 * units.MiB)
+		fileSize   units.Size
 		prealloc   string
 	)
 	cmd := &cobra.Command{
@@ -30,15 +30,13 @@ fdatasync every --flush-every bytes, as DbLedgerStorage's entry logger does.`,
 			if err := c.validate(); err != nil {
 				return err
 			}
-			bs, err := diskbench.ParseSizes(blockSizes)
-			if err != nil {
-				return fmt.Errorf("--block-size: %w", err)
-			}
+			bs := blockSizes.Values()
+			var err error
 			ep := diskbench.EntryLogParams{Writers: writers, BlockSizes: bs}
-			if ep.FlushEveryBytes, err = optSize(flushEvery, "--flush-every"); err != nil {
+			if ep.FlushEveryBytes, err = sizeFlag(cmd, "flush-every", flushEvery); err != nil {
 				return err
 			}
-			if ep.FileSize, err = optSize(fileSize, "--file-size"); err != nil {
+			if ep.FileSize, err = sizeFlag(cmd, "file-size", fileSize); err != nil {
 				return err
 			}
 			if ep.Prealloc, err = parsePrealloc(prealloc); err != nil {
@@ -51,9 +49,9 @@ fdatasync every --flush-every bytes, as DbLedgerStorage's entry logger does.`,
 	}
 	c.addFlags(cmd.Flags(), 10*time.Second)
 	cmd.Flags().IntSliceVar(&writers, "writers", []int{1}, "numbers of parallel entry-log files (ledger directories) to sweep")
-	cmd.Flags().StringVar(&blockSizes, "block-size", "64k,1m,8m", "write sizes to sweep")
-	cmd.Flags().StringVar(&flushEvery, "flush-every", "32MiB", "fdatasync after this many bytes")
-	cmd.Flags().StringVar(&fileSize, "file-size", "", "size of each writer's file; a point stops when one is full (default: the point's byte share / writers × 1.5, at most 1GiB)")
+	cmd.Flags().Var(blockSizes, "block-size", "write sizes to sweep")
+	cmd.Flags().Var(&flushEvery, "flush-every", "fdatasync after this many bytes")
+	cmd.Flags().Var(&fileSize, "file-size", "size of each writer's file; a point stops when one is full (default: the point's byte share / writers × 1.5, at most 1GiB)")
 	cmd.Flags().StringVar(&prealloc, "prealloc", "none", "how files are prepared: none (appends, like an entry log) or fallocate")
 	return cmd
 }

@@ -8,15 +8,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 func newJournalCmd() *cobra.Command {
 	var (
 		c          commonFlags
 		writers    []int
-		blockSizes string
+		blockSizes = units.NewSizeList(4*units.KiB, 16*units.KiB, 64*units.KiB)
 		syncEvery  int
-		fileSize   string
+		fileSize   units.Size
 		prealloc   string
 	)
 	cmd := &cobra.Command{
@@ -32,15 +33,13 @@ bytes/s, IOPS and write, fdatasync and commit latency percentiles.`,
 			if err := c.validate(); err != nil {
 				return err
 			}
-			bs, err := diskbench.ParseSizes(blockSizes)
-			if err != nil {
-				return fmt.Errorf("--block-size: %w", err)
-			}
+			bs := blockSizes.Values()
+			var err error
 			if syncEvery < 1 {
 				return fmt.Errorf("%w: --sync-every must be at least 1", diskbench.ErrInvalidOptions)
 			}
 			jp := diskbench.JournalParams{Writers: writers, BlockSizes: bs, SyncEvery: syncEvery}
-			if jp.FileSize, err = optSize(fileSize, "--file-size"); err != nil {
+			if jp.FileSize, err = sizeFlag(cmd, "file-size", fileSize); err != nil {
 				return err
 			}
 			if jp.Prealloc, err = parsePrealloc(prealloc); err != nil {
@@ -53,25 +52,11 @@ bytes/s, IOPS and write, fdatasync and commit latency percentiles.`,
 	}
 	c.addFlags(cmd.Flags(), 10*time.Second)
 	cmd.Flags().IntSliceVar(&writers, "writers", []int{1, 2, 4, 8}, "numbers of parallel writers (journal directories) to sweep")
-	cmd.Flags().StringVar(&blockSizes, "block-size", "4k,16k,64k", "write sizes to sweep")
+	cmd.Flags().Var(blockSizes, "block-size", "write sizes to sweep")
 	cmd.Flags().IntVar(&syncEvery, "sync-every", 1, "fdatasync after every N writes (group commit size)")
-	cmd.Flags().StringVar(&fileSize, "file-size", "", "size of each writer's file; a point stops when one is full (default: the point's byte share / writers × 1.5, at most 1GiB)")
+	cmd.Flags().Var(&fileSize, "file-size", "size of each writer's file; a point stops when one is full (default: the point's byte share / writers × 1.5, at most 1GiB)")
 	cmd.Flags().StringVar(&prealloc, "prealloc", "fallocate", "how files are prepared: fallocate (unwritten extents) or none (appends)")
 	return cmd
-}
-
-func optSize(s, flag string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	v, err := diskbench.ParseSize(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", flag, err)
-	}
-	if v <= 0 {
-		return 0, fmt.Errorf("%w: %s must be positive", diskbench.ErrInvalidOptions, flag)
-	}
-	return v, nil
 }
 
 func parsePrealloc(s string) (diskbench.Prealloc, error) {

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // The test binary doubles as the diskbench binary for the signal and
@@ -157,16 +158,21 @@ func TestBadInput(t *testing.T) {
 		"no dir":        {[]string{"journal"}, diskbench.ErrInvalidOptions, "--dir is required"},
 		"missing dir":   {[]string{"journal", "--dir", filepath.Join(dir, "nope")}, os.ErrNotExist, "does not exist"},
 		"not a dir":     {[]string{"entrylog", "--dir", file}, diskbench.ErrNotDirectory, "not a directory"},
-		"bad size":      {[]string{"journal", "--dir", dir, "--block-size", "4q"}, diskbench.ErrInvalidOptions, "bad size"},
-		"bad output":    {[]string{"randread", "--dir", dir, "--output", "xml"}, diskbench.ErrInvalidOptions, "--output"},
-		"zero writers":  {[]string{"journal", "--dir", dir, "--writers", "0"}, diskbench.ErrInvalidOptions, "writers 0"},
-		"sync-every 0":  {[]string{"journal", "--dir", dir, "--sync-every", "0"}, diskbench.ErrInvalidOptions, "--sync-every"},
-		"bad prealloc":  {[]string{"journal", "--dir", dir, "--prealloc", "zero"}, diskbench.ErrInvalidOptions, "--prealloc"},
-		"bookie data":   {[]string{"journal", "--dir", bookie, "--allow-any-fs"}, diskbench.ErrBookieData, "--force"},
-		"huge budget":   {[]string{"journal", "--dir", dir, "--allow-any-fs", "--max-bytes", "1000000t"}, diskbench.ErrInsufficientSpace, "free"},
-		"bad workloads": {[]string{"sweep", "--dir", dir, "--workloads", "journal,fsync"}, diskbench.ErrInvalidOptions, "fsync"},
-		"sweep no dir":  {[]string{"sweep"}, diskbench.ErrInvalidOptions, "--dir is required"},
-		"sweep output":  {[]string{"sweep", "--dir", dir, "--output", "xml"}, diskbench.ErrInvalidOptions, "--output"},
+		"bad size":      {[]string{"journal", "--dir", dir, "--block-size", "4q"}, units.ErrBadSize, `unparseable size "4q"`},
+		"bad file size": {[]string{"randread", "--dir", dir, "--file-size", "1.3"}, units.ErrBadSize, "not a whole number"},
+		// An explicit zero is refused everywhere, never silently the default (issue 11, bug 8).
+		"zero max-bytes":       {[]string{"journal", "--dir", dir, "--max-bytes", "0"}, diskbench.ErrInvalidOptions, "--max-bytes 0: must be positive"},
+		"check zero max-bytes": {[]string{"check", "--dir", dir, "--allow-any-fs", "--max-bytes", "0"}, diskbench.ErrInvalidOptions, "--max-bytes 0: must be positive"},
+		"zero file size":       {[]string{"journal", "--dir", dir, "--file-size", "0"}, diskbench.ErrInvalidOptions, "--file-size 0: must be positive"},
+		"bad output":           {[]string{"randread", "--dir", dir, "--output", "xml"}, diskbench.ErrInvalidOptions, "--output"},
+		"zero writers":         {[]string{"journal", "--dir", dir, "--writers", "0"}, diskbench.ErrInvalidOptions, "writers 0"},
+		"sync-every 0":         {[]string{"journal", "--dir", dir, "--sync-every", "0"}, diskbench.ErrInvalidOptions, "--sync-every"},
+		"bad prealloc":         {[]string{"journal", "--dir", dir, "--prealloc", "zero"}, diskbench.ErrInvalidOptions, "--prealloc"},
+		"bookie data":          {[]string{"journal", "--dir", bookie, "--allow-any-fs"}, diskbench.ErrBookieData, "--force"},
+		"huge budget":          {[]string{"journal", "--dir", dir, "--allow-any-fs", "--max-bytes", "1000000t"}, diskbench.ErrInsufficientSpace, "free"},
+		"bad workloads":        {[]string{"sweep", "--dir", dir, "--workloads", "journal,fsync"}, diskbench.ErrInvalidOptions, "fsync"},
+		"sweep no dir":         {[]string{"sweep"}, diskbench.ErrInvalidOptions, "--dir is required"},
+		"sweep output":         {[]string{"sweep", "--dir", dir, "--output", "xml"}, diskbench.ErrInvalidOptions, "--output"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := run(t, c.args...)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // progressBar draws one status line on a terminal:
@@ -52,7 +53,7 @@ func (b *progressBar) update(ev diskbench.ProgressEvent) {
 	}
 	rate := ""
 	if ev.BytesPerSec > 0 {
-		rate = diskbench.FormatRate(ev.BytesPerSec)
+		rate = units.HumanRate(ev.BytesPerSec)
 	}
 	line := fmt.Sprintf("[%s] %3.0f%%  %d/%d %s %s  %s  %s  ETA %d:%02d", bar, 100*frac, ev.Point, ev.Points,
 		ev.Workload, ev.Label, ev.Phase, rate, int(eta.Minutes()), int(eta.Seconds())%60)

@@ -2,20 +2,20 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 func newRandReadCmd() *cobra.Command {
 	var (
 		c          commonFlags
 		depths     []int
-		blockSizes string
-		fileSize   string
+		blockSizes = units.NewSizeList(4*units.KiB, 64*units.KiB, units.MiB)
+		fileSize   units.Size
 	)
 	cmd := &cobra.Command{
 		Use:   "randread --dir DIR",
@@ -30,12 +30,10 @@ warning in the output.`,
 			if err := c.validate(); err != nil {
 				return err
 			}
-			bs, err := diskbench.ParseSizes(blockSizes)
-			if err != nil {
-				return fmt.Errorf("--block-size: %w", err)
-			}
+			bs := blockSizes.Values()
+			var err error
 			rp := diskbench.RandReadParams{Depths: depths, BlockSizes: bs}
-			if rp.FileSize, err = optSize(fileSize, "--file-size"); err != nil {
+			if rp.FileSize, err = sizeFlag(cmd, "file-size", fileSize); err != nil {
 				return err
 			}
 			return c.run(cmd, func(ctx context.Context, o diskbench.Options) ([]diskbench.Result, error) {
@@ -45,7 +43,7 @@ warning in the output.`,
 	}
 	c.addFlags(cmd.Flags(), 10*time.Second)
 	cmd.Flags().IntSliceVar(&depths, "depth", []int{1, 16}, "numbers of reads in flight to sweep")
-	cmd.Flags().StringVar(&blockSizes, "block-size", "4k,64k,1m", "read sizes to sweep")
-	cmd.Flags().StringVar(&fileSize, "file-size", "", "size of the file read; writing it counts against --max-bytes (default min(1GiB, max-bytes/2))")
+	cmd.Flags().Var(blockSizes, "block-size", "read sizes to sweep")
+	cmd.Flags().Var(&fileSize, "file-size", "size of the file read; writing it counts against --max-bytes (default min(1GiB, max-bytes/2))")
 	return cmd
 }

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // progressBar draws a one-line progress bar with rate and ETA on stderr
@@ -68,7 +68,7 @@ func (p *progressBar) draw(now time.Time) {
 		eta = time.Duration(float64(p.total-p.bytes) / rate * float64(time.Second)).Round(time.Second).String()
 	}
 	fmt.Fprintf(p.w, "\r%s [%s] %3.0f%% %d entries %s %s ETA %s   ", p.label, bar, frac*100, p.entries,
-		diskbench.FormatBytes(p.bytes), diskbench.FormatRate(rate), eta)
+		units.HumanBytes(p.bytes), units.HumanRate(rate), eta)
 	p.drawn = true
 }
 

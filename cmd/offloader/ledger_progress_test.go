@@ -12,7 +12,7 @@ func TestProgressBarETA(t *testing.T) {
 	start := time.Now()
 	p := &progressBar{w: &buf, label: "ledger 1", total: 100 << 20, start: start, bytes: 10 << 20, entries: 10}
 	p.draw(start.Add(2 * time.Second)) // 10 MiB in 2 s: 90 MiB left take 18 s
-	if out := buf.String(); !strings.Contains(out, " 10% ") || !strings.Contains(out, "10MiB 5MiB/s ETA 18s") {
+	if out := buf.String(); !strings.Contains(out, " 10% ") || !strings.Contains(out, "10.0 MiB 5.0 MiB/s ETA 18s") {
 		t.Fatalf("progress line %q", out)
 	}
 }

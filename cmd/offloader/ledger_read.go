@@ -17,7 +17,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
-	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 type ledgerReadOptions struct {
@@ -100,6 +100,10 @@ func (o *ledgerReadOptions) validate(g *globalOptions) error {
 	}
 	if o.window < 1 {
 		return fmt.Errorf("--window %d: must be >= 1", o.window)
+	}
+	if o.readTimeout <= 0 {
+		// The client would silently use its 5 s default (issue 11, bug 8).
+		return fmt.Errorf("--read-timeout %s: must be positive", o.readTimeout)
 	}
 	return nil
 }
@@ -234,7 +238,7 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	}
 	if !g.json() {
 		fmt.Fprintf(stderr, "read %d entries (%s) of ledger %d in %s (%s), digests verified\n", bar.entries,
-			diskbench.FormatBytes(bar.bytes), o.ledger, el.Round(time.Millisecond), diskbench.FormatRate(float64(bar.bytes)/max(el.Seconds(), 1e-9)))
+			units.HumanBytes(bar.bytes), o.ledger, el.Round(time.Millisecond), units.HumanRate(float64(bar.bytes)/max(el.Seconds(), 1e-9)))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
 
@@ -336,18 +337,7 @@ func topicOrName(m mlJSON) string {
 	return m.Name
 }
 
-func topicsBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for x := n / unit; x >= unit && exp < 5; x /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func topicsBytes(n int64) string { return units.HumanBytes(n) }
 
 func topicsAge(sec float64) string {
 	d := time.Duration(sec * float64(time.Second))

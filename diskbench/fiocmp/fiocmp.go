@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 // Case is one workload both tools run.
@@ -51,11 +52,11 @@ type Case struct {
 func (c Case) Name() string {
 	switch c.Workload {
 	case diskbench.WorkloadRandRead:
-		return fmt.Sprintf("randread d=%d bs=%s", c.Depth, diskbench.FormatBytes(c.BlockSize))
+		return fmt.Sprintf("randread d=%d bs=%s", c.Depth, units.FormatBytes(c.BlockSize))
 	case diskbench.WorkloadEntryLog:
-		return fmt.Sprintf("entrylog w=%d bs=%s flush=%s", c.Writers, diskbench.FormatBytes(c.BlockSize), diskbench.FormatBytes(c.FlushEvery))
+		return fmt.Sprintf("entrylog w=%d bs=%s flush=%s", c.Writers, units.FormatBytes(c.BlockSize), units.FormatBytes(c.FlushEvery))
 	default:
-		return fmt.Sprintf("journal w=%d bs=%s sync=%d", c.Writers, diskbench.FormatBytes(c.BlockSize), c.SyncEvery)
+		return fmt.Sprintf("journal w=%d bs=%s sync=%d", c.Writers, units.FormatBytes(c.BlockSize), c.SyncEvery)
 	}
 }
 
@@ -414,7 +415,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 	fmt.Fprintln(tw, "case\tfio\tdiskbench\tratio\tspread fio\tdb\t\top p99 fio\tdiskbench\tratio\t\tsync p99 fio\tdiskbench\tratio\t")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t\t%s\t%s\t%s\t\t%s\t%s\t%s\t\n", r.Case.Name(),
-			diskbench.FormatRate(r.Fio.BytesPerSec), diskbench.FormatRate(r.Diskbench.BytesPerSec), r.ThroughputRatio(),
+			units.HumanRate(r.Fio.BytesPerSec), units.HumanRate(r.Diskbench.BytesPerSec), r.ThroughputRatio(),
 			spread(r.FioRuns), spread(r.DiskbenchRuns),
 			ns(r.Fio.OpP99Ns), ns(r.Diskbench.OpP99Ns), ratioStr(r.Diskbench.OpP99Ns, r.Fio.OpP99Ns),
 			ns(r.Fio.SyncP99Ns), ns(r.Diskbench.SyncP99Ns), ratioStr(r.Diskbench.SyncP99Ns, r.Fio.SyncP99Ns))
