@@ -79,14 +79,34 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
-// freePort is FreePort for callers without a testing.TB.
+// handedOut remembers the ports freePort returned in this process: the
+// kernel may give a just-closed port to the next bind(0), and two servers
+// configured with the same port (seen: two bookies) fail to start. It is
+// process-wide because ports are.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort is FreePort for callers without a testing.TB. It never returns a
+// port it returned before in this process.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		handedOut.Lock()
+		seen := handedOut.ports[port]
+		handedOut.ports[port] = true
+		handedOut.Unlock()
+		if !seen {
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("free port: 100 tries gave ports already handed out")
 }
 
 // Process is a child process started by Start. Its combined output goes to

@@ -30,6 +30,12 @@ public final class Tool {
             "  ml-offload          --zk ADDR --name ... S3 options",
             "  pulsar-offload      --zk ADDR --ledger ID [--uuid U] [--ml-name N] S3 options",
             "  pulsar-read-offloaded --ledger ID --uuid U [--driver-metadata k=v,...] S3 options",
+            "  produce             --service-url pulsar://H:P --topic T [--count 100] [--seed 1] [--first-index 0]",
+            "                      [--size 1024 | --sizes a,b,..] [--batch] [--out FILE]",
+            "  read                --service-url pulsar://H:P --topic T [--expect N] [--timeout-seconds 60] [--out FILE]",
+            "  keep-producing      --service-url pulsar://H:P --topic T --out FILE [--rate 200] [--seed 1]",
+            "                      [--size N | --sizes ..] [--stop-file F] [--max-seconds 600] [--batch]",
+            "  create-partitioned-topic --admin-url http://H:P --topic T [--partitions 3]",
             "S3 options: --s3-endpoint URL --bucket B --access-key K --secret-key S [--region us-east-1]",
             "            [--max-block-size N] [--read-buffer-size N] [--offloaders-dir D] [--nar-extract-dir D]");
 
@@ -58,6 +64,10 @@ public final class Tool {
                 case "ml-offload" -> Ml.mlOffload(a);
                 case "pulsar-offload" -> Offload.pulsarOffload(a);
                 case "pulsar-read-offloaded" -> Offload.pulsarReadOffloaded(a);
+                case "produce" -> Client.produce(a);
+                case "read" -> Client.read(a);
+                case "keep-producing" -> Client.keepProducing(a);
+                case "create-partitioned-topic" -> Client.createPartitionedTopic(a);
                 default -> throw new Args.UsageException("unknown subcommand " + argv[0]);
             };
             System.out.println(JSON.writeValueAsString(res));
