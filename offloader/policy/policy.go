@@ -1,0 +1,280 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+)
+
+// ErrInvalidRule is wrapped by every error Validate returns.
+var ErrInvalidRule = errors.New("policy: invalid rule")
+
+// LagMode says who deletes the BookKeeper copy of an offloaded ledger.
+type LagMode int
+
+const (
+	// LagBroker leaves BookKeeper deletion to the broker's own deletion
+	// lag (the zero value).
+	LagBroker LagMode = iota
+	// LagAfter deletes the BookKeeper copy DeletionLag.After after the
+	// offload committed.
+	LagAfter
+	// LagNever keeps the BookKeeper copy.
+	LagNever
+)
+
+// DeletionLag says when the BookKeeper copy of an offloaded ledger goes.
+type DeletionLag struct {
+	Mode  LagMode
+	After time.Duration // LagAfter only
+}
+
+func (d DeletionLag) String() string {
+	switch d.Mode {
+	case LagAfter:
+		return d.After.String()
+	case LagNever:
+		return "never"
+	}
+	return "broker"
+}
+
+// Verify levels (passed to the pipeline).
+const (
+	// VerifyFull re-reads the uploaded objects and compares every entry
+	// with what was read from BookKeeper (ledgers up to the pipeline's size
+	// limit for it), on top of VerifyIndex.
+	VerifyFull = "full"
+	// VerifyIndex checks sizes, the index and every block header.
+	VerifyIndex = "index"
+)
+
+// Rule is one offload rule with every setting resolved.
+type Rule struct {
+	// Name identifies the rule in candidates, plan and status.
+	Name string
+	// Match are topic patterns (see the package doc); empty matches every
+	// topic (the default rule).
+	Match []string
+	// Offload false excludes the matched topics from offloading.
+	Offload bool
+	// After is the age trigger: a closed ledger this old is offloaded.
+	// Negative: off.
+	After time.Duration
+	// KeepBytes keeps at most this many bytes of closed ledgers of each
+	// topic on BookKeeper. Negative: off.
+	KeepBytes int64
+	// KeepLedgers keeps at most this many closed ledgers of each topic on
+	// BookKeeper. Negative: off.
+	KeepLedgers int
+	// Pressure lets bookie disk pressure select ledgers early.
+	Pressure bool
+	// DeletionLag says when the BookKeeper copy is deleted.
+	DeletionLag DeletionLag
+	// BlockSize is the data-block size of the objects; 0: the pipeline's
+	// default.
+	BlockSize int64
+	// Verify is VerifyFull or VerifyIndex; "": the pipeline's default.
+	Verify string
+}
+
+// Pressure configures the disk-pressure trigger.
+type Pressure struct {
+	// Threshold is the ledger-disk usage ratio (0..1) at or above which a
+	// bookie is under pressure. 0: pressure off.
+	Threshold float64
+	// MinAge is the youngest a ledger may be to be offloaded for pressure.
+	MinAge time.Duration
+}
+
+// Rules is the whole policy.
+type Rules struct {
+	Rules   []Rule
+	Default Rule
+	// Include and Exclude filter topics before any rule (patterns as in
+	// Rule.Match).
+	Include, Exclude []string
+	Pressure         Pressure
+	// PulsarPolicies enables Pulsar's namespace offload policies
+	// (Snapshot.Namespaces).
+	PulsarPolicies bool
+	// BrokerDefaults are the broker.conf values that apply where the
+	// namespace policies leave a setting unset (null).
+	BrokerDefaults BrokerDefaults
+}
+
+// BrokerDefaults are the broker-level offload settings (broker.conf).
+type BrokerDefaults struct {
+	// ThresholdBytes is managedLedgerOffloadAutoTriggerSizeThresholdBytes
+	// (-1: off).
+	ThresholdBytes int64
+	// ThresholdSeconds is managedLedgerOffloadThresholdInSeconds (-1: off).
+	ThresholdSeconds int64
+	// DeletionLag is managedLedgerOffloadDeletionLagMs; nil means the
+	// broker's default 4 h. Negative: never.
+	DeletionLag *time.Duration
+}
+
+// Validate checks patterns and values; errors name the rule.
+func (r *Rules) Validate() error {
+	var errs []error
+	check := func(where string, rule Rule) {
+		bad := func(format string, a ...any) {
+			errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalidRule, where, fmt.Sprintf(format, a...)))
+		}
+		for _, p := range rule.Match {
+			if err := checkPattern(p); err != nil {
+				bad("match %q: %v", p, err)
+			}
+		}
+		if rule.DeletionLag.Mode == LagAfter && rule.DeletionLag.After < 0 {
+			bad("deletion_lag must not be negative")
+		}
+		if rule.BlockSize != 0 && (rule.BlockSize < 5<<20 || rule.BlockSize > 2<<30) {
+			bad("block_size %d: want 5 MiB (the smallest multipart part) to 2 GiB", rule.BlockSize)
+		}
+		switch rule.Verify {
+		case "", VerifyFull, VerifyIndex:
+		default:
+			bad("verify %q: want %s or %s", rule.Verify, VerifyFull, VerifyIndex)
+		}
+		if rule.Offload && rule.After < 0 && rule.KeepBytes < 0 && rule.KeepLedgers < 0 && !rule.Pressure && !r.PulsarPolicies {
+			bad("offloads nothing: set after, keep_bytes, keep_ledgers or pressure (or offload: false)")
+		}
+	}
+	seen := map[string]bool{}
+	for i, rule := range r.Rules {
+		where := fmt.Sprintf("rule %d", i+1)
+		if rule.Name != "" {
+			where = fmt.Sprintf("rule %d (%s)", i+1, rule.Name)
+			if seen[rule.Name] {
+				errs = append(errs, fmt.Errorf("%w: %s: name used twice", ErrInvalidRule, where))
+			}
+			seen[rule.Name] = true
+		}
+		if len(rule.Match) == 0 {
+			errs = append(errs, fmt.Errorf("%w: %s: match is required (only the default rule matches everything)", ErrInvalidRule, where))
+		}
+		check(where, rule)
+	}
+	check("default rule", r.Default)
+	for _, p := range append(slices.Clone(r.Include), r.Exclude...) {
+		if err := checkPattern(p); err != nil {
+			errs = append(errs, fmt.Errorf("%w: include/exclude %q: %v", ErrInvalidRule, p, err))
+		}
+	}
+	if r.Pressure.Threshold < 0 || r.Pressure.Threshold > 1 {
+		errs = append(errs, fmt.Errorf("%w: pressure threshold %v: want a ratio 0..1", ErrInvalidRule, r.Pressure.Threshold))
+	}
+	return errors.Join(errs...)
+}
+
+func checkPattern(p string) error {
+	parts := splitPattern(p)
+	if len(parts) == 0 || len(parts) > 4 {
+		return errors.New("want tenant[/namespace[/topic]] (v1: tenant/cluster/namespace/topic)")
+	}
+	for _, s := range parts {
+		if s == "" {
+			return errors.New("empty part")
+		}
+		if _, err := path.Match(s, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func splitPattern(p string) []string {
+	p = strings.TrimPrefix(strings.TrimSpace(p), mlmeta.DomainPersistent+"://")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// matchPattern reports whether pattern p matches the topic t: its k parts
+// against t's first k names (tenant, [cluster,] namespace, local name), so
+// a shorter pattern matches a whole tenant or namespace.
+func matchPattern(p string, t mlmeta.TopicName) bool {
+	pp := splitPattern(p)
+	names := []string{t.Tenant}
+	if t.Cluster != "" {
+		names = append(names, t.Cluster)
+	}
+	names = append(names, t.Namespace, t.Local)
+	if len(pp) == 0 || len(pp) > len(names) {
+		return false
+	}
+	for i, s := range pp {
+		if ok, _ := path.Match(s, names[i]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// matchAny reports whether any pattern matches t or, for a partition, its
+// partitioned topic.
+func matchAny(patterns []string, t mlmeta.TopicName) bool {
+	for _, p := range patterns {
+		if matchPattern(p, t) {
+			return true
+		}
+		if t.Partition >= 0 && matchPattern(p, t.PartitionedTopic()) {
+			return true
+		}
+	}
+	return false
+}
+
+// RuleFor returns the rule that decides for topic t (the first match, else
+// the default) and whether the topic passes Include/Exclude.
+func (r *Rules) RuleFor(t mlmeta.TopicName) (rule Rule, considered bool) {
+	if (len(r.Include) > 0 && !matchAny(r.Include, t)) || matchAny(r.Exclude, t) {
+		return Rule{}, false
+	}
+	for _, rule := range r.Rules {
+		if matchAny(rule.Match, t) {
+			return rule, true
+		}
+	}
+	d := r.Default
+	if d.Name == "" {
+		d.Name = "default"
+	}
+	return d, true
+}
+
+// sortCandidates orders candidates as the package doc says.
+func sortCandidates(cs []Candidate) {
+	sort.SliceStable(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		if a.Action != b.Action {
+			return a.Action < b.Action
+		}
+		if (a.Trigger == TriggerPressure) != (b.Trigger == TriggerPressure) {
+			return a.Trigger == TriggerPressure
+		}
+		if a.Pressure != b.Pressure {
+			return a.Pressure > b.Pressure
+		}
+		at, bt := a.ClosedAt, b.ClosedAt
+		if a.Action == ActionTrim {
+			at, bt = a.OffloadedAt, b.OffloadedAt
+		}
+		if !at.Equal(bt) {
+			return at.Before(bt)
+		}
+		if a.ML != b.ML {
+			return a.ML < b.ML
+		}
+		return a.LedgerID < b.LedgerID
+	})
+}

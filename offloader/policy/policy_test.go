@@ -1,0 +1,332 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+)
+
+var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+const MiB = 1 << 20
+
+// topic builds a managed ledger whose ledgers closed ago[i] before now
+// (ledger ids 1..n, each size MiB), plus an open last ledger.
+func topic(name string, ago ...time.Duration) Topic {
+	tn, err := mlmeta.ParseTopic(name)
+	if err != nil {
+		panic(err)
+	}
+	t := Topic{ML: tn.MLName(), Topic: tn}
+	for i, a := range ago {
+		t.Ledgers = append(t.Ledgers, Ledger{ID: int64(i + 1), Entries: 10, Size: MiB, ClosedAt: now.Add(-a), State: mlmeta.StateBookKeeper})
+	}
+	t.Ledgers = append(t.Ledgers, Ledger{ID: int64(len(ago) + 1), State: mlmeta.StateOpen})
+	return t
+}
+
+func with(t Topic, id int64, f func(*Ledger)) Topic {
+	for i := range t.Ledgers {
+		if t.Ledgers[i].ID == id {
+			f(&t.Ledgers[i])
+		}
+	}
+	return t
+}
+
+func off() Rule { return Rule{Offload: true, After: -1, KeepBytes: -1, KeepLedgers: -1} }
+
+func rule(name string, f func(*Rule), match ...string) Rule {
+	r := off()
+	r.Name, r.Match = name, match
+	f(&r)
+	return r
+}
+
+func ids(cs []Candidate) string {
+	var b []string
+	for _, c := range cs {
+		b = append(b, fmt.Sprintf("%s:%d/%s/%s/%s", c.Topic[len("persistent://"):], c.LedgerID, c.Action, c.Trigger, c.Rule))
+	}
+	return strings.Join(b, " ")
+}
+
+func TestSelect(t *testing.T) {
+	h := time.Hour
+	tests := []struct {
+		name  string
+		snap  Snapshot
+		rules Rules
+		want  string
+	}{
+		{
+			name:  "age: only ledgers at least After old; never the open ledger",
+			snap:  Snapshot{Topics: []Topic{topic("t/ns/a", 30*h, 25*h, 23*h)}},
+			rules: Rules{Default: rule("default", func(r *Rule) { r.After = 24 * h })},
+			want:  "t/ns/a:1/offload/age/default t/ns/a:2/offload/age/default",
+		},
+		{
+			name:  "after 0 offloads every closed ledger, oldest first",
+			snap:  Snapshot{Topics: []Topic{topic("t/ns/a", 1*h, 3*h)}},
+			rules: Rules{Default: rule("default", func(r *Rule) { r.After = 0 })},
+			want:  "t/ns/a:2/offload/age/default t/ns/a:1/offload/age/default",
+		},
+		{
+			name: "keep_bytes: running sum newest→oldest including the ledger must exceed it",
+			snap: Snapshot{Topics: []Topic{topic("t/ns/a", 4*h, 3*h, 2*h, 1*h)}},
+			// sums from newest: l4=1, l3=2, l2=3, l1=4 MiB; > 2 MiB → l2, l1
+			rules: Rules{Default: rule("default", func(r *Rule) { r.KeepBytes = 2 * MiB })},
+			want:  "t/ns/a:1/offload/bytes/default t/ns/a:2/offload/bytes/default",
+		},
+		{
+			name:  "keep_bytes 0 offloads every closed ledger (Pulsar's threshold 0)",
+			snap:  Snapshot{Topics: []Topic{topic("t/ns/a", 2*h, 1*h)}},
+			rules: Rules{Default: rule("default", func(r *Rule) { r.KeepBytes = 0 })},
+			want:  "t/ns/a:1/offload/bytes/default t/ns/a:2/offload/bytes/default",
+		},
+		{
+			name:  "keep_ledgers: keep the newest N closed ledgers",
+			snap:  Snapshot{Topics: []Topic{topic("t/ns/a", 4*h, 3*h, 2*h, 1*h)}},
+			rules: Rules{Default: rule("default", func(r *Rule) { r.KeepLedgers = 3 })},
+			want:  "t/ns/a:1/offload/ledgers/default",
+		},
+		{
+			name: "first matching rule wins, else default; partitions match their topic",
+			snap: Snapshot{Topics: []Topic{
+				topic("t/ns/orders-partition-0", 2*h), topic("t/ns/other", 2*h), topic("t/audit/x", 2*h)}},
+			rules: Rules{
+				Rules: []Rule{
+					rule("orders", func(r *Rule) { r.After = h }, "t/ns/orders"),
+					rule("ns", func(r *Rule) { r.After = 10 * h }, "t/ns"),
+					rule("audit", func(r *Rule) { r.Offload = false; r.After = 0 }, "t/audit/*"),
+				},
+				Default: rule("default", func(r *Rule) { r.After = 0 }),
+			},
+			want: "t/ns/orders-partition-0:1/offload/age/orders",
+		},
+		{
+			name: "include and exclude filter before the rules",
+			snap: Snapshot{Topics: []Topic{topic("t/ns/a", 2*h), topic("t/ns/__change_events", 2*h), topic("u/ns/b", 2*h)}},
+			rules: Rules{Include: []string{"t"}, Exclude: []string{"*/*/__change_events"},
+				Default: rule("default", func(r *Rule) { r.After = 0 })},
+			want: "t/ns/a:1/offload/age/default",
+		},
+		{
+			name: "skips empty, offloaded and BK-deleted ledgers; resumes an unfinished attempt",
+			snap: Snapshot{Topics: []Topic{
+				with(with(with(topic("t/ns/a", 5*h, 4*h, 3*h, 2*h), 1, func(l *Ledger) { l.Entries, l.Size = 0, 0 }),
+					2, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now }),
+					3, func(l *Ledger) { l.State = mlmeta.StateOffloading })}},
+			rules: Rules{Default: rule("default", func(r *Rule) { r.After = 0 })},
+			want:  "t/ns/a:3/offload/age/default t/ns/a:4/offload/age/default",
+		},
+		{
+			name: "pressure first (fullest bookie first), then oldest; min age holds",
+			snap: Snapshot{
+				Topics: []Topic{
+					with(topic("t/ns/a", 30*h, 2*h), 2, func(l *Ledger) { l.Bookies = []string{"b1:3181", "b2:3181"} }),
+					with(with(topic("t/ns/b", 40*h, 3*h, time.Minute), 2, func(l *Ledger) { l.Bookies = []string{"b3:3181"} }),
+						3, func(l *Ledger) { l.Bookies = []string{"b3:3181"} }),
+				},
+				BookieUsage: map[string]float64{"b1:3181": 0.5, "b2:3181": 0.9, "b3:3181": 0.95},
+			},
+			rules: Rules{Pressure: Pressure{Threshold: 0.85, MinAge: 10 * time.Minute},
+				Default: rule("default", func(r *Rule) { r.After = 24 * h; r.Pressure = true })},
+			want: "t/ns/b:2/offload/pressure/default t/ns/a:2/offload/pressure/default t/ns/b:1/offload/age/default t/ns/a:1/offload/age/default",
+		},
+		{
+			name: "pressure off in a rule",
+			snap: Snapshot{
+				Topics:      []Topic{with(topic("t/ns/a", 2*h), 1, func(l *Ledger) { l.Bookies = []string{"b1"} })},
+				BookieUsage: map[string]float64{"b1": 0.99},
+			},
+			rules: Rules{Pressure: Pressure{Threshold: 0.85}, Default: rule("default", func(r *Rule) { r.After = 24 * h })},
+			want:  "",
+		},
+		{
+			name: "trim after the deletion lag, not before; broker and never modes trim nothing",
+			snap: Snapshot{Topics: []Topic{
+				with(with(topic("t/ns/a", 9*h, 8*h, 7*h), 1, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now.Add(-5 * h) }),
+					2, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now.Add(-3 * h) }),
+				with(topic("t/keep/b", 9*h), 1, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now.Add(-50 * h) }),
+				with(topic("t/brk/c", 9*h), 1, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now.Add(-50 * h) }),
+			}},
+			rules: Rules{
+				Rules: []Rule{
+					rule("keep", func(r *Rule) { r.After = h; r.DeletionLag = DeletionLag{Mode: LagNever} }, "t/keep"),
+					rule("brk", func(r *Rule) { r.After = h }, "t/brk"),
+				},
+				Default: rule("default", func(r *Rule) { r.After = 24 * h; r.DeletionLag = DeletionLag{Mode: LagAfter, After: 4 * h} }),
+			},
+			want: "t/ns/a:1/trim/deletion-lag/default",
+		},
+		{
+			name: "Pulsar namespace policy replaces the rule's triggers (legacy offload_threshold)",
+			snap: Snapshot{
+				Topics:     []Topic{topic("t/pol/a", 4*h, 3*h, 2*h, 1*h), topic("t/nopol/b", 4*h)},
+				Namespaces: map[string]*NamespacePolicy{"t/pol": mustNS(t, `{"offload_threshold": 2097152, "offload_threshold_in_seconds": -1}`)},
+			},
+			rules: Rules{PulsarPolicies: true, BrokerDefaults: BrokerDefaults{ThresholdBytes: -1, ThresholdSeconds: -1},
+				Default: rule("default", func(r *Rule) { r.After = 24 * h })},
+			want: "t/pol/a:1/offload/bytes/pulsar:t/pol t/pol/a:2/offload/bytes/pulsar:t/pol",
+		},
+		{
+			name: "Pulsar offload_policies win over the legacy fields; seconds 0 means every closed ledger",
+			snap: Snapshot{
+				Topics: []Topic{topic("t/pol/a", 2*h, 1*h)},
+				Namespaces: map[string]*NamespacePolicy{"t/pol": mustNS(t, `{"offload_threshold_in_seconds": 999999,
+					"offload_policies": {"managedLedgerOffloadDriver": "aws-s3", "managedLedgerOffloadThresholdInSeconds": 0,
+					"managedLedgerOffloadThresholdInBytes": null}}`)},
+			},
+			rules: Rules{PulsarPolicies: true, BrokerDefaults: BrokerDefaults{ThresholdBytes: -1, ThresholdSeconds: -1},
+				Default: rule("default", func(r *Rule) { r.After = -1; r.KeepBytes = 0 })},
+			want: "t/pol/a:1/offload/age/pulsar:t/pol t/pol/a:2/offload/age/pulsar:t/pol",
+		},
+		{
+			name: "Pulsar policies disabled: the namespace policy is ignored",
+			snap: Snapshot{
+				Topics:     []Topic{topic("t/pol/a", 2*h)},
+				Namespaces: map[string]*NamespacePolicy{"t/pol": mustNS(t, `{"offload_threshold": 0}`)},
+			},
+			rules: Rules{Default: rule("default", func(r *Rule) { r.After = 24 * h })},
+			want:  "",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.rules.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if got := ids(Select(tc.snap, now, tc.rules)); got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func mustNS(t *testing.T, js string) *NamespacePolicy {
+	t.Helper()
+	p, err := ParseNamespacePolicies([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestEvaluateTopicPlanAndRuleCounts(t *testing.T) {
+	h := time.Hour
+	a := with(topic("t/ns/a", 30*h, 25*h, 2*h), 1, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now.Add(-h) })
+	res := Evaluate(Snapshot{Topics: []Topic{a, topic("x/y/z", h)}}, now, Rules{
+		Rules:   []Rule{rule("unused", func(r *Rule) { r.After = 0 }, "nobody/*")},
+		Exclude: []string{"x"},
+		Default: rule("", func(r *Rule) { r.After = 24 * h; r.DeletionLag = DeletionLag{Mode: LagAfter, After: 2 * h} }),
+	})
+	if got := res.RuleTopics; got["unused"] != 0 || got["default"] != 1 || len(got) != 2 {
+		t.Errorf("RuleTopics = %v", got)
+	}
+	tp := res.Topics[0]
+	if tp.Rule != "default" || tp.BKBytes != 3*MiB || tp.OffloadedBytes != MiB || tp.EligibleBytes != MiB ||
+		tp.EligibleLedgers != 1 || !tp.OldestEligible.Equal(now.Add(-25*h)) || tp.TrimBytes != 0 {
+		t.Errorf("topic plan = %+v", tp)
+	}
+	if !res.Topics[1].Excluded || res.Topics[1].Rule != "" {
+		t.Errorf("excluded topic plan = %+v", res.Topics[1])
+	}
+	c := res.Candidates[0]
+	if c.Reason != "closed 25h0m0s ago ≥ after 24h0m0s" || c.Settings.DeletionLag.After != 2*h {
+		t.Errorf("candidate = %+v", c)
+	}
+}
+
+func TestMatchPattern(t *testing.T) {
+	tests := []struct {
+		pattern, topic string
+		want           bool
+	}{
+		{"t/ns/a", "persistent://t/ns/a", true},
+		{"persistent://t/ns/a", "persistent://t/ns/a", true},
+		{"t/ns/*", "persistent://t/ns/a", true},
+		{"t/*/a", "persistent://t/ns/a", true},
+		{"t/ns", "persistent://t/ns/a", true},
+		{"t", "persistent://t/ns/a", true},
+		{"t/ns/b*", "persistent://t/ns/a", false},
+		{"u", "persistent://t/ns/a", false},
+		{"t/ns/a/x", "persistent://t/ns/a", false},
+		{"t/c1/ns/a", "persistent://t/c1/ns/a", true},
+		{"t/c1/ns", "persistent://t/c1/ns/a", true},
+		{"t/*/orders-?", "persistent://t/ns/orders-1", true},
+	}
+	for _, tc := range tests {
+		tn, err := mlmeta.ParseTopic(tc.topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := matchPattern(tc.pattern, tn); got != tc.want {
+			t.Errorf("matchPattern(%q, %q) = %v, want %v", tc.pattern, tc.topic, got, tc.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		rules Rules
+		want  string
+	}{
+		{"bad glob", Rules{Default: off(), Rules: []Rule{rule("x", func(r *Rule) { r.After = 0 }, "t/[ns")}}, `rule 1 (x): match "t/[ns"`},
+		{"no match", Rules{Default: off(), Rules: []Rule{rule("x", func(r *Rule) { r.After = 0 })}}, "match is required"},
+		{"duplicate name", Rules{Default: rule("", func(r *Rule) { r.After = 0 }), Rules: []Rule{
+			rule("x", func(r *Rule) { r.After = 0 }, "a"), rule("x", func(r *Rule) { r.After = 0 }, "b")}}, "rule 2 (x): name used twice"},
+		{"offloads nothing", Rules{Default: off()}, "default rule: offloads nothing"},
+		{"block size", Rules{Default: rule("", func(r *Rule) { r.After = 0; r.BlockSize = 1 << 20 })}, "block_size"},
+		{"verify", Rules{Default: rule("", func(r *Rule) { r.After = 0; r.Verify = "some" })}, `verify "some"`},
+		{"threshold", Rules{Default: rule("", func(r *Rule) { r.After = 0 }), Pressure: Pressure{Threshold: 85}}, "want a ratio"},
+		{"empty pattern part", Rules{Default: rule("", func(r *Rule) { r.After = 0 }), Exclude: []string{"t//x"}}, "empty part"},
+	}
+	for _, tc := range tests {
+		err := tc.rules.Validate()
+		if err == nil || !errors.Is(err, ErrInvalidRule) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate() = %v, want an ErrInvalidRule containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestParseNamespacePolicies(t *testing.T) {
+	// Shape of a Pulsar 4.0 namespace policies node (fields unrelated to
+	// offload abbreviated).
+	js := `{"auth_policies":{"namespace_auth":{},"destination_auth":{},"subscription_auth_roles":{}},
+	"replication_clusters":["standalone"],"bundles":{"boundaries":["0x00000000","0xffffffff"],"numBundles":1},
+	"backlog_quota_map":{},"deleted":false,"encryption_required":false,"subscription_auth_mode":"None",
+	"offload_threshold":-1,"offload_threshold_in_seconds":-1,"offload_deletion_lag_ms":600000,
+	"schema_compatibility_strategy":"UNDEFINED","schema_validation_enforced":false,
+	"offload_policies":{"offloadersDirectory":"./offloaders","managedLedgerOffloadDriver":"aws-s3",
+	"managedLedgerOffloadMaxThreads":2,"managedLedgerOffloadPrefetchRounds":1,
+	"managedLedgerOffloadThresholdInSeconds":3600,"managedLedgerOffloadThresholdInBytes":null,
+	"managedLedgerOffloadDeletionLagInMillis":null,"managedLedgerOffloadedReadPriority":"TIERED_STORAGE_FIRST",
+	"s3ManagedLedgerOffloadMaxBlockSizeInBytes":67108864,"managedLedgerOffloadBucket":"b",
+	"managedLedgerOffloadMaxBlockSizeInBytes":16777216},"properties":{}}`
+	p, err := ParseNamespacePolicies([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ThresholdBytes != nil || p.ThresholdSeconds == nil || *p.ThresholdSeconds != 3600 ||
+		p.DeletionLagMs == nil || *p.DeletionLagMs != 600000 || p.Driver != "aws-s3" ||
+		p.MaxBlockSizeBytes == nil || *p.MaxBlockSizeBytes != 16<<20 || !p.Set() {
+		t.Errorf("parsed %+v", p)
+	}
+	r := p.effective(off(), BrokerDefaults{ThresholdBytes: 100, ThresholdSeconds: -1})
+	if r.After != time.Hour || r.KeepBytes != 100 || r.DeletionLag != (DeletionLag{Mode: LagAfter, After: 10 * time.Minute}) {
+		t.Errorf("effective %+v", r)
+	}
+	empty, err := ParseNamespacePolicies([]byte(`{"offload_threshold":-1,"offload_threshold_in_seconds":-1,"offload_policies":null}`))
+	if err != nil || empty.Set() {
+		t.Errorf("unset policies: %+v, %v", empty, err)
+	}
+	if _, err := ParseNamespacePolicies([]byte(`{"offload_threshold":"x"}`)); err == nil {
+		t.Error("bad JSON accepted")
+	}
+}

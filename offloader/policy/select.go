@@ -1,0 +1,286 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+)
+
+// Ledger is one ledger of a managed ledger as the policy sees it.
+type Ledger struct {
+	ID      int64
+	Entries int64
+	Size    int64
+	// ClosedAt is LedgerInfo.timestamp (zero for the open ledger).
+	ClosedAt time.Time
+	State    mlmeta.LedgerState
+	// OffloadedAt is OffloadContext.timestamp of a complete offload.
+	OffloadedAt time.Time
+	// Bookies are the bookie ids holding replicas (every ensemble of the
+	// ledger), nil when not looked up.
+	Bookies []string
+}
+
+// Topic is one managed ledger.
+type Topic struct {
+	// ML is the managed-ledger name (tenant/namespace/persistent/topic).
+	ML    string
+	Topic mlmeta.TopicName
+	// Ledgers in stored (ascending id) order; the last is the open one.
+	Ledgers []Ledger
+}
+
+// TopicFromInfo builds a Topic from decoded managed-ledger metadata.
+func TopicFromInfo(ml string, info *mlproto.ManagedLedgerInfo) (Topic, error) {
+	tn, err := mlmeta.ParseMLName(ml)
+	if err != nil {
+		return Topic{}, err
+	}
+	states := mlmeta.States(info)
+	t := Topic{ML: ml, Topic: tn, Ledgers: make([]Ledger, 0, len(info.GetLedgerInfo()))}
+	for i, li := range info.GetLedgerInfo() {
+		l := Ledger{ID: li.GetLedgerId(), Entries: li.GetEntries(), Size: li.GetSize(), State: states[i]}
+		if ts := li.GetTimestamp(); ts > 0 {
+			l.ClosedAt = time.UnixMilli(ts)
+		}
+		if oc := li.GetOffloadContext(); oc.GetComplete() && oc.GetTimestamp() > 0 {
+			l.OffloadedAt = time.UnixMilli(oc.GetTimestamp())
+		}
+		t.Ledgers = append(t.Ledgers, l)
+	}
+	return t, nil
+}
+
+// Snapshot is everything Select looks at.
+type Snapshot struct {
+	Topics []Topic
+	// BookieUsage is the ledger-disk usage ratio (0..1) per bookie id, for
+	// the bookies whose usage is known.
+	BookieUsage map[string]float64
+	// Namespaces holds Pulsar namespace policies by namespace path
+	// ("tenant/namespace"), for namespaces that have them.
+	Namespaces map[string]*NamespacePolicy
+}
+
+// Action is what a candidate asks for.
+type Action int
+
+const (
+	// ActionOffload copies the ledger to the object store and commits.
+	ActionOffload Action = iota
+	// ActionTrim deletes the BookKeeper copy of an offloaded ledger.
+	ActionTrim
+)
+
+func (a Action) String() string {
+	if a == ActionTrim {
+		return "trim"
+	}
+	return "offload"
+}
+
+// Trigger says which condition chose a candidate.
+type Trigger string
+
+// Triggers.
+const (
+	TriggerPressure Trigger = "pressure"
+	TriggerAge      Trigger = "age"
+	TriggerBytes    Trigger = "bytes"
+	TriggerLedgers  Trigger = "ledgers"
+	TriggerLag      Trigger = "deletion-lag"
+)
+
+// Settings are what the pipeline needs from the rule.
+type Settings struct {
+	BlockSize   int64
+	Verify      string
+	DeletionLag DeletionLag
+}
+
+// Candidate is one ledger to work on, with the reason.
+type Candidate struct {
+	ML       string
+	Topic    string
+	LedgerID int64
+	Entries  int64
+	Size     int64
+	Action   Action
+	// Rule is the name of the deciding rule; with Pulsar namespace
+	// policies, "pulsar:<tenant>/<namespace>".
+	Rule    string
+	Trigger Trigger
+	// Reason says in words why, e.g. "closed 26h0m0s ago ≥ after 24h0m0s".
+	Reason string
+	// Pressure is the usage of the fullest pressured bookie holding a
+	// replica (pressure candidates only).
+	Pressure    float64
+	ClosedAt    time.Time
+	OffloadedAt time.Time
+	Settings    Settings
+}
+
+// TopicPlan summarizes one topic for plan and status.
+type TopicPlan struct {
+	ML    string
+	Topic string
+	// Rule decides for the topic ("" when excluded).
+	Rule     string
+	Excluded bool
+	// BKBytes counts closed ledgers whose data is still on BookKeeper
+	// (offloaded or not); OffloadedBytes the complete offloads.
+	BKBytes, OffloadedBytes int64
+	// EligibleBytes/EligibleLedgers are the offload candidates: the
+	// offload lag in bytes. OldestEligible is the close time of the oldest.
+	EligibleBytes   int64
+	EligibleLedgers int
+	OldestEligible  time.Time
+	// TrimBytes are offloaded ledgers due for BookKeeper deletion.
+	TrimBytes int64
+}
+
+// Result is the full evaluation.
+type Result struct {
+	Candidates []Candidate
+	Topics     []TopicPlan
+	// RuleTopics counts the topics each rule decided for (by rule name,
+	// "default" included): a rule with 0 matches nothing.
+	RuleTopics map[string]int
+	// PressuredBookies are the bookies at or above the threshold.
+	PressuredBookies map[string]float64
+}
+
+// Select returns the candidates in work order.
+func Select(snap Snapshot, now time.Time, rules Rules) []Candidate {
+	return Evaluate(snap, now, rules).Candidates
+}
+
+// Evaluate applies the rules to every topic of snap.
+func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
+	res := Result{RuleTopics: map[string]int{}, PressuredBookies: map[string]float64{}}
+	for _, r := range rules.Rules {
+		res.RuleTopics[r.Name] = 0
+	}
+	def := rules.Default.Name
+	if def == "" {
+		def = "default"
+	}
+	res.RuleTopics[def] = 0
+	if th := rules.Pressure.Threshold; th > 0 {
+		for b, u := range snap.BookieUsage {
+			if u >= th {
+				res.PressuredBookies[b] = u
+			}
+		}
+	}
+	for _, t := range snap.Topics {
+		tp, cs := evaluateTopic(t, snap, now, &rules, res.PressuredBookies)
+		res.Topics = append(res.Topics, tp)
+		if !tp.Excluded {
+			res.RuleTopics[tp.Rule]++
+		}
+		res.Candidates = append(res.Candidates, cs...)
+	}
+	sortCandidates(res.Candidates)
+	return res
+}
+
+func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressured map[string]float64) (TopicPlan, []Candidate) {
+	tp := TopicPlan{ML: t.ML, Topic: t.Topic.String()}
+	rule, ok := rules.RuleFor(t.Topic)
+	n := len(t.Ledgers)
+	for i, l := range t.Ledgers {
+		if i == n-1 {
+			break
+		}
+		if l.State != mlmeta.StateOffloadedBKDeleted {
+			tp.BKBytes += l.Size
+		}
+		if l.State == mlmeta.StateOffloaded || l.State == mlmeta.StateOffloadedBKDeleted {
+			tp.OffloadedBytes += l.Size
+		}
+	}
+	if !ok {
+		tp.Excluded = true
+		return tp, nil
+	}
+	tp.Rule = rule.Name
+	ruleName := rule.Name
+	if rules.PulsarPolicies {
+		if np := snap.Namespaces[t.Topic.NamespacePath()]; np.Set() {
+			rule = np.effective(rule, rules.BrokerDefaults)
+			ruleName = "pulsar:" + t.Topic.NamespacePath()
+			tp.Rule = ruleName
+		}
+	}
+	settings := Settings{BlockSize: rule.BlockSize, Verify: rule.Verify, DeletionLag: rule.DeletionLag}
+	var out []Candidate
+	var sum int64
+	newer := 0
+	// Newest closed ledger first: the running sum and rank include the
+	// ledger itself, as the broker's size trigger does.
+	for i := n - 2; i >= 0; i-- {
+		l := t.Ledgers[i]
+		if l.ClosedAt.IsZero() {
+			continue // not closed (the broker skips timestamp 0)
+		}
+		sum += l.Size
+		newer++
+		c := Candidate{ML: t.ML, Topic: tp.Topic, LedgerID: l.ID, Entries: l.Entries, Size: l.Size,
+			Rule: ruleName, ClosedAt: l.ClosedAt, OffloadedAt: l.OffloadedAt, Settings: settings}
+		switch l.State {
+		case mlmeta.StateBookKeeper, mlmeta.StateOffloading:
+			if !rule.Offload || l.Entries <= 0 || l.Size <= 0 {
+				continue
+			}
+			age := now.Sub(l.ClosedAt)
+			var press float64
+			var pressBookie string
+			if rule.Pressure && age >= rules.Pressure.MinAge {
+				for _, b := range l.Bookies {
+					if u, ok := pressured[b]; ok && u > press {
+						press, pressBookie = u, b
+					}
+				}
+			}
+			switch {
+			case pressBookie != "":
+				c.Trigger, c.Pressure = TriggerPressure, press
+				c.Reason = fmt.Sprintf("replica on bookie %s, ledger disks %.0f%% ≥ %.0f%%", pressBookie, press*100, rules.Pressure.Threshold*100)
+			case rule.After >= 0 && age >= rule.After:
+				c.Trigger = TriggerAge
+				c.Reason = fmt.Sprintf("closed %s ago ≥ after %s", age.Round(time.Second), rule.After)
+			case rule.KeepBytes >= 0 && sum > rule.KeepBytes:
+				c.Trigger = TriggerBytes
+				c.Reason = fmt.Sprintf("%d bytes in this and newer closed ledgers > keep_bytes %d", sum, rule.KeepBytes)
+			case rule.KeepLedgers >= 0 && newer > rule.KeepLedgers:
+				c.Trigger = TriggerLedgers
+				c.Reason = fmt.Sprintf("%d closed ledgers this new or newer > keep_ledgers %d", newer, rule.KeepLedgers)
+			default:
+				continue
+			}
+			c.Action = ActionOffload
+			tp.EligibleBytes += l.Size
+			tp.EligibleLedgers++
+			if tp.OldestEligible.IsZero() || l.ClosedAt.Before(tp.OldestEligible) {
+				tp.OldestEligible = l.ClosedAt
+			}
+			out = append(out, c)
+		case mlmeta.StateOffloaded:
+			if rule.DeletionLag.Mode != LagAfter || l.OffloadedAt.IsZero() {
+				continue
+			}
+			since := now.Sub(l.OffloadedAt)
+			if since < rule.DeletionLag.After {
+				continue
+			}
+			c.Action, c.Trigger = ActionTrim, TriggerLag
+			c.Reason = fmt.Sprintf("offloaded %s ago ≥ deletion_lag %s", since.Round(time.Second), rule.DeletionLag.After)
+			tp.TrimBytes += l.Size
+			out = append(out, c)
+		}
+	}
+	return tp, out
+}
