@@ -1,0 +1,541 @@
+package offloader
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/policy"
+)
+
+// ErrConfig is wrapped by every error Parse and Validate return.
+var ErrConfig = errors.New("offloader config")
+
+// Config is the offload service's configuration (configs/offloader.yaml is
+// the commented example). Parse reads it strictly: an unknown key is an
+// error naming the key and its line. Secrets (store credentials, the admin
+// token, the BookKeeper password) may be given inline or, better, with the
+// tags `!env NAME` and `!file PATH`; they never appear in errors or in any
+// rendering of the config (fmt, JSON, YAML, slog).
+type Config struct {
+	ZooKeeper  ZooKeeper  `yaml:"zookeeper"`
+	BookKeeper BookKeeper `yaml:"bookkeeper"`
+	Store      Store      `yaml:"store"`
+	Driver     Driver     `yaml:"driver"`
+	Admin      Admin      `yaml:"admin"`
+	HTTP       HTTP       `yaml:"http"`
+	Discovery  Discovery  `yaml:"discovery"`
+	Scheduler  Scheduler  `yaml:"scheduler"`
+	Leases     Leases     `yaml:"leases"`
+	Pressure   Pressure   `yaml:"pressure"`
+	Policy     Policy     `yaml:"policy"`
+	Sweeper    Sweeper    `yaml:"sweeper"`
+	Metrics    Metrics    `yaml:"metrics"`
+}
+
+// ZooKeeper is where Pulsar's and BookKeeper's metadata live.
+type ZooKeeper struct {
+	// Servers is host:port[,host:port...], optionally with a /root suffix
+	// naming the BookKeeper ledgers root, or a metadata service URI
+	// (zk+hierarchical://..., metadata-store:zk:...). Required.
+	Servers string `yaml:"servers"`
+	// SessionTimeout is the ZooKeeper session timeout. Default 30s.
+	SessionTimeout Duration `yaml:"session_timeout"`
+	// ConnectTimeout bounds the wait for a session at start. Default 30s.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// MLChroot is the chroot of Pulsar's metadataStoreUrl, if any.
+	MLChroot string `yaml:"ml_chroot"`
+	// ConfigChroot is the chroot of Pulsar's configurationMetadataStoreUrl
+	// (namespace policies live there); default MLChroot.
+	ConfigChroot string `yaml:"config_chroot"`
+}
+
+// BookKeeper configures reading ledgers from the bookies.
+type BookKeeper struct {
+	// LedgersRoot overrides the ledgers root znode (default: from
+	// zookeeper.servers, else /ledgers).
+	LedgersRoot string `yaml:"ledgers_root"`
+	// Digest and Password are used only for ledgers whose metadata does
+	// not record them (v1 metadata). Pulsar's default is CRC32C and "".
+	Digest   string      `yaml:"digest"`
+	Password blob.Secret `yaml:"password"`
+}
+
+// Driver is the tiered-storage location recorded in the managed-ledger
+// metadata for stock brokers (mlmeta.Driver). Empty fields are derived
+// from the store (docs/brokers.md gives the broker-side recipe).
+type Driver struct {
+	// Name is the broker's managedLedgerOffloadDriver (aws-s3, S3,
+	// aliyun-oss). Default aws-s3.
+	Name            string `yaml:"name"`
+	Provider        string `yaml:"provider"`
+	Bucket          string `yaml:"bucket"`
+	Region          string `yaml:"region"`
+	ServiceEndpoint string `yaml:"service_endpoint"`
+}
+
+// Admin is the broker admin REST API, used to unload a topic after a
+// commit so brokers read the new metadata at once.
+type Admin struct {
+	// URL is the admin service URL, e.g. http://pulsar-broker:8080. Empty:
+	// no unload; the broker's next metadata write fences and reloads the
+	// topic (DESIGN invariant 6).
+	URL string `yaml:"url"`
+	// Token is a Pulsar JWT sent as "Authorization: Bearer". Use !file.
+	Token blob.Secret `yaml:"token"`
+	// CAFile, CertFile and KeyFile configure TLS (https URLs).
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+	// Timeout bounds one admin request. Default 30s.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// HTTP is the status/metrics server.
+type HTTP struct {
+	// Listen is the address of /status, /metrics, /healthz and /readyz.
+	// Default ":8090".
+	Listen string `yaml:"listen"`
+}
+
+// Discovery configures how managed ledgers are found.
+type Discovery struct {
+	// RescanInterval is the full rescan period (watches catch most changes
+	// in between). Default 5m.
+	RescanInterval Duration `yaml:"rescan_interval"`
+	// Concurrency bounds ZooKeeper reads in flight. Default 8.
+	Concurrency int `yaml:"concurrency"`
+}
+
+// Scheduler bounds the work in flight and its retries.
+type Scheduler struct {
+	// LedgersInFlight is the most ledgers offloaded at once. Default 2.
+	LedgersInFlight int `yaml:"ledgers_in_flight"`
+	// PartsInFlight is the most multipart parts uploaded at once over all
+	// ledgers (memory ≈ parts × block size). Default 8.
+	PartsInFlight int `yaml:"parts_in_flight"`
+	// RetryInitial and RetryMax bound the jittered backoff between tries
+	// of one ledger. Defaults 10s and 10m.
+	RetryInitial Duration `yaml:"retry_initial"`
+	RetryMax     Duration `yaml:"retry_max"`
+	// ParkAfter parks a ledger after this many failed tries in a row; it
+	// stays parked (visible in /status with its last error) for ParkFor.
+	// Defaults 5 and 1h.
+	ParkAfter int      `yaml:"park_after"`
+	ParkFor   Duration `yaml:"park_for"`
+	// Interval is how often the policy is evaluated. Default 30s.
+	Interval Duration `yaml:"interval"`
+	// StopTimeout bounds the wait, on SIGTERM, for ledgers in flight to
+	// reach a safe point. Default 60s.
+	StopTimeout Duration `yaml:"stop_timeout"`
+}
+
+// Leases are the per-topic ZooKeeper leases that let several replicas share
+// the work.
+type Leases struct {
+	// Root is the znode under which the leases live. Default
+	// /tierkeeper/leases.
+	Root string `yaml:"root"`
+	// ID names this replica in its leases. Default: the host name.
+	ID string `yaml:"id"`
+}
+
+// Pressure configures the bookie disk-pressure trigger.
+type Pressure struct {
+	// Threshold is the ledger-disk usage ratio (0..1) from which a bookie
+	// is under pressure. 0 (default): off.
+	Threshold float64 `yaml:"threshold"`
+	// MinAge is the youngest ledger offloaded for pressure. Default 1m.
+	MinAge Duration `yaml:"min_age"`
+	// Interval is how often usage is read. Default 30s.
+	Interval Duration `yaml:"interval"`
+	// Timeout bounds one read (agent report or Prometheus query). Default 5s.
+	Timeout Duration `yaml:"timeout"`
+	// Agents reads the bookie agents' /report: a URL template in which
+	// {host} is the bookie id's host ("http://{host}:8000/report"), and
+	// explicit URLs per bookie id that override it.
+	AgentURL   string            `yaml:"agent_url"`
+	AgentURLs  map[string]string `yaml:"agent_urls"`
+	Prometheus PrometheusSource  `yaml:"prometheus"`
+}
+
+// PrometheusSource reads bookie usage from a Prometheus query instead of
+// the agents.
+type PrometheusSource struct {
+	// URL of the Prometheus server (http://prometheus:9090).
+	URL string `yaml:"url"`
+	// Query returns one sample per bookie: its ledger-disk usage ratio.
+	Query string `yaml:"query"`
+	// BookieLabel is the label holding the bookie id. Default "bookie".
+	BookieLabel string `yaml:"bookie_label"`
+}
+
+// Policy is the offload policy: rules, default, filters, Pulsar policies.
+type Policy struct {
+	Include []string `yaml:"include"`
+	Exclude []string `yaml:"exclude"`
+	Rules   []Rule   `yaml:"rules"`
+	Default Rule     `yaml:"default"`
+	// PulsarNamespacePolicies takes offload thresholds and deletion lags
+	// from Pulsar's namespace policies (pulsar-admin namespaces
+	// set-offload-threshold / set-offload-policies).
+	PulsarNamespacePolicies PulsarPolicies `yaml:"pulsar_namespace_policies"`
+}
+
+// PulsarPolicies configures reading /admin/policies/<tenant>/<namespace>.
+type PulsarPolicies struct {
+	Enabled bool `yaml:"enabled"`
+	// ThresholdBytes, ThresholdSeconds and DeletionLag are the broker.conf
+	// values (managedLedgerOffloadAutoTriggerSizeThresholdBytes,
+	// managedLedgerOffloadThresholdInSeconds,
+	// managedLedgerOffloadDeletionLagMs) that apply where a namespace
+	// leaves them unset. Defaults -1, -1 and 4h as in the broker.
+	BrokerThresholdBytes   *int64    `yaml:"broker_threshold_bytes"`
+	BrokerThresholdSeconds *int64    `yaml:"broker_threshold_seconds"`
+	BrokerDeletionLag      *Duration `yaml:"broker_deletion_lag"`
+}
+
+// Rule is one policy rule; unset fields take the default rule's values.
+type Rule struct {
+	Name  string   `yaml:"name"`
+	Match []string `yaml:"match"`
+	// Offload false excludes the matched topics.
+	Offload     *bool        `yaml:"offload"`
+	After       *Duration    `yaml:"after"`
+	KeepBytes   *Size        `yaml:"keep_bytes"`
+	KeepLedgers *int         `yaml:"keep_ledgers"`
+	Pressure    *bool        `yaml:"pressure"`
+	DeletionLag *DeletionLag `yaml:"deletion_lag"`
+	BlockSize   *Size        `yaml:"block_size"`
+	Verify      *string      `yaml:"verify"`
+}
+
+// Sweeper configures orphan removal.
+type Sweeper struct {
+	Enabled bool `yaml:"enabled"`
+	// Interval between sweeps. Default 1h.
+	Interval Duration `yaml:"interval"`
+	// Grace is how old an unreferenced object or incomplete upload must be
+	// before it is deleted. Default 24h.
+	Grace Duration `yaml:"grace"`
+	// DryRun counts what would be deleted without deleting.
+	DryRun bool `yaml:"dry_run"`
+}
+
+// Metrics configures Prometheus labels.
+type Metrics struct {
+	// PerTopic adds topic labels to the lag gauges (high cardinality:
+	// opt in only with few topics). Default false.
+	PerTopic bool `yaml:"per_topic"`
+}
+
+// ParseOptions are the inputs Parse reads besides the document.
+type ParseOptions struct {
+	// Getenv resolves !env. Default os.Getenv.
+	Getenv func(string) string
+	// ReadFile resolves !file. Default os.ReadFile.
+	ReadFile func(string) ([]byte, error)
+}
+
+// Load reads and parses a config file.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c, err := Parse(b, ParseOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads a YAML config strictly, applies defaults and validates it.
+// All problems are reported at once, each with its line.
+func Parse(data []byte, o ParseOptions) (*Config, error) {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.ReadFile == nil {
+		o.ReadFile = defaultReadFile
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	var extra yaml.Node
+	if dec.Decode(&extra) == nil {
+		return nil, fmt.Errorf("%w: line %d: a second YAML document; one config per file", ErrConfig, extra.Line)
+	}
+	r := &resolver{getenv: o.Getenv, readFile: o.ReadFile}
+	r.walk(&doc)
+	errs := r.errs
+	errs = append(errs, checkKeys(&doc, reflect.TypeFor[Config](), "", "yaml")...)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	c := &Config{}
+	if err := doc.Decode(c); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, r.scrub(err))
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, r.scrub(err)
+	}
+	return c, nil
+}
+
+func (c *Config) applyDefaults() {
+	def := func(d *Duration, v time.Duration) {
+		if *d == 0 {
+			*d = Duration(v)
+		}
+	}
+	defInt := func(i *int, v int) {
+		if *i == 0 {
+			*i = v
+		}
+	}
+	def(&c.ZooKeeper.SessionTimeout, 30*time.Second)
+	def(&c.ZooKeeper.ConnectTimeout, 30*time.Second)
+	if c.ZooKeeper.ConfigChroot == "" {
+		c.ZooKeeper.ConfigChroot = c.ZooKeeper.MLChroot
+	}
+	def(&c.Admin.Timeout, 30*time.Second)
+	if c.HTTP.Listen == "" {
+		c.HTTP.Listen = ":8090"
+	}
+	def(&c.Discovery.RescanInterval, 5*time.Minute)
+	defInt(&c.Discovery.Concurrency, 8)
+	defInt(&c.Scheduler.LedgersInFlight, 2)
+	defInt(&c.Scheduler.PartsInFlight, 8)
+	def(&c.Scheduler.RetryInitial, 10*time.Second)
+	def(&c.Scheduler.RetryMax, 10*time.Minute)
+	defInt(&c.Scheduler.ParkAfter, 5)
+	def(&c.Scheduler.ParkFor, time.Hour)
+	def(&c.Scheduler.Interval, 30*time.Second)
+	def(&c.Scheduler.StopTimeout, 60*time.Second)
+	if c.Leases.Root == "" {
+		c.Leases.Root = "/tierkeeper/leases"
+	}
+	if c.Leases.ID == "" {
+		c.Leases.ID, _ = os.Hostname()
+	}
+	def(&c.Pressure.MinAge, time.Minute)
+	def(&c.Pressure.Interval, 30*time.Second)
+	def(&c.Pressure.Timeout, 5*time.Second)
+	if c.Pressure.Prometheus.BookieLabel == "" {
+		c.Pressure.Prometheus.BookieLabel = "bookie"
+	}
+	def(&c.Sweeper.Interval, time.Hour)
+	def(&c.Sweeper.Grace, 24*time.Hour)
+	if c.Driver.Name == "" {
+		c.Driver.Name = "aws-s3"
+	}
+}
+
+// Validate checks the whole config; every problem names its key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if strings.TrimSpace(c.ZooKeeper.Servers) == "" {
+		bad("zookeeper.servers is required")
+	} else if _, _, err := metadata.ParseServiceURI(c.ZooKeeper.Servers); err != nil {
+		bad("zookeeper.servers: %v", err)
+	}
+	if c.ZooKeeper.SessionTimeout.D() < time.Second || c.ZooKeeper.SessionTimeout.D() > 10*time.Minute {
+		bad("zookeeper.session_timeout %s: want 1s to 10m", c.ZooKeeper.SessionTimeout)
+	}
+	if c.ZooKeeper.ConnectTimeout.D() <= 0 {
+		bad("zookeeper.connect_timeout must be positive")
+	}
+	for k, v := range map[string]string{"zookeeper.ml_chroot": c.ZooKeeper.MLChroot, "zookeeper.config_chroot": c.ZooKeeper.ConfigChroot,
+		"bookkeeper.ledgers_root": c.BookKeeper.LedgersRoot} {
+		if v != "" && !strings.HasPrefix(v, "/") {
+			bad("%s %q must be an absolute znode path", k, v)
+		}
+	}
+	if !strings.HasPrefix(c.Leases.Root, "/") || strings.HasSuffix(c.Leases.Root, "/") {
+		bad("leases.root %q must be an absolute znode path without a trailing /", c.Leases.Root)
+	}
+	if c.Leases.ID == "" || strings.Contains(c.Leases.ID, "/") {
+		bad("leases.id %q: want a name without /", c.Leases.ID)
+	}
+	if !c.Store.IsSet() {
+		bad("store is required (a blob config: type fs, s3 or cos; see docs/blobstores.md)")
+	}
+	if c.Admin.URL != "" {
+		u, err := url.Parse(c.Admin.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("admin.url %q: want an http:// or https:// URL", c.Admin.URL)
+		} else if u.User != nil {
+			bad("admin.url must not contain credentials; use admin.token")
+		}
+	}
+	if (c.Admin.CertFile == "") != (c.Admin.KeyFile == "") {
+		bad("admin.cert_file and admin.key_file go together")
+	}
+	if c.Admin.Timeout.D() <= 0 {
+		bad("admin.timeout must be positive")
+	}
+	pos := func(key string, v int) {
+		if v < 1 {
+			bad("%s %d: want at least 1", key, v)
+		}
+	}
+	pos("discovery.concurrency", c.Discovery.Concurrency)
+	pos("scheduler.ledgers_in_flight", c.Scheduler.LedgersInFlight)
+	pos("scheduler.parts_in_flight", c.Scheduler.PartsInFlight)
+	pos("scheduler.park_after", c.Scheduler.ParkAfter)
+	for k, d := range map[string]Duration{"discovery.rescan_interval": c.Discovery.RescanInterval,
+		"scheduler.retry_initial": c.Scheduler.RetryInitial, "scheduler.retry_max": c.Scheduler.RetryMax,
+		"scheduler.park_for": c.Scheduler.ParkFor, "scheduler.interval": c.Scheduler.Interval,
+		"scheduler.stop_timeout": c.Scheduler.StopTimeout, "pressure.interval": c.Pressure.Interval,
+		"pressure.timeout": c.Pressure.Timeout, "sweeper.interval": c.Sweeper.Interval} {
+		if d <= 0 {
+			bad("%s must be positive", k)
+		}
+	}
+	if c.Scheduler.RetryMax < c.Scheduler.RetryInitial {
+		bad("scheduler.retry_max %s is below scheduler.retry_initial %s", c.Scheduler.RetryMax, c.Scheduler.RetryInitial)
+	}
+	if c.Sweeper.Grace.D() < time.Minute {
+		bad("sweeper.grace %s: want at least 1m (an upload in progress must never look orphaned)", c.Sweeper.Grace)
+	}
+	p := c.Pressure
+	if p.Threshold < 0 || p.Threshold > 1 {
+		bad("pressure.threshold %v: want a usage ratio 0..1 (e.g. 0.85)", p.Threshold)
+	}
+	if p.Threshold > 0 && p.AgentURL == "" && len(p.AgentURLs) == 0 && p.Prometheus.URL == "" {
+		bad("pressure.threshold is set but no source: set pressure.agent_url, pressure.agent_urls or pressure.prometheus.url")
+	}
+	if p.Prometheus.URL != "" && (p.AgentURL != "" || len(p.AgentURLs) > 0) {
+		bad("pressure: give agent URLs or prometheus, not both")
+	}
+	if p.Prometheus.URL != "" && p.Prometheus.Query == "" {
+		bad("pressure.prometheus.query is required with pressure.prometheus.url")
+	}
+	if p.AgentURL != "" && !strings.Contains(p.AgentURL, "{host}") {
+		bad("pressure.agent_url %q must contain {host}", p.AgentURL)
+	}
+	if _, err := c.PolicyRules(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+// PolicyRules resolves the policy section: each rule's unset fields from
+// the default rule, the default's from the built-in defaults (offload,
+// after 24h, no size or count limit, pressure on, deletion lag broker).
+func (c *Config) PolicyRules() (policy.Rules, error) {
+	base := policy.Rule{Name: "default", Offload: true, After: 24 * time.Hour, KeepBytes: -1, KeepLedgers: -1,
+		Pressure: true, DeletionLag: policy.DeletionLag{Mode: policy.LagBroker}}
+	def := resolveRule(c.Policy.Default, base)
+	def.Match = nil
+	if c.Policy.Default.Name == "" {
+		def.Name = "default"
+	}
+	out := policy.Rules{
+		Default: def, Include: c.Policy.Include, Exclude: c.Policy.Exclude,
+		Pressure:       policy.Pressure{Threshold: c.Pressure.Threshold, MinAge: c.Pressure.MinAge.D()},
+		PulsarPolicies: c.Policy.PulsarNamespacePolicies.Enabled,
+		BrokerDefaults: policy.BrokerDefaults{ThresholdBytes: -1, ThresholdSeconds: -1},
+	}
+	pp := c.Policy.PulsarNamespacePolicies
+	if pp.BrokerThresholdBytes != nil {
+		out.BrokerDefaults.ThresholdBytes = *pp.BrokerThresholdBytes
+	}
+	if pp.BrokerThresholdSeconds != nil {
+		out.BrokerDefaults.ThresholdSeconds = *pp.BrokerThresholdSeconds
+	}
+	if pp.BrokerDeletionLag != nil {
+		d := pp.BrokerDeletionLag.D()
+		out.BrokerDefaults.DeletionLag = &d
+	}
+	var errs []error
+	if len(c.Policy.Default.Match) > 0 {
+		errs = append(errs, errors.New("policy.default.match: the default rule matches every topic; remove match"))
+	}
+	for i, r := range c.Policy.Rules {
+		pr := resolveRule(r, def)
+		pr.Name, pr.Match = r.Name, r.Match
+		if pr.Name == "" {
+			pr.Name = fmt.Sprintf("rule-%d", i+1)
+		}
+		out.Rules = append(out.Rules, pr)
+	}
+	if err := out.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("policy: %w", err))
+	}
+	return out, errors.Join(errs...)
+}
+
+func resolveRule(r Rule, base policy.Rule) policy.Rule {
+	out := base
+	if r.Name != "" {
+		out.Name = r.Name
+	}
+	if r.Offload != nil {
+		out.Offload = *r.Offload
+	}
+	if r.After != nil {
+		out.After = r.After.D()
+	}
+	if r.KeepBytes != nil {
+		out.KeepBytes = int64(*r.KeepBytes)
+	}
+	if r.KeepLedgers != nil {
+		out.KeepLedgers = *r.KeepLedgers
+	}
+	if r.Pressure != nil {
+		out.Pressure = *r.Pressure
+	}
+	if r.DeletionLag != nil {
+		out.DeletionLag = r.DeletionLag.DeletionLag
+	}
+	if r.BlockSize != nil {
+		out.BlockSize = int64(*r.BlockSize)
+	}
+	if r.Verify != nil {
+		out.Verify = *r.Verify
+	}
+	return out
+}
+
+// Render returns the effective config as YAML, secrets redacted.
+func (c *Config) Render() string {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return fmt.Sprintf("# cannot render config: %v\n", err)
+	}
+	return string(b)
+}
+
+// MarshalJSON renders the effective config with the YAML key names and
+// value formats (durations, sizes), secrets redacted.
+func (c *Config) MarshalJSON() ([]byte, error) {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}

@@ -1,0 +1,244 @@
+// Package pressure reads how full the bookies' ledger disks are, for the
+// policy's disk-pressure trigger: from the bookie agents' /report (the
+// usage of the fullest mount holding a ledger directory) or from one
+// Prometheus query returning a usage ratio per bookie. Every request is
+// bounded by Options.Timeout; a bookie whose usage cannot be read is
+// reported in Reading.Errors and left out (it never counts as pressured).
+package pressure
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/tierkeeper/tierkeeper/bookieagent"
+)
+
+// Reading is one round of usage figures.
+type Reading struct {
+	// Usage is the ledger-disk usage ratio (0..1) per bookie id.
+	Usage map[string]float64
+	// Errors name the bookies (or the query) that could not be read.
+	Errors []error
+	At     time.Time
+}
+
+// Source reads bookie usage.
+type Source interface {
+	// Read returns the usage of the given bookies (the agents source) or
+	// of every bookie the query returns (Prometheus; bookies is ignored).
+	Read(ctx context.Context, bookies []string) Reading
+	// Describe names the source for logs and --check.
+	Describe() string
+}
+
+// Options configure both sources.
+type Options struct {
+	// Timeout bounds one request. Default 5s.
+	Timeout time.Duration
+	// Client is the HTTP client. Default: a client with Timeout.
+	Client *http.Client
+	// Concurrency bounds agent requests in flight. Default 8.
+	Concurrency int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: o.Timeout}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Agents reads the bookie agents' /report.
+type Agents struct {
+	// Template is a URL with {host}, replaced by the host part of the
+	// bookie id ("http://{host}:8000/report").
+	Template string
+	// URLs are explicit report URLs per bookie id (override Template).
+	URLs map[string]string
+	o    Options
+}
+
+// NewAgents returns an agents source.
+func NewAgents(template string, urls map[string]string, o Options) *Agents {
+	o.defaults()
+	return &Agents{Template: template, URLs: urls, o: o}
+}
+
+// Describe implements Source.
+func (a *Agents) Describe() string {
+	if a.Template != "" {
+		return "bookie agents at " + a.Template
+	}
+	return fmt.Sprintf("bookie agents (%d URLs)", len(a.URLs))
+}
+
+// URLFor returns the report URL of bookie id, or "" when none is known.
+func (a *Agents) URLFor(id string) string {
+	if u, ok := a.URLs[id]; ok {
+		return u
+	}
+	if a.Template == "" {
+		return ""
+	}
+	host := id
+	if h, _, err := net.SplitHostPort(id); err == nil {
+		host = h
+	}
+	return strings.ReplaceAll(a.Template, "{host}", host)
+}
+
+// Read implements Source: one GET per bookie, Concurrency at a time.
+func (a *Agents) Read(ctx context.Context, bookies []string) Reading {
+	r := Reading{Usage: map[string]float64{}, At: a.o.Now()}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, a.o.Concurrency)
+	for _, b := range bookies {
+		u := a.URLFor(b)
+		if u == "" {
+			r.Errors = append(r.Errors, fmt.Errorf("bookie %s: no agent URL (set pressure.agent_url or agent_urls)", b))
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			v, err := a.readOne(ctx, u)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				r.Errors = append(r.Errors, fmt.Errorf("bookie %s: %w", b, err))
+				return
+			}
+			r.Usage[b] = v
+		}()
+	}
+	wg.Wait()
+	sort.Slice(r.Errors, func(i, j int) bool { return r.Errors[i].Error() < r.Errors[j].Error() })
+	return r
+}
+
+// ErrNoLedgerMount is returned for a report without a ledger mount.
+var ErrNoLedgerMount = errors.New("agent report has no mount holding a ledger directory")
+
+func (a *Agents) readOne(ctx context.Context, u string) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := a.o.Client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("GET %s: no answer within %s: %w", u, a.o.Timeout, err)
+		}
+		return 0, fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+		return 0, fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+	}
+	var rep bookieagent.Report
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&rep); err != nil {
+		return 0, fmt.Errorf("GET %s: not an agent report: %w", u, err)
+	}
+	return LedgerUsage(rep)
+}
+
+// LedgerUsage is the usage of the fullest mount of rep that holds a ledger
+// directory: BookKeeper stops writing to a directory past its threshold,
+// so the fullest ledger disk is the one to relieve.
+func LedgerUsage(rep bookieagent.Report) (float64, error) {
+	best, found := 0.0, false
+	for _, m := range rep.Mounts {
+		if m.Error != "" {
+			continue
+		}
+		for _, d := range m.Dirs {
+			if d.Role == bookieagent.RoleLedger {
+				found = true
+				best = max(best, m.Usage)
+			}
+		}
+	}
+	if !found {
+		return 0, ErrNoLedgerMount
+	}
+	return best, nil
+}
+
+// Prometheus reads usage with one instant query.
+type Prometheus struct {
+	URL, Query, Label string
+	api               promv1.API
+	o                 Options
+}
+
+// NewPrometheus returns a Prometheus source; label is the label holding
+// the bookie id.
+func NewPrometheus(url, query, label string, o Options) (*Prometheus, error) {
+	o.defaults()
+	c, err := promapi.NewClient(promapi.Config{Address: url, Client: o.Client})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus %s: %w", url, err)
+	}
+	return &Prometheus{URL: url, Query: query, Label: label, api: promv1.NewAPI(c), o: o}, nil
+}
+
+// Describe implements Source.
+func (p *Prometheus) Describe() string { return "prometheus " + p.URL }
+
+// Read implements Source.
+func (p *Prometheus) Read(ctx context.Context, _ []string) Reading {
+	r := Reading{Usage: map[string]float64{}, At: p.o.Now()}
+	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+	defer cancel()
+	v, _, _, err := p.api.Query(ctx, p.Query, r.At, promv1.WithTimeout(p.o.Timeout))
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no answer within %s: %w", p.o.Timeout, err)
+		}
+		r.Errors = append(r.Errors, fmt.Errorf("prometheus %s query: %w", p.URL, err))
+		return r
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		r.Errors = append(r.Errors, fmt.Errorf("prometheus %s: query returned a %s, want an instant vector", p.URL, v.Type()))
+		return r
+	}
+	for _, s := range vec {
+		b := string(s.Metric[model.LabelName(p.Label)])
+		if b == "" {
+			r.Errors = append(r.Errors, fmt.Errorf("prometheus %s: a sample has no %q label: %s", p.URL, p.Label, s.Metric))
+			continue
+		}
+		r.Usage[b] = max(r.Usage[b], float64(s.Value))
+	}
+	return r
+}

@@ -1,0 +1,124 @@
+package pressure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/bookieagent"
+)
+
+// agent starts a real bookie agent server whose statfs reports the given
+// usage for the ledger dir's mount (journal mount at 10%).
+func agent(t *testing.T, ledgerUsage float64) string {
+	t.Helper()
+	jdir, ldir := t.TempDir(), t.TempDir()
+	s, err := bookieagent.NewSampler(bookieagent.SamplerOptions{
+		Dirs: []bookieagent.DirRole{{Dir: jdir, Role: bookieagent.RoleJournal}, {Dir: ldir, Role: bookieagent.RoleLedger}},
+		Statfs: func(_ context.Context, p string) (bookieagent.FSUsage, error) {
+			const size = 1 << 40
+			u := 0.10
+			if p == ldir || strings.HasPrefix(p, ldir) {
+				u = ledgerUsage
+			}
+			return bookieagent.FSUsage{Size: size, Avail: uint64((1 - u) * size), FSType: "xfs"}, nil
+		},
+		// No mountinfo under an empty procfs root: each dir is its own mount.
+		Host: bookieagent.HostFS{ProcPath: t.TempDir(), SysPath: t.TempDir()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sample's diskstats read fails under the empty procfs root; the
+	// capacity figures the report carries are taken all the same.
+	_ = s.Sample(context.Background())
+	srv, err := bookieagent.NewServer(bookieagent.ServerOptions{Sampler: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs.URL + "/report"
+}
+
+func TestAgentsRead(t *testing.T) {
+	full, light := agent(t, 0.91), agent(t, 0.40)
+	// A server that never answers within the timeout.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hang := make(chan struct{})
+	defer close(hang)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { <-hang; c.Close() }()
+		}
+	}()
+	notAgent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "nope", http.StatusNotFound)
+	}))
+	defer notAgent.Close()
+
+	a := NewAgents("", map[string]string{
+		"b-full:3181":  full,
+		"b-light:3181": light,
+		"b-hang:3181":  "http://" + ln.Addr().String() + "/report",
+		"b-404:3181":   notAgent.URL + "/report",
+	}, Options{Timeout: 300 * time.Millisecond})
+	start := time.Now()
+	r := a.Read(context.Background(), []string{"b-full:3181", "b-light:3181", "b-hang:3181", "b-404:3181", "b-unknown:3181"})
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Read took %s with a 300ms timeout", took)
+	}
+	if got := fmt.Sprintf("%.2f %.2f %d", r.Usage["b-full:3181"], r.Usage["b-light:3181"], len(r.Usage)); got != "0.91 0.40 2" {
+		t.Errorf("usage = %v", r.Usage)
+	}
+	msgs := fmt.Sprint(r.Errors)
+	for _, w := range []string{"bookie b-hang:3181: GET http://" + ln.Addr().String() + "/report: no answer within 300ms",
+		"bookie b-404:3181: GET " + notAgent.URL + "/report: 404 Not Found: nope",
+		"bookie b-unknown:3181: no agent URL"} {
+		if !strings.Contains(msgs, w) {
+			t.Errorf("errors %s\nmiss %q", msgs, w)
+		}
+	}
+}
+
+func TestAgentURLFor(t *testing.T) {
+	a := NewAgents("http://{host}:8000/report", map[string]string{"x:3181": "http://y/report"}, Options{})
+	for id, want := range map[string]string{
+		"bookie-0.bookie.pulsar.svc:3181": "http://bookie-0.bookie.pulsar.svc:8000/report",
+		"x:3181":                          "http://y/report",
+		"plain-id":                        "http://plain-id:8000/report",
+	} {
+		if got := a.URLFor(id); got != want {
+			t.Errorf("URLFor(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+func TestLedgerUsage(t *testing.T) {
+	rep := bookieagent.Report{Mounts: []bookieagent.MountReport{
+		{Usage: 0.99, Dirs: []bookieagent.DirRole{{Role: bookieagent.RoleJournal}}},
+		{Usage: 0.70, Dirs: []bookieagent.DirRole{{Role: bookieagent.RoleLedger}}},
+		{Usage: 0.80, Dirs: []bookieagent.DirRole{{Role: bookieagent.RoleLedger}, {Role: bookieagent.RoleJournal}}},
+		{Usage: 0.97, Error: "statfs timed out", Dirs: []bookieagent.DirRole{{Role: bookieagent.RoleLedger}}},
+	}}
+	if u, err := LedgerUsage(rep); err != nil || u != 0.80 {
+		t.Errorf("LedgerUsage = %v, %v; want 0.80 (fullest readable ledger mount)", u, err)
+	}
+	if _, err := LedgerUsage(bookieagent.Report{}); !errors.Is(err, ErrNoLedgerMount) {
+		t.Errorf("empty report: %v", err)
+	}
+}
