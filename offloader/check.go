@@ -13,9 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
@@ -100,17 +99,16 @@ func timed(r *CheckResult, f func() (string, error)) {
 	r.OK, r.Detail = true, detail
 }
 
-func checkZK(ctx context.Context, c *Config, o CheckOptions) (*zk.Conn, []CheckResult) {
-	servers, root, _ := metadata.ParseServiceURI(c.ZooKeeper.Servers)
+func checkZK(ctx context.Context, c *Config, o CheckOptions) (*tzk.Session, []CheckResult) {
+	servers, root, _ := tzk.ParseServiceURI(c.ZooKeeper.Servers)
 	r := CheckResult{Name: "zookeeper", Target: strings.Join(servers, ",")}
-	var conn *zk.Conn
+	var conn *tzk.Session
 	timed(&r, func() (string, error) {
-		cctx, cancel := context.WithTimeout(ctx, c.ZooKeeper.ConnectTimeout.D())
-		defer cancel()
 		var err error
-		conn, err = metadata.Connect(cctx, servers, metadata.ConnectOptions{SessionTimeout: c.ZooKeeper.SessionTimeout.D(), Logger: o.Logger})
+		conn, err = tzk.Connect(ctx, servers, tzk.Options{SessionTimeout: c.ZooKeeper.SessionTimeout.D(),
+			ConnectTimeout: c.ZooKeeper.ConnectTimeout.D(), Logger: o.Logger})
 		if err != nil {
-			return "", fmt.Errorf("waited %s for a session: %w", c.ZooKeeper.ConnectTimeout, err)
+			return "", err
 		}
 		return fmt.Sprintf("session %#x (timeout %s)", conn.SessionID(), c.ZooKeeper.SessionTimeout), nil
 	})
@@ -273,7 +271,7 @@ func (c *Config) PressureSource(hc *http.Client) (pressure.Source, error) {
 	return pressure.NewAgents(p.AgentURL, p.AgentURLs, o), nil
 }
 
-func checkPressure(ctx context.Context, c *Config, conn *zk.Conn, o CheckOptions) CheckResult {
+func checkPressure(ctx context.Context, c *Config, conn *tzk.Session, o CheckOptions) CheckResult {
 	r := CheckResult{Name: "pressure"}
 	src, err := c.PressureSource(o.HTTPClient)
 	if err != nil {
@@ -288,7 +286,7 @@ func checkPressure(ctx context.Context, c *Config, conn *zk.Conn, o CheckOptions
 	timed(&r, func() (string, error) {
 		var bookies []string
 		if conn != nil {
-			_, root, _ := metadata.ParseServiceURI(c.ZooKeeper.Servers)
+			_, root, _ := tzk.ParseServiceURI(c.ZooKeeper.Servers)
 			if c.BookKeeper.LedgersRoot != "" {
 				root = c.BookKeeper.LedgersRoot
 			}

@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 )
@@ -352,7 +352,7 @@ func (c *Config) Validate() error {
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if strings.TrimSpace(c.ZooKeeper.Servers) == "" {
 		bad("zookeeper.servers is required")
-	} else if _, _, err := metadata.ParseServiceURI(c.ZooKeeper.Servers); err != nil {
+	} else if _, _, err := tzk.ParseServiceURI(c.ZooKeeper.Servers); err != nil {
 		bad("zookeeper.servers: %v", err)
 	}
 	if c.ZooKeeper.SessionTimeout.D() < time.Second || c.ZooKeeper.SessionTimeout.D() > 10*time.Minute {

@@ -7,7 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 )
 
@@ -58,7 +58,7 @@ func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 		*s = -1
 		return nil
 	}
-	v, err := diskbench.ParseSize(n.Value)
+	v, err := units.ParseSize(n.Value)
 	if err != nil {
 		return fmt.Errorf("line %d: %q is not a size (want e.g. 16MiB, 10GiB, 4096)", n.Line, n.Value)
 	}
@@ -70,7 +70,7 @@ func (s Size) String() string {
 	if s < 0 {
 		return "off"
 	}
-	return diskbench.FormatBytes(int64(s))
+	return units.FormatBytes(int64(s))
 }
 
 // MarshalYAML writes the size with a unit.
