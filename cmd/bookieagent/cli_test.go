@@ -75,6 +75,8 @@ func TestBadInput(t *testing.T) {
 		{"bad env", map[string]string{"BOOKIE_MEM": "-Xmx2q"}, []string{"recommend", "--journal-dir", j, "--ledger-dir", l}, "BOOKIE_MEM", bookieagent.ErrBadSize},
 		{"no memory", noMem, []string{"recommend", "--journal-dir", j, "--ledger-dir", l}, "--max-direct-memory", bookieagent.ErrNoDirectMemory},
 		{"no ledger dir", nil, []string{"recommend", "--journal-dir", j, "--max-direct-memory", "4g"}, "--ledger-dir", nil},
+		// Checked before the benchmark, which would otherwise run for a minute first.
+		{"save-input path", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--save-input", filepath.Join(root, "nope", "in.json")}, "--save-input", os.ErrNotExist},
 		{"bad format", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--format", "xml"}, "unknown format", nil},
 		{"report missing", nil, []string{"report", "--ledger-dir", filepath.Join(root, "nope")}, "no such file", nil},
 		{"report output", nil, []string{"report", "--ledger-dir", l, "-o", "yaml"}, "--output", nil},

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -71,6 +73,15 @@ func (o *recommendOptions) run(cmd *cobra.Command) error {
 		if entrySize, err = units.ParseSize(o.entrySize); err != nil {
 			return fmt.Errorf("--entry-size: %w", err)
 		}
+	}
+	// --save-input is opened before the benchmark: a path that cannot be
+	// written must not cost a whole run.
+	var save *cli.OutputFile
+	if o.saveInput != "" {
+		if save, err = cli.OpenOutput("--save-input", o.saveInput); err != nil {
+			return err
+		}
+		defer save.Discard()
 	}
 	var in bookieagent.Input
 	if o.input != "" {
@@ -137,25 +148,30 @@ func (o *recommendOptions) run(cmd *cobra.Command) error {
 	if entrySize > 0 {
 		in.EntrySizeBytes = entrySize
 	}
+	// The measurements are saved before the rules run, so a recommendation
+	// that fails (too little direct memory, say) can be replayed with
+	// --input after fixing the flags.
+	var saveErr error
+	if save != nil {
+		saveErr = save.Write(func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", " ")
+			return enc.Encode(in)
+		})
+		if saveErr != nil {
+			saveErr = fmt.Errorf("--save-input: %w", saveErr)
+		}
+	}
 	rec, err := bookieagent.Recommend(in)
 	if err != nil {
-		return err
+		return errors.Join(err, saveErr)
 	}
 	var out bytes.Buffer
 	if err := bookieagent.Render(&out, rec, format); err != nil {
-		return err
-	}
-	if o.saveInput != "" {
-		b, err := json.MarshalIndent(in, "", " ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.saveInput, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("--save-input: %w", err)
-		}
+		return errors.Join(err, saveErr)
 	}
 	_, err = io.Copy(cmd.OutOrStdout(), &out)
-	return err
+	return errors.Join(err, saveErr)
 }
 
 // progressPrinter prints one line per finished point; on a terminal it

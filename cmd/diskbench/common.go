@@ -3,15 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -27,6 +29,9 @@ type commonFlags struct {
 	svg        string
 	seed       uint64
 	verbose    bool
+
+	// svgOut is --svg, opened before the run so a bad path fails at once.
+	svgOut *cli.OutputFile
 }
 
 func (c *commonFlags) addFlags(fs *pflag.FlagSet, defDuration time.Duration) {
@@ -64,7 +69,10 @@ func (c *commonFlags) validateDirOutput() error {
 	return nil
 }
 
-// options builds the library options; progress goes to stderr.
+// options builds the library options (progress goes to stderr) and opens
+// the --svg file, so that a path that cannot be written fails before the
+// benchmark instead of after it (issue 11, bug 7). The caller defers
+// closeOutputs.
 func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressBar, error) {
 	o := diskbench.Options{
 		Dir:        c.dir,
@@ -77,6 +85,11 @@ func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressB
 	var err error
 	if o.MaxBytes, err = sizeFlag(cmd, "max-bytes", c.maxBytes); err != nil {
 		return o, nil, err
+	}
+	if c.svg != "" {
+		if c.svgOut, err = cli.OpenOutput("--svg", c.svg); err != nil {
+			return o, nil, err
+		}
 	}
 	if c.verbose {
 		o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -93,27 +106,32 @@ func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressB
 	return o, bar, nil
 }
 
-// emit writes the report to stdout (table or JSON) and the SVG if asked.
+// emit writes the report to stdout (table or JSON) first, then the SVG if
+// asked: a chart that cannot be written never costs the figures.
 func (c *commonFlags) emit(cmd *cobra.Command, rep *diskbench.Report) error {
-	if c.svg != "" {
-		if err := writeSVGFile(c.svg, rep); err != nil {
-			return err
-		}
-	}
 	out := cmd.OutOrStdout()
+	var err error
 	if c.output == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		err = enc.Encode(rep)
+	} else {
+		err = diskbench.WriteTable(out, rep)
 	}
-	if err := diskbench.WriteTable(out, rep); err != nil {
-		return err
+	if c.svgOut != nil {
+		if serr := c.svgOut.Write(func(w io.Writer) error { return diskbench.WriteSVG(w, rep) }); serr != nil {
+			return errors.Join(err, fmt.Errorf("--svg: %w", serr))
+		}
+		if c.output != "json" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "chart written to %s\n", c.svgOut.Path())
+		}
 	}
-	if c.svg != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "chart written to %s\n", c.svg)
-	}
-	return nil
+	return err
 }
+
+// closeOutputs removes an output file that was opened but never written
+// (the run failed before measuring anything).
+func (c *commonFlags) closeOutputs() { c.svgOut.Discard() }
 
 // sizeFlag returns the value of a size flag, or 0 (the library's default)
 // when the flag was left out. An explicit zero or less is refused rather
@@ -128,25 +146,11 @@ func sizeFlag(cmd *cobra.Command, name string, v units.Size) (int64, error) {
 	return int64(v), nil
 }
 
-func writeSVGFile(path string, rep *diskbench.Report) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("svg: %w", err)
-	}
-	if err := diskbench.WriteSVG(f, rep); err != nil {
-		f.Close()
-		return fmt.Errorf("svg %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("svg: %w", err)
-	}
-	return nil
-}
-
 // run runs one Run* call with the library options and prints what it
 // measured, also the partial results when it failed.
 func (c *commonFlags) run(cmd *cobra.Command, run func(context.Context, diskbench.Options) ([]diskbench.Result, error)) error {
 	o, bar, err := c.options(cmd)
+	defer c.closeOutputs()
 	if err != nil {
 		return err
 	}

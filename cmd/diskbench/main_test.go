@@ -135,6 +135,49 @@ func TestEntryLogAndSweep(t *testing.T) {
 	}
 }
 
+// TestSVGPathCheckedFirst covers bug 7 of issue 11: an --svg path that
+// cannot be written fails before the benchmark (which used to run in full
+// and then be thrown away), and a chart that fails to write at the end no
+// longer costs the table.
+func TestSVGPathCheckedFirst(t *testing.T) {
+	dir := cleanDir(t)
+	// A one-minute point: only an up-front check answers within seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"journal", "--dir", dir, "--writers", "1", "--block-size", "4k", "--duration", "1m",
+		"--max-bytes", "64m", "--allow-any-fs", "--svg", "/nonexistent/x.svg"})
+	err := cmd.ExecuteContext(ctx)
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "--svg /nonexistent/x.svg") {
+		t.Fatalf("err = %v, want the --svg path refused", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("refused after %v: the benchmark ran first", el)
+	}
+	// The same refusal for sweep, which builds its own plan.
+	if _, _, err := run(t, "sweep", "--dir", dir, "--allow-any-fs", "--svg", "/nonexistent/x.svg"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("sweep: %v", err)
+	}
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	// /dev/full opens but every write fails: the figures are printed anyway.
+	for _, format := range []string{"table", "json"} {
+		stdout, _, err := run(t, append([]string{"randread", "--dir", dir, "--depth", "1", "--block-size", "4k", "--file-size", "4m",
+			"--svg", "/dev/full", "--output", format}, fast...)...)
+		if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "--svg") {
+			t.Errorf("%s: err = %v, want the chart's ENOSPC", format, err)
+		}
+		if !strings.Contains(stdout, "randread") {
+			t.Errorf("%s: results not printed when the chart failed:\n%s", format, stdout)
+		}
+	}
+}
+
 func TestCheckCommand(t *testing.T) {
 	dir := cleanDir(t)
 	out, _, err := run(t, "check", "--dir", dir, "--allow-any-fs", "--max-bytes", "1m")

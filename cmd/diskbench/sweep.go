@@ -33,6 +33,7 @@ no longer fit are skipped and listed as warnings.`,
 				return fmt.Errorf("%w: --time-budget must be positive", diskbench.ErrInvalidOptions)
 			}
 			o, bar, err := c.options(cmd)
+			defer c.closeOutputs()
 			if err != nil {
 				return err
 			}

@@ -9,18 +9,15 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 )
 
 // globalOptions are the flags every subcommand shares.
@@ -101,16 +98,4 @@ stderr.`),
 	return root
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
-	interrupted := ctx.Err() != nil
-	stop()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "offloader: %v\n", err)
-		if interrupted || errors.Is(err, context.Canceled) {
-			os.Exit(130)
-		}
-		os.Exit(1)
-	}
-}
+func main() { cli.Main(newRootCmd()) }
