@@ -42,9 +42,11 @@
 // # Reading
 //
 // Reader opens the index once (one GET), then serves entry ranges from
-// ranged GETs of the data object, keeping the stream open with a read-ahead
-// buffer for sequential reads and remembering record offsets for random
-// ones. Everything read is checked: magic numbers, lengths bounded by the
-// enclosing block before allocation, entry ids in sequence, padding bytes,
-// block headers against the index.
+// ranged GETs of the data object, each bounded by the end of the block
+// holding the last entry asked for (a random entry costs at most its
+// block), keeping the stream open with a read-ahead buffer for sequential
+// reads and remembering record offsets for random ones. Everything read is
+// checked: every block header against the index (block 0's too), lengths
+// bounded by the enclosing block before allocation, entry ids in sequence,
+// padding bytes, and the object's size against dataObjectLength.
 package format

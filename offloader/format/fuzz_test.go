@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"testing"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/internal/allocs"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/memblob"
 )
 
@@ -69,7 +71,8 @@ func FuzzDecodeBlock(f *testing.F) {
 
 // FuzzReader feeds arbitrary data objects, described by a valid index, to
 // the streaming reader: it must fail cleanly or return entries that the
-// strict block decoder agrees with.
+// strict block decoder agrees with, and allocate no more than a small
+// multiple of the object (payload copies, the read-ahead buffer, one GET).
 func FuzzReader(f *testing.F) {
 	data := unhex(f, goldenData)
 	f.Add(data, uint16(150))
@@ -95,12 +98,22 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("valid index refused: %v", err)
 		}
 		defer r.Close()
-		got, err := r.ReadEntries(context.Background(), 0, 1)
+		var got [][]byte
+		n := allocs.Bytes(1, func() { got, err = r.ReadEntries(context.Background(), 0, 1) })
+		if bound := 16<<10 + 2*uint64(len(data)); n > bound {
+			t.Fatalf("reading a %d-byte object allocated %d bytes, bound %d", len(data), n, bound)
+		}
 		if err != nil {
+			if !errors.Is(err, ErrCorruptBlock) {
+				t.Fatalf("bad object: %v, want ErrCorruptBlock", err)
+			}
 			return
 		}
-		// The reader skips block 0's header and stops after the last
-		// entry; where the strict decoder accepts block 2, they must agree.
+		// Both block headers were checked; where the strict decoder
+		// accepts block 2, they must agree.
+		if h, err := ParseBlockHeader(data[:BlockHeaderSize]); err != nil || h.FirstEntryID != 0 || h.BlockLength != int64(split) {
+			t.Fatalf("reader accepted block 0 with header %+v (%v)", h, err)
+		}
 		var want [][]byte
 		if _, err := DecodeBlock(data[split:], func(_ int64, p []byte) error { want = append(want, p); return nil }); err != nil {
 			return

@@ -21,15 +21,16 @@ import (
 type ReaderOptions struct {
 	// ReadAhead is the buffer, in bytes, kept in front of the read position
 	// of the open data stream (default 1 MiB, like Pulsar's
-	// managedLedgerOffloadReadBufferSizeInBytes). It is also how far forward
-	// the reader skips inside the open stream rather than issuing a new
-	// ranged GET.
+	// managedLedgerOffloadReadBufferSizeInBytes); it never reaches past the
+	// end of the GET's range. It is also how far forward the reader skips
+	// inside the open stream rather than issuing a new ranged GET.
 	ReadAhead int
 	// LearnInterval is the spacing, in bytes, of the entry offsets the reader
 	// remembers as it passes records, so a later random read can start near
-	// its entry instead of at the block start (default 256 KiB).
+	// its entry instead of at the block start (default 64 KiB; with the
+	// default MaxLearned that covers 4 GiB of ledger).
 	LearnInterval int
-	// MaxLearned bounds the remembered offsets (default 65536, 24 bytes each).
+	// MaxLearned bounds the remembered offsets (default 65536, 16 bytes each).
 	MaxLearned int
 	// Retries is how many times a broken data stream is reopened at the
 	// byte where it broke, per Read call (default 3; negative: none).
@@ -50,7 +51,7 @@ func (o *ReaderOptions) withDefaults() ReaderOptions {
 		r.ReadAhead = 16 // bufio minimum
 	}
 	if r.LearnInterval <= 0 {
-		r.LearnInterval = 256 << 10
+		r.LearnInterval = 64 << 10
 	}
 	if r.MaxLearned <= 0 {
 		r.MaxLearned = 1 << 16
@@ -69,19 +70,26 @@ func (o *ReaderOptions) withDefaults() ReaderOptions {
 // Reader serves entries of one offloaded ledger, as Pulsar's
 // BlobStoreBackedReadHandleImpl does: the index is read once at Open and
 // kept; data comes from ranged GETs of the data object, each checked for
-// s3managedledgeroffloaderformatversion=1.
+// s3managedledgeroffloaderformatversion=1 and for the object size the
+// index gives.
 //
 // # Requests
 //
-// A Read opens at most one ranged GET (from the best known offset at or
-// before the first entry to the end of the object) and keeps that stream open
-// with ReadAhead bytes buffered, so sequential Reads continue on the same
-// request. A random entry costs the index GET at Open plus one data GET; the
-// stream is reopened at the exact byte only when it breaks (Retries).
+// Every data GET is bounded: it ends at the end of the block holding the
+// last entry asked for, so a random entry costs at most its block (and
+// less once the reader knows where a later entry starts: a read that does
+// not continue the previous one stops at the next remembered record
+// offset). A Read opens at most one GET per block it needs, from the best
+// known offset at or before its first entry, and keeps the stream open with
+// ReadAhead bytes buffered, so sequential Reads continue on the same
+// request until the block ends. Reading a whole ledger costs one GET; a
+// random entry costs the index GET at Open plus one data GET. A stream that
+// breaks is reopened at the exact byte (Retries).
 //
-// Every record is checked while streaming: entry ids in sequence, lengths
-// inside their block, block headers and padding as Pulsar writes them.
-// Methods are safe for concurrent use; Reads are serialized.
+// Every record is checked while streaming: block headers against the index
+// (the first block's too), entry ids in sequence, lengths inside their
+// block, padding as Pulsar writes it. Methods are safe for concurrent use;
+// Reads are serialized.
 type Reader struct {
 	store    blob.Reader
 	dataKey  string
@@ -90,10 +98,12 @@ type Reader struct {
 	opts     ReaderOptions
 
 	requests atomic.Int64
+	fetched  atomic.Int64
 
 	mu      sync.Mutex
 	src     *stream
 	learned []mark
+	next    int64 // the entry after the last one a Read returned
 	closed  bool
 }
 
@@ -108,6 +118,7 @@ type stream struct {
 	rc     io.ReadCloser
 	br     *bufio.Reader
 	off    int64 // offset of the next byte br returns
+	end    int64 // end of the GET's range (exclusive)
 	cancel context.CancelFunc
 	// When ok, entry id is the next one, in block blk, and off is at its
 	// record or at the end padding of blk.
@@ -196,6 +207,10 @@ func (r *Reader) Length() int64 { return r.index.Metadata.GetLength() }
 
 // Requests returns the number of ranged GETs of the data object so far.
 func (r *Reader) Requests() int64 { return r.requests.Load() }
+
+// BytesFetched returns the data-object body bytes read from the store so
+// far (read-ahead included; the index excluded).
+func (r *Reader) BytesFetched() int64 { return r.fetched.Load() }
 
 // Close releases the open data stream. Reads after Close fail.
 func (r *Reader) Close() error {
@@ -288,12 +303,25 @@ func (r *Reader) nearest(blk int, id int64) mark {
 	return best
 }
 
+// after returns the offset of the first known record after entry id inside
+// block blk (end: the block's end when none is known), an upper bound of
+// where entry id's record ends.
+func (r *Reader) after(blk int, id int64) int64 {
+	_, end := r.index.BlockRange(blk)
+	i := sort.Search(len(r.learned), func(i int) bool { return r.learned[i].id > id })
+	if i < len(r.learned) && r.learned[i].off < end {
+		return r.learned[i].off
+	}
+	return end
+}
+
 // readOp is one Read call.
 type readOp struct {
 	r       *Reader
 	ctx     context.Context
 	retries int
 	lastOff int64 // offset of the last learned mark
+	end     int64 // where the GETs of this Read end: the end of last's block
 
 	mu      sync.Mutex
 	cur     context.CancelFunc // cancels the current stream's GET
@@ -317,17 +345,38 @@ func (o *readOp) run(first, last int64, fn func(int64, []byte) error) error {
 	if err != nil {
 		return err
 	}
+	lastBlk, err := ix.Lookup(last)
+	if err != nil {
+		return err
+	}
+	_, o.end = ix.BlockRange(lastBlk)
 	start := r.nearest(blk, first)
 	id := start.id
-	// Continue on the open stream when it is before the first entry and
-	// either past the best known position or at most ReadAhead short of it;
-	// otherwise start a new GET at the best known position.
-	if s := r.src; s != nil && s.ok && s.id <= first &&
-		(s.off >= start.off || start.off-s.off <= int64(r.opts.ReadAhead)) {
+	// Continue on the open stream when it is before the first entry, has
+	// bytes left in its range, and is either past the best known position
+	// (so inside first's block) or at most ReadAhead short of it within its
+	// range; otherwise start a new GET at the best known position. A GET
+	// that starts a block starts at its header, which is checked.
+	if s := r.src; s != nil && s.ok && s.id <= first && s.off < s.end &&
+		(s.off >= start.off || start.off-s.off <= int64(r.opts.ReadAhead) && start.off < s.end) {
 		id, blk = s.id, s.blk
 	} else {
 		r.dropStream()
-		if err := o.open(start.off); err != nil {
+		end := o.end
+		if first != r.next {
+			// Not a continuation of the previous Read: stop at the next
+			// known record after last, if any.
+			end = r.after(lastBlk, last)
+		}
+		b := ix.Blocks[blk]
+		if start.off == b.Offset+BlockHeaderSize {
+			if err := o.open(b.Offset, end); err != nil {
+				return err
+			}
+			if err := o.blockHeader(blk); err != nil {
+				return err
+			}
+		} else if err := o.open(start.off, end); err != nil {
 			return err
 		}
 	}
@@ -390,6 +439,7 @@ func (o *readOp) run(first, last int64, fn func(int64, []byte) error) error {
 			return err
 		}
 		r.src.id, r.src.ok = id+1, true
+		r.next = id + 1
 		if err := fn(id, payload); err != nil {
 			return err
 		}
@@ -424,20 +474,29 @@ func (o *readOp) endOfBlock(blk int, blockEnd, nextID int64) error {
 	if nb.FirstEntryID != nextID {
 		return fmt.Errorf("%s: %w: block %d ends before entry %d, next block starts at entry %d", r.dataKey, ErrCorruptBlock, blk, nextID, nb.FirstEntryID)
 	}
+	return o.blockHeader(blk + 1)
+}
+
+// blockHeader reads the header of block blk (the stream is at its start)
+// and checks it against the index.
+func (o *readOp) blockHeader(blk int) error {
+	r := o.r
+	ix := r.index
+	b := ix.Blocks[blk]
 	var h [BlockHeaderSize]byte
 	if err := o.readFull(h[:]); err != nil {
 		return err
 	}
 	bh, err := ParseBlockHeader(h[:])
 	if err != nil {
-		return fmt.Errorf("%s: block %d at offset %d: %w", r.dataKey, blk+1, nb.Offset, err)
+		return fmt.Errorf("%s: block %d at offset %d: %w", r.dataKey, blk, b.Offset, err)
 	}
-	start, end := ix.BlockRange(blk + 1)
-	if bh.FirstEntryID != nb.FirstEntryID || bh.BlockLength != end-start {
+	start, end := ix.BlockRange(blk)
+	if bh.FirstEntryID != b.FirstEntryID || bh.BlockLength != end-start {
 		return fmt.Errorf("%s: %w: block %d header says entry %d, %d bytes; index says entry %d, %d bytes",
-			r.dataKey, ErrCorruptBlock, blk+1, bh.FirstEntryID, bh.BlockLength, nb.FirstEntryID, end-start)
+			r.dataKey, ErrCorruptBlock, blk, bh.FirstEntryID, bh.BlockLength, b.FirstEntryID, end-start)
 	}
-	r.learn(nextID, start+BlockHeaderSize)
+	r.learn(b.FirstEntryID, start+BlockHeaderSize)
 	return nil
 }
 
@@ -482,8 +541,8 @@ func (o *readOp) padding(b []byte, blockEnd int64) error {
 	return nil
 }
 
-// open starts a ranged GET of the data object from off to its end.
-func (o *readOp) open(off int64) error {
+// open starts a ranged GET of the data object for [off, end).
+func (o *readOp) open(off, end int64) error {
 	r := o.r
 	objLen := r.index.DataObjectLength
 	// The stream outlives this call (sequential reads continue on it); its
@@ -491,25 +550,54 @@ func (o *readOp) open(off int64) error {
 	// through the AfterFunc in Read.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(o.ctx))
 	r.requests.Add(1)
-	rc, attrs, err := r.store.GetRange(sctx, r.dataKey, off, objLen-off)
+	rc, attrs, err := r.store.GetRange(sctx, r.dataKey, off, end-off)
+	if errors.Is(err, blob.ErrInvalidRange) {
+		// Our ranges lie inside the size the index gives.
+		cancel()
+		return fmt.Errorf("%s: %w: range %d-%d refused: the data object has fewer bytes than dataObjectLength %d (%w)",
+			r.dataKey, ErrCorruptBlock, off, end-1, objLen, err)
+	}
 	if err != nil {
 		cancel()
-		return fmt.Errorf("get %s range %d-%d: %w", r.dataKey, off, objLen-1, err)
+		return fmt.Errorf("get %s range %d-%d: %w", r.dataKey, off, end-1, err)
 	}
 	if err := CheckVersion(r.dataKey, attrs.Metadata); err != nil {
 		cancel()
 		_ = rc.Close()
 		return err
 	}
-	r.src = &stream{rc: rc, br: bufio.NewReaderSize(rc, r.opts.ReadAhead), off: off, cancel: cancel}
+	if attrs.Size != objLen {
+		cancel()
+		_ = rc.Close()
+		what := "trailing bytes after"
+		if attrs.Size < objLen {
+			what = "fewer bytes than"
+		}
+		return fmt.Errorf("%s: %w: data object has %d bytes: %s dataObjectLength %d",
+			r.dataKey, ErrCorruptBlock, attrs.Size, what, objLen)
+	}
+	body := &countingReader{r: rc, n: &r.fetched}
+	r.src = &stream{rc: rc, br: bufio.NewReaderSize(body, r.opts.ReadAhead), off: off, end: end, cancel: cancel}
 	o.mu.Lock()
 	o.cur = cancel
 	if o.aborted {
 		cancel()
 	}
 	o.mu.Unlock()
-	r.opts.Logger.Debug("data stream opened", "key", r.dataKey, "offset", off)
+	r.opts.Logger.Debug("data stream opened", "key", r.dataKey, "offset", off, "end", end)
 	return nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // readFull fills p from the stream, reopening it at the exact offset when a
@@ -545,26 +633,33 @@ func (o *readOp) discard(n int64) error {
 	return nil
 }
 
-// reopen replaces a broken stream by a new GET at the same offset.
+// reopen replaces a stream that ended by a new GET at the same offset: up
+// to the end of this Read's last block when the range was used up, or over
+// the same range when the transfer broke.
 func (o *readOp) reopen(cause error) error {
 	r := o.r
-	off := r.src.off
-	if errors.Is(cause, io.EOF) || errors.Is(cause, io.ErrUnexpectedEOF) {
-		if off >= r.index.DataObjectLength {
-			return fmt.Errorf("%s: %w: data object ends at %d before the entries do", r.dataKey, ErrCorruptBlock, off)
+	off, end := r.src.off, r.src.end
+	if off >= end && (errors.Is(cause, io.EOF) || errors.Is(cause, io.ErrUnexpectedEOF)) {
+		// The range is used up; the Read needs more.
+		if off >= o.end {
+			return fmt.Errorf("%s: %w: entries run past offset %d, the end of their block", r.dataKey, ErrCorruptBlock, off)
 		}
+		id, blk, ok := r.src.id, r.src.blk, r.src.ok
+		r.dropStream()
+		if err := o.open(off, o.end); err != nil {
+			return err
+		}
+		r.src.id, r.src.blk, r.src.ok = id, blk, ok
+		return nil
 	}
-	if o.ctx.Err() != nil {
-		return fmt.Errorf("read %s at offset %d: %w", r.dataKey, off, cause)
-	}
-	if o.retries <= 0 {
+	if o.ctx.Err() != nil || o.retries <= 0 {
 		return fmt.Errorf("read %s at offset %d: %w", r.dataKey, off, cause)
 	}
 	o.retries--
 	r.opts.Logger.Debug("data stream broke; reopening", "key", r.dataKey, "offset", off, "err", cause)
 	id, blk, ok := r.src.id, r.src.blk, r.src.ok
 	r.dropStream()
-	if err := o.open(off); err != nil {
+	if err := o.open(off, end); err != nil {
 		return fmt.Errorf("%w (after the stream broke: %v)", err, cause)
 	}
 	r.src.id, r.src.blk, r.src.ok = id, blk, ok

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,6 +71,15 @@ func newFixture(t testing.TB, payloads [][]byte, maxBlock int) *fixture {
 	return f
 }
 
+func (f *fixture) indexBytes(t testing.TB) []byte {
+	t.Helper()
+	raw, _, ok := f.store.Object(IndexKey(f.id, f.ledger))
+	if !ok {
+		t.Fatal("no index")
+	}
+	return raw
+}
+
 func (f *fixture) open(t testing.TB, opts *ReaderOptions) *Reader {
 	t.Helper()
 	r, err := Open(context.Background(), f.store, f.id, f.ledger, opts)
@@ -115,15 +125,21 @@ func TestReaderReadsEverything(t *testing.T) {
 	}
 }
 
-func TestReaderSequentialReadsShareOneRequest(t *testing.T) {
+func TestReaderSequentialReadsShareOneRequestPerBlock(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	f := newFixture(t, randomPayloads(rng, 300, 200), 2048)
 	r := f.open(t, nil)
 	for first := int64(0); first < 300; first += 7 {
 		f.check(t, r, first, min(first+6, 299))
 	}
-	if n := r.Requests(); n != 1 {
-		t.Fatalf("sequential reads took %d data GETs, want 1", n)
+	if n, want := r.Requests(), int64(len(f.layout.Blocks)); n != want {
+		t.Fatalf("sequential reads took %d data GETs, want one per block (%d)", n, want)
+	}
+	if got := r.BytesFetched(); got != f.layout.DataObjectLength {
+		t.Fatalf("sequential reads fetched %d bytes of a %d-byte object, want each byte once", got, f.layout.DataObjectLength)
+	}
+	if got := f.store.BytesRead(); got != f.layout.DataObjectLength+int64(len(f.indexBytes(t))) {
+		t.Fatalf("store delivered %d body bytes, want the data object and the index once", got)
 	}
 }
 
@@ -145,27 +161,52 @@ func TestReaderRandomEntryCostsOneRequest(t *testing.T) {
 	}
 }
 
+// Every data GET ends at the end of the block it reads: a random entry
+// costs at most its block, read-ahead included (before, the range ran to
+// the end of the object and the read-ahead past the block).
+func TestReaderRandomEntryCostsAtMostItsBlock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	f := newFixture(t, randomPayloads(rng, 3000, 2000), 64<<10)
+	if len(f.layout.Blocks) < 20 {
+		t.Fatalf("fixture has only %d blocks", len(f.layout.Blocks))
+	}
+	ix := f.layout.Index(nil)
+	r := f.open(t, nil) // 1 MiB read-ahead: far more than a block
+	for range 300 {
+		id := rng.Int64N(3000)
+		blk, _ := ix.Lookup(id)
+		start, end := ix.BlockRange(blk)
+		before, served := r.BytesFetched(), f.store.BytesRead()
+		f.check(t, r, id, id)
+		if d := r.BytesFetched() - before; d > end-start {
+			t.Fatalf("entry %d fetched %d bytes; its block has %d", id, d, end-start)
+		}
+		if d := f.store.BytesRead() - served; d > end-start {
+			t.Fatalf("entry %d: the store served %d bytes; its block has %d", id, d, end-start)
+		}
+	}
+}
+
 func TestReaderLearnsOffsets(t *testing.T) {
 	// One 1 MiB block; a random read starts at the block, later ones near
-	// their entry, so far fewer bytes are fetched.
+	// their entry and stop at the next known record, so far fewer bytes
+	// are fetched.
 	rng := rand.New(rand.NewPCG(7, 8))
 	f := newFixture(t, randomPayloads(rng, 1000, 1000), 1<<20)
-	var fetched atomic.Int64
-	f.store.CutBody = func(_ string, _ int64, n int64) int64 { fetched.Add(n); return -1 }
-	r := f.open(t, &ReaderOptions{ReadAhead: 4096, LearnInterval: 4096})
+	const interval = 4096
+	r := f.open(t, &ReaderOptions{ReadAhead: 4096, LearnInterval: interval})
 	f.check(t, r, 999, 999) // scans the whole block, learns marks
-	fetched.Store(0)
-	f.check(t, r, 500, 500)
-	// The request still asks for the rest of the object, but the reader
-	// starts within LearnInterval of the entry: check the requested start
-	// via the bytes before it.
-	start := f.layout.DataObjectLength - fetched.Load()
-	var off int64 = BlockHeaderSize
-	for i := range 500 {
-		off += RecordHeaderSize + int64(len(f.payloads[i]))
+	if r.BytesFetched() != f.layout.DataObjectLength {
+		t.Fatalf("first read fetched %d of %d bytes", r.BytesFetched(), f.layout.DataObjectLength)
 	}
-	if off-start > 4096+1000+RecordHeaderSize || start > off {
-		t.Fatalf("read of entry 500 (offset %d) started at %d", off, start)
+	for _, id := range []int64{500, 17, 998, 0, 250} {
+		before := r.BytesFetched()
+		f.check(t, r, id, id)
+		// At most one interval (plus the record crossing it) before the
+		// entry, and the same after it.
+		if d, bound := r.BytesFetched()-before, int64(2*(interval+1000+RecordHeaderSize)+BlockHeaderSize); d > bound {
+			t.Fatalf("read of entry %d after learning fetched %d bytes, want <= %d", id, d, bound)
+		}
 	}
 }
 
@@ -284,6 +325,12 @@ func TestReaderDetectsCorruption(t *testing.T) {
 		{"next block magic", blk1.Offset, func(b []byte) { b[0] = 0 }},
 		{"next block first entry", blk1.Offset + 20, func(b []byte) { b[7]++ }},
 		{"padding", lastRecEnd0, func(b []byte) { b[min(end0-lastRecEnd0-1, 5)] = 0 }},
+		// Block 0's header is read and checked like the others (it was
+		// skipped: a read starting at a block began after its header).
+		{"block 0 magic", 0, func(b []byte) { b[3] ^= 0x10 }},
+		{"block 0 header length", 4, func(b []byte) { b[7] = 64 }},
+		{"block 0 block length", 12, func(b []byte) { b[7]++ }},
+		{"block 0 first entry", 20, func(b []byte) { b[7] = 1 }},
 	}
 	if end0-lastRecEnd0 < 1 {
 		t.Fatalf("fixture block 0 has no padding")
@@ -302,14 +349,46 @@ func TestReaderDetectsCorruption(t *testing.T) {
 			}
 		})
 	}
-	// A data object shorter than the index says.
-	f := newFixture(t, payloads, 1024)
-	dk := DataKey(f.id, f.ledger)
-	raw, md, _ := f.store.Object(dk)
-	f.store.SetObject(dk, raw[:len(raw)-3], md)
-	r := f.open(t, nil)
-	if _, err := r.ReadEntries(context.Background(), 0, int64(len(payloads)-1)); err == nil {
-		t.Fatal("truncated data object read without error")
+	// A random read that starts at a later block checks that block's
+	// header too.
+	t.Run("block 2 header on a random read", func(t *testing.T) {
+		f := newFixture(t, payloads, 1024)
+		dk := DataKey(f.id, f.ledger)
+		raw, md, _ := f.store.Object(dk)
+		b2 := f.layout.Blocks[2]
+		raw[b2.Offset+20+7]++
+		f.store.SetObject(dk, raw, md)
+		r := f.open(t, nil)
+		_, err := r.ReadEntries(context.Background(), b2.FirstEntryID, b2.FirstEntryID)
+		if !errors.Is(err, ErrCorruptBlock) || !strings.Contains(err.Error(), "block 2 header") {
+			t.Fatalf("err = %v, want ErrCorruptBlock naming block 2's header", err)
+		}
+	})
+	// A data object shorter or longer than the index says is corrupt, on
+	// the first GET, whatever entry is read.
+	for _, c := range []struct {
+		name, want string
+		fn         func([]byte) []byte
+	}{
+		{"truncated", "fewer bytes than dataObjectLength", func(b []byte) []byte { return b[:len(b)-3] }},
+		{"trailing bytes", "trailing bytes after dataObjectLength", func(b []byte) []byte { return append(b, padding[:]...) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, payloads, 1024)
+			dk := DataKey(f.id, f.ledger)
+			raw, md, _ := f.store.Object(dk)
+			f.store.SetObject(dk, c.fn(raw), md)
+			for _, first := range []int64{0, int64(len(payloads) - 1)} {
+				r := f.open(t, nil)
+				_, err := r.ReadEntries(context.Background(), first, int64(len(payloads)-1))
+				if !errors.Is(err, ErrCorruptBlock) || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("read from entry %d: err = %v, want ErrCorruptBlock: %s", first, err, c.want)
+				}
+				if r.Requests() != 1 {
+					t.Errorf("%d data GETs before the error, want 1", r.Requests())
+				}
+			}
+		})
 	}
 }
 
