@@ -277,6 +277,27 @@ func (s *Store) MarkBookkeeperDeleted(ctx context.Context, ml string, ledgerID i
 	})
 }
 
+// AbandonOffload undoes PrepareOffload of attempt id after an upload that
+// left nothing in the store: the ledger's OffloadContext becomes before
+// again (nil: none at all), but only while attempt id is stored and not
+// complete; otherwise nothing is written. It returns whether it wrote.
+func (s *Store) AbandonOffload(ctx context.Context, ml string, ledgerID int64, id uuid.UUID, before *mlproto.OffloadContext) (bool, error) {
+	res, err := s.UpdateOffloadContext(ctx, ml, ledgerID, func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
+		if stored, ok := AttemptUUID(oc); !ok || stored != id || oc.GetComplete() {
+			return false, nil
+		}
+		proto.Reset(oc)
+		if before != nil {
+			proto.Merge(oc, before)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return res.Written, nil
+}
+
 func checkAttempt(oc *mlproto.OffloadContext, id uuid.UUID) error {
 	stored, ok := AttemptUUID(oc)
 	if !ok {

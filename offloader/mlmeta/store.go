@@ -487,6 +487,9 @@ func (s *Store) update(ctx context.Context, ml string, ledgerID int64, fn Mutato
 			return &UpdateResult{Version: snap.Version, Retries: attempt, Before: before, After: before}, nil
 		}
 		li.OffloadContext = oc
+		if before == nil && proto.Size(oc) == 0 {
+			li.OffloadContext = nil // emptying a context that did not exist leaves none
+		}
 		data, err := s.encode(info, snap.Codec)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ml, err)

@@ -1,0 +1,170 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/offloader/format"
+	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
+)
+
+// copied is the result of the copy step.
+type copied struct {
+	res *upload.Result
+	dg  *digests
+}
+
+// copy streams the ledger's entries from the bookies into an upload
+// session: the BookKeeper stream keeps ReadWindowBytes of reads in flight
+// while the session uploads up to PartsInFlight parts, so reading and
+// uploading overlap and memory stays at about (PartsInFlight+1) blocks plus
+// the read window. Every entry's CRC-32C and length in the verification
+// windows is kept for the verify step.
+func (p *Pipeline) copy(ctx context.Context, t Target, md *metadata.LedgerMetadata, id uuid.UUID) (*copied, error) {
+	ixmd, err := indexMetadata(md)
+	if err != nil {
+		return nil, err
+	}
+	l, err := p.d.Bookies.Open(md)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotEligible, err)
+	}
+	sess, err := p.up.Begin(ctx, upload.Request{
+		UUID:              id,
+		Ledger:            format.Ledger{ID: md.LedgerID, LastEntryID: md.LastEntryID, Length: md.Length},
+		Metadata:          ixmd,
+		ManagedLedgerName: t.ML,
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := l.Stream(ctx, 0, -1, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes})
+	if err != nil {
+		_ = sess.Abort(ctx)
+		return nil, err
+	}
+	defer st.Close()
+	dg := p.planDigests(md)
+	mid := md.LastEntryID / 2
+	var done int64
+	for {
+		e, err := st.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			_ = sess.Abort(ctx)
+			return nil, fmt.Errorf("read from the bookies after %d bytes: %w", done, err)
+		}
+		dg.add(e.EntryID, e.Payload)
+		if err := sess.Add(ctx, e.EntryID, e.Payload); err != nil {
+			return nil, err
+		}
+		done += int64(len(e.Payload))
+		p.obs.Copied(t, done, md.Length)
+		if e.EntryID == mid {
+			if err := p.hit(ctx, FPMidCopy, t); err != nil {
+				_ = sess.Abort(ctx)
+				return nil, err
+			}
+		}
+	}
+	res, err := sess.Finish(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &copied{res: res, dg: dg}, nil
+}
+
+// indexMetadata is the ledger metadata for the index, with the creation
+// time BookKeeper's client reports (the stored ctime, else the znode's
+// creation time), as Pulsar's offloader writes it.
+func indexMetadata(md *metadata.LedgerMetadata) (*bkproto.LedgerMetadataFormat, error) {
+	if !md.HasPassword {
+		return nil, fmt.Errorf("%w: ledger %d metadata (format v%d) records no digest type; Pulsar never writes such ledgers",
+			ErrNotEligible, md.LedgerID, md.FormatVersion)
+	}
+	bk := md.Proto()
+	bk.Ctime = proto.Int64(md.Ctime)
+	return format.IndexMetadata(bk)
+}
+
+// window is a run of consecutive entries whose digests are kept.
+type window struct {
+	first, last int64
+	sums        []uint64 // CRC-32C << 32 | length, of entry first+i
+	bytes       int64
+}
+
+// digests holds the per-entry checks of the verification windows.
+type digests struct {
+	windows []*window
+	full    bool
+	cur     int
+}
+
+// planDigests chooses what verify compares: every entry of a ledger up to
+// FullVerifyBytes, else three windows of about one block's worth of
+// entries each: the first, a random place in the middle, the last.
+func (p *Pipeline) planDigests(md *metadata.LedgerMetadata) *digests {
+	n := md.LastEntryID + 1
+	if n <= 0 {
+		return &digests{full: true}
+	}
+	if p.o.FullVerifyBytes > 0 && md.Length <= p.o.FullVerifyBytes {
+		return &digests{full: true, windows: []*window{{first: 0, last: n - 1}}}
+	}
+	k := max(int64(1), (n*int64(p.o.BlockSize)+md.Length-1)/max(md.Length, 1))
+	if 3*k >= n {
+		return &digests{full: true, windows: []*window{{first: 0, last: n - 1}}}
+	}
+	r := k + p.rand(n-3*k+1) // in [k, n-2k]
+	return &digests{windows: []*window{
+		{first: 0, last: k - 1},
+		{first: r, last: r + k - 1},
+		{first: n - k, last: n - 1},
+	}}
+}
+
+// add records entry id (entries arrive in order).
+func (d *digests) add(id int64, payload []byte) {
+	for d.cur < len(d.windows) && id > d.windows[d.cur].last {
+		d.cur++
+	}
+	if d.cur == len(d.windows) || id < d.windows[d.cur].first {
+		return
+	}
+	w := d.windows[d.cur]
+	w.sums = append(w.sums, sum(payload))
+	w.bytes += int64(len(payload))
+}
+
+// entries and bytes are what the windows cover.
+func (d *digests) entries() (n int64) {
+	for _, w := range d.windows {
+		n += w.last - w.first + 1
+	}
+	return n
+}
+
+func (d *digests) bytes() (n int64) {
+	for _, w := range d.windows {
+		n += w.bytes
+	}
+	return n
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func sum(payload []byte) uint64 {
+	return uint64(crc32.Checksum(payload, castagnoli))<<32 | uint64(uint32(len(payload)))
+}

@@ -1,0 +1,325 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
+	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
+	"github.com/tierkeeper/tierkeeper/offloader/format"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+// Real peers for the package, started once on first use: ZooKeeper, three
+// bookies, Pulsar's own managed-ledger code (the Java tool: ml-write makes
+// the managed ledgers, ml-reopen reads them back through Pulsar's reader,
+// offloaded ledgers through the jcloud offloader), versitygw.
+var (
+	scope   = testenv.NewSharedTB("pipeline")
+	envOnce sync.Once
+	envErr  error
+	env     struct {
+		zk   *testenv.ZooKeeper
+		bk   *testenv.BookKeeperCluster
+		java *testenv.JavaTools
+	}
+	mlSeq atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	scope.Close()
+	testenv.StopSharedS3()
+	os.Exit(code)
+}
+
+func peers(t *testing.T) {
+	t.Helper()
+	envOnce.Do(func() {
+		envErr = scope.Do(func(tb testing.TB) {
+			env.zk = testenv.StartZooKeeper(tb)
+			env.bk = testenv.StartBookies(tb, env.zk, 3)
+			env.java = testenv.Java(tb)
+		})
+	})
+	testenv.ReportShared(t, "zookeeper, bookies and java tools", envErr)
+}
+
+var nonName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// uniqueML returns a fresh managed-ledger name.
+func uniqueML(t *testing.T) string {
+	return fmt.Sprintf("tierkeeper/pipeline/persistent/%s-%d", nonName.ReplaceAllString(t.Name(), "_"), mlSeq.Add(1))
+}
+
+// written is what ml-write reports.
+type written struct {
+	Entries []testenv.EntryDigest `json:"entries"`
+}
+
+// mlWrite has Pulsar's managed-ledger library write entries, perLedger per
+// ledger, of size bytes each (-1: the tool's size table up to 64 KiB).
+func mlWrite(t *testing.T, name string, entries, perLedger, size int) written {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args := []string{"--metadata-uri", env.bk.MetadataServiceURI(), "--zk", env.zk.Addr, "--name", name,
+		"--entries", fmt.Sprint(entries), "--entries-per-ledger", fmt.Sprint(perLedger), "--cursor", "sub"}
+	if size >= 0 {
+		args = append(args, "--entry-size", fmt.Sprint(size))
+	}
+	var w written
+	if err := env.java.RunJSON(ctx, &w, "ml-write", args...); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Entries) != entries {
+		t.Fatalf("ml-write wrote %d entries, want %d", len(w.Entries), entries)
+	}
+	return w
+}
+
+// reopened is what ml-reopen reports.
+type reopened struct {
+	ReadEntries []testenv.EntryDigest `json:"readEntries"`
+	ReadError   string                `json:"readError"`
+	Ledgers     []struct {
+		LedgerID int64 `json:"ledgerId"`
+		Offload  *struct {
+			UUID              string `json:"uuid"`
+			Complete          bool   `json:"complete"`
+			BookkeeperDeleted bool   `json:"bookkeeperDeleted"`
+		} `json:"offloadContext"`
+	} `json:"ledgers"`
+}
+
+// pulsarReadsAll has Pulsar's managed-ledger code (read-only cursor, with
+// the jcloud offloader on the S3 bucket) read every entry and checks each
+// one against what was written.
+func pulsarReadsAll(t *testing.T, s3 *testenv.S3, bucket, name string, w written) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args := append([]string{"--metadata-uri", env.bk.MetadataServiceURI(), "--zk", env.zk.Addr, "--name", name, "--mode", "readonly"},
+		testenv.S3Args(s3, bucket)...)
+	var r reopened
+	if err := env.java.RunJSON(ctx, &r, "ml-reopen", args...); err != nil {
+		t.Fatal(err)
+	}
+	if r.ReadError != "" || len(r.ReadEntries) != len(w.Entries) {
+		t.Fatalf("Pulsar read %d of %d entries: %s", len(r.ReadEntries), len(w.Entries), r.ReadError)
+	}
+	for i, e := range r.ReadEntries {
+		if x := w.Entries[i]; e.LedgerID != x.LedgerID || e.EntryID != x.EntryID || e.SHA256 != x.SHA256 {
+			t.Fatalf("entry %d: Pulsar read %+v, written %+v", i, e, x)
+		}
+	}
+}
+
+// rig is one pipeline's dependencies on the shared peers.
+type rig struct {
+	zk      *zk.Conn
+	ml      *mlmeta.Store
+	ledgers *metadata.Store
+	bk      *client.Client
+	store   blob.Store
+	bucket  string
+	s3      *testenv.S3
+}
+
+func newRig(t *testing.T, useS3 bool) *rig {
+	t.Helper()
+	peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := metadata.Connect(ctx, []string{env.zk.Addr}, metadata.ConnectOptions{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	lst, err := metadata.NewStore(ctx, conn, metadata.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk, err := client.New(client.Options{Resolver: lst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bk.Close() })
+	r := &rig{zk: conn, ml: mlmeta.New(conn, nil), ledgers: lst, bk: bk}
+	if useS3 {
+		r.s3 = testenv.StartS3(t)
+		r.bucket = r.s3.NewBucket(t)
+		cfg := s3store.DefaultConfig()
+		cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = r.bucket, r.s3.Region, r.s3.Endpoint, "path"
+		cfg.Credentials.Source, cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey = s3store.SourceStatic, r.s3.AccessKey, blob.Secret(r.s3.SecretKey)
+		st, err := s3store.New(ctx, cfg, s3store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.store = st
+	} else {
+		st, err := fs.New(fs.Config{Dir: t.TempDir(), NoSync: true}, fs.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.store, r.bucket = st, "fs"
+	}
+	t.Cleanup(func() { r.store.Close() })
+	return r
+}
+
+func (r *rig) driver() mlmeta.Driver {
+	if r.s3 != nil {
+		return mlmeta.Driver{Name: "aws-s3", Bucket: r.bucket, Region: r.s3.Region, ServiceEndpoint: r.s3.Endpoint}
+	}
+	return mlmeta.Driver{Name: "aws-s3", Bucket: r.bucket}
+}
+
+// pipeline builds a Pipeline on the rig; tweak adjusts deps and options.
+func (r *rig) pipeline(t *testing.T, tweak func(*Deps, *Options)) *Pipeline {
+	t.Helper()
+	d := Deps{ML: r.ml, Ledgers: r.ledgers, Bookies: r.bk, Store: r.store,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if testing.Verbose() {
+		d.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	o := Options{Driver: r.driver(), BlockSize: format.MinPartSize}
+	if tweak != nil {
+		tweak(&d, &o)
+	}
+	p, err := New(d, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// info reads the managed ledger.
+func (r *rig) info(t *testing.T, name string) *mlmeta.Snapshot {
+	t.Helper()
+	snap, err := r.ml.Get(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// raw is the znode's bytes and version (to assert that nothing changed).
+func (r *rig) raw(t *testing.T, name string) ([]byte, int32) {
+	t.Helper()
+	data, st, err := r.zk.Get(mlmeta.Path(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, st.Version
+}
+
+// keys lists the store.
+func (r *rig) keys(t *testing.T) []string {
+	t.Helper()
+	var ks []string
+	if err := r.store.Iter(context.Background(), "", func(a blob.Attrs) error {
+		ks = append(ks, a.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// checkInvariants asserts what must hold for every managed ledger after any
+// run, complete or not: every complete ledger's two objects exist and
+// decode to its entries; the store holds no other object than those of the
+// attempts recorded in the metadata (at most one pair per ledger) and no
+// incomplete multipart upload; the last ledger has no offload context.
+func (r *rig) checkInvariants(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	snap := r.info(t, name)
+	ls := snap.Info.GetLedgerInfo()
+	want := map[string]bool{}
+	for i, li := range ls {
+		oc := li.GetOffloadContext()
+		if i == len(ls)-1 && oc != nil {
+			t.Errorf("last ledger %d has an offload context %v", li.GetLedgerId(), oc)
+		}
+		id, ok := mlmeta.AttemptUUID(oc)
+		if !ok {
+			continue
+		}
+		dk, ik := format.DataKey(id, li.GetLedgerId()), format.IndexKey(id, li.GetLedgerId())
+		if oc.GetComplete() {
+			want[dk], want[ik] = true, true
+			rd, err := format.Open(ctx, r.store, id, li.GetLedgerId(), nil)
+			if err != nil {
+				t.Fatalf("complete ledger %d: %v", li.GetLedgerId(), err)
+			}
+			var n, b int64
+			err = rd.Read(ctx, 0, rd.LastEntryID(), func(_ int64, p []byte) error { n++; b += int64(len(p)); return nil })
+			rd.Close()
+			if err != nil || n != li.GetEntries() || b != li.GetSize() {
+				t.Fatalf("complete ledger %d: objects hold %d entries / %d bytes (%v), metadata %d / %d",
+					li.GetLedgerId(), n, b, err, li.GetEntries(), li.GetSize())
+			}
+		} else {
+			// An unfinished attempt may have left its objects (crash after
+			// the upload); they are referenced, so the next run uses them.
+			want[dk], want[ik] = true, true
+		}
+	}
+	for _, k := range r.keys(t) {
+		if !want[k] {
+			t.Errorf("object %s is referenced by no ledger of %s", k, name)
+		}
+	}
+	if mpl, ok := r.store.(blob.MultipartLister); ok {
+		ups, err := mpl.ListMultipart(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range ups {
+			t.Errorf("incomplete multipart upload %s of %s left behind", u.UploadID, u.Key)
+		}
+	}
+}
+
+// states returns the ledgers' states, for messages.
+func states(snap *mlmeta.Snapshot) string {
+	var b strings.Builder
+	for i, s := range mlmeta.States(snap.Info) {
+		fmt.Fprintf(&b, "%d:%s ", snap.Info.GetLedgerInfo()[i].GetLedgerId(), s)
+	}
+	return b.String()
+}
+
+func ledgerIDs(info *mlproto.ManagedLedgerInfo) []int64 {
+	var ids []int64
+	for _, li := range info.GetLedgerInfo() {
+		ids = append(ids, li.GetLedgerId())
+	}
+	return ids
+}
+
+func isStepErr(err error, s Step) bool {
+	var se *StepError
+	return errors.As(err, &se) && se.Step == s
+}

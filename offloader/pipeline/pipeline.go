@@ -1,0 +1,355 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+
+	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
+	"github.com/tierkeeper/tierkeeper/offloader/format"
+	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+)
+
+// Target names one ledger of one managed ledger.
+type Target struct {
+	// ML is the managed-ledger name (tenant/namespace/persistent/topic).
+	ML string
+	// LedgerID is the BookKeeper ledger id.
+	LedgerID int64
+}
+
+func (t Target) String() string { return fmt.Sprintf("%s ledger %d", t.ML, t.LedgerID) }
+
+// Step names a step of the state machine.
+type Step string
+
+// Steps, in order.
+const (
+	StepSelect  Step = "select"
+	StepPrepare Step = "prepare"
+	StepCopy    Step = "copy"
+	StepVerify  Step = "verify"
+	StepCommit  Step = "commit"
+	StepReload  Step = "reload"
+	StepTrim    Step = "trim"
+)
+
+// LedgerStore reads BookKeeper ledger metadata and compare-and-deletes
+// ledgers; *metadata.Store implements it.
+type LedgerStore interface {
+	ReadLedger(ctx context.Context, id int64) (*metadata.LedgerMetadata, error)
+	DeleteLedger(ctx context.Context, id int64, want metadata.Expect) (metadata.DeleteResult, error)
+}
+
+// Bookies opens ledgers for reading; *client.Client implements it.
+type Bookies interface {
+	Open(md *metadata.LedgerMetadata) (*client.Ledger, error)
+}
+
+// Broker is the broker admin API the reload step uses;
+// *brokeradmin.Client implements it.
+type Broker interface {
+	Unload(ctx context.Context, t mlmeta.TopicName) error
+	InternalStats(ctx context.Context, t mlmeta.TopicName) (*brokeradmin.InternalStats, error)
+}
+
+var (
+	_ LedgerStore = (*metadata.Store)(nil)
+	_ Bookies     = (*client.Client)(nil)
+	_ Broker      = (*brokeradmin.Client)(nil)
+)
+
+// Observer receives progress and step outcomes (progress bars, metrics).
+// Calls for one ledger come from one goroutine; implementations shared by
+// concurrent pipelines must be safe for concurrent use. Embed NopObserver
+// to implement only some methods.
+type Observer interface {
+	// StepStarted is called when a step begins.
+	StepStarted(t Target, s Step)
+	// StepDone is called when a step ends, with its error (nil: done).
+	StepDone(t Target, s Step, d time.Duration, err error)
+	// Copied reports the payload bytes handed to the upload so far
+	// (of total, the ledger length).
+	Copied(t Target, bytes, total int64)
+	// Verified reports the payload bytes read back and compared so far
+	// (of total, the bytes the verification will read).
+	Verified(t Target, bytes, total int64)
+}
+
+// NopObserver ignores everything.
+type NopObserver struct{}
+
+func (NopObserver) StepStarted(Target, Step)                      {}
+func (NopObserver) StepDone(Target, Step, time.Duration, error)   {}
+func (NopObserver) Copied(Target, int64, int64)                   {}
+func (NopObserver) Verified(Target, int64, int64)                 {}
+
+// Deps are the servers and shared resources a Pipeline uses.
+type Deps struct {
+	// ML reads and compare-and-sets managed-ledger metadata. Required.
+	ML *mlmeta.Store
+	// Ledgers reads BookKeeper metadata and deletes ledgers. Required.
+	Ledgers LedgerStore
+	// Bookies reads entries. Required.
+	Bookies Bookies
+	// Store receives the objects. Required. Wrap it with the shared
+	// blob.Limiter (blob.Limited, or the provider's Limiter option) to cap
+	// bytes/s and requests/s.
+	Store blob.Store
+	// Broker, when set, is told to reload topics after commits.
+	Broker Broker
+	// Pool supplies block buffers; share one Pool between concurrent
+	// pipelines to bound their memory together (its BlockSize must be at
+	// least Options.BlockSize). Nil: each ledger gets PartsInFlight+1
+	// buffers of its own.
+	Pool *format.Pool
+	// Failpoints, when set, is called at every failpoint.
+	Failpoints Failpoints
+	// Observer receives progress. Default NopObserver.
+	Observer Observer
+	// Logger receives one info line per step outcome. Default: discard.
+	Logger *slog.Logger
+	// UploadMetrics are shared upload metrics (upload.NewMetrics).
+	UploadMetrics *upload.Metrics
+	// Now is the clock (deletion lag). Default time.Now.
+	Now func() time.Time
+}
+
+// Options tune a Pipeline. The zero value gives the defaults.
+type Options struct {
+	// Driver is the driver metadata recorded in every OffloadContext
+	// (DriverForStore). Required.
+	Driver mlmeta.Driver
+	// BlockSize is the data block (= multipart part) size. Default
+	// DefaultBlockSize. Stock brokers read any block size.
+	BlockSize int
+	// PartsInFlight is the parts uploading at once per ledger (default 2).
+	PartsInFlight int
+	// ReadWindowBytes bounds the BookKeeper reads in flight per ledger, in
+	// expected payload bytes (default 16 MiB).
+	ReadWindowBytes int64
+	// FullVerifyBytes: ledgers up to this length are compared entry by
+	// entry in full after the upload; longer ones in three windows of
+	// about one block each (first entries, a random place, last entries).
+	// Default DefaultFullVerifyBytes; negative: always sample.
+	FullVerifyBytes int64
+	// Info is the informational object metadata (software version,
+	// cluster name).
+	Info format.ObjectInfo
+	// Trim deletes the BookKeeper copy once the deletion lag has passed
+	// since the commit (OffloadContext.timestamp) and the broker is known
+	// to serve the ledger from the object store.
+	Trim bool
+	// DeletionLag is the minimum time between commit and trim.
+	DeletionLag time.Duration
+	// TrimWithoutReload allows Trim without a Broker: only safe when no
+	// broker has the topic loaded with the old metadata.
+	TrimWithoutReload bool
+	// SkipReload leaves the broker alone even when Deps.Broker is set.
+	SkipReload bool
+}
+
+// Defaults.
+const (
+	// DefaultBlockSize is tierkeeper's block size: 8 MiB (see
+	// docs/offload.md for the measurement behind it; Pulsar's default is
+	// 64 MiB).
+	DefaultBlockSize = 8 << 20
+	// DefaultFullVerifyBytes is the largest ledger verified entry by entry
+	// in full (256 MiB).
+	DefaultFullVerifyBytes = 256 << 20
+	// DefaultReadWindowBytes bounds BookKeeper reads in flight per ledger.
+	DefaultReadWindowBytes = 16 << 20
+)
+
+// Pipeline offloads ledgers. Safe for concurrent use on different
+// managed ledgers; serialize the ledgers of one managed ledger (RunTopic
+// does).
+type Pipeline struct {
+	d    Deps
+	o    Options
+	up   *upload.Uploader
+	log  *slog.Logger
+	obs  Observer
+	rand func(n int64) int64
+}
+
+// New checks deps and opts and returns a Pipeline.
+func New(d Deps, o Options) (*Pipeline, error) {
+	switch {
+	case d.ML == nil || d.Ledgers == nil || d.Bookies == nil || d.Store == nil:
+		return nil, errors.New("pipeline: Deps.ML, Ledgers, Bookies and Store are required")
+	case o.Trim && d.Broker == nil && !o.TrimWithoutReload:
+		return nil, fmt.Errorf("%w: trimming needs a broker admin URL, to be sure the broker no longer reads the ledgers from BookKeeper (or TrimWithoutReload)", ErrTrimRefused)
+	case o.DeletionLag < 0:
+		return nil, fmt.Errorf("pipeline: negative deletion lag %s", o.DeletionLag)
+	}
+	if _, err := o.Driver.Metadata(); err != nil {
+		return nil, fmt.Errorf("pipeline: driver: %w", err)
+	}
+	if o.BlockSize == 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.PartsInFlight <= 0 {
+		o.PartsInFlight = 2
+	}
+	if o.ReadWindowBytes <= 0 {
+		o.ReadWindowBytes = DefaultReadWindowBytes
+	}
+	if o.FullVerifyBytes == 0 {
+		o.FullVerifyBytes = DefaultFullVerifyBytes
+	}
+	if d.Observer == nil {
+		d.Observer = NopObserver{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	up, err := upload.New(d.Store, &upload.Options{
+		MaxBlockSize: o.BlockSize, PartsInFlight: o.PartsInFlight, Pool: d.Pool, Info: o.Info,
+		Logger: d.Logger, Metrics: d.UploadMetrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	return &Pipeline{d: d, o: o, up: up, log: d.Logger.With("component", "pipeline"), obs: d.Observer, rand: randInt63n}, nil
+}
+
+// Options returns the options in effect (defaults applied).
+func (p *Pipeline) Options() Options { return p.o }
+
+// hit calls the failpoint name.
+func (p *Pipeline) hit(ctx context.Context, name string, t Target) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.d.Failpoints == nil {
+		return nil
+	}
+	return p.d.Failpoints.Hit(ctx, name, t)
+}
+
+// step runs fn as step s of t, with observer calls and a StepError.
+func (p *Pipeline) step(ctx context.Context, t Target, s Step, res *LedgerResult, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return &StepError{Target: t, Step: s, Err: err}
+	}
+	p.obs.StepStarted(t, s)
+	start := time.Now()
+	err := fn()
+	d := time.Since(start)
+	p.obs.StepDone(t, s, d, err)
+	if res != nil {
+		res.Steps = append(res.Steps, StepTiming{Step: s, Duration: d})
+	}
+	if err != nil {
+		p.log.Warn("step failed", "ml", t.ML, "ledger", t.LedgerID, "step", s, "duration", d, "err", err)
+		var se *StepError
+		if errors.As(err, &se) {
+			return err
+		}
+		return &StepError{Target: t, Step: s, Err: err}
+	}
+	p.log.Debug("step done", "ml", t.ML, "ledger", t.LedgerID, "step", s, "duration", d)
+	return nil
+}
+
+// StepTiming is one step's duration.
+type StepTiming struct {
+	Step     Step          `json:"step"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Outcome is what a run did to a ledger.
+type Outcome string
+
+// Outcomes.
+const (
+	// OutcomeOffloaded: copied, verified and committed by this run.
+	OutcomeOffloaded Outcome = "offloaded"
+	// OutcomeAdopted: the objects of an earlier unfinished attempt were
+	// verified against the bookies and committed (no copy needed).
+	OutcomeAdopted Outcome = "adopted"
+	// OutcomeAlreadyOffloaded: complete before this run.
+	OutcomeAlreadyOffloaded Outcome = "already-offloaded"
+	// OutcomeFailed: a step failed (LedgerResult.Err).
+	OutcomeFailed Outcome = "failed"
+)
+
+// LedgerResult is what happened to one ledger.
+type LedgerResult struct {
+	Target
+	Outcome Outcome
+	// UUID is the attempt whose objects the ledger now points at (or
+	// would, for a failed run: the attempt that was tried).
+	UUID uuid.UUID
+	// Before is the stored state when the run started.
+	Before mlmeta.LedgerState
+	// Entries and Bytes are the ledger's entries and payload bytes.
+	Entries, Bytes int64
+	// ObjectBytes is the data object's size, Blocks its number of blocks.
+	ObjectBytes int64
+	Blocks      int
+	// DataKey and IndexKey are the objects' keys.
+	DataKey, IndexKey string
+	// Verify says what was verified.
+	Verify VerifyReport
+	// Reload says whether the broker now serves the ledger from the store.
+	Reload ReloadResult
+	// Trim says what happened to the BookKeeper copy.
+	Trim TrimResult
+	// Superseded are earlier unfinished attempts replaced by this one;
+	// Leftovers the objects of theirs that could not be deleted (for the
+	// sweeper).
+	Superseded []uuid.UUID
+	Leftovers  []string
+	// Steps are the steps run, with durations.
+	Steps []StepTiming
+	// Err is the failure, if any (a *StepError).
+	Err error
+}
+
+// ReloadResult describes the reload step.
+type ReloadResult struct {
+	// Done: the broker's internalStats say the ledger is offloaded.
+	Done bool
+	// Unloaded: this run unloaded the topic (false when the broker already
+	// served the ledger from the store).
+	Unloaded bool
+	// Note explains a skipped or failed reload.
+	Note string
+}
+
+// TrimResult describes the trim step.
+type TrimResult struct {
+	// Marked: bookkeeperDeleted=true is stored.
+	Marked bool
+	// Deleted: the BookKeeper ledger is gone (by this run or before).
+	Deleted bool
+	// FreedBytes is the ledger size freed on the bookies by this run.
+	FreedBytes int64
+	// NotBefore is when the deletion lag ends (trim pending until then).
+	NotBefore time.Time
+	// Note explains a pending or refused trim.
+	Note string
+}
+
+// LedgerInfo is a managed ledger's entry for one ledger.
+type LedgerInfo = mlproto.ManagedLedgerInfo_LedgerInfo
+
+func attemptOf(li *LedgerInfo) (uuid.UUID, bool) { return mlmeta.AttemptUUID(li.GetOffloadContext()) }
+
+type brokerLedger = brokeradmin.LedgerStats

@@ -1,0 +1,103 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+)
+
+// NoBrokerNote is what happens without a broker admin URL.
+const NoBrokerNote = "no broker admin URL: a broker that has the topic loaded keeps reading these ledgers from BookKeeper " +
+	"until it reloads the topic, at the latest on its next ledger rollover (its metadata write then fails on the new " +
+	"znode version and it reopens the managed ledger); unload the topic (pulsar-admin topics unload) to switch now"
+
+// reloadAll makes the broker serve the committed ledgers from the object
+// store: if its internalStats already say so, nothing is done; otherwise
+// the topic is unloaded and internalStats checked again.
+func (p *Pipeline) reloadAll(ctx context.Context, tr *TopicResult, done []*LedgerResult) error {
+	if p.d.Broker == nil || p.o.SkipReload {
+		note := NoBrokerNote
+		if p.d.Broker != nil {
+			note = "reload skipped (SkipReload)"
+		}
+		tr.Reload = ReloadResult{Note: note}
+		for _, lr := range done {
+			lr.Reload = tr.Reload
+		}
+		return nil
+	}
+	ids := make([]int64, len(done))
+	for i, lr := range done {
+		ids[i] = lr.LedgerID
+	}
+	t := Target{ML: tr.ML, LedgerID: ids[0]}
+	var rr ReloadResult
+	err := p.step(ctx, t, StepReload, nil, func() error {
+		var err error
+		rr, err = p.reload(ctx, tr.ML, ids, false)
+		return err
+	})
+	tr.Reload = rr
+	for _, lr := range done {
+		lr.Reload = rr
+		if err != nil && lr.Err == nil {
+			lr.Err = err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, lr := range done {
+		if err := p.hit(ctx, FPAfterReload, lr.Target); err != nil {
+			lr.Err = &StepError{Target: lr.Target, Step: StepReload, Err: err}
+			return lr.Err
+		}
+	}
+	return nil
+}
+
+// reload checks (and, if needed or forced, makes) the broker's in-memory
+// view of ml list the ledgers ids as offloaded.
+func (p *Pipeline) reload(ctx context.Context, ml string, ids []int64, force bool) (ReloadResult, error) {
+	tn, err := mlmeta.ParseMLName(ml)
+	if err != nil {
+		return ReloadResult{}, err
+	}
+	if !force {
+		if st, err := p.d.Broker.InternalStats(ctx, tn); err == nil {
+			if missing := notOffloaded(st.Ledgers, ids); len(missing) == 0 {
+				return ReloadResult{Done: true, Note: "the broker already serves these ledgers from the object store"}, nil
+			}
+		}
+	}
+	start := time.Now()
+	if err := p.d.Broker.Unload(ctx, tn); err != nil {
+		return ReloadResult{Note: "unload failed: " + err.Error()}, fmt.Errorf("%w: %w", ErrReload, err)
+	}
+	st, err := p.d.Broker.InternalStats(ctx, tn)
+	if err != nil {
+		return ReloadResult{Unloaded: true, Note: "unloaded; internalStats failed: " + err.Error()}, fmt.Errorf("%w: after unload: %w", ErrReload, err)
+	}
+	if missing := notOffloaded(st.Ledgers, ids); len(missing) > 0 {
+		return ReloadResult{Unloaded: true, Note: fmt.Sprintf("after unload the broker still reads ledgers %v from BookKeeper", missing)},
+			fmt.Errorf("%w: after unload the broker's internalStats list ledgers %v as not offloaded", ErrReload, missing)
+	}
+	p.log.Info("topic reloaded", "ml", ml, "ledgers", ids, "duration", time.Since(start))
+	return ReloadResult{Done: true, Unloaded: true}, nil
+}
+
+// notOffloaded returns the ids the broker lists without the offloaded flag
+// (ledgers it does not list at all are not its concern).
+func notOffloaded(ls []brokerLedger, ids []int64) []int64 {
+	var out []int64
+	for _, id := range ids {
+		for _, l := range ls {
+			if l.LedgerID == id && !l.Offloaded {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
