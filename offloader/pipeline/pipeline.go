@@ -89,10 +89,10 @@ type Observer interface {
 // NopObserver ignores everything.
 type NopObserver struct{}
 
-func (NopObserver) StepStarted(Target, Step)                      {}
-func (NopObserver) StepDone(Target, Step, time.Duration, error)   {}
-func (NopObserver) Copied(Target, int64, int64)                   {}
-func (NopObserver) Verified(Target, int64, int64)                 {}
+func (NopObserver) StepStarted(Target, Step)                    {}
+func (NopObserver) StepDone(Target, Step, time.Duration, error) {}
+func (NopObserver) Copied(Target, int64, int64)                 {}
+func (NopObserver) Verified(Target, int64, int64)               {}
 
 // Deps are the servers and shared resources a Pipeline uses.
 type Deps struct {
