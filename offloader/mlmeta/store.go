@@ -487,8 +487,10 @@ func (s *Store) update(ctx context.Context, ml string, ledgerID int64, fn Mutato
 			return &UpdateResult{Version: snap.Version, Retries: attempt, Before: before, After: before}, nil
 		}
 		li.OffloadContext = oc
-		if before == nil && proto.Size(oc) == 0 {
-			li.OffloadContext = nil // emptying a context that did not exist leaves none
+		if proto.Size(oc) == 0 {
+			// An emptied context is removed: Pulsar reports a ledger with
+			// any context, even an empty one, as offloaded (internal-info).
+			li.OffloadContext = nil
 		}
 		data, err := s.encode(info, snap.Codec)
 		if err != nil {

@@ -1,6 +1,7 @@
 package mlmeta
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -237,6 +238,50 @@ func TestPrepareReplacesStaleAttempt(t *testing.T) {
 	}
 	if _, _, err := s.PrepareOffload(ctx, testML, 2, uuidA, Driver{Name: "nope"}); !errors.Is(err, ErrUnknownDriver) {
 		t.Fatalf("unknown driver: %v", err)
+	}
+}
+
+// AbandonOffload restores the context that was there before the prepare,
+// byte for byte (a ledger that had none gets none, not an empty one), and
+// touches nothing once another attempt or a commit is stored.
+func TestAbandonOffloadRestores(t *testing.T) {
+	s, f := newTestStore(t, sampleInfo(1, 4), nil)
+	ctx := context.Background()
+	orig := f.nodes[Path(testML)].data
+	if _, _, err := s.PrepareOffload(ctx, testML, 2, uuidA, s3drv); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := s.AbandonOffload(ctx, testML, 2, uuidB, nil); err != nil || w {
+		t.Fatalf("abandon of another attempt: wrote %v, %v", w, err)
+	}
+	if w, err := s.AbandonOffload(ctx, testML, 2, uuidA, nil); err != nil || !w {
+		t.Fatalf("abandon: wrote %v, %v", w, err)
+	}
+	if got := f.nodes[Path(testML)].data; !bytes.Equal(got, orig) {
+		t.Fatalf("abandon did not restore the node: %x vs %x", got, orig)
+	}
+	// A ledger with an earlier attempt gets that attempt back.
+	if _, _, err := s.PrepareOffload(ctx, testML, 2, uuidA, s3drv); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := stored(t, f, testML)
+	before := proto.Clone(info.LedgerInfo[1].OffloadContext).(*mlproto.OffloadContext)
+	if _, _, err := s.PrepareOffload(ctx, testML, 2, uuidB, s3drv); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := s.AbandonOffload(ctx, testML, 2, uuidB, before); err != nil || !w {
+		t.Fatalf("abandon B: %v %v", w, err)
+	}
+	info, _ = stored(t, f, testML)
+	if !proto.Equal(info.LedgerInfo[1].OffloadContext, before) {
+		t.Fatalf("after abandon: %v, want %v", info.LedgerInfo[1].OffloadContext, before)
+	}
+	// Complete: never undone.
+	if _, err := s.CompleteOffload(ctx, testML, 2, uuidA); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := s.AbandonOffload(ctx, testML, 2, uuidA, nil); err != nil || w {
+		t.Fatalf("abandon of a complete offload: %v %v", w, err)
 	}
 }
 
