@@ -113,7 +113,6 @@ func New(cfg Config, opts Options) (*Client, error) {
 		tr.TLSClientConfig = tc
 		tr.DialContext = (&net.Dialer{Timeout: min(c.timeout, 10*time.Second), KeepAlive: 30 * time.Second}).DialContext
 		tr.TLSHandshakeTimeout = min(c.timeout, 10*time.Second)
-		tr.ResponseHeaderTimeout = c.timeout
 		rt = tr
 	}
 	c.http = &http.Client{Transport: rt, CheckRedirect: checkRedirect}
@@ -298,7 +297,8 @@ func (c *Client) do(ctx context.Context, op, method, path string, body io.Reader
 		if perr := parent.Err(); perr != nil {
 			return nil, fmt.Errorf("%s: %w", op, perr)
 		}
-		if ctx.Err() != nil {
+		var ne net.Error
+		if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
 			return nil, fmt.Errorf("%s: %w: no answer from %s within %s", op, ErrUnreachable, c.base.Redacted(), c.timeout)
 		}
 		return nil, fmt.Errorf("%s: %w: %v", op, ErrUnreachable, redactURLError(err))

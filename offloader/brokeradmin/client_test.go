@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/pem"
 	"errors"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -182,7 +184,9 @@ func TestRedirectKeepsToken(t *testing.T) {
 
 func TestTLSWithCAFileAndTokenFile(t *testing.T) {
 	rec := &recorder{status: 200, body: `{"entriesAddedCounter":30,"ledgers":[{"ledgerId":3,"entries":10,"size":100,"offloaded":true},{"ledgerId":4,"entries":5,"size":50,"offloaded":false}]}`}
-	srv := httptest.NewTLSServer(rec)
+	srv := httptest.NewUnstartedServer(rec)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake below
+	srv.StartTLS()
 	defer srv.Close()
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.pem")
