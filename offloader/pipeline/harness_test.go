@@ -20,6 +20,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
@@ -149,11 +150,12 @@ func newRig(t *testing.T, useS3 bool) *rig {
 	peers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := metadata.Connect(ctx, []string{env.zk.Addr}, metadata.ConnectOptions{SessionTimeout: 10 * time.Second})
+	sess, err := tkzk.Connect(ctx, []string{env.zk.Addr}, tkzk.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(conn.Close)
+	t.Cleanup(sess.Close)
+	conn := sess.Conn
 	lst, err := metadata.NewStore(ctx, conn, metadata.StoreOptions{})
 	if err != nil {
 		t.Fatal(err)
