@@ -17,7 +17,7 @@ import (
 
 // ZooKeeper is a standalone ZooKeeper server (the 3.9.x jar Pulsar pins,
 // from the compat Maven build) listening on 127.0.0.1 with its own data
-// directory. The admin HTTP server is off, the heap is 64 MiB, fsync is off
+// directory. The admin HTTP server is off, the heap is 64 MiB (ZooKeeperOptions), fsync is off
 // (data survives a process kill, not a machine crash). tickTime is 500 ms,
 // so clients may ask for session timeouts from 1 s to 40 s.
 type ZooKeeper struct {
@@ -26,6 +26,7 @@ type ZooKeeper struct {
 	DataDir string // kept across Restart
 
 	owner  testing.TB
+	heap   string
 	build  *JavaBuild
 	logDir string
 	cfg    string
@@ -43,10 +44,27 @@ const zkStartTimeout = 60 * time.Second
 // skipped (failed when TIERKEEPER_REQUIRE_PEERS=1).
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
+	return StartZooKeeperWith(t, ZooKeeperOptions{})
+}
+
+// ZooKeeperOptions configure StartZooKeeperWith.
+type ZooKeeperOptions struct {
+	// Heap is the server's JVM heap (-Xmx), e.g. "1g" for trees of
+	// hundreds of thousands of znodes. Default "64m".
+	Heap string
+}
+
+// StartZooKeeperWith is StartZooKeeper with options.
+func StartZooKeeperWith(t testing.TB, o ZooKeeperOptions) *ZooKeeper {
+	t.Helper()
+	if o.Heap == "" {
+		o.Heap = "64m"
+	}
 	b := requireJavaBuild(t)
 	dir := t.TempDir()
 	z := &ZooKeeper{
 		owner:   t,
+		heap:    o.Heap,
 		build:   b,
 		DataDir: filepath.Join(dir, "data"),
 		logDir:  dir,
@@ -88,7 +106,7 @@ func (z *ZooKeeper) start(t testing.TB) error {
 		name = fmt.Sprintf("zookeeper-%d", z.gen)
 	}
 	z.mu.Unlock()
-	opts := append(JVMOptions("64m", true),
+	opts := append(JVMOptions(z.heap, true),
 		"-Dzookeeper.admin.enableServer=false",
 		"-Dtk.loglevel=INFO")
 	cds, done := z.build.CDS("zookeeper")

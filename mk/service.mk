@@ -1,0 +1,21 @@
+# Offload service (offloader/ root, policy, discovery, sweeper, scheduler;
+# cmd/offloader run|plan). See configs/offloader.yaml.
+
+# Size of the bench-scan tree.
+BENCH_SCAN_MLS     ?= 10000
+BENCH_SCAN_LEDGERS ?= 10
+
+.PHONY: test-service bench-scan
+
+## test-service: the offload service's packages and CLI commands.
+test-service: compat-prepare
+	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 ./offloader/ ./offloader/policy/ ./offloader/pressure/ \
+	  ./offloader/discovery/ ./offloader/sweeper/ ./cmd/offloader/
+
+## bench-scan: a full discovery scan of 10 000 managed ledgers / 100 000 ledgers in a real ZooKeeper (seconds, peak RSS).
+bench-scan: compat-prepare
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_BENCH_SCAN_MLS=$(BENCH_SCAN_MLS) \
+	  TIERKEEPER_BENCH_SCAN_LEDGERS=$(BENCH_SCAN_LEDGERS) \
+	  $(GO) test -run '^$$' -bench '^BenchmarkScan$$' -benchtime 1x -timeout 30m ./offloader/discovery/ \
+	  | grep -v '^\s*[0-9:.]* \(INFO\|WARN\)\|cds\]'
+bench: bench-scan

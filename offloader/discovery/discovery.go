@@ -1,0 +1,535 @@
+// Package discovery keeps an up-to-date view of every managed ledger under
+// /managed-ledgers for the policy: it watches each managed-ledger znode and
+// each namespace's topic list, and rescans the whole tree periodically,
+// reading a managed ledger's value only when its znode version changed.
+//
+// # How
+//
+//   - Scan lists the namespaces and their topics (mlmeta.Store.List), then
+//     asks ZooKeeper for each known managed ledger's stat (Exists, no data)
+//     and reads (GetW: data + a data watch) only new ones and those whose
+//     version differs from the one cached. Requests are pipelined on the
+//     session, Options.Concurrency at a time. Managed ledgers that
+//     disappeared are dropped.
+//   - A fired data watch re-reads that managed ledger (re-arming the
+//     watch); a fired child watch on <namespace>/persistent re-lists the
+//     namespace. New namespaces appear at the next rescan.
+//   - The cache holds the policy's small view of each managed ledger
+//     (policy.Topic: ids, sizes, times, states), not the protobuf.
+//
+// go-zookeeper re-arms watches after a reconnect within the session; when
+// the session is lost, Run returns and the caller starts over on a new
+// session (Scan from scratch re-arms everything).
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierkeeper/tierkeeper/internal/metrics"
+	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/policy"
+)
+
+// Conn is the part of a ZooKeeper client discovery uses; *tzk.Session and
+// *zk.Conn implement it.
+type Conn interface {
+	Get(path string) ([]byte, *gozk.Stat, error)
+	Children(path string) ([]string, *gozk.Stat, error)
+	Set(path string, data []byte, version int32) (*gozk.Stat, error)
+	GetW(path string) ([]byte, *gozk.Stat, <-chan gozk.Event, error)
+	ChildrenW(path string) ([]string, *gozk.Stat, <-chan gozk.Event, error)
+	Exists(path string) (bool, *gozk.Stat, error)
+}
+
+// Options configure a Discovery.
+type Options struct {
+	// Chroot of Pulsar's metadata store in ZooKeeper (as mlmeta.Options).
+	Chroot string
+	// Concurrency bounds ZooKeeper requests in flight during a scan.
+	// Default 32 (requests are pipelined on one session).
+	Concurrency int
+	// RescanInterval is the period of full rescans in Run. Default 5m.
+	RescanInterval time.Duration
+	// NoWatches turns watches off (scans only; for one-shot tools).
+	NoWatches bool
+	// Limits bound decoding of values.
+	Limits mlmeta.Limits
+	Logger *slog.Logger
+	// Registerer receives tierkeeper_offloader_discovery_* metrics.
+	Registerer prometheus.Registerer
+}
+
+type entry struct {
+	version int32
+	topic   policy.Topic
+	err     error
+	watched bool
+}
+
+// Discovery is the cache of managed ledgers. It is safe for concurrent use.
+type Discovery struct {
+	conn  Conn
+	store *mlmeta.Store
+	o     Options
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	entries  map[string]*entry
+	nsWatch  map[string]bool
+	lastScan ScanStats
+
+	changed chan struct{}
+	events  chan string // managed ledgers (or "ns:<namespace>") to refresh
+
+	scans     prometheus.Histogram
+	reads     *prometheus.CounterVec
+	mls       prometheus.Gauge
+	readErrs  prometheus.Counter
+	watchFire prometheus.Counter
+}
+
+// New returns a Discovery reading through conn.
+func New(conn Conn, o Options) *Discovery {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 32
+	}
+	if o.RescanInterval <= 0 {
+		o.RescanInterval = 5 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Discovery{
+		conn:    conn,
+		store:   mlmeta.New(conn, &mlmeta.Options{Chroot: o.Chroot, Limits: o.Limits, ListConcurrency: o.Concurrency}),
+		o:       o,
+		log:     o.Logger.With("component", "discovery"),
+		entries: map[string]*entry{},
+		nsWatch: map[string]bool{},
+		changed: make(chan struct{}, 1),
+		events:  make(chan string, 4096),
+	}
+	f := metrics.New(o.Registerer, "offloader")
+	d.scans = f.Histogram("discovery_scan_duration_seconds", "Duration of full rescans of /managed-ledgers.",
+		[]float64{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120})
+	d.reads = f.CounterVec("discovery_reads_total", "Managed-ledger values read, by why (new, changed, watch).",
+		metrics.Label{Name: "reason", Values: []string{"new", "changed", "watch"}})
+	d.mls = f.Gauge("discovery_managed_ledgers", "Managed ledgers known.")
+	d.readErrs = f.Counter("discovery_read_errors_total", "Managed ledgers that could not be read or decoded.")
+	d.watchFire = f.Counter("discovery_watch_events_total", "ZooKeeper watch events received.")
+	return d
+}
+
+// Changed receives a value after any managed ledger changed (coalesced).
+func (d *Discovery) Changed() <-chan struct{} { return d.changed }
+
+func (d *Discovery) notify() {
+	select {
+	case d.changed <- struct{}{}:
+	default:
+	}
+}
+
+// ScanStats describe one full scan.
+type ScanStats struct {
+	Started     time.Time
+	Took        time.Duration
+	Namespaces  int
+	Listed      int // managed ledgers listed
+	Statted     int // stat-only checks
+	Read        int // values read (new or changed)
+	Removed     int
+	Errors      int
+	Ledgers     int // ledgers in the cache after the scan
+	CachedBytes int64
+}
+
+// Scan does one full rescan. It returns an error only when the listing
+// fails (ZooKeeper unavailable, ctx); per-managed-ledger errors are kept
+// with the entry (Errors) and counted.
+func (d *Discovery) Scan(ctx context.Context) (ScanStats, error) {
+	st := ScanStats{Started: time.Now()}
+	nss, err := d.store.ListNamespaces(ctx)
+	if err != nil {
+		return st, fmt.Errorf("discovery: list namespaces: %w", err)
+	}
+	st.Namespaces = len(nss)
+	var names []string
+	for _, ns := range nss {
+		mls, err := d.listNamespace(ctx, ns)
+		if err != nil {
+			return st, err
+		}
+		names = append(names, mls...)
+	}
+	st.Listed = len(names)
+	listed := make(map[string]bool, len(names))
+	for _, n := range names {
+		listed[n] = true
+	}
+	d.mu.Lock()
+	for n := range d.entries {
+		if !listed[n] {
+			delete(d.entries, n)
+			st.Removed++
+		}
+	}
+	d.mu.Unlock()
+
+	var mu sync.Mutex
+	err = d.each(ctx, names, func(ml string) error {
+		d.mu.Lock()
+		e := d.entries[ml]
+		d.mu.Unlock()
+		reason := "new"
+		if e != nil {
+			ok, stat, err := exists(ctx, d.conn, d.path(ml))
+			mu.Lock()
+			st.Statted++
+			mu.Unlock()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				d.drop(ml)
+				return nil
+			}
+			if stat.Version == e.version && e.err == nil && (e.watched || d.o.NoWatches) {
+				return nil
+			}
+			reason = "changed"
+		}
+		if err := d.refresh(ctx, ml, reason); err != nil {
+			return err
+		}
+		mu.Lock()
+		st.Read++
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return st, err
+	}
+	d.mu.Lock()
+	for _, e := range d.entries {
+		if e.err != nil {
+			st.Errors++
+		}
+		st.Ledgers += len(e.topic.Ledgers)
+	}
+	d.mls.Set(float64(len(d.entries)))
+	d.mu.Unlock()
+	st.Took = time.Since(st.Started)
+	d.scans.Observe(st.Took.Seconds())
+	d.mu.Lock()
+	d.lastScan = st
+	d.mu.Unlock()
+	d.notify()
+	return st, nil
+}
+
+// LastScan returns the stats of the last full scan.
+func (d *Discovery) LastScan() ScanStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastScan
+}
+
+func (d *Discovery) path(ml string) string { return d.o.Chroot + mlmeta.Path(ml) }
+
+// listNamespace lists a namespace's managed ledgers and arms a child watch
+// on its topic list (once).
+func (d *Discovery) listNamespace(ctx context.Context, ns string) ([]string, error) {
+	p := d.o.Chroot + mlmeta.Root + "/" + ns + "/" + mlmeta.DomainPersistent
+	d.mu.Lock()
+	watched := d.nsWatch[ns]
+	d.mu.Unlock()
+	var kids []string
+	var err error
+	if watched || d.o.NoWatches {
+		kids, err = tzk.Children(ctx, d.conn, p)
+	} else {
+		var ch <-chan gozk.Event
+		kids, ch, err = childrenW(ctx, d.conn, p)
+		if err == nil {
+			d.mu.Lock()
+			d.nsWatch[ns] = true
+			d.mu.Unlock()
+			go d.forward(ch, "ns:"+ns)
+		}
+	}
+	if errors.Is(err, gozk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("discovery: list %s: %w", p, err)
+	}
+	out := make([]string, 0, len(kids))
+	for _, k := range kids {
+		out = append(out, ns+"/"+mlmeta.DomainPersistent+"/"+k)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// forward waits for one watch event and queues its key.
+func (d *Discovery) forward(ch <-chan gozk.Event, key string) {
+	ev, ok := <-ch
+	if !ok {
+		return
+	}
+	d.watchFire.Inc()
+	if ev.Type == gozk.EventNotWatching {
+		// The session is gone; the next Scan on a new session re-arms.
+		return
+	}
+	select {
+	case d.events <- key:
+	default:
+		// The queue is full: the periodic rescan catches it. Mark the
+		// entry unwatched so the rescan reads it.
+		d.unwatch(key)
+	}
+}
+
+func (d *Discovery) unwatch(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(key) > 3 && key[:3] == "ns:" {
+		delete(d.nsWatch, key[3:])
+		return
+	}
+	if e := d.entries[key]; e != nil {
+		e.watched = false
+	}
+}
+
+// refresh reads one managed ledger (arming a data watch) into the cache.
+func (d *Discovery) refresh(ctx context.Context, ml, reason string) error {
+	var data []byte
+	var stat *gozk.Stat
+	var ch <-chan gozk.Event
+	var err error
+	if d.o.NoWatches {
+		data, stat, err = tzk.Get(ctx, d.conn, d.path(ml))
+	} else {
+		data, stat, ch, err = getW(ctx, d.conn, d.path(ml))
+	}
+	if errors.Is(err, gozk.ErrNoNode) {
+		d.drop(ml)
+		return nil
+	}
+	if err != nil {
+		if tzk.Unavailable(err) || ctx.Err() != nil {
+			return fmt.Errorf("discovery: read %s: %w", d.path(ml), err)
+		}
+		d.setErr(ml, err)
+		return nil
+	}
+	if ch != nil {
+		go d.forward(ch, ml)
+	}
+	d.reads.WithLabelValues(reason).Inc()
+	e := &entry{version: stat.Version, watched: ch != nil}
+	info, _, derr := mlmeta.Decode(data, d.o.Limits)
+	if derr == nil {
+		e.topic, derr = policy.TopicFromInfo(ml, info)
+	}
+	if derr != nil {
+		e.err = fmt.Errorf("%s (version %d): %w", d.path(ml), stat.Version, derr)
+		e.topic = policy.Topic{ML: ml}
+		d.readErrs.Inc()
+	}
+	d.mu.Lock()
+	d.entries[ml] = e
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Discovery) setErr(ml string, err error) {
+	d.readErrs.Inc()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.entries[ml]
+	if e == nil {
+		e = &entry{version: -1, topic: policy.Topic{ML: ml}}
+		d.entries[ml] = e
+	}
+	e.err = err
+}
+
+func (d *Discovery) drop(ml string) {
+	d.mu.Lock()
+	delete(d.entries, ml)
+	d.mu.Unlock()
+}
+
+// each runs fn for every name, Concurrency at a time; the first error
+// stops it.
+func (d *Discovery) each(ctx context.Context, names []string, fn func(string) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, d.o.Concurrency)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for _, n := range names {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(n); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// Run scans, then serves watch events and rescans every RescanInterval
+// until ctx ends (nil) or ZooKeeper becomes unavailable (the error).
+func (d *Discovery) Run(ctx context.Context) error {
+	if _, err := d.Scan(ctx); err != nil {
+		return err
+	}
+	t := time.NewTicker(d.o.RescanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			st, err := d.Scan(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			d.log.Debug("rescan", "took", st.Took, "listed", st.Listed, "read", st.Read, "removed", st.Removed)
+		case key := <-d.events:
+			if err := d.handle(ctx, key); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+	}
+}
+
+func (d *Discovery) handle(ctx context.Context, key string) error {
+	if len(key) > 3 && key[:3] == "ns:" {
+		ns := key[3:]
+		d.mu.Lock()
+		delete(d.nsWatch, ns)
+		d.mu.Unlock()
+		names, err := d.listNamespace(ctx, ns)
+		if err != nil {
+			return err
+		}
+		listed := map[string]bool{}
+		for _, n := range names {
+			listed[n] = true
+			d.mu.Lock()
+			_, known := d.entries[n]
+			d.mu.Unlock()
+			if !known {
+				if err := d.refresh(ctx, n, "new"); err != nil {
+					return err
+				}
+			}
+		}
+		d.mu.Lock()
+		prefix := ns + "/" + mlmeta.DomainPersistent + "/"
+		for n := range d.entries {
+			if len(n) > len(prefix) && n[:len(prefix)] == prefix && !listed[n] {
+				delete(d.entries, n)
+			}
+		}
+		d.mls.Set(float64(len(d.entries)))
+		d.mu.Unlock()
+		d.notify()
+		return nil
+	}
+	if err := d.refresh(ctx, key, "watch"); err != nil {
+		return err
+	}
+	d.notify()
+	return nil
+}
+
+// Snapshot returns every managed ledger read without error, sorted by
+// name, and the errors of those that could not be read.
+func (d *Discovery) Snapshot() (topics []policy.Topic, errs map[string]error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	errs = map[string]error{}
+	topics = make([]policy.Topic, 0, len(d.entries))
+	for n, e := range d.entries {
+		if e.err != nil {
+			errs[n] = e.err
+			continue
+		}
+		topics = append(topics, e.topic)
+	}
+	sort.Slice(topics, func(i, j int) bool { return topics[i].ML < topics[j].ML })
+	return topics, errs
+}
+
+type existsResult struct {
+	ok   bool
+	stat *gozk.Stat
+}
+
+func exists(ctx context.Context, c Conn, p string) (bool, *gozk.Stat, error) {
+	r, err := tzk.Do(ctx, func() (existsResult, error) {
+		ok, st, err := c.Exists(p)
+		return existsResult{ok, st}, err
+	})
+	return r.ok, r.stat, err
+}
+
+type watchResult struct {
+	data []byte
+	kids []string
+	stat *gozk.Stat
+	ch   <-chan gozk.Event
+}
+
+func getW(ctx context.Context, c Conn, p string) ([]byte, *gozk.Stat, <-chan gozk.Event, error) {
+	r, err := tzk.Do(ctx, func() (watchResult, error) {
+		d, st, ch, err := c.GetW(p)
+		return watchResult{data: d, stat: st, ch: ch}, err
+	})
+	return r.data, r.stat, r.ch, err
+}
+
+func childrenW(ctx context.Context, c Conn, p string) ([]string, <-chan gozk.Event, error) {
+	r, err := tzk.Do(ctx, func() (watchResult, error) {
+		k, st, ch, err := c.ChildrenW(p)
+		return watchResult{kids: k, stat: st, ch: ch}, err
+	})
+	return r.kids, r.ch, err
+}

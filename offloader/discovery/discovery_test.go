@@ -1,0 +1,150 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/internal/mltest"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+func connect(t testing.TB, addr string) *tzk.Session {
+	t.Helper()
+	s, err := tzk.Connect(context.Background(), []string{addr}, tzk.Options{ConnectTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func names(d *Discovery) string {
+	ts, errs := d.Snapshot()
+	out := ""
+	for _, t := range ts {
+		out += fmt.Sprintf("%s:%d ", t.ML, len(t.Ledgers))
+	}
+	for n := range errs {
+		out += "ERR:" + n + " "
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDiscoveryRealZooKeeper(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	s := connect(t, z.Addr)
+	c := mltest.NewCreator(s.Conn)
+	now := time.Now()
+	for _, ml := range []string{"t/ns/persistent/a", "t/ns/persistent/b", "u/c1/ns/persistent/v1topic"} {
+		if err := c.CreateML(ml, mltest.Info(mltest.Closed(1, 3, 100, now)...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A value that is not a ManagedLedgerInfo is an error of that entry only.
+	if err := c.Create(mlmeta.Path("t/ns/persistent/bad"), []byte{0xff, 0xff, 0xff}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	d := New(s, Options{Registerer: reg, RescanInterval: time.Hour})
+	st, err := d.Scan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Listed != 4 || st.Read != 4 || st.Statted != 0 || st.Errors != 1 || st.Namespaces != 2 || st.Ledgers != 12 {
+		t.Errorf("first scan: %+v", st)
+	}
+	if got := names(d); got != "t/ns/persistent/a:4 t/ns/persistent/b:4 u/c1/ns/persistent/v1topic:4 ERR:t/ns/persistent/bad " {
+		t.Errorf("snapshot: %s", got)
+	}
+	// A rescan of an unchanged tree reads nothing: stat only.
+	st, err = d.Scan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Read != 1 || st.Statted != 4 { // the bad one is re-read each scan
+		t.Errorf("unchanged rescan: %+v", st)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.Run(ctx) }()
+
+	// A change (a ledger rollover) is seen through the data watch.
+	if err := c.CreateML("t/ns/persistent/a", mltest.Info(mltest.Closed(1, 5, 100, now)...)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "watch refresh of a", func() bool {
+		ts, _ := d.Snapshot()
+		return len(ts) > 0 && len(ts[0].Ledgers) == 6
+	})
+	// A new topic is seen through the namespace's child watch; a deleted one goes.
+	if err := c.CreateML("t/ns/persistent/new", mltest.Info(mltest.Closed(1, 1, 100, now)...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(mlmeta.Path("t/ns/persistent/b"), -1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "new topic and deletion", func() bool {
+		return names(d) == "t/ns/persistent/a:6 t/ns/persistent/new:2 u/c1/ns/persistent/v1topic:4 ERR:t/ns/persistent/bad "
+	})
+	select {
+	case <-d.Changed():
+	default:
+		t.Error("no change notification")
+	}
+	if v := testutil.ToFloat64(d.reads.WithLabelValues("watch")); v < 1 {
+		t.Errorf("watch reads = %v", v)
+	}
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+
+	// A rescan after changes made without watches (a new Discovery with
+	// NoWatches) reads only what changed since its own last scan.
+	d2 := New(s, Options{NoWatches: true})
+	if _, err := d2.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateML("u/c1/ns/persistent/v1topic", mltest.Info(mltest.Closed(1, 2, 100, now)...)); err != nil {
+		t.Fatal(err)
+	}
+	st, err = d2.Scan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Read != 2 || st.Statted != 4 { // v1topic changed + the bad one
+		t.Errorf("rescan after one change: %+v", st)
+	}
+
+	// ZooKeeper gone: Scan fails with an error naming what it listed.
+	z.Kill()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	if _, err := d2.Scan(sctx); err == nil {
+		t.Error("scan without ZooKeeper succeeded")
+	}
+}
+
+var _ Conn = (*gozk.Conn)(nil)
+var _ Conn = (*tzk.Session)(nil)

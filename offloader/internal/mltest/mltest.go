@@ -1,0 +1,146 @@
+// Package mltest builds managed-ledger trees in a real ZooKeeper for the
+// service's tests and benchmarks: ManagedLedgerInfo values shaped like a
+// broker's, written at the paths a broker uses, with parents created.
+package mltest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+)
+
+// Ledger describes one ledger of a test managed ledger.
+type Ledger struct {
+	ID      int64
+	Entries int64
+	Size    int64
+	// Closed is the close time; zero for the open (last) ledger.
+	Closed time.Time
+	// Offloaded, when set, marks the ledger offloaded (complete) at that
+	// time by attempt UUID (msb, lsb) = (ID, ID).
+	Offloaded time.Time
+}
+
+// Info builds the ManagedLedgerInfo of ledgers (ascending ids).
+func Info(ledgers ...Ledger) *mlproto.ManagedLedgerInfo {
+	info := &mlproto.ManagedLedgerInfo{}
+	for _, l := range ledgers {
+		li := &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(l.ID)}
+		if !l.Closed.IsZero() {
+			li.Entries, li.Size, li.Timestamp = proto.Int64(l.Entries), proto.Int64(l.Size), proto.Int64(l.Closed.UnixMilli())
+		} else {
+			li.Timestamp = proto.Int64(0)
+		}
+		if !l.Offloaded.IsZero() {
+			md, _ := mlmeta.Driver{Name: "aws-s3", Bucket: "b"}.Metadata()
+			li.OffloadContext = &mlproto.OffloadContext{UidMsb: proto.Int64(l.ID), UidLsb: proto.Int64(l.ID),
+				Complete: proto.Bool(true), Timestamp: proto.Int64(l.Offloaded.UnixMilli()), DriverMetadata: md}
+		}
+		info.LedgerInfo = append(info.LedgerInfo, li)
+	}
+	return info
+}
+
+// Closed returns n closed ledgers with ids from first, sizes size, closed
+// one minute apart ending at last, followed by an open ledger.
+func Closed(first int64, n int, size int64, last time.Time) []Ledger {
+	var out []Ledger
+	for i := 0; i < n; i++ {
+		out = append(out, Ledger{ID: first + int64(i), Entries: 10, Size: size, Closed: last.Add(-time.Duration(n-1-i) * time.Minute)})
+	}
+	return append(out, Ledger{ID: first + int64(n)})
+}
+
+// Encode returns the plain protobuf value of info.
+func Encode(info *mlproto.ManagedLedgerInfo) []byte {
+	b, err := mlmeta.Encode(info, mlmeta.EncodeOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Creator creates znodes with missing parents, remembering the parents
+// already made. It is safe for concurrent use.
+type Creator struct {
+	Conn *gozk.Conn
+	mu   sync.Mutex
+	made map[string]bool
+}
+
+// NewCreator returns a Creator on conn.
+func NewCreator(conn *gozk.Conn) *Creator { return &Creator{Conn: conn, made: map[string]bool{}} }
+
+// Create creates p with data (parents empty); an existing p is set to data.
+func (c *Creator) Create(p string, data []byte) error {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	for i := 1; i < len(parts); i++ {
+		sub := "/" + strings.Join(parts[:i], "/")
+		c.mu.Lock()
+		done := c.made[sub]
+		c.mu.Unlock()
+		if done {
+			continue
+		}
+		if _, err := c.Conn.Create(sub, nil, 0, gozk.WorldACL(gozk.PermAll)); err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+			return fmt.Errorf("create %s: %w", sub, err)
+		}
+		c.mu.Lock()
+		c.made[sub] = true
+		c.mu.Unlock()
+	}
+	_, err := c.Conn.Create(p, data, 0, gozk.WorldACL(gozk.PermAll))
+	if errors.Is(err, gozk.ErrNodeExists) {
+		_, err = c.Conn.Set(p, data, -1)
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", p, err)
+	}
+	return nil
+}
+
+// CreateML writes a managed ledger's value at its znode.
+func (c *Creator) CreateML(ml string, info *mlproto.ManagedLedgerInfo) error {
+	return c.Create(mlmeta.Path(ml), Encode(info))
+}
+
+// Parallel runs fn(i) for i in [0, n) with conc goroutines and returns the
+// first error.
+func Parallel(ctx context.Context, n, conc int, fn func(i int) error) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		next <- i
+		if first != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
