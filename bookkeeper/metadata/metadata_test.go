@@ -332,33 +332,6 @@ func TestBookieIDs(t *testing.T) {
 	}
 }
 
-func TestParseServiceURI(t *testing.T) {
-	cases := []struct {
-		in      string
-		servers []string
-		root    string
-	}{
-		{"127.0.0.1:2181", []string{"127.0.0.1:2181"}, ""},
-		{"a:1,b:2", []string{"a:1", "b:2"}, ""},
-		{"a:1/ledgers", []string{"a:1"}, "/ledgers"},
-		{"zk+hierarchical://a:1;b:2/ledgers", []string{"a:1", "b:2"}, "/ledgers"},
-		{"zk://a:1/pulsar/ledgers/", []string{"a:1"}, "/pulsar/ledgers"},
-		{"metadata-store:zk:a:1,b:2/ledgers", []string{"a:1", "b:2"}, "/ledgers"},
-		{"zk:a:1", []string{"a:1"}, ""},
-	}
-	for _, c := range cases {
-		s, r, err := ParseServiceURI(c.in)
-		if err != nil || !reflect.DeepEqual(s, c.servers) || r != c.root {
-			t.Errorf("ParseServiceURI(%q) = %v %q %v", c.in, s, r, err)
-		}
-	}
-	for _, in := range []string{"", "etcd://a:1/ledgers", "/ledgers"} {
-		if _, _, err := ParseServiceURI(in); err == nil {
-			t.Errorf("ParseServiceURI(%q) succeeded", in)
-		}
-	}
-}
-
 func FuzzParse(f *testing.F) {
 	for _, v := range []int{1, 2, 3} {
 		m := sample()

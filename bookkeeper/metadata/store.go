@@ -10,12 +10,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tierkeeper/tierkeeper/internal/retry"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 )
 
-// Conn is the part of a ZooKeeper client the Store uses; *zk.Conn
-// implements it.
+// Conn is the part of a ZooKeeper client the Store uses; *zk.Conn and
+// internal/zk's *Session implement it.
 type Conn interface {
 	Get(path string) ([]byte, *zk.Stat, error)
 	Children(path string) ([]string, *zk.Stat, error)
@@ -60,10 +64,10 @@ func NewStore(ctx context.Context, conn Conn, opts StoreOptions) (*Store, error)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	data, _, err := call2(ctx, func() ([]byte, *zk.Stat, error) { return conn.Get(s.root + "/LAYOUT") })
+	data, _, err := tkzk.Get(ctx, conn, s.root+"/LAYOUT")
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		if _, _, err := call2(ctx, func() ([]byte, *zk.Stat, error) { return conn.Get(s.root) }); err != nil {
+		if _, _, err := tkzk.Get(ctx, conn, s.root); err != nil {
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil, fmt.Errorf("%w: %s", ErrNoCluster, s.root)
 			}
@@ -101,7 +105,7 @@ func (s *Store) ReadLedger(ctx context.Context, id int64) (*LedgerMetadata, erro
 	if err != nil {
 		return nil, err
 	}
-	data, stat, err := call2(ctx, func() ([]byte, *zk.Stat, error) { return s.zk.Get(p) })
+	data, stat, err := tkzk.Get(ctx, s.zk, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, fmt.Errorf("%w: ledger %d (%s)", ErrNoSuchLedger, id, p)
 	}
@@ -121,38 +125,42 @@ func (s *Store) ReadLedger(ctx context.Context, id int64) (*LedgerMetadata, erro
 
 // ListLedgers returns the ids of all ledgers with a metadata znode, in
 // ascending order. Nodes that are not ledger nodes (available, cookies,
-// LAYOUT, INSTANCEID, underreplication, idgen, ...) are skipped; subtrees
-// that vanish while walking are ignored.
+// LAYOUT, INSTANCEID, underreplication, idgen, ...) are skipped, and so are
+// ledger-like nodes that are not where the layout keeps that id (a long-form
+// path of a small id under the hierarchical manager, extra leading zeros):
+// every id listed is one ReadLedger finds at the node listed. Subtrees that
+// vanish while walking are ignored; any other ZooKeeper error ends the
+// listing at once.
 func (s *Store) ListLedgers(ctx context.Context) ([]int64, error) {
 	top, err := s.children(ctx, s.root)
 	if err != nil {
 		return nil, err
 	}
+	m := s.layout.Manager
 	var ids []int64
-	add := func(digits string) {
-		id, err := strconv.ParseInt(digits, 10, 64)
-		if err != nil || id < 0 {
-			s.log.Debug("skipping ledger node with out-of-range id", "digits", digits)
-			return
+	add := func(rel []string) {
+		if id, ok := ledgerIDOf(m, rel); ok {
+			ids = append(ids, id)
+		} else {
+			s.log.Debug("skipping ledger-like node that is not a ledger's path in this layout", "path", s.root+"/"+strings.Join(rel, "/"), "manager", m)
 		}
-		ids = append(ids, id)
 	}
-	switch s.layout.Manager {
+	switch m {
 	case Flat:
 		for _, n := range top {
 			if len(n) >= 11 && n[0] == 'L' && isDigits(n[1:], len(n)-1) {
-				add(n[1:])
+				add([]string{n})
 			}
 		}
 	default:
-		short := s.layout.Manager != LongHierarchical
-		long := s.layout.Manager != LegacyHierarchical
+		short := m != LongHierarchical
+		long := m != LegacyHierarchical
 		for _, l1 := range top {
 			switch {
 			case short && isDigits(l1, 2):
-				err = s.walk(ctx, path.Join(s.root, l1), l1, []int{4}, 4, add)
+				err = s.walk(ctx, []string{l1}, []int{4}, 4, add)
 			case long && isDigits(l1, 3):
-				err = s.walk(ctx, path.Join(s.root, l1), l1, []int{4, 4, 4}, 4, add)
+				err = s.walk(ctx, []string{l1}, []int{4, 4, 4}, 4, add)
 			}
 			if err != nil {
 				return nil, err
@@ -163,10 +171,40 @@ func (s *Store) ListLedgers(ctx context.Context) ([]int64, error) {
 	return slices.Compact(ids), nil
 }
 
-// walk descends through intermediate levels of the given digit widths, then
-// collects leaves "L" + leafWidth digits.
-func (s *Store) walk(ctx context.Context, p, prefix string, widths []int, leafWidth int, add func(string)) error {
-	kids, err := s.children(ctx, p)
+// ledgerIDOf returns the ledger id whose znode under manager m is at rel
+// (the child names below the root), if there is one.
+func ledgerIDOf(m Manager, rel []string) (int64, bool) {
+	if len(rel) == 0 {
+		return 0, false
+	}
+	last := rel[len(rel)-1]
+	if len(last) < 2 || last[0] != 'L' {
+		return 0, false
+	}
+	var digits strings.Builder
+	for _, r := range rel[:len(rel)-1] {
+		digits.WriteString(r)
+	}
+	digits.WriteString(last[1:])
+	d := digits.String()
+	if !isDigits(d, len(d)) {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(d, 10, 64)
+	if err != nil || id < 0 {
+		return 0, false
+	}
+	p, err := m.LedgerPath("", id)
+	if err != nil || p != "/"+strings.Join(rel, "/") {
+		return 0, false
+	}
+	return id, true
+}
+
+// walk descends through intermediate levels of the given digit widths
+// below rel, then passes leaves "L" + leafWidth digits to add.
+func (s *Store) walk(ctx context.Context, rel []string, widths []int, leafWidth int, add func([]string)) error {
+	kids, err := s.children(ctx, path.Join(s.root, path.Join(rel...)))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -175,15 +213,15 @@ func (s *Store) walk(ctx context.Context, p, prefix string, widths []int, leafWi
 	}
 	for _, k := range kids {
 		if len(widths) == 0 {
-			if d, ok := leafDigits(k, leafWidth); ok {
-				add(prefix + d)
+			if _, ok := leafDigits(k, leafWidth); ok {
+				add(append(slices.Clip(rel), k))
 			}
 			continue
 		}
 		if !isDigits(k, widths[0]) {
 			continue
 		}
-		if err := s.walk(ctx, p+"/"+k, prefix+k, widths[1:], leafWidth, add); err != nil {
+		if err := s.walk(ctx, append(slices.Clip(rel), k), widths[1:], leafWidth, add); err != nil {
 			return err
 		}
 	}
@@ -191,7 +229,7 @@ func (s *Store) walk(ctx context.Context, p, prefix string, widths []int, leafWi
 }
 
 func (s *Store) children(ctx context.Context, p string) ([]string, error) {
-	kids, _, err := call2(ctx, func() ([]string, *zk.Stat, error) { return s.zk.Children(p) })
+	kids, err := tkzk.Children(ctx, s.zk, p)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", p, err)
 	}
@@ -209,7 +247,7 @@ func (s *Store) ResolveBookie(ctx context.Context, id string) (string, error) {
 	}
 	for _, dir := range []string{"/available/", "/available/readonly/"} {
 		p := s.root + dir + id
-		data, _, err := call2(ctx, func() ([]byte, *zk.Stat, error) { return s.zk.Get(p) })
+		data, _, err := tkzk.Get(ctx, s.zk, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -285,20 +323,26 @@ func (r DeleteResult) String() string {
 	return "unknown"
 }
 
-// maxDeleteAttempts bounds the re-read/re-check loop on BadVersion.
-const maxDeleteAttempts = 10
+// deleteRetry is DeleteLedger's policy on BadVersion: at most 10
+// read-check-delete rounds, 10 ms to 1 s apart.
+var deleteRetry = retry.Policy{Attempts: 10, Backoff: retry.Backoff{Initial: 10 * time.Millisecond, Max: time.Second}}
 
 // DeleteLedger deletes a ledger's metadata znode by compare-and-delete: it
 // reads the metadata, requires CLOSED with want's lastEntryId and length
 // (else ErrChanged, ErrNotClosed), and deletes at exactly the version read.
 // If the znode changed in between (BadVersion) it re-reads and re-checks, at
-// most 10 times. A missing znode is AlreadyDeleted.
+// most 10 times, with jittered backoff. A missing znode is AlreadyDeleted.
 func (s *Store) DeleteLedger(ctx context.Context, id int64, want Expect) (DeleteResult, error) {
 	p, err := s.LedgerPath(id)
 	if err != nil {
 		return 0, err
 	}
-	for attempt := 1; attempt <= maxDeleteAttempts; attempt++ {
+	pol := deleteRetry
+	pol.Retryable = func(err error) bool { return errors.Is(err, zk.ErrBadVersion) }
+	pol.OnRetry = func(attempt int, wait time.Duration, _ error) {
+		s.log.Info("ledger metadata changed while deleting; re-checking", "ledger", id, "attempt", attempt, "wait", wait)
+	}
+	res, err := retry.Do(ctx, pol, func(ctx context.Context) (DeleteResult, error) {
 		m, err := s.ReadLedger(ctx, id)
 		if errors.Is(err, ErrNoSuchLedger) {
 			return AlreadyDeleted, nil
@@ -313,50 +357,19 @@ func (s *Store) DeleteLedger(ctx context.Context, id int64, want Expect) (Delete
 			return 0, fmt.Errorf("delete ledger %d: %w: lastEntryId %d length %d, expected %d and %d",
 				id, ErrChanged, m.LastEntryID, m.Length, want.LastEntryID, want.Length)
 		}
-		err = call(ctx, func() error { return s.zk.Delete(p, m.Version) })
+		err = tkzk.Delete(ctx, s.zk, p, m.Version)
 		switch {
 		case err == nil:
 			s.log.Info("deleted ledger metadata", "ledger", id, "path", p, "version", m.Version)
 			return Deleted, nil
 		case errors.Is(err, zk.ErrNoNode):
 			return AlreadyDeleted, nil
-		case errors.Is(err, zk.ErrBadVersion):
-			s.log.Info("ledger metadata changed while deleting; re-checking", "ledger", id, "version", m.Version, "attempt", attempt)
-			continue
 		default:
-			return 0, fmt.Errorf("delete ledger %d (%s): %w", id, p, err)
+			return 0, fmt.Errorf("delete ledger %d (%s) at version %d: %w", id, p, m.Version, err)
 		}
+	})
+	if errors.Is(err, zk.ErrBadVersion) && ctx.Err() == nil {
+		return 0, fmt.Errorf("delete ledger %d: metadata kept changing (%d attempts): %w", id, pol.Attempts, err)
 	}
-	return 0, fmt.Errorf("delete ledger %d: metadata kept changing (%d attempts): %w", id, maxDeleteAttempts, zk.ErrBadVersion)
-}
-
-// call runs a blocking ZooKeeper call but returns early when ctx ends (the
-// call itself then completes in the background and its result is dropped).
-func call(ctx context.Context, f func() error) error {
-	_, _, err := call2(ctx, func() (struct{}, struct{}, error) { return struct{}{}, struct{}{}, f() })
-	return err
-}
-
-func call2[A, B any](ctx context.Context, f func() (A, B, error)) (A, B, error) {
-	var a A
-	var b B
-	if err := ctx.Err(); err != nil {
-		return a, b, err
-	}
-	type res struct {
-		a   A
-		b   B
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		a, b, err := f()
-		ch <- res{a, b, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.a, r.b, r.err
-	case <-ctx.Done():
-		return a, b, ctx.Err()
-	}
+	return res, err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 )
 
 func init() { addCommand(newLedgerCmd) }
@@ -42,31 +43,28 @@ func (o *zkOptions) addFlags(f *pflag.FlagSet) {
 }
 
 // openStore connects to ZooKeeper and opens the ledger metadata store.
-// The returned close function ends the session.
-func (o *zkOptions) openStore(ctx context.Context, g *globalOptions, log *slog.Logger) (*metadata.Store, func(), error) {
-	servers, root, err := metadata.ParseServiceURI(g.ZK)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--zk: %w", err)
-	}
-	if o.LedgersRoot != "" {
-		root = o.LedgersRoot
-	}
+// The caller closes the session.
+func (o *zkOptions) openStore(ctx context.Context, g *globalOptions, log *slog.Logger) (*metadata.Store, *tkzk.Session, error) {
 	var mgr metadata.Manager
 	if o.Layout != "" {
+		var err error
 		if mgr, err = metadata.ParseManager(o.Layout); err != nil {
 			return nil, nil, fmt.Errorf("--layout: %w", err)
 		}
 	}
-	conn, err := metadata.Connect(ctx, servers, metadata.ConnectOptions{SessionTimeout: g.ZKSessionTimeout, Logger: log})
+	conn, root, err := g.connectZK(ctx, log)
 	if err != nil {
 		return nil, nil, err
+	}
+	if o.LedgersRoot != "" {
+		root = o.LedgersRoot
 	}
 	store, err := metadata.NewStore(ctx, conn, metadata.StoreOptions{Root: root, Manager: mgr, Logger: log})
 	if err != nil {
 		conn.Close()
-		return nil, nil, err
+		return nil, nil, zkFailed(conn, err)
 	}
-	return store, conn.Close, nil
+	return store, conn, nil
 }
 
 // ledgerInfo is the JSON form of ledger metadata.

@@ -31,14 +31,14 @@ never printed.`),
 			}
 			ctx := cmd.Context()
 			log := g.logger(cmd.ErrOrStderr())
-			store, closeZK, err := o.zk.openStore(ctx, g, log)
+			store, sess, err := o.zk.openStore(ctx, g, log)
 			if err != nil {
 				return err
 			}
-			defer closeZK()
+			defer sess.Close()
 			md, err := store.ReadLedger(ctx, o.ledger)
 			if err != nil {
-				return err
+				return zkFailed(sess, err)
 			}
 			li := toLedgerInfo(store, md)
 			if g.json() {

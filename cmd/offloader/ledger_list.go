@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 )
 
 type ledgerListOptions struct {
@@ -29,14 +31,14 @@ ledgers, the managed ledger it belongs to.`),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := g.logger(cmd.ErrOrStderr())
-			store, closeZK, err := o.zk.openStore(ctx, g, log)
+			store, sess, err := o.zk.openStore(ctx, g, log)
 			if err != nil {
 				return err
 			}
-			defer closeZK()
+			defer sess.Close()
 			ids, err := store.ListLedgers(ctx)
 			if err != nil {
-				return err
+				return zkFailed(sess, err)
 			}
 			out := cmd.OutOrStdout()
 			enc := json.NewEncoder(out)
@@ -52,8 +54,12 @@ ledgers, the managed ledger it belongs to.`),
 				}
 				return nil
 			}
-			for _, id := range ids {
+			for i, id := range ids {
 				md, err := store.ReadLedger(ctx, id)
+				if tkzk.Unavailable(err) || ctx.Err() != nil {
+					// ZooKeeper is gone: every further read would fail too.
+					return zkFailed(sess, fmt.Errorf("ledger list stopped after %d of %d ledgers: %w", i, len(ids), err))
+				}
 				if err != nil {
 					// Deleted while listing, or corrupt: report and go on.
 					log.Warn("cannot read ledger metadata", "ledger", id, "err", err)

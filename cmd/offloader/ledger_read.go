@@ -140,14 +140,14 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	log := g.logger(stderr)
-	store, closeZK, err := o.zk.openStore(ctx, g, log)
+	store, sess, err := o.zk.openStore(ctx, g, log)
 	if err != nil {
 		return err
 	}
-	defer closeZK()
+	defer sess.Close()
 	md, err := store.ReadLedger(ctx, o.ledger)
 	if err != nil {
-		return err
+		return zkFailed(sess, err)
 	}
 	copts := client.Options{Resolver: store, ReadTimeout: o.readTimeout, Window: o.window, MaxFrameSize: o.maxFrame, Logger: log}
 	if o.digest != "" {

@@ -18,12 +18,22 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/bookietest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 var scope = testenv.NewSharedTB("cmd-offloader")
 
+// runMainEnv makes the test binary run main() with its arguments instead
+// of the tests (exit-code tests run it as a child process).
+const runMainEnv = "TK_OFFLOADER_RUN_MAIN"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		os.Args = append([]string{"offloader"}, os.Args[1:]...)
+		main()
+		os.Exit(0)
+	}
 	code := m.Run()
 	scope.Close()
 	os.Exit(code)
@@ -56,19 +66,19 @@ func newFixture(t *testing.T, root string, ledgerID int64) *fixture {
 	z := startZK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	conn, err := metadata.Connect(ctx, []string{z.Addr}, metadata.ConnectOptions{})
+	conn, err := tkzk.Connect(ctx, []string{z.Addr}, tkzk.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	testenv.CreatePath(t, conn, root+"/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"))
+	testenv.CreatePath(t, conn.Conn, root+"/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"))
 	cl := bookietest.StartCluster(t, 3)
 	for _, id := range cl.IDs {
 		host, port, _ := net.SplitHostPort(cl.Bookies[id].Addr)
 		p, _ := strconv.Atoi(port)
 		info, _ := metadata.MarshalBookieServiceInfo(&metadata.BookieServiceInfo{Endpoints: []metadata.Endpoint{
 			{ID: "bookie", Host: host, Port: p, Protocol: metadata.ProtocolBookieRPC}}})
-		testenv.CreatePath(t, conn, root+"/available/"+id, info)
+		testenv.CreatePath(t, conn.Conn, root+"/available/"+id, info)
 	}
 	data := make([][]byte, 25)
 	for i := range data {
@@ -81,12 +91,12 @@ func newFixture(t *testing.T, root string, ledgerID int64) *fixture {
 	md.CustomMetadata = map[string][]byte{"application": []byte("pulsar"), "pulsar/managed-ledger": []byte("public/default/persistent/t")}
 	p, _ := metadata.Hierarchical.LedgerPath(root, ledgerID)
 	b, _ := metadata.Marshal(md, 3)
-	testenv.CreatePath(t, conn, p, b)
+	testenv.CreatePath(t, conn.Conn, p, b)
 	open := *md
 	open.LedgerID, open.State, open.LastEntryID, open.Length = ledgerID+1, metadata.StateOpen, -1, 0
 	p, _ = metadata.Hierarchical.LedgerPath(root, ledgerID+1)
 	b, _ = metadata.Marshal(&open, 3)
-	testenv.CreatePath(t, conn, p, b)
+	testenv.CreatePath(t, conn.Conn, p, b)
 	t.Cleanup(func() {
 		for _, r := range cl.Requests() {
 			if r.HasFlag || r.MasterKey != nil {

@@ -28,6 +28,8 @@ type globalOptions struct {
 	ZK string
 	// ZKSessionTimeout is the ZooKeeper session timeout.
 	ZKSessionTimeout time.Duration
+	// ZKConnectTimeout bounds the wait for a ZooKeeper session.
+	ZKConnectTimeout time.Duration
 	// Output is "text" or "json".
 	Output string
 	// LogLevel is debug, info, warn or error (logs go to stderr).
@@ -38,11 +40,15 @@ func (g *globalOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
 	f.StringVar(&g.ZK, "zk", "127.0.0.1:2181", "ZooKeeper `address` (host:port[,host:port][/root]) or metadata service URI")
 	f.DurationVar(&g.ZKSessionTimeout, "zk-session-timeout", 30*time.Second, "ZooKeeper session timeout")
+	f.DurationVar(&g.ZKConnectTimeout, "zk-connect-timeout", 10*time.Second, "how long to wait for a ZooKeeper session before giving up")
 	f.StringVarP(&g.Output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&g.LogLevel, "log-level", "warn", "log level for stderr: debug, info, warn, error")
 }
 
 func (g *globalOptions) validate() error {
+	if g.ZKConnectTimeout <= 0 || g.ZKSessionTimeout <= 0 {
+		return fmt.Errorf("--zk-connect-timeout %s and --zk-session-timeout %s: both must be positive", g.ZKConnectTimeout, g.ZKSessionTimeout)
+	}
 	switch g.Output {
 	case "text", "json":
 	default:

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
@@ -131,11 +130,7 @@ func (o *topicsOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Co
 		return errors.New("--namespace and --topic are exclusive")
 	}
 	log := g.logger(cmd.ErrOrStderr())
-	servers, _, err := metadata.ParseServiceURI(g.ZK)
-	if err != nil {
-		return fmt.Errorf("--zk: %w", err)
-	}
-	conn, err := metadata.Connect(ctx, servers, metadata.ConnectOptions{SessionTimeout: g.ZKSessionTimeout, Logger: log})
+	conn, _, err := g.connectZK(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -144,13 +139,13 @@ func (o *topicsOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Co
 
 	names, err := o.selectNames(ctx, store)
 	if err != nil {
-		return err
+		return zkFailed(conn, err)
 	}
 	progress := newTopicsProgress(cmd.ErrOrStderr(), !g.json(), len(names))
 	results, err := store.GetMany(ctx, names, progress.update)
 	progress.done()
 	if err != nil {
-		return err
+		return zkFailed(conn, err)
 	}
 	doc := buildTopicsDoc(results, time.Now(), o.chroot)
 	out := cmd.OutOrStdout()

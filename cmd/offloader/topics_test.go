@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -26,7 +26,7 @@ func topicsFixture(t *testing.T, chroot string) (addr string, attempt uuid.UUID)
 	z := startZK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := metadata.Connect(ctx, []string{z.Addr}, metadata.ConnectOptions{})
+	c, err := tkzk.Connect(ctx, []string{z.Addr}, tkzk.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func topicsFixture(t *testing.T, chroot string) (addr string, attempt uuid.UUID)
 	}
 	keys := slices.Sorted(maps.Keys(nodes)) // parents before their cursors
 	for _, ml := range keys {
-		testenv.CreatePath(t, c, chroot+mlmeta.Path(ml), nodes[ml])
+		testenv.CreatePath(t, c.Conn, chroot+mlmeta.Path(ml), nodes[ml])
 	}
 	return z.Addr, attempt
 }

@@ -29,7 +29,12 @@ func Do[T any](ctx context.Context, call func() (T, error)) (T, error) {
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		select {
+		case r := <-ch: // finished as ctx ended: keep the answer
+			return r.v, r.err
+		default:
+			return zero, ctx.Err()
+		}
 	}
 }
 

@@ -122,18 +122,8 @@ func TestDoReturnsWhenContextEnds(t *testing.T) {
 	}
 }
 
-func closedPort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func TestConnectUnreachable(t *testing.T) {
-	addr := closedPort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	start := time.Now()
 	s, err := Connect(context.Background(), []string{addr}, Options{ConnectTimeout: 1500 * time.Millisecond})
 	took := time.Since(start)

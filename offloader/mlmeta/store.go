@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -16,11 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/internal/metrics"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	"github.com/tierkeeper/tierkeeper/internal/retry"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 )
 
-// ZK is the part of a ZooKeeper client the store uses; *zk.Conn satisfies
-// it. Get and Children read; Set is the only write, always a compare-and-set
+// ZK is the part of a ZooKeeper client the store uses; *zk.Conn and
+// internal/zk's *Session satisfy it. Get and Children read; Set is the only write, always a compare-and-set
 // on the version read.
 type ZK interface {
 	Get(path string) ([]byte, *zk.Stat, error)
@@ -86,8 +88,9 @@ type Options struct {
 	Logger *slog.Logger
 
 	// Registerer registers the store's metrics
-	// (offload_mlmeta_updates_total, offload_mlmeta_cas_retries_total).
-	// Default: none.
+	// (tierkeeper_mlmeta_updates_total{result},
+	// tierkeeper_mlmeta_cas_retries_total); stores sharing a registerer
+	// share the series. Default: none.
 	Registerer prometheus.Registerer
 }
 
@@ -132,83 +135,27 @@ func New(conn ZK, opts *Options) *Store {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{zk: conn, opts: o, log: lg.With("component", "mlmeta")}
-	s.updates = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "offload_mlmeta_updates_total",
-		Help: "Managed-ledger offload-context updates by result (written, unchanged, rejected, error).",
-	}, []string{"result"})
-	s.retries = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "offload_mlmeta_cas_retries_total",
-		Help: "Compare-and-set writes of managed-ledger metadata lost to a concurrent writer and retried.",
-	})
-	for _, r := range []string{"written", "unchanged", "rejected", "error"} {
-		s.updates.WithLabelValues(r)
-	}
-	if o.Registerer != nil {
-		s.updates = register(o.Registerer, s.updates)
-		s.retries = register(o.Registerer, s.retries)
+	f := metrics.New(o.Registerer, "mlmeta")
+	s.updates = f.CounterVec("updates_total",
+		"Managed-ledger offload-context updates by result (written, unchanged, rejected, error).",
+		metrics.Label{Name: "result", Values: []string{"written", "unchanged", "rejected", "error"}})
+	s.retries = f.Counter("cas_retries_total",
+		"Compare-and-set writes of managed-ledger metadata lost to a concurrent writer and retried.")
+	if err := f.Err(); err != nil {
+		s.log.Error("metrics not registered", "err", err)
 	}
 	return s
-}
-
-// register registers c, or returns the collector already registered under
-// the same name (several stores may share one registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }
 
 // zpath returns the absolute znode path of p (relative to the store root).
 func (s *Store) zpath(p string) string { return s.opts.Chroot + p }
 
-// do runs a blocking ZooKeeper call, returning early (the call finishes in
-// the background) when ctx ends; go-zookeeper has no per-call context.
-func do[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	type res struct {
-		v   T
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		v, err := f()
-		ch <- res{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
-}
-
-type getResult struct {
-	data []byte
-	stat *zk.Stat
-}
-
 func (s *Store) get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
-	r, err := do(ctx, func() (getResult, error) {
-		d, st, err := s.zk.Get(s.zpath(p))
-		return getResult{d, st}, err
-	})
-	return r.data, r.stat, err
+	return tkzk.Get(ctx, s.zk, s.zpath(p))
 }
 
 func (s *Store) children(ctx context.Context, p string) ([]string, error) {
-	return do(ctx, func() ([]string, error) {
-		c, _, err := s.zk.Children(s.zpath(p))
-		return c, err
-	})
+	return tkzk.Children(ctx, s.zk, s.zpath(p))
 }
 
 // Snapshot is one read of a managed-ledger znode.
@@ -368,38 +315,56 @@ type Result struct {
 // GetMany reads the named managed ledgers with up to
 // Options.ListConcurrency reads in flight and returns one Result per name,
 // in order. Per-ledger errors (deleted meanwhile, corrupt) are reported in
-// the Result; the returned error is set only when ctx ends. progress, if
-// not nil, is called after each read with the number done (never
+// the Result. The returned error is set when ctx ends, and when ZooKeeper
+// becomes unavailable (no server reachable, session lost: internal/zk's
+// Unavailable): then the whole read stops at once, reads in flight are
+// abandoned, and the error wraps the first such failure. progress, if not
+// nil, is called after each read with the number done (never
 // concurrently).
 func (s *Store) GetMany(ctx context.Context, names []string, progress func(done int)) ([]Result, error) {
 	out := make([]Result, len(names))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	sem := make(chan struct{}, s.opts.ListConcurrency)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
+	stop := func() error {
+		wg.Wait()
+		err := context.Cause(ctx)
+		if tkzk.Unavailable(err) {
+			return fmt.Errorf("read managed ledgers: stopped after %d of %d: %w", done, len(names), err)
+		}
+		return err
+	}
+launch:
 	for i, n := range names {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			wg.Wait()
-			return out, ctx.Err()
+			break launch
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			snap, err := s.Get(ctx, n)
+			if tkzk.Unavailable(err) {
+				cancel(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
 			out[i] = Result{Name: n, Snapshot: snap, Err: err}
+			if ctx.Err() != nil {
+				return
+			}
+			done++
 			if progress != nil {
-				mu.Lock()
-				done++
 				progress(done)
-				mu.Unlock()
 			}
 		}()
 	}
-	wg.Wait()
-	return out, ctx.Err()
+	return out, stop()
 }
 
 // Mutator changes one ledger's offload context. oc is a private copy of
@@ -459,8 +424,18 @@ func (s *Store) UpdateOffloadContext(ctx context.Context, ml string, ledgerID in
 
 func (s *Store) update(ctx context.Context, ml string, ledgerID int64, fn Mutator) (*UpdateResult, error) {
 	p := Path(ml)
-	backoff := s.opts.RetryBackoff
-	for attempt := 0; ; attempt++ {
+	attempt := 0
+	pol := retry.Policy{
+		Attempts:  s.opts.MaxRetries + 1,
+		Backoff:   retry.Backoff{Initial: s.opts.RetryBackoff, Max: time.Second},
+		Retryable: func(err error) bool { return errors.Is(err, zk.ErrBadVersion) },
+		OnRetry: func(n int, wait time.Duration, _ error) {
+			s.retries.Inc()
+			s.log.Debug("compare-and-set lost, re-reading", "ml", ml, "ledger", ledgerID, "attempt", n+1, "wait", wait)
+		},
+	}
+	res, err := retry.Do(ctx, pol, func(ctx context.Context) (*UpdateResult, error) {
+		defer func() { attempt++ }()
 		snap, err := s.Get(ctx, ml)
 		if err != nil {
 			return nil, err
@@ -496,32 +471,24 @@ func (s *Store) update(ctx context.Context, ml string, ledgerID int64, fn Mutato
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ml, err)
 		}
-		st, err := do(ctx, func() (*zk.Stat, error) {
-			return s.zk.Set(s.zpath(p), data, snap.Version)
-		})
+		st, err := tkzk.Set(ctx, s.zk, s.zpath(p), data, snap.Version)
 		switch {
 		case err == nil:
 			s.log.Debug("offload context written", "ml", ml, "ledger", ledgerID,
 				"version", st.Version, "retries", attempt, "bytes", len(data))
 			return &UpdateResult{Written: true, Version: st.Version, Retries: attempt,
 				Before: before, After: proto.Clone(oc).(*mlproto.OffloadContext)}, nil
-		case errors.Is(err, zk.ErrBadVersion):
-			if attempt >= s.opts.MaxRetries {
-				return nil, fmt.Errorf("%s ledger %d: %w (%d retries)", ml, ledgerID, ErrContention, attempt)
-			}
-			s.retries.Inc()
-			s.log.Debug("compare-and-set lost, re-reading", "ml", ml, "ledger", ledgerID,
-				"version", snap.Version, "attempt", attempt+1)
-			if err := sleep(ctx, jitter(backoff)); err != nil {
-				return nil, err
-			}
-			backoff = min(2*backoff, time.Second)
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, fmt.Errorf("%w: %s deleted during update", ErrNotFound, s.zpath(p))
 		default:
+			// BadVersion (a lost race) is retried by the policy.
 			return nil, fmt.Errorf("write %s (version %d): %w", s.zpath(p), snap.Version, err)
 		}
+	})
+	if errors.Is(err, zk.ErrBadVersion) && ctx.Err() == nil {
+		return nil, fmt.Errorf("%s ledger %d: %w (%d retries): %w", ml, ledgerID, ErrContention, attempt-1, err)
 	}
+	return res, err
 }
 
 // DefaultMaxValueBytes is the default Options.MaxValueBytes: ZooKeeper's
@@ -579,19 +546,4 @@ func ledgerIndex(info *mlproto.ManagedLedgerInfo, ledgerID int64) (int, error) {
 		return -1, ErrLastLedger
 	}
 	return idx, nil
-}
-
-func jitter(d time.Duration) time.Duration {
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

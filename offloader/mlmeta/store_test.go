@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -207,7 +210,7 @@ func TestOffloadLifecycle(t *testing.T) {
 			t.Errorf("updates{result=%s} = %v, want %v", res, got, want)
 		}
 	}
-	if n, err := testutil.GatherAndCount(reg, "offload_mlmeta_updates_total", "offload_mlmeta_cas_retries_total"); err != nil || n != 5 {
+	if n, err := testutil.GatherAndCount(reg, "tierkeeper_mlmeta_updates_total", "tierkeeper_mlmeta_cas_retries_total"); err != nil || n != 5 {
 		t.Errorf("registered series: %d, %v", n, err)
 	}
 }
@@ -653,5 +656,81 @@ func TestZKErrorsWrapped(t *testing.T) {
 	}
 	if _, err := s.Get(context.Background(), "/abs"); !errors.Is(err, ErrInvalidName) {
 		t.Errorf("bad name: %v", err)
+	}
+}
+
+// A ZooKeeper that stops answering (go-zookeeper: ErrNoServer after each
+// failed reconnect round, about 1 s apart) ends GetMany at the first such
+// answer; no read is started after it.
+func TestGetManyStopsWhenZooKeeperIsGone(t *testing.T) {
+	f := newFakeZK()
+	var names []string
+	for i := range 400 {
+		ml := fmt.Sprintf("public/default/persistent/t-%03d", i)
+		f.put(Path(ml), mustMarshal(sampleInfo(1, 3)))
+		names = append(names, ml)
+	}
+	var gets atomic.Int32
+	f.getHook = func(string) error {
+		if gets.Add(1) > 20 {
+			time.Sleep(50 * time.Millisecond) // a slow failure, as go-zookeeper's
+			return zk.ErrNoServer
+		}
+		return nil
+	}
+	s := New(f, &Options{ListConcurrency: 4})
+	start := time.Now()
+	res, err := s.GetMany(context.Background(), names, nil)
+	if !errors.Is(err, zk.ErrNoServer) || !strings.Contains(err.Error(), "stopped after 20 of 400") {
+		t.Fatalf("GetMany = %v", err)
+	}
+	if n := gets.Load(); n > 20+4 {
+		t.Errorf("%d reads started, want at most 20 + the 4 in flight", n)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	read := 0
+	for _, r := range res {
+		switch {
+		case r.Snapshot != nil && r.Err == nil:
+			read++
+		case r.Snapshot == nil && (errors.Is(r.Err, zk.ErrNoServer) || errors.Is(r.Err, context.Canceled) || r.Name == ""):
+		default:
+			t.Errorf("%s: %v %v", r.Name, r.Snapshot, r.Err)
+		}
+	}
+	if read == 0 || read > 20 {
+		t.Errorf("%d reads kept, want 1..20", read)
+	}
+	// Per-ledger answers do not stop it.
+	f.getHook = func(p string) error {
+		if strings.HasSuffix(p, "-007") {
+			return zk.ErrNoNode
+		}
+		return nil
+	}
+	res, err = s.GetMany(context.Background(), names, nil)
+	if err != nil || !errors.Is(res[7].Err, ErrNotFound) || res[8].Err != nil {
+		t.Errorf("per-ledger error: %v, %v", err, res[7].Err)
+	}
+}
+
+// Several stores on one registry (the service makes one per session) do
+// not fail or panic, and count into the same series.
+func TestStoresShareRegistry(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	a, _ := newTestStore(t, sampleInfo(1, 4), &Options{Registerer: reg})
+	b, _ := newTestStore(t, sampleInfo(1, 4), &Options{Registerer: reg})
+	for _, s := range []*Store{a, b} {
+		if _, _, err := s.PrepareOffload(context.Background(), testML, 2, uuidA, s3drv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := testutil.ToFloat64(a.updates.WithLabelValues("written")); got != 2 {
+		t.Errorf("written = %v, want 2 (one per store)", got)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
 	}
 }

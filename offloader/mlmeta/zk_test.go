@@ -3,6 +3,7 @@ package mlmeta_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -13,8 +14,8 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -27,12 +28,12 @@ func connect(t *testing.T, addr string) *zk.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := metadata.Connect(ctx, []string{addr}, metadata.ConnectOptions{SessionTimeout: 4 * time.Second})
+	c, err := tkzk.Connect(ctx, []string{addr}, tkzk.Options{SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatalf("connect %s: %v", addr, err)
 	}
 	t.Cleanup(c.Close)
-	return c
+	return c.Conn
 }
 
 // create makes p with data, creating missing parents empty.
@@ -275,14 +276,19 @@ func TestRealZooKeeper(t *testing.T) {
 				oc.DriverMetadata = md
 				return true, nil
 			})
-			t.Logf("%s: update returned after %s: %v", mode, time.Since(start).Round(time.Millisecond), err)
-			if err != nil {
-				clear := errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-					errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, context.DeadlineExceeded)
-				if !clear || !strings.Contains(err.Error(), ml) && !errors.Is(err, context.DeadlineExceeded) {
-					t.Errorf("unclear error: %v", err)
+			took := time.Since(start)
+			t.Logf("%s: update returned after %s: %v", mode, took.Round(time.Millisecond), err)
+			// Bounded: go-zookeeper fails a request to a dead server within
+			// about a second (its reconnect pause); never the 5 s deadline.
+			if took > 3*time.Second {
+				t.Errorf("update returned after %s, want < 3s", took)
+			}
+			switch {
+			case err != nil:
+				if !tkzk.Unavailable(err) || !strings.Contains(err.Error(), ml) {
+					t.Errorf("want an Unavailable error naming %s, got %v", ml, err)
 				}
-			} else if mode == "crash" {
+			case mode == "crash":
 				t.Errorf("update succeeded against a crashed server")
 			}
 			if !z.Running() {
@@ -291,8 +297,13 @@ func TestRealZooKeeper(t *testing.T) {
 			fresh := connect(t, z.Addr)
 			mid, _ := readInfo(t, fresh, ml)
 			got, had := mlmeta.AttemptUUID(mid.LedgerInfo[1].OffloadContext)
-			if had && got != id {
+			switch {
+			case had && got != id:
 				t.Fatalf("foreign attempt %s", got)
+			case err == nil && !had:
+				t.Fatalf("update reported written but the node has no attempt")
+			case mode == "crash" && had:
+				t.Fatalf("the write reached a server killed before it was sent")
 			}
 			check := proto.Clone(mid).(*mlproto.ManagedLedgerInfo)
 			check.LedgerInfo[1].OffloadContext = nil
@@ -309,5 +320,68 @@ func TestRealZooKeeper(t *testing.T) {
 				t.Fatalf("after retry: %v", final.LedgerInfo[1].OffloadContext)
 			}
 		})
+	}
+}
+
+// ZooKeeper dies while GetMany reads many managed ledgers: the whole read
+// stops at once with an error that says so, instead of failing each
+// remaining read after go-zookeeper's 1 s reconnect pause.
+func TestGetManyZooKeeperKilled(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	admin := connect(t, z.Addr)
+	const n = 1500
+	data := encode(t, brokerInfo(1, 3), mlproto.CompressionType_NONE)
+	testenv.CreatePath(t, admin, mlmeta.Path("public/default/persistent/t-0"), data)
+	var ops []any
+	names := []string{"public/default/persistent/t-0"}
+	for i := 1; i < n; i++ {
+		ml := fmt.Sprintf("public/default/persistent/t-%d", i)
+		names = append(names, ml)
+		ops = append(ops, &zk.CreateRequest{Path: mlmeta.Path(ml), Data: data, Acl: zk.WorldACL(zk.PermAll)})
+		if len(ops) == 500 || i == n-1 {
+			if _, err := admin.Multi(ops...); err != nil {
+				t.Fatal(err)
+			}
+			ops = ops[:0]
+		}
+	}
+	s := mlmeta.New(connect(t, z.Addr), &mlmeta.Options{ListConcurrency: 8})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if res, err := s.GetMany(ctx, names[:50], nil); err != nil || res[49].Err != nil {
+		t.Fatalf("healthy read: %v", err)
+	}
+	var killed time.Time
+	var once sync.Once
+	res, err := s.GetMany(ctx, names, func(done int) {
+		if done == 100 {
+			once.Do(func() { killed = time.Now(); go z.Kill() })
+		}
+	})
+	took := time.Since(killed)
+	t.Logf("GetMany returned %s after the kill: %v", took.Round(time.Millisecond), err)
+	if killed.IsZero() {
+		t.Fatal("progress never reached 100")
+	}
+	if !tkzk.Unavailable(err) || !strings.Contains(err.Error(), "read managed ledgers") {
+		t.Fatalf("want an Unavailable error for the whole read, got %v", err)
+	}
+	// Old behaviour: each of the ~175 remaining batches of 8 waited ~1 s.
+	if took > 5*time.Second {
+		t.Errorf("GetMany took %s after the kill, want < 5s", took)
+	}
+	ok := 0
+	for _, r := range res {
+		if r.Err == nil && r.Snapshot != nil {
+			ok++
+		}
+	}
+	if ok < 100 || ok == n {
+		t.Errorf("%d of %d read", ok, n)
+	}
+	// List stops at once too.
+	start := time.Now()
+	if _, err := s.List(ctx); !tkzk.Unavailable(err) || time.Since(start) > 5*time.Second {
+		t.Errorf("List on a dead server: %v after %s", err, time.Since(start))
 	}
 }
