@@ -22,6 +22,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -30,7 +31,7 @@ func bkStore(t *testing.T, c *testenv.BookKeeperCluster) *metadata.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := metadata.Connect(ctx, []string{c.ZK.Addr}, metadata.ConnectOptions{SessionTimeout: 10 * time.Second})
+	conn, err := tkzk.Connect(ctx, []string{c.ZK.Addr}, tkzk.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func TestBKCompareAndDeleteSeenByJava(t *testing.T) {
 	p, _ := s.LedgerPath(w.LedgerID)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := metadata.Connect(cctx, []string{c.ZK.Addr}, metadata.ConnectOptions{SessionTimeout: 10 * time.Second})
+	conn, err := tkzk.Connect(cctx, []string{c.ZK.Addr}, tkzk.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

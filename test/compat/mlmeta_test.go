@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
 
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
 
@@ -74,12 +74,12 @@ func mlStore(t *testing.T) (*mlmeta.Store, *zk.Conn) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := metadata.Connect(ctx, []string{sharedZK(t).Addr}, metadata.ConnectOptions{SessionTimeout: 10 * time.Second})
+	c, err := tkzk.Connect(ctx, []string{sharedZK(t).Addr}, tkzk.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return mlmeta.New(c, nil), c
+	return mlmeta.New(c, nil), c.Conn
 }
 
 // mlWrite has Pulsar's managed-ledger library write 25 entries, 10 per
