@@ -254,7 +254,7 @@ func (p *PreparedBench) plan() error {
 		base := diskbench.Options{Dir: dir}
 		label := func(s string) string { return fmt.Sprintf("%s %s: %s", d.Role, d.Disk.Dir, s) }
 		jp := func(writers []int, bs int64, sync int) diskbench.Plan {
-			return diskbench.Plan{Options: base, Journal: &diskbench.JournalParams{Writers: writers, BlockSizes: []int64{bs}, SyncEvery: sync}}
+			return diskbench.Plan{Options: base, Journal: &diskbench.JournalParams{Model: diskbench.JournalModelPlain, Writers: writers, BlockSizes: []int64{bs}, SyncEvery: sync}}
 		}
 		ep := func(writers []int, bss []int64) diskbench.Plan {
 			return diskbench.Plan{Options: base, EntryLog: &diskbench.EntryLogParams{Writers: writers, BlockSizes: bss}}

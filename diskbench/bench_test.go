@@ -26,6 +26,8 @@ type nullFile struct{}
 func (nullFile) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
 func (nullFile) ReadAt(p []byte, _ int64) (int, error)  { return len(p), nil }
 func (nullFile) Datasync() error                        { return nil }
+func (nullFile) Sync() error                            { return nil }
+func (nullFile) Truncate(int64) error                   { return nil }
 func (nullFile) Allocate(int64, int64) error            { return nil }
 func (nullFile) Fadvise(int64, int64, int) error        { return nil }
 func (nullFile) Close() error                           { return nil }
@@ -50,7 +52,7 @@ func BenchmarkEngineOverhead(b *testing.B) {
 	var ns float64
 	for i := 0; i < b.N; i++ {
 		res, err := RunJournal(context.Background(), JournalOptions{Options: o,
-			JournalParams: JournalParams{Writers: []int{1}, BlockSizes: []int64{512}, FileSize: 1 * MiB}})
+			JournalParams: JournalParams{Model: JournalModelPlain, Writers: []int{1}, BlockSizes: []int64{512}, FileSize: 1 * MiB}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -204,6 +204,7 @@ const (
 	opSync
 	opCommit
 	opRead
+	opAdd // bookkeeper journal: one entry, queued → acknowledged
 	numOps
 )
 
@@ -319,7 +320,7 @@ func (w *worker) done(kind int, t1, t2 int64, n int64) {
 	}
 	w.hists[kind].record(t2 - t1)
 	switch kind {
-	case opWrite, opRead:
+	case opWrite, opRead, opAdd:
 		w.ops++
 		w.bytes += n
 		if s := (t2 - ms) / int64(time.Second); s < int64(len(p.secBytes)) {
@@ -448,6 +449,7 @@ loop:
 	res.SyncLatency = hs[opSync].latency()
 	res.CommitLatency = hs[opCommit].latency()
 	res.ReadLatency = hs[opRead].latency()
+	res.AddLatency = hs[opAdd].latency()
 
 	full := int(window / time.Second)
 	if full > len(p.secBytes) {

@@ -21,6 +21,12 @@ type File interface {
 	ReadAt(p []byte, off int64) (int, error)
 	// Datasync is fdatasync(2).
 	Datasync() error
+	// Sync is fsync(2): data and metadata (BookKeeper's force(true) when it
+	// creates a journal file).
+	Sync() error
+	// Truncate is ftruncate(2): a sparse file of size bytes (fio's
+	// fallocate=truncate).
+	Truncate(size int64) error
 	// Allocate is fallocate(2) with mode 0 over [off, off+size).
 	Allocate(off, size int64) error
 	// Fadvise is posix_fadvise(2) (unix.FADV_DONTNEED, ...).
@@ -149,6 +155,32 @@ func (f *osFile) Datasync() error {
 		}
 		if err != nil {
 			return &os.PathError{Op: "fdatasync", Path: f.name, Err: err}
+		}
+		return nil
+	}
+}
+
+func (f *osFile) Sync() error {
+	for {
+		err := unix.Fsync(f.fd)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "fsync", Path: f.name, Err: err}
+		}
+		return nil
+	}
+}
+
+func (f *osFile) Truncate(size int64) error {
+	for {
+		err := unix.Ftruncate(f.fd, size)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "ftruncate", Path: f.name, Err: err}
 		}
 		return nil
 	}

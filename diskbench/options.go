@@ -81,11 +81,13 @@ type Options struct {
 	KeepGOMAXPROCS bool
 }
 
-// Prealloc says how a writer's file is prepared before writing.
+// Prealloc says how a writer's file is prepared before writing (the plain
+// journal model and the entry log; the BookKeeper journal model grows its
+// files the way BookKeeper does).
 type Prealloc int
 
 const (
-	// PreallocDefault uses the workload's default: fallocate for the
+	// PreallocDefault uses the workload's default: fallocate for the plain
 	// journal, none for the entry log.
 	PreallocDefault Prealloc = iota
 	// PreallocFallocate reserves FileSize with fallocate(2) mode 0 (unwritten
@@ -94,35 +96,140 @@ const (
 	// PreallocNone starts from an empty file: every write appends until the
 	// file reaches FileSize — fio's fallocate=none, and what an entry log does.
 	PreallocNone
+	// PreallocSparse sets the file's size with ftruncate(2) and allocates
+	// nothing: every write lands in a hole — fio's fallocate=truncate, the
+	// closest fio comes to BookKeeper's journal (see JournalModelBookKeeper).
+	PreallocSparse
 )
 
-// String returns "fallocate", "none" or "default".
+// String returns "fallocate", "none", "sparse" or "default".
 func (p Prealloc) String() string {
 	switch p {
 	case PreallocFallocate:
 		return "fallocate"
 	case PreallocNone:
 		return "none"
+	case PreallocSparse:
+		return "sparse"
 	default:
 		return "default"
+	}
+}
+
+// JournalModel selects how the journal workload writes.
+type JournalModel string
+
+const (
+	// JournalModelBookKeeper (the default) writes the way BookKeeper
+	// 4.17's journal does: per writer a journal thread that groups the
+	// queued entries into its write buffer, pads each group to
+	// journalAlignmentSize, writes it and hands it to a force-write thread
+	// that calls fdatasync and then acknowledges the group's entries; files
+	// grow sparse, a zero block written at the end of each
+	// journalPreAllocSizeMB window, and roll at journalMaxSizeMB. A closed
+	// loop keeps InFlight entries outstanding per journal. See
+	// docs/diskbench.md, "The BookKeeper journal model", for the source
+	// lines each step follows.
+	JournalModelBookKeeper JournalModel = "bookkeeper"
+	// JournalModelPlain is the pattern fio can express: each writer
+	// appends BlockSize writes to its own file (prepared as Prealloc says)
+	// and calls fdatasync after every SyncEvery writes, in one thread.
+	// `diskbench compare-fio` uses it.
+	JournalModelPlain JournalModel = "plain"
+)
+
+// JournalSettings are the BookKeeper settings that shape the journal's I/O,
+// under BookKeeper's own names (bookkeeper.conf keys, JSON names too).
+// DefaultJournalSettings gives Pulsar's shipped conf/bookkeeper.conf values.
+type JournalSettings struct {
+	// JournalWriteBufferSizeKB is the journal's write buffer: a group's
+	// bytes reach the file in writes of this size, the group's last
+	// (partial) buffer when the group is flushed.
+	JournalWriteBufferSizeKB int `json:"journalWriteBufferSizeKB"`
+	// JournalMaxGroupWaitMSec is the longest an entry waits for others to
+	// join its group; 0 flushes as soon as the queue is empty.
+	JournalMaxGroupWaitMSec int64 `json:"journalMaxGroupWaitMSec"`
+	// JournalBufferedWritesThreshold flushes a group once it holds more
+	// than this many bytes (and another entry is waiting).
+	JournalBufferedWritesThreshold int64 `json:"journalBufferedWritesThreshold"`
+	// JournalBufferedEntriesThreshold flushes a group once it holds more
+	// than this many entries (and another is waiting); 0 = off.
+	JournalBufferedEntriesThreshold int `json:"journalBufferedEntriesThreshold"`
+	// JournalFlushWhenQueueEmpty flushes a group as soon as no entry is
+	// waiting, instead of waiting up to JournalMaxGroupWaitMSec.
+	JournalFlushWhenQueueEmpty bool `json:"journalFlushWhenQueueEmpty"`
+	// JournalAlignmentSize: with format ≥ 5 every group is padded to a
+	// multiple of it; it is also the size of the zero block that extends a
+	// file by one pre-allocation window.
+	JournalAlignmentSize int `json:"journalAlignmentSize"`
+	// JournalFormatVersionToWrite: 5 and 6 write a 512-byte header and
+	// pad groups; 4 writes an 8-byte header and no padding.
+	JournalFormatVersionToWrite int `json:"journalFormatVersionToWrite"`
+	// JournalPreAllocSizeMB is the pre-allocation window: when a write
+	// would cross the window's end, one JournalAlignmentSize block of zeros
+	// is written at the end of the next window (the file grows sparse).
+	JournalPreAllocSizeMB int `json:"journalPreAllocSizeMB"`
+	// JournalMaxSizeMB: a journal file is closed (after its last
+	// fdatasync) and a new one started once a flush leaves it larger.
+	JournalMaxSizeMB int64 `json:"journalMaxSizeMB"`
+	// JournalRemoveFromPageCache calls posix_fadvise(DONTNEED) after each
+	// fdatasync for what lies more than 8 MiB behind the synced position.
+	JournalRemoveFromPageCache bool `json:"journalRemoveFromPageCache"`
+}
+
+// DefaultJournalSettings returns Pulsar's shipped conf/bookkeeper.conf
+// journal settings (BookKeeper's own code defaults differ in two:
+// journalMaxGroupWaitMSec 2 and journalAlignmentSize 512, and write format
+// 6, which writes the same bytes as 5 for adds).
+func DefaultJournalSettings() JournalSettings {
+	return JournalSettings{
+		JournalWriteBufferSizeKB:        64,
+		JournalMaxGroupWaitMSec:         1,
+		JournalBufferedWritesThreshold:  512 * KiB,
+		JournalBufferedEntriesThreshold: 0,
+		JournalFlushWhenQueueEmpty:      false,
+		JournalAlignmentSize:            4096,
+		JournalFormatVersionToWrite:     5,
+		JournalPreAllocSizeMB:           16,
+		JournalMaxSizeMB:                2048,
+		JournalRemoveFromPageCache:      true,
 	}
 }
 
 // JournalParams describe the journal sweep: every (writers, block size)
 // pair is one point.
 type JournalParams struct {
-	// Writers lists the numbers of parallel journal files. Default 1,2,4,8.
+	// Model is how the journal writes. Default JournalModelBookKeeper.
+	Model JournalModel
+	// Writers lists the numbers of parallel journals (journal directories:
+	// each its own file, journal thread and force-write thread). Default
+	// 1,2,4,8.
 	Writers []int
-	// BlockSizes lists the write sizes in bytes. Default 4 KiB, 16 KiB, 64 KiB.
+	// BlockSizes lists the entry sizes (BookKeeper model: each journal
+	// record is a 4-byte length plus the entry) or write sizes (plain
+	// model) in bytes. Default 4 KiB, 16 KiB, 64 KiB.
 	BlockSizes []int64
-	// SyncEvery is the group-commit size: fdatasync after every SyncEvery
-	// writes. Default 1.
+
+	// Settings are the BookKeeper journal settings (BookKeeper model).
+	// Default (nil) DefaultJournalSettings().
+	Settings *JournalSettings
+	// InFlight is the number of entries each journal's client keeps
+	// outstanding (BookKeeper model): a new add is issued when one is
+	// acknowledged. Default (0): enough entries for twice
+	// JournalBufferedWritesThreshold, at least 1, so groups fill to the
+	// threshold while the previous group syncs — a busy bookie.
+	InFlight int
+
+	// SyncEvery is the group-commit size of the plain model: fdatasync
+	// after every SyncEvery writes. Default 1.
 	SyncEvery int
-	// FileSize is each writer's file size in bytes; the point stops when a
-	// writer fills its file (StopReason "file full"). Default: 1.5 × the
-	// point's share of MaxBytes divided by the writers, at most MaxFileSize.
+	// FileSize is each writer's file size in bytes (plain model); the
+	// point stops when a writer fills its file (StopReason "file full").
+	// Default: 1.5 × the point's share of MaxBytes divided by the writers,
+	// at most MaxFileSize.
 	FileSize int64
-	// Prealloc is how each file is prepared. Default PreallocFallocate.
+	// Prealloc is how each file is prepared (plain model). Default
+	// PreallocFallocate.
 	Prealloc Prealloc
 }
 
@@ -196,7 +303,7 @@ func DefaultPlan(dir string) Plan {
 	return Plan{
 		Options:    Options{Dir: dir},
 		TimeBudget: DefaultTimeBudget,
-		Journal:    &JournalParams{Writers: []int{1, 2, 4}, BlockSizes: []int64{4 * KiB, 64 * KiB}, SyncEvery: 1},
+		Journal:    &JournalParams{Writers: []int{1, 2, 4}, BlockSizes: []int64{4 * KiB, 64 * KiB}},
 		EntryLog:   &EntryLogParams{Writers: []int{1}, BlockSizes: []int64{1 * MiB}},
 		RandRead:   &RandReadParams{BlockSizes: []int64{4 * KiB, 1 * MiB}, Depths: []int{1, 16}},
 	}

@@ -7,8 +7,10 @@ type Workload string
 
 // The workloads diskbench runs; each mirrors one way a bookie uses its disks.
 const (
-	// WorkloadJournal is N writers, each appending to its own preallocated
-	// file and calling fdatasync every SyncEvery writes (the bookie journal).
+	// WorkloadJournal is N journals written the way a BookKeeper bookie
+	// writes its journal directories (JournalModelBookKeeper), or N writers
+	// each appending and calling fdatasync every SyncEvery writes
+	// (JournalModelPlain).
 	WorkloadJournal Workload = "journal"
 	// WorkloadEntryLog is buffered sequential appends with an fdatasync every
 	// FlushEveryBytes (the entry logger of DbLedgerStorage).
@@ -49,8 +51,18 @@ type Result struct {
 	// FileSize is the size of the file read (randread), or of each writer's
 	// file (journal, entrylog).
 	FileSize int64 `json:"file_size,omitempty"`
-	// Prealloc is how writer files were prepared: "fallocate" or "none".
+	// Prealloc is how writer files were prepared: "fallocate", "sparse" or
+	// "none" (plain journal, entry log); "bookkeeper" for the BookKeeper
+	// journal model (sparse, a zero block at each window's end).
 	Prealloc string `json:"prealloc,omitempty"`
+	// Model is the journal model: "bookkeeper" or "plain" (journal only).
+	Model JournalModel `json:"model,omitempty"`
+	// JournalSettings are the BookKeeper settings a bookkeeper-model point
+	// ran with.
+	JournalSettings *JournalSettings `json:"journal_settings,omitempty"`
+	// InFlight is the number of entries each journal's client kept
+	// outstanding (bookkeeper model).
+	InFlight int `json:"in_flight,omitempty"`
 
 	// DurationSec is the measured time, warm-up excluded.
 	DurationSec float64 `json:"duration_sec"`
@@ -72,12 +84,20 @@ type Result struct {
 	IOPS        float64 `json:"iops"`
 
 	// WriteLatency covers each write(2) call; SyncLatency each fdatasync;
-	// CommitLatency one group (its writes plus the sync) — the time a bookie
-	// journal needs to make a group durable. ReadLatency covers each read.
+	// CommitLatency one group (plain model: its writes plus the sync;
+	// bookkeeper model: from the group's flush to the end of the fdatasync
+	// that made it durable). ReadLatency covers each read. AddLatency
+	// (bookkeeper model) is each entry's time from being queued to the
+	// journal to its acknowledgement — what a bookie add waits for in the
+	// journal; Bytes, Ops and BytesPerSec then count acknowledged entries.
 	WriteLatency  *Latency `json:"write_latency,omitempty"`
 	SyncLatency   *Latency `json:"sync_latency,omitempty"`
 	CommitLatency *Latency `json:"commit_latency,omitempty"`
 	ReadLatency   *Latency `json:"read_latency,omitempty"`
+	AddLatency    *Latency `json:"add_latency,omitempty"`
+	// JournalIO counts what the bookkeeper model wrote in the measured
+	// window.
+	JournalIO *JournalIO `json:"journal_io,omitempty"`
 
 	// SamplesBytesPerSec holds one throughput sample per second of the
 	// measured window; StdevOverMean is their coefficient of variation.
@@ -89,6 +109,29 @@ type Result struct {
 	// Warnings lists conditions that make the figure less trustworthy
 	// (buffered fallback, high variance, cache effects, ...).
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// JournalIO describes the I/O of a bookkeeper-model journal point in the
+// measured window.
+type JournalIO struct {
+	// Groups is the number of flushed groups; MeanGroupEntries and
+	// MeanGroupBytes their average size (bytes include the 4-byte record
+	// lengths and the padding).
+	Groups           int64   `json:"groups"`
+	MeanGroupEntries float64 `json:"mean_group_entries"`
+	MeanGroupBytes   float64 `json:"mean_group_bytes"`
+	// Writes and WriteBytes count every write to the journal files
+	// (records, padding, headers, pre-allocation zero blocks);
+	// FullBufferWrites those of exactly JournalWriteBufferSizeKB.
+	Writes           int64 `json:"writes"`
+	WriteBytes       int64 `json:"write_bytes"`
+	FullBufferWrites int64 `json:"full_buffer_writes"`
+	// PaddingBytes are the alignment padding records' bytes.
+	PaddingBytes int64 `json:"padding_bytes"`
+	// PreallocWrites counts the zero blocks written at window ends.
+	PreallocWrites int64 `json:"prealloc_writes"`
+	// Files is the number of journal files started (rolls + 1 per journal).
+	Files int64 `json:"files"`
 }
 
 // Report is the document `--output json` prints: every result of one run

@@ -10,8 +10,9 @@ import (
 )
 
 // WriteTable renders rep as an aligned text table: one block per result,
-// one line per latency kind (write, sync, commit, read), followed by the
-// warnings.
+// one line per latency kind (add, write, sync, commit, read), followed by
+// the warnings. A bookkeeper-model journal point shows "bk if=N" (N
+// entries in flight per journal) in the sync column.
 func WriteTable(w io.Writer, rep *Report) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "diskbench  dir=%s  fs=%s", rep.Dir, rep.FSType)
@@ -25,6 +26,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 	for i, r := range rep.Results {
 		sync := "-"
 		switch {
+		case r.Model == JournalModelBookKeeper:
+			sync = fmt.Sprintf("bk if=%d", r.InFlight)
 		case r.SyncEvery > 0:
 			sync = fmt.Sprintf("%dw", r.SyncEvery)
 		case r.FlushEveryBytes > 0:
@@ -33,7 +36,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		lats := []struct {
 			name string
 			l    *Latency
-		}{{"write", r.WriteLatency}, {"sync", r.SyncLatency}, {"commit", r.CommitLatency}, {"read", r.ReadLatency}}
+		}{{"add", r.AddLatency}, {"write", r.WriteLatency}, {"sync", r.SyncLatency}, {"commit", r.CommitLatency}, {"read", r.ReadLatency}}
 		first := true
 		for _, l := range lats {
 			if l.l == nil {

@@ -19,11 +19,22 @@ type writeParams struct {
 	flushEvery int64 // entrylog: fdatasync every N bytes
 	fileSize   int64
 	prealloc   Prealloc
+	// journal model and its BookKeeper settings
+	model    JournalModel
+	settings JournalSettings
+	inFlight int
 }
 
 func (p JournalParams) resolve() writeParams {
 	wp := writeParams{workload: WorkloadJournal, writers: p.Writers, blockSizes: p.BlockSizes,
-		syncEvery: p.SyncEvery, fileSize: p.FileSize, prealloc: p.Prealloc}
+		syncEvery: p.SyncEvery, fileSize: p.FileSize, prealloc: p.Prealloc, model: p.Model, inFlight: p.InFlight}
+	if wp.model == "" {
+		wp.model = JournalModelBookKeeper
+	}
+	wp.settings = DefaultJournalSettings()
+	if p.Settings != nil {
+		wp.settings = *p.Settings
+	}
 	if len(wp.writers) == 0 {
 		wp.writers = []int{1, 2, 4, 8}
 	}
@@ -37,6 +48,11 @@ func (p JournalParams) resolve() writeParams {
 		wp.prealloc = PreallocFallocate
 	}
 	return wp
+}
+
+// bookkeeper reports whether wp is the BookKeeper journal model.
+func (wp writeParams) bookkeeper() bool {
+	return wp.workload == WorkloadJournal && wp.model == JournalModelBookKeeper
 }
 
 func (p EntryLogParams) resolve() writeParams {
@@ -77,6 +93,18 @@ func (wp writeParams) validate() error {
 	if wp.fileSize < 0 {
 		return fmt.Errorf("%w: file size %d", ErrInvalidOptions, wp.fileSize)
 	}
+	if wp.workload == WorkloadJournal {
+		switch wp.model {
+		case JournalModelBookKeeper:
+			if wp.inFlight < 0 || wp.inFlight > bkMaxQueue {
+				return fmt.Errorf("%w: in-flight %d (want 1..%d, journalQueueSize)", ErrInvalidOptions, wp.inFlight, bkMaxQueue)
+			}
+			return wp.settings.validate()
+		case JournalModelPlain:
+		default:
+			return fmt.Errorf("%w: journal model %q (want bookkeeper or plain)", ErrInvalidOptions, wp.model)
+		}
+	}
 	return nil
 }
 
@@ -97,11 +125,13 @@ func (wp writeParams) weight() int {
 	return n * len(wp.writers)
 }
 
-// RunJournal measures the bookie journal pattern: for every (writers, block
-// size) pair, each writer appends BlockSize writes to its own file and calls
-// fdatasync after every SyncEvery writes. Results come in sweep order
-// (writers outer, block size inner). On error the results measured so far
-// are returned with it; every file is removed either way.
+// RunJournal measures the bookie journal pattern for every (writers, block
+// size) pair: by default N journals written the way BookKeeper's journal
+// writes them (JournalModelBookKeeper, entries of BlockSize bytes), or with
+// JournalModelPlain each writer appending BlockSize writes to its own file
+// and calling fdatasync after every SyncEvery writes. Results come in sweep
+// order (writers outer, block size inner). On error the results measured so
+// far are returned with it; every file is removed either way.
 func RunJournal(ctx context.Context, o JournalOptions) ([]Result, error) {
 	wp := o.JournalParams.resolve()
 	return runWriteSweep(ctx, o.Options, wp)
@@ -154,6 +184,9 @@ func joinCleanup(err, cerr error) error {
 // runWritePoint runs one (writers, block size) point of a write workload.
 func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int, bs int64,
 	d, warm time.Duration, share int64) (Result, error) {
+	if wp.bookkeeper() {
+		return r.runBKJournalPoint(ctx, wp, writers, bs, d, warm, share)
+	}
 	label := fmt.Sprintf("writers=%d bs=%s", writers, units.FormatBytes(bs))
 	syncBytes := wp.flushEvery
 	if wp.workload == WorkloadJournal {
@@ -202,6 +235,11 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 		}
 		files[i], paths[i] = f, path
 
+		if prealloc == PreallocSparse {
+			if err := f.Truncate(fileSize); err != nil {
+				return Result{}, fmt.Errorf("%s %s: %w", wp.workload, label, ioError("ftruncate", path, err))
+			}
+		}
 		if prealloc == PreallocFallocate {
 			if err := f.Allocate(0, fileSize); err != nil {
 				if errors.Is(err, syscall.EOPNOTSUPP) {
@@ -249,6 +287,7 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 	res.Prealloc = prealloc.String()
 	if wp.workload == WorkloadJournal {
 		res.SyncEvery = wp.syncEvery
+		res.Model = JournalModelPlain
 	} else {
 		res.FlushEveryBytes = wp.flushEvery
 	}

@@ -206,11 +206,16 @@ func TestBadInput(t *testing.T) {
 		// An explicit zero is refused everywhere, never silently the default (issue 11, bug 8).
 		"zero max-bytes":       {[]string{"journal", "--dir", dir, "--max-bytes", "0"}, diskbench.ErrInvalidOptions, "--max-bytes 0: must be positive"},
 		"check zero max-bytes": {[]string{"check", "--dir", dir, "--allow-any-fs", "--max-bytes", "0"}, diskbench.ErrInvalidOptions, "--max-bytes 0: must be positive"},
-		"zero file size":       {[]string{"journal", "--dir", dir, "--file-size", "0"}, diskbench.ErrInvalidOptions, "--file-size 0: must be positive"},
+		"zero file size":       {[]string{"journal", "--dir", dir, "--model", "plain", "--file-size", "0"}, diskbench.ErrInvalidOptions, "--file-size 0: must be positive"},
 		"bad output":           {[]string{"randread", "--dir", dir, "--output", "xml"}, diskbench.ErrInvalidOptions, "--output"},
 		"zero writers":         {[]string{"journal", "--dir", dir, "--writers", "0"}, diskbench.ErrInvalidOptions, "writers 0"},
-		"sync-every 0":         {[]string{"journal", "--dir", dir, "--sync-every", "0"}, diskbench.ErrInvalidOptions, "--sync-every"},
-		"bad prealloc":         {[]string{"journal", "--dir", dir, "--prealloc", "zero"}, diskbench.ErrInvalidOptions, "--prealloc"},
+		"sync-every 0":         {[]string{"journal", "--dir", dir, "--model", "plain", "--sync-every", "0"}, diskbench.ErrInvalidOptions, "--sync-every"},
+		"bad prealloc":         {[]string{"journal", "--dir", dir, "--model", "plain", "--prealloc", "zero"}, diskbench.ErrInvalidOptions, "--prealloc"},
+		"bad model":            {[]string{"journal", "--dir", dir, "--model", "fio"}, diskbench.ErrInvalidOptions, "--model"},
+		"plain flag":           {[]string{"journal", "--dir", dir, "--sync-every", "4"}, diskbench.ErrInvalidOptions, "--model plain only"},
+		"bk flag":              {[]string{"journal", "--dir", dir, "--model", "plain", "--journalAlignmentSize", "512"}, diskbench.ErrInvalidOptions, "--model bookkeeper only"},
+		"bad align":            {[]string{"journal", "--dir", dir, "--allow-any-fs", "--journalAlignmentSize", "1000"}, diskbench.ErrInvalidOptions, "journalAlignmentSize"},
+		"bad conf":             {[]string{"journal", "--dir", dir, "--bookie-conf", filepath.Join(dir, "nope.conf")}, os.ErrNotExist, "--bookie-conf"},
 		"bookie data":          {[]string{"journal", "--dir", bookie, "--allow-any-fs"}, diskbench.ErrBookieData, "--force"},
 		"huge budget":          {[]string{"journal", "--dir", dir, "--allow-any-fs", "--max-bytes", "1000000t"}, diskbench.ErrInsufficientSpace, "free"},
 		"bad workloads":        {[]string{"sweep", "--dir", dir, "--workloads", "journal,fsync"}, diskbench.ErrInvalidOptions, "fsync"},
@@ -223,6 +228,30 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("got %v, want %v mentioning %q", err, c.want, c.msg)
 			}
 		})
+	}
+}
+
+// TestJournalBookieConf: --bookie-conf supplies the journal settings a
+// flag does not, and they reach the result.
+func TestJournalBookieConf(t *testing.T) {
+	dir := cleanDir(t)
+	conf := filepath.Join(t.TempDir(), "bookkeeper.conf")
+	os.WriteFile(conf, []byte("# a bookie's config\njournalMaxGroupWaitMSec=3\njournalAlignmentSize = 512\n"+
+		"journalWriteBufferSizeKB=128\nzkServers=localhost:2181\n"), 0o600)
+	out, stderr, err := run(t, append([]string{"journal", "--dir", dir, "--writers", "1", "--block-size", "4k", "--output", "json",
+		"--bookie-conf", conf, "--journalWriteBufferSizeKB", "32", "--in-flight", "8"}, fast...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep diskbench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	s := r.JournalSettings
+	if r.Model != diskbench.JournalModelBookKeeper || s == nil || s.JournalMaxGroupWaitMSec != 3 || s.JournalAlignmentSize != 512 ||
+		s.JournalWriteBufferSizeKB != 32 || s.JournalPreAllocSizeMB != 16 || r.InFlight != 8 || r.AddLatency == nil {
+		t.Errorf("model %q in-flight %d settings %+v add %v", r.Model, r.InFlight, s, r.AddLatency)
 	}
 }
 

@@ -375,7 +375,7 @@ func runDiskbench(ctx context.Context, dir string, c Case, o Options, budget int
 	switch c.Workload {
 	case diskbench.WorkloadJournal:
 		res, err = diskbench.RunJournal(ctx, diskbench.JournalOptions{Options: opts, JournalParams: diskbench.JournalParams{
-			Writers: []int{c.Writers}, BlockSizes: []int64{c.BlockSize}, SyncEvery: c.SyncEvery,
+			Model: diskbench.JournalModelPlain, Writers: []int{c.Writers}, BlockSizes: []int64{c.BlockSize}, SyncEvery: c.SyncEvery,
 			FileSize: c.FileSize, Prealloc: diskbench.PreallocFallocate}})
 	case diskbench.WorkloadEntryLog:
 		res, err = diskbench.RunEntryLog(ctx, diskbench.EntryLogOptions{Options: opts, EntryLogParams: diskbench.EntryLogParams{
