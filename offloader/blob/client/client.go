@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -27,20 +28,41 @@ const (
 	TypeCOS = "cos"
 )
 
-// Config is a parsed blob config.
+// Config is a parsed blob config. The provider section is held decoded,
+// in the provider's own Config type (exactly one of FS, S3, COS, as Type
+// says), whose credentials are blob.Secret values: no rendering of a
+// Config prints a secret — fmt (every verb), json.Marshal, slog's text and
+// JSON handlers, YAML all give "<redacted>" (see Format and MarshalJSON).
+// A marshalled Config is therefore for display; it does not parse back to
+// working credentials.
 type Config struct {
 	// Type is fs, s3 or cos.
-	Type string `json:"type"`
-	// Config is the provider section, decoded by Provider.
-	Config json.RawMessage `json:"config"`
+	Type string
+	// FS, S3 and COS hold the provider section over the provider's
+	// defaults; the one Type names is set.
+	FS  *fs.Config
+	S3  *s3.Config
+	COS *cos.Config
 	// Limits are the process-wide token buckets (zero: unlimited).
-	Limits blob.Limits `json:"limits,omitempty"`
+	Limits blob.Limits
+}
+
+// document is a config as written: the provider section still raw until
+// Type says how to decode it.
+type document struct {
+	Type   string          `json:"type"`
+	Config json.RawMessage `json:"config"`
+	Limits blob.Limits     `json:"limits,omitempty"`
 }
 
 // Parse reads a YAML or JSON config strictly and validates it.
 func Parse(data []byte) (Config, error) {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("blob config: %w", err)
+	}
 	var c Config
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	if err := c.UnmarshalJSON(js); err != nil {
 		return Config{}, fmt.Errorf("blob config: %w", err)
 	}
 	if err := c.Validate(); err != nil {
@@ -62,34 +84,125 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// Provider decodes the provider section strictly over the provider's
-// defaults; it returns *fs.Config, *s3.Config or *cos.Config.
-func (c Config) Provider() (any, error) {
+// UnmarshalJSON decodes a config document strictly (an unknown key at any
+// level is an error naming it): the provider section over the provider's
+// DefaultConfig.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var d document
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return err
+	}
+	out := Config{Type: d.Type, Limits: d.Limits}
 	var target any
-	switch c.Type {
+	switch d.Type {
 	case TypeFS:
 		v := fs.DefaultConfig()
-		target = &v
+		out.FS, target = &v, &v
 	case TypeS3:
 		v := s3.DefaultConfig()
-		target = &v
+		out.S3, target = &v, &v
 	case TypeCOS:
 		v := cos.DefaultConfig()
-		target = &v
+		out.COS, target = &v, &v
+	case "":
+		return errors.New("key type is required (fs, s3 or cos)")
+	default:
+		return fmt.Errorf("key type must be fs, s3 or cos; got %q", d.Type)
+	}
+	if raw := bytes.TrimSpace(d.Config); len(raw) == 0 || string(raw) == "null" {
+		return fmt.Errorf("key config is required for type %s", d.Type)
+	}
+	pd := json.NewDecoder(bytes.NewReader(d.Config))
+	pd.DisallowUnknownFields()
+	if err := pd.Decode(target); err != nil {
+		return fmt.Errorf("config (type %s): %w", d.Type, err)
+	}
+	*c = out
+	return nil
+}
+
+// provider returns the section Type names, or nil.
+func (c Config) provider() any {
+	switch {
+	case c.Type == TypeFS && c.FS != nil:
+		return c.FS
+	case c.Type == TypeS3 && c.S3 != nil:
+		return c.S3
+	case c.Type == TypeCOS && c.COS != nil:
+		return c.COS
+	}
+	return nil
+}
+
+// Provider returns a copy of the provider section: *fs.Config, *s3.Config
+// or *cos.Config.
+func (c Config) Provider() (any, error) {
+	switch c.Type {
+	case TypeFS, TypeS3, TypeCOS:
 	case "":
 		return nil, errors.New("blob config: key type is required (fs, s3 or cos)")
 	default:
 		return nil, fmt.Errorf("blob config: key type must be fs, s3 or cos; got %q", c.Type)
 	}
-	if len(bytes.TrimSpace(c.Config)) == 0 || string(bytes.TrimSpace(c.Config)) == "null" {
-		return nil, fmt.Errorf("blob config: key config is required for type %s", c.Type)
+	switch p := c.provider().(type) {
+	case *fs.Config:
+		v := *p
+		return &v, nil
+	case *s3.Config:
+		v := *p
+		return &v, nil
+	case *cos.Config:
+		v := *p
+		return &v, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(c.Config))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(target); err != nil {
-		return nil, fmt.Errorf("blob config: config (type %s): %w", c.Type, err)
+	return nil, fmt.Errorf("blob config: key config is required for type %s", c.Type)
+}
+
+// MarshalJSON writes the document form (type, config, limits) with every
+// secret "<redacted>".
+func (c Config) MarshalJSON() ([]byte, error) {
+	type out struct {
+		Type   string       `json:"type"`
+		Config any          `json:"config,omitempty"`
+		Limits *blob.Limits `json:"limits,omitempty"`
 	}
-	return target, nil
+	o := out{Type: c.Type, Config: c.provider()}
+	if c.Limits != (blob.Limits{}) {
+		o.Limits = &c.Limits
+	}
+	return json.Marshal(o)
+}
+
+// String is the redacted JSON form.
+func (c Config) String() string {
+	b, err := c.MarshalJSON()
+	if err != nil {
+		return fmt.Sprintf("blob config %s (unprintable: %v)", c.Type, err)
+	}
+	return string(b)
+}
+
+// Format prints String for every verb (%v, %+v, %#v, %s, %q, ...), so the
+// provider structs are never printed field by field.
+func (c Config) Format(f fmt.State, verb rune) {
+	if verb == 'q' {
+		fmt.Fprintf(f, "%q", c.String())
+		return
+	}
+	_, _ = io.WriteString(f, c.String())
+}
+
+// LogValue logs the document as a group: type, config (the provider
+// struct, whose secrets redact themselves in slog's text and JSON
+// handlers) and limits when set.
+func (c Config) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("type", c.Type), slog.Any("config", c.provider())}
+	if c.Limits != (blob.Limits{}) {
+		attrs = append(attrs, slog.Any("limits", c.Limits))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // Validate checks the type, the provider section and the limits.

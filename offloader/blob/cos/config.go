@@ -3,7 +3,6 @@ package cos
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
@@ -128,14 +127,10 @@ func (c Config) Validate() error {
 		bad("config key region must be a COS region such as ap-guangzhou; got %q", c.Region)
 	}
 	if c.Endpoint != "" {
-		u, err := url.Parse(c.Endpoint)
-		switch {
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			bad("config key endpoint %q must be an http:// or https:// URL", c.Endpoint)
-		case u.User != nil:
-			bad("config key endpoint must not contain credentials; use credentials")
-		case u.Path != "" && u.Path != "/":
-			bad("config key endpoint %q has a path: COS takes the bucket from the host only (virtual-host style), e.g. https://%s.cos.%s.myqcloud.com", c.Endpoint, c.Bucket, c.Region)
+		if u, err := blob.ParseEndpoint(c.Endpoint); err != nil {
+			bad("config key %v", err)
+		} else if u.Path != "" && u.Path != "/" {
+			bad("config key endpoint %q has a path: COS takes the bucket from the host only (virtual-host style), e.g. https://%s.cos.%s.myqcloud.com", u.String(), c.Bucket, c.Region)
 		}
 	}
 	switch c.Credentials.Source {

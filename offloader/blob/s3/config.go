@@ -3,7 +3,6 @@ package s3
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
@@ -144,11 +143,8 @@ func (c Config) Validate() error {
 		bad("config key bucket %q must be a bare bucket name", c.Bucket)
 	}
 	if c.Endpoint != "" {
-		u, err := url.Parse(c.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("config key endpoint %q must be an http:// or https:// URL", c.Endpoint)
-		} else if u.User != nil {
-			bad("config key endpoint must not contain credentials; use credentials")
+		if _, err := blob.ParseEndpoint(c.Endpoint); err != nil {
+			bad("config key %v", err)
 		}
 	}
 	switch c.Addressing {
