@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
-	"github.com/tierkeeper/tierkeeper/offloader/internal/mltest"
+	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -63,19 +61,7 @@ func BenchmarkScan(b *testing.B) {
 			return err
 		}
 		for j := 0; j < perML; j++ {
-			id := first + int64(j)
-			p, err := metadata.Hierarchical.LedgerPath("/ledgers", id)
-			if err != nil {
-				return err
-			}
-			md := &metadata.LedgerMetadata{LedgerID: id, EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2,
-				State: metadata.StateClosed, LastEntryID: 9, Length: 64 << 20, HasPassword: true, DigestType: digest.CRC32C,
-				Segments: []metadata.Segment{{FirstEntryID: 0, Bookies: []string{"b1:3181", "b2:3181", "b3:3181"}}}, Ctime: now.UnixMilli()}
-			data, err := metadata.Marshal(md, 3)
-			if err != nil {
-				return err
-			}
-			if err := c.Create(p, data); err != nil {
+			if err := c.BookKeeperLedger(first+int64(j), "b1:3181", "b2:3181", "b3:3181"); err != nil {
 				return err
 			}
 		}

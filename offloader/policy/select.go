@@ -126,8 +126,12 @@ type Candidate struct {
 type TopicPlan struct {
 	ML    string
 	Topic string
-	// Rule decides for the topic ("" when excluded).
-	Rule     string
+	// Rule decides for the topic ("" when excluded): the matching rule's
+	// name, or "pulsar:<namespace>" when Pulsar's namespace policy applies.
+	Rule string
+	// MatchedRule is the configured rule that matched (the default's name
+	// when none did), whatever Pulsar's policies say.
+	MatchedRule string
 	Excluded bool
 	// BKBytes counts closed ledgers whose data is still on BookKeeper
 	// (offloaded or not); OffloadedBytes the complete offloads.
@@ -145,8 +149,8 @@ type TopicPlan struct {
 type Result struct {
 	Candidates []Candidate
 	Topics     []TopicPlan
-	// RuleTopics counts the topics each rule decided for (by rule name,
-	// "default" included): a rule with 0 matches nothing.
+	// RuleTopics counts the topics each configured rule matched (by rule
+	// name, the default included): a rule with 0 matches nothing.
 	RuleTopics map[string]int
 	// PressuredBookies are the bookies at or above the threshold.
 	PressuredBookies map[string]float64
@@ -179,7 +183,7 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 		tp, cs := evaluateTopic(t, snap, now, &rules, res.PressuredBookies)
 		res.Topics = append(res.Topics, tp)
 		if !tp.Excluded {
-			res.RuleTopics[tp.Rule]++
+			res.RuleTopics[tp.MatchedRule]++
 		}
 		res.Candidates = append(res.Candidates, cs...)
 	}
@@ -206,7 +210,7 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 		tp.Excluded = true
 		return tp, nil
 	}
-	tp.Rule = rule.Name
+	tp.Rule, tp.MatchedRule = rule.Name, rule.Name
 	ruleName := rule.Name
 	if rules.PulsarPolicies {
 		if np := snap.Namespaces[t.Topic.NamespacePath()]; np.Set() {

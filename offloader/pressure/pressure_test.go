@@ -12,43 +12,11 @@ import (
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 )
 
-// agent starts a real bookie agent server whose statfs reports the given
-// usage for the ledger dir's mount (journal mount at 10%).
-func agent(t *testing.T, ledgerUsage float64) string {
-	t.Helper()
-	jdir, ldir := t.TempDir(), t.TempDir()
-	s, err := bookieagent.NewSampler(bookieagent.SamplerOptions{
-		Dirs: []bookieagent.DirRole{{Dir: jdir, Role: bookieagent.RoleJournal}, {Dir: ldir, Role: bookieagent.RoleLedger}},
-		Statfs: func(_ context.Context, p string) (bookieagent.FSUsage, error) {
-			const size = 1 << 40
-			u := 0.10
-			if p == ldir || strings.HasPrefix(p, ldir) {
-				u = ledgerUsage
-			}
-			return bookieagent.FSUsage{Size: size, Avail: uint64((1 - u) * size), FSType: "xfs"}, nil
-		},
-		// No mountinfo under an empty procfs root: each dir is its own mount.
-		Host: bookieagent.HostFS{ProcPath: t.TempDir(), SysPath: t.TempDir()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The sample's diskstats read fails under the empty procfs root; the
-	// capacity figures the report carries are taken all the same.
-	_ = s.Sample(context.Background())
-	srv, err := bookieagent.NewServer(bookieagent.ServerOptions{Sampler: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs.URL + "/report"
-}
-
 func TestAgentsRead(t *testing.T) {
-	full, light := agent(t, 0.91), agent(t, 0.40)
+	full, light := mltest.Agent(t, 0.91), mltest.Agent(t, 0.40)
 	// A server that never answers within the timeout.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

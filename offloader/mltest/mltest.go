@@ -7,13 +7,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
@@ -143,4 +148,55 @@ func Parallel(ctx context.Context, n, conc int, fn func(i int) error) error {
 		return first
 	}
 	return ctx.Err()
+}
+
+// Agent starts a real bookie agent server (bookieagent.Server) whose
+// ledger directory's mount reports ledgerUsage (its journal mount 10%), and
+// returns its /report URL. It stops with t.
+func Agent(t testing.TB, ledgerUsage float64) string {
+	t.Helper()
+	jdir, ldir := t.TempDir(), t.TempDir()
+	s, err := bookieagent.NewSampler(bookieagent.SamplerOptions{
+		Dirs: []bookieagent.DirRole{{Dir: jdir, Role: bookieagent.RoleJournal}, {Dir: ldir, Role: bookieagent.RoleLedger}},
+		Statfs: func(_ context.Context, p string) (bookieagent.FSUsage, error) {
+			const size = 1 << 40
+			u := 0.10
+			if strings.HasPrefix(p, ldir) {
+				u = ledgerUsage
+			}
+			return bookieagent.FSUsage{Size: size, Avail: uint64((1 - u) * size), FSType: "xfs"}, nil
+		},
+		// No mountinfo under an empty procfs root: each dir is its own mount.
+		Host: bookieagent.HostFS{ProcPath: t.TempDir(), SysPath: t.TempDir()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sample's diskstats read fails under the empty procfs root; the
+	// capacity figures the report carries are taken all the same.
+	_ = s.Sample(context.Background())
+	srv, err := bookieagent.NewServer(bookieagent.ServerOptions{Sampler: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs.URL + "/report"
+}
+
+// BookKeeperLedger writes a closed ledger's v3 metadata znode (hierarchical
+// layout under /ledgers) with one ensemble of bookies.
+func (c *Creator) BookKeeperLedger(id int64, bookies ...string) error {
+	p, err := metadata.Hierarchical.LedgerPath("/ledgers", id)
+	if err != nil {
+		return err
+	}
+	md := &metadata.LedgerMetadata{LedgerID: id, EnsembleSize: len(bookies), WriteQuorum: len(bookies), AckQuorum: len(bookies),
+		State: metadata.StateClosed, LastEntryID: 9, Length: 1000, HasPassword: true, DigestType: digest.CRC32C,
+		Segments: []metadata.Segment{{FirstEntryID: 0, Bookies: bookies}}, Ctime: time.Now().UnixMilli()}
+	data, err := metadata.Marshal(md, 3)
+	if err != nil {
+		return err
+	}
+	return c.Create(p, data)
 }

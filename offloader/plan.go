@@ -1,0 +1,97 @@
+package offloader
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/discovery"
+	"github.com/tierkeeper/tierkeeper/offloader/policy"
+)
+
+// PlanOptions configure Plan.
+type PlanOptions struct {
+	Logger *slog.Logger
+	// Now is the policy's clock. Default time.Now.
+	Now func() time.Time
+	// HTTPClient for the pressure source. Default: one with the pressure
+	// timeout.
+	HTTPClient *http.Client
+}
+
+// PlanResult is a dry run of the policy: what the service would do next.
+type PlanResult struct {
+	At     time.Time
+	Scan   discovery.ScanStats
+	Result policy.Result
+	Report SnapshotReport
+	// ReadErrors are managed ledgers that could not be read.
+	ReadErrors map[string]string
+	// BookieUsage is the ledger-disk usage read per bookie (pressure on).
+	BookieUsage map[string]float64
+	// UnusedRules are rules that decided for no topic.
+	UnusedRules []string
+}
+
+// Plan connects to ZooKeeper, scans every managed ledger once and evaluates
+// the policy, changing nothing.
+func Plan(ctx context.Context, c *Config, o PlanOptions) (*PlanResult, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	rules, err := c.PolicyRules()
+	if err != nil {
+		return nil, err
+	}
+	servers, root, err := tzk.ParseServiceURI(c.ZooKeeper.Servers)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := tzk.Connect(ctx, servers, tzk.Options{SessionTimeout: c.ZooKeeper.SessionTimeout.D(),
+		ConnectTimeout: c.ZooKeeper.ConnectTimeout.D(), Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	d := discovery.New(sess, discovery.Options{Chroot: c.ZooKeeper.MLChroot, Concurrency: c.Discovery.Concurrency,
+		NoWatches: true, Logger: o.Logger})
+	scan, err := d.Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	topics, readErrs := d.Snapshot()
+	sn := &snapshotter{conn: sess, rules: rules, chroot: c.ZooKeeper.ConfigChroot, log: o.Logger}
+	if c.BookKeeper.LedgersRoot != "" {
+		root = c.BookKeeper.LedgersRoot
+	}
+	if c.Pressure.Threshold > 0 {
+		if sn.ledgers, err = metadata.NewStore(ctx, sess, metadata.StoreOptions{Root: root, Logger: o.Logger}); err != nil {
+			return nil, fmt.Errorf("bookkeeper metadata (for pressure): %w", err)
+		}
+		if sn.src, err = c.PressureSource(o.HTTPClient); err != nil {
+			return nil, err
+		}
+	}
+	at := o.Now()
+	snap, rep := sn.build(ctx, topics)
+	res := &PlanResult{At: at, Scan: scan, Result: policy.Evaluate(snap, at, rules), Report: rep,
+		ReadErrors: map[string]string{}, BookieUsage: snap.BookieUsage}
+	for n, e := range readErrs {
+		res.ReadErrors[n] = e.Error()
+	}
+	for name, n := range res.Result.RuleTopics {
+		if n == 0 {
+			res.UnusedRules = append(res.UnusedRules, name)
+		}
+	}
+	sort.Strings(res.UnusedRules)
+	return res, nil
+}
