@@ -132,7 +132,7 @@ type TopicPlan struct {
 	// MatchedRule is the configured rule that matched (the default's name
 	// when none did), whatever Pulsar's policies say.
 	MatchedRule string
-	Excluded bool
+	Excluded    bool
 	// BKBytes counts closed ledgers whose data is still on BookKeeper
 	// (offloaded or not); OffloadedBytes the complete offloads.
 	BKBytes, OffloadedBytes int64
