@@ -9,8 +9,8 @@ import (
 	"time"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
