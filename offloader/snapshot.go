@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"time"
 
 	gozk "github.com/go-zookeeper/zk"
 
@@ -174,19 +173,4 @@ func (s *snapshotter) namespacePolicies(ctx context.Context, topics []policy.Top
 	}
 	sort.Strings(errs)
 	return out, errs
-}
-
-// usage returns the last pressure reading.
-func (s *snapshotter) usage() pressure.Reading {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastUsage
-}
-
-// since formats the age of t at now ("-" for zero).
-func since(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return now.Sub(t).Round(time.Second).String()
 }
