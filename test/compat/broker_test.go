@@ -17,17 +17,22 @@ import (
 var (
 	brokerOnce once[*testenv.Broker]
 	topicSeq   atomic.Int64
+	// brokerBucket is the sharedBroker's offload bucket on testenv.StartS3.
+	brokerBucket string
 )
 
-// sharedBroker returns the package's stock broker (no offloader; 100
-// entries per ledger) on sharedBookies. Tests that need an offloader start
-// their own (see broker_offload_test.go); tests may restart this one but
-// must leave it running.
+// sharedBroker returns the package's stock broker on sharedBookies: 100
+// entries per ledger, offloader aws-s3 to brokerBucket on the package's
+// versitygw (deletion lag: never). Tests may restart it but must leave it
+// running with these options; a test that needs other options starts its
+// own broker on sharedBookies.
 func sharedBroker(t testing.TB) *testenv.Broker {
 	t.Helper()
 	c := sharedBookies(t)
 	return brokerOnce.get(t, "broker", func(tb testing.TB) *testenv.Broker {
-		b := testenv.StartBroker(tb, c, testenv.BrokerOptions{})
+		s3 := testenv.StartS3(tb)
+		brokerBucket = s3.NewBucket(tb)
+		b := testenv.StartBroker(tb, c, testenv.BrokerOptions{Offload: testenv.S3Offload(s3, brokerBucket)})
 		rss, _ := b.RSS()
 		fmt.Fprintf(os.Stderr, "compat: broker start %s, RSS %d MiB\n", b.StartTimes[0].Round(time.Millisecond), rss>>20)
 		return b

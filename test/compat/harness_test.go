@@ -31,8 +31,9 @@
 //	    $TIERKEEPER_BIG_LEDGER_MIB MiB (default 512) of 1 MiB entries.
 //	    BenchmarkBookKeeperReadJava reads it with BookKeeper's Java client.
 //	sharedBroker(t) *testenv.Broker (broker_test.go)
-//	    a stock Pulsar 4.0.8 broker on sharedBookies, no offloader, 100
-//	    entries per ledger; uniqueTopic(t) gives a fresh topic for it.
+//	    a stock Pulsar 4.0.8 broker on sharedBookies, 100 entries per
+//	    ledger, offloader aws-s3 to brokerBucket on testenv.StartS3;
+//	    uniqueTopic(t) gives a fresh topic for it.
 //	uniqueMLName(t) string
 //	    a fresh managed-ledger name "tierkeeper/compat/persistent/<test>-<n>".
 //

@@ -156,15 +156,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, "NoSuchBucket", "the specified bucket does not exist (wrong appid or region)")
 		return
 	}
-	if err := verify(r, s.cfg.Credentials, s.cfg.Now(), s.cfg.MaxSkew); err != nil {
+	flavor, err := s.authenticate(r, bucket)
+	if err != nil {
 		var se *signError
 		errors.As(err, &se)
+		s.cfg.Logger.Warn("cosfake: request refused", "method", r.Method, "host", r.Host, "path", r.URL.Path, "auth", flavor.String(), "code", se.code, "msg", se.msg)
 		writeError(w, r, http.StatusForbidden, se.code, se.msg)
 		return
 	}
-	s.cfg.Logger.Debug("cosfake request", "method", r.Method, "bucket", bucket, "path", r.URL.Path, "query", r.URL.RawQuery)
+	r = r.WithContext(context.WithValue(r.Context(), flavorKey{}, flavor))
+	s.cfg.Logger.Debug("cosfake request", "method", r.Method, "bucket", bucket, "path", r.URL.Path, "query", r.URL.RawQuery, "auth", flavor.String())
 	key := strings.TrimPrefix(r.URL.Path, "/")
 	q := r.URL.Query()
+	if flavor != flavorCOS {
+		q.Del("x-id") // aws-sdk-go-v2 names the operation in the query
+	}
 	_, hasUploads := q["uploads"]
 	uploadID, hasUploadID := q["uploadId"]
 	ctx := r.Context()
@@ -215,6 +221,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+type flavorKey struct{}
+
+// flavorOf tells how the request was signed (set by ServeHTTP).
+func flavorOf(r *http.Request) authFlavor {
+	f, _ := r.Context().Value(flavorKey{}).(authFlavor)
+	return f
+}
+
+// authenticate verifies the request's signature: COS's own (header or
+// query), AWS Signature V4 or AWS Signature V2, as COS's S3-compatible
+// endpoint takes them. Presigned AWS URLs are refused.
+func (s *Server) authenticate(r *http.Request, bucket string) (authFlavor, error) {
+	now := s.cfg.Now()
+	authz := r.Header.Get("Authorization")
+	switch {
+	case strings.HasPrefix(authz, "AWS4-"):
+		return flavorSigV4, verifySigV4(r, s.cfg.Credentials, now, s.cfg.MaxSkew)
+	case strings.HasPrefix(authz, "AWS "):
+		return flavorSigV2, verifySigV2(r, bucket, s.cfg.Credentials, now, s.cfg.MaxSkew)
+	case r.URL.Query().Has("X-Amz-Signature") || r.URL.Query().Has("Signature"):
+		return flavorSigV4, &signError{"AccessDenied", "presigned AWS URLs are not supported by cosfake"}
+	}
+	return flavorCOS, verify(r, s.cfg.Credentials, now, s.cfg.MaxSkew)
+}
+
 // s3Error answers with the backing server's error code and status.
 func (s *Server) s3Error(w http.ResponseWriter, r *http.Request, err error) {
 	code, status, msg := "InternalError", http.StatusInternalServerError, err.Error()
@@ -246,6 +277,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBody+1))
 	if err != nil {
+		// A body that fails its signed hash or chunk signatures.
+		var se *signError
+		if errors.As(err, &se) {
+			status := http.StatusBadRequest
+			if se.code == "SignatureDoesNotMatch" {
+				status = http.StatusForbidden
+			}
+			writeError(w, r, status, se.code, se.msg)
+			return nil, false
+		}
 		writeError(w, r, http.StatusBadRequest, "IncompleteBody", "reading the body: "+err.Error())
 		return nil, false
 	}
@@ -285,12 +326,13 @@ func checkMD5(w http.ResponseWriter, r *http.Request, body []byte) ([]byte, bool
 func userMeta(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
 	md := map[string]string{}
 	size := 0
+	prefix := flavorOf(r).metaPrefix()
 	for k, vs := range r.Header {
 		lk := strings.ToLower(k)
-		if !strings.HasPrefix(lk, cosMeta) {
+		if !strings.HasPrefix(lk, prefix) {
 			continue
 		}
-		name := lk[len(cosMeta):]
+		name := lk[len(prefix):]
 		if strings.HasPrefix(name, metaPrefix) {
 			writeError(w, r, http.StatusBadRequest, "InvalidArgument", "metadata names starting with cosfake- are reserved")
 			return nil, false
@@ -446,9 +488,12 @@ func (s *Server) getObject(ctx context.Context, w http.ResponseWriter, r *http.R
 	if crange != "" {
 		h.Set("Content-Range", crange)
 	}
+	// User metadata under the request's flavor: x-cos-meta-* for COS
+	// signatures, x-amz-meta-* for AWS ones (what jclouds parses).
+	prefix := flavorOf(r).metaPrefix()
 	for k, v := range md {
 		if !strings.HasPrefix(k, metaPrefix) {
-			h.Set(cosMeta+k, v)
+			h.Set(prefix+k, v)
 		}
 	}
 	echoSSE(w, md)

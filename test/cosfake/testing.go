@@ -103,3 +103,57 @@ func (f *Fake) Transport() *http.Transport {
 	t.DialContext = f.DialContext
 	return t
 }
+
+// Recipe is a stock-broker configuration for reading (and writing) COS;
+// docs/brokers.md explains both and what is proven.
+type Recipe int
+
+const (
+	// RecipeAWSS3 (A): driver aws-s3, endpoint cos.<region>.myqcloud.com,
+	// virtual-host buckets (-Djclouds.s3.virtual-host-buckets=true),
+	// -Djclouds.regions=<region>, SecretId/SecretKey in
+	// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; AWS Signature V4.
+	RecipeAWSS3 Recipe = iota
+	// RecipeAliyunOSS (B): driver aliyun-oss (jclouds' generic s3 API,
+	// virtual-host buckets forced), same endpoint, SecretId/SecretKey in
+	// ACCESS_KEY_ID/ACCESS_KEY_SECRET; AWS Signature V2.
+	RecipeAliyunOSS
+)
+
+func (r Recipe) String() string {
+	if r == RecipeAliyunOSS {
+		return "aliyun-oss"
+	}
+	return "aws-s3"
+}
+
+// ServiceEndpoint is the COS S3-compatible endpoint of this fake as a
+// broker is configured with it: "http://cos.<region>.myqcloud.com:<port>"
+// (real COS: https://cos.<region>.myqcloud.com).
+func (f *Fake) ServiceEndpoint() string {
+	return fmt.Sprintf("http://cos.%s.myqcloud.com:%d", f.Region, f.Port)
+}
+
+// BrokerOffload is the offloader configuration with which a stock broker
+// reaches bucket on this fake with recipe r. No DNS knows the myqcloud.com
+// names here, so the broker's JVM uses the fake as its HTTP proxy
+// (-Dhttp.proxyHost/-Dhttp.proxyPort): jclouds sends absolute-form requests
+// ("GET http://<bucket>.cos.<region>.myqcloud.com:<port>/<key>") with that
+// Host, which the fake serves directly. Loopback addresses bypass the proxy
+// (the JVM's default http.nonProxyHosts).
+func (f *Fake) BrokerOffload(bucket string, r Recipe) *testenv.BrokerOffload {
+	proxy := []string{"-Dhttp.proxyHost=127.0.0.1", fmt.Sprintf("-Dhttp.proxyPort=%d", f.Port)}
+	o := &testenv.BrokerOffload{Bucket: bucket, Endpoint: f.ServiceEndpoint()}
+	switch r {
+	case RecipeAliyunOSS:
+		o.Driver = "aliyun-oss"
+		o.Env = []string{"ACCESS_KEY_ID=" + f.SecretID, "ACCESS_KEY_SECRET=" + f.SecretKey}
+		o.JVMArgs = proxy
+	default:
+		o.Driver = "aws-s3"
+		o.Region = f.Region
+		o.Env = []string{"AWS_ACCESS_KEY_ID=" + f.SecretID, "AWS_SECRET_ACCESS_KEY=" + f.SecretKey}
+		o.JVMArgs = append([]string{"-Djclouds.s3.virtual-host-buckets=true", "-Djclouds.regions=" + f.Region}, proxy...)
+	}
+	return o
+}

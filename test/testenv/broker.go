@@ -132,6 +132,26 @@ const brokerCDSRole = "broker"
 func StartBroker(t testing.TB, c *BookKeeperCluster, o BrokerOptions) *Broker {
 	t.Helper()
 	b := requireJavaBuild(t)
+	o = withBrokerDefaults(o)
+	br := &Broker{Cluster: o.Cluster, ZK: c.ZK, BK: c, Dir: t.TempDir(), owner: t, build: b, opts: o,
+		http: &http.Client{Timeout: 60 * time.Second}}
+	br.WebPort, br.ServicePort = FreePort(t), FreePort(t)
+	br.WebURL = fmt.Sprintf("http://127.0.0.1:%d", br.WebPort)
+	br.ServiceURL = fmt.Sprintf("pulsar://127.0.0.1:%d", br.ServicePort)
+	br.ConfPath = filepath.Join(br.Dir, "broker.conf")
+	if err := os.WriteFile(br.ConfPath, []byte(br.confText()), 0o644); err != nil {
+		t.Fatalf("broker: %v", err)
+	}
+	if err := br.initCluster(t); err != nil {
+		t.Fatalf("broker: %v", err)
+	}
+	if err := br.start(t); err != nil {
+		t.Fatalf("broker: %v", err)
+	}
+	return br
+}
+
+func withBrokerDefaults(o BrokerOptions) BrokerOptions {
 	if o.Cluster == "" {
 		o.Cluster = "tierkeeper"
 	}
@@ -156,22 +176,7 @@ func StartBroker(t testing.TB, c *BookKeeperCluster, o BrokerOptions) *Broker {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 120 * time.Second
 	}
-	br := &Broker{Cluster: o.Cluster, ZK: c.ZK, BK: c, Dir: t.TempDir(), owner: t, build: b, opts: o,
-		http: &http.Client{Timeout: 60 * time.Second}}
-	br.WebPort, br.ServicePort = FreePort(t), FreePort(t)
-	br.WebURL = fmt.Sprintf("http://127.0.0.1:%d", br.WebPort)
-	br.ServiceURL = fmt.Sprintf("pulsar://127.0.0.1:%d", br.ServicePort)
-	br.ConfPath = filepath.Join(br.Dir, "broker.conf")
-	if err := os.WriteFile(br.ConfPath, []byte(br.confText()), 0o644); err != nil {
-		t.Fatalf("broker: %v", err)
-	}
-	if err := br.initCluster(t); err != nil {
-		t.Fatalf("broker: %v", err)
-	}
-	if err := br.start(t); err != nil {
-		t.Fatalf("broker: %v", err)
-	}
-	return br
+	return o
 }
 
 func (br *Broker) confText() string {
@@ -271,6 +276,10 @@ func (br *Broker) jvmOptions() []string {
 		"-Dio.netty.leakDetectionLevel=disabled",
 		"-Dio.netty.recycler.maxCapacityPerThread=4096",
 		"-Dzookeeper.sasl.client=false",
+		// BookKeeper stream storage (a pulsar-broker dependency) brings
+		// OpenTelemetry's GCP resource detector, which asks
+		// http://metadata.google.internal for a project id at start.
+		"-Dotel.java.disabled.resource.providers=io.opentelemetry.contrib.gcp.resource.GCPResourceProvider",
 	)
 	if off := o.Offload; off != nil {
 		opts = append(opts, off.JVMArgs...)
@@ -397,6 +406,25 @@ func (br *Broker) Kill() {
 func (br *Broker) Restart(t testing.TB) {
 	t.Helper()
 	br.Stop()
+	if err := br.start(t); err != nil {
+		t.Fatalf("broker restart: %v", err)
+	}
+}
+
+// RestartWith stops the broker and starts it again on the same ports and
+// metadata with new options (e.g. another offloader configuration). The
+// cluster name cannot change.
+func (br *Broker) RestartWith(t testing.TB, o BrokerOptions) {
+	t.Helper()
+	br.Stop()
+	if o.Cluster != "" && o.Cluster != br.Cluster {
+		t.Fatalf("broker RestartWith: cluster %q cannot become %q", br.Cluster, o.Cluster)
+	}
+	o.Cluster = br.Cluster
+	br.opts = withBrokerDefaults(o)
+	if err := os.WriteFile(br.ConfPath, []byte(br.confText()), 0o644); err != nil {
+		t.Fatalf("broker: %v", err)
+	}
 	if err := br.start(t); err != nil {
 		t.Fatalf("broker restart: %v", err)
 	}
