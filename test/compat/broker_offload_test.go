@@ -241,6 +241,12 @@ func (c *cosRecorder) wrap(h http.Handler) http.Handler {
 		if chunked && sw.status == 200 {
 			c.counts["aws-chunked"]++
 		}
+		// The SigV4 credential scope's region (jclouds' choice).
+		if _, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential="); ok && auth == "sigv4" {
+			if f := strings.Split(cred, "/"); len(f) > 2 {
+				c.counts["scope "+f[2]]++
+			}
+		}
 		c.counts[fmt.Sprintf("%s %s %d", auth, r.Method, sw.status)]++
 		if sw.status >= 400 && sw.status != 404 {
 			c.refused = append(c.refused, fmt.Sprintf("%s %s %s%s -> %d", auth, r.Method, r.Host, r.URL.RequestURI(), sw.status))
