@@ -186,6 +186,11 @@ func decompress(codec mlproto.CompressionType, payload []byte, size int, lim Lim
 		if n != size {
 			return nil, fmt.Errorf("%w: Snappy block: length %d, uncompressedSize %d", ErrCorrupt, n, size)
 		}
+		// The densest Snappy element is a 3-byte copy of 64 bytes: refuse
+		// to allocate for a length the block cannot produce.
+		if int64(size) > int64(len(payload))*snappyMaxRatio {
+			return nil, fmt.Errorf("%w: Snappy block of %d bytes cannot expand to %d", ErrCorrupt, len(payload), size)
+		}
 		out, err := snappy.DecodeStrict(make([]byte, size), payload)
 		if err != nil {
 			return nil, fmt.Errorf("%w: Snappy block: %v", ErrCorrupt, err)
@@ -227,9 +232,83 @@ func inflate(payload []byte, size int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// snappyMaxRatio bounds how much a Snappy block expands: its densest
+// element, a copy with a 2-byte offset, is 3 bytes for up to 64 (21.3x).
+const snappyMaxRatio = 22
+
+// zstdBlockMax is the zstd Block_Maximum_Size (128 KiB): no block decodes
+// to more.
+const zstdBlockMax = 128 << 10
+
+// zstdBound walks the frames and block headers of payload without decoding
+// anything and returns the most bytes it can decode to: raw and RLE blocks
+// state their size, a compressed block yields at most
+// min(window, 128 KiB). A truncated or malformed frame is an error. This
+// bounds the output by what the input can really produce, so a tiny input
+// claiming a large uncompressedSize allocates nothing.
+func zstdBound(payload []byte) (int64, error) {
+	var total int64
+	for in := payload; len(in) > 0; {
+		var h zstd.Header
+		rest, err := h.DecodeAndStrip(in)
+		if err != nil {
+			return 0, fmt.Errorf("frame header: %w", err)
+		}
+		if h.Skippable {
+			if uint64(len(rest)) < uint64(h.SkippableSize) {
+				return 0, fmt.Errorf("skippable frame of %d bytes: %w", h.SkippableSize, io.ErrUnexpectedEOF)
+			}
+			in = rest[h.SkippableSize:]
+			continue
+		}
+		blockMax := int64(zstdBlockMax)
+		if !h.SingleSegment {
+			blockMax = min(blockMax, int64(h.WindowSize))
+		} else if h.HasFCS {
+			blockMax = min(blockMax, int64(min(h.FrameContentSize, zstdBlockMax)))
+		}
+		for last := false; !last; {
+			if len(rest) < 3 {
+				return 0, fmt.Errorf("block header: %w", io.ErrUnexpectedEOF)
+			}
+			bh := uint32(rest[0]) | uint32(rest[1])<<8 | uint32(rest[2])<<16
+			rest = rest[3:]
+			last = bh&1 != 0
+			n := int64(bh >> 3)
+			var used int64
+			switch (bh >> 1) & 3 {
+			case 0: // raw
+				used = n
+			case 1: // RLE: one byte repeated n times
+				used = 1
+			case 2: // compressed: n bytes in, at most blockMax out
+				used, n = n, blockMax
+			default:
+				return 0, errors.New("reserved block type")
+			}
+			if n > zstdBlockMax {
+				return 0, fmt.Errorf("block of %d bytes exceeds the %d-byte maximum", n, zstdBlockMax)
+			}
+			if int64(len(rest)) < used {
+				return 0, fmt.Errorf("block of %d bytes: %w", used, io.ErrUnexpectedEOF)
+			}
+			rest = rest[used:]
+			total += n
+		}
+		if h.HasCheckSum {
+			if len(rest) < 4 {
+				return 0, fmt.Errorf("content checksum: %w", io.ErrUnexpectedEOF)
+			}
+			rest = rest[4:]
+		}
+		in = rest
+	}
+	return total, nil
+}
+
 func unzstd(payload []byte, size int, lim Limits) ([]byte, error) {
-	// Refuse a first frame whose header announces another size before
-	// allocating anything for it.
+	// Refuse a first frame whose header announces another size, or frames
+	// that cannot produce size bytes, before allocating anything for them.
 	var h zstd.Header
 	if err := h.Decode(payload); err != nil {
 		return nil, fmt.Errorf("%w: ZSTD frame header: %v", ErrCorrupt, err)
@@ -237,9 +316,16 @@ func unzstd(payload []byte, size int, lim Limits) ([]byte, error) {
 	if h.HasFCS && h.FrameContentSize > uint64(size) {
 		return nil, fmt.Errorf("%w: ZSTD frame of %d bytes, uncompressedSize %d", ErrCorrupt, h.FrameContentSize, size)
 	}
-	// The output is capped at size (DecodeAllCapLimit with cap(dst) = size)
-	// and the window (history) at the limit; zstd-jni's frames need no more
-	// than their content size.
+	bound, err := zstdBound(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ZSTD frame: %v", ErrCorrupt, err)
+	}
+	if int64(size) > bound {
+		return nil, fmt.Errorf("%w: ZSTD frames of %d bytes produce at most %d bytes, uncompressedSize %d", ErrCorrupt, len(payload), bound, size)
+	}
+	// The output is capped at size (DecodeAllCapLimit with cap(dst) = size,
+	// now known to be producible) and the window (history) at the limit;
+	// zstd-jni's frames need no more than their content size.
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecodeAllCapLimit(true),

@@ -5,7 +5,6 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"errors"
-	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/internal/allocs"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 )
 
@@ -282,15 +282,12 @@ func TestDecodeBombBounded(t *testing.T) {
 		if name == "zstd stream 16 MiB claims 1 KiB" {
 			lim = Limits{} // the default 64 MiB limit: the 1 KiB claim must still bound it
 		}
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		_, _, err := Decode(b.data, lim)
-		runtime.ReadMemStats(&after)
+		var err error
+		alloc := allocs.Bytes(1, func() { _, _, err = Decode(b.data, lim) })
 		if !errors.Is(err, b.want) {
 			t.Errorf("%s: %v, want %v", name, err, b.want)
 		}
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
+		if alloc > 4<<20 {
 			t.Errorf("%s: allocated %d bytes", name, alloc)
 		}
 	}
@@ -327,6 +324,75 @@ func TestUnknownFieldsRoundTrip(t *testing.T) {
 	}
 }
 
+// What a small input can make Decode allocate (issue 11 bug 5: a 19-byte
+// ZSTD and an 18-byte Snappy value claiming 64 MiB allocated 64 MiB each,
+// under the default limit).
+func TestSmallInputsAllocateLittle(t *testing.T) {
+	hdr := func(codec mlproto.CompressionType) []byte {
+		// magic, metadata length 7, {compressionType, uncompressedSize 64 MiB}
+		return []byte{0x47, 0x78, 0, 0, 0, 7, 0x08, byte(codec), 0x10, 0x80, 0x80, 0x80, 0x20}
+	}
+	cases := map[string][]byte{
+		"zstd frame header only":      append(hdr(mlproto.CompressionType_ZSTD), 0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00),
+		"zstd one empty compressed":   append(hdr(mlproto.CompressionType_ZSTD), 0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00, 0x05, 0x00, 0x00),
+		"zstd FCS 64 MiB, truncated":  append(hdr(mlproto.CompressionType_ZSTD), 0x28, 0xb5, 0x2f, 0xfd, 0xa0, 0x00, 0x00, 0x00, 0x04),
+		"snappy length 64 MiB":        append(hdr(mlproto.CompressionType_SNAPPY), 0x80, 0x80, 0x80, 0x20, 0x00),
+		"lz4 one literal":             append(hdr(mlproto.CompressionType_LZ4), 0x10, 0x41),
+		"zlib stream header":          append(hdr(mlproto.CompressionType_ZLIB), 0x78, 0x9c, 0x00),
+		"none":                        append(hdr(mlproto.CompressionType_NONE), 1, 2, 3),
+		"zstd 24 RLE blocks of 128 K": zstdRLE(24),
+	}
+	for name, in := range cases {
+		var err error
+		n := allocs.Bytes(2, func() { _, _, err = Decode(in, Limits{}) })
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+		// Real output aside (the RLE blocks really expand), a few hundred
+		// KiB of decoder state at most.
+		if bound := uint64(256<<10) + 2*uint64(zstdMaxFor(in)); n > bound {
+			t.Errorf("%s: %d-byte input allocated %d bytes, bound %d", name, len(in), n, bound)
+		}
+		t.Logf("%-28s %3d bytes in: %8d bytes allocated", name, len(in), n)
+	}
+}
+
+// zstdRLE is a wrapper claiming 64 MiB around a frame of n RLE blocks of
+// 128 KiB each (real output n × 128 KiB, fewer than claimed).
+func zstdRLE(n int) []byte {
+	b := []byte{0x47, 0x78, 0, 0, 0, 7, 0x08, byte(mlproto.CompressionType_ZSTD), 0x10, 0x80, 0x80, 0x80, 0x20,
+		0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58} // no FCS, window 8 MiB
+	for i := range n {
+		bh := uint32(128<<10)<<3 | 1<<1 // RLE
+		if i == n-1 {
+			bh |= 1
+		}
+		b = append(b, byte(bh), byte(bh>>8), byte(bh>>16), 'x')
+	}
+	return b
+}
+
+// zstdMaxFor is the output a value can legitimately produce when it is a
+// ZSTD wrapper (128 KiB per block it holds), else 0.
+func zstdMaxFor(in []byte) int64 {
+	if _, raw, err := Unwrap(in, Limits{}); err == nil {
+		return int64(len(raw))
+	}
+	if len(in) > 13 && in[7] == byte(mlproto.CompressionType_ZSTD) {
+		if b, err := zstdBound(in[13:]); err == nil {
+			return b
+		}
+	}
+	return 0
+}
+
+// decodeAllocBound is what Decode may allocate for n input bytes: decoder
+// state plus twice the most any codec can expand n bytes to (ZSTD: 128 KiB
+// per 3-byte block header), within the 64 MiB default limit.
+func decodeAllocBound(n int) uint64 {
+	return 1<<20 + 2*uint64(min(int64(n)*(zstdBlockMax/3+1), DefaultMaxDecompressedBytes))
+}
+
 func FuzzDecode(f *testing.F) {
 	raw := mustMarshal(sampleInfo(1, 6))
 	f.Add([]byte{})
@@ -337,9 +403,17 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte{0x47, 0x78, 0, 0, 0, 4, 0x08, 0x01, 0x10, 0x04, 0x40, 0x0a, 0x02, 0x08, 0x03})
 	f.Add([]byte{0x47, 0x78, 0xff, 0xff, 0xff, 0xff})
-	lim := Limits{MaxDecompressedBytes: 1 << 20}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		info, codec, err := Decode(data, lim)
+		var (
+			info  *mlproto.ManagedLedgerInfo
+			codec mlproto.CompressionType
+			err   error
+		)
+		// The default limit (64 MiB): a small input must not allocate
+		// anywhere near it.
+		if n := allocs.Bytes(1, func() { info, codec, err = Decode(data, Limits{}) }); n > decodeAllocBound(len(data)) {
+			t.Fatalf("Decode of %d bytes allocated %d bytes, bound %d", len(data), n, decodeAllocBound(len(data)))
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("error %v wraps neither ErrCorrupt nor ErrTooLarge", err)
@@ -369,9 +443,12 @@ func FuzzWrapperPayload(f *testing.F) {
 		f.Add(uint8(c), int32(len(raw)), w[6+mlen:])
 	}
 	f.Add(uint8(mlproto.CompressionType_ZSTD), int32(1<<20), []byte{0x28, 0xb5, 0x2f, 0xfd})
-	lim := Limits{MaxDecompressedBytes: 1 << 20}
 	f.Fuzz(func(t *testing.T, codec uint8, size int32, payload []byte) {
-		_, _, err := Decode(wrapRaw(mlproto.CompressionType(codec%6), size, payload), lim)
+		in := wrapRaw(mlproto.CompressionType(codec%6), size, payload)
+		var err error
+		if n := allocs.Bytes(1, func() { _, _, err = Decode(in, Limits{}) }); n > decodeAllocBound(len(in)) {
+			t.Fatalf("Decode of %d bytes (codec %d, claiming %d) allocated %d bytes, bound %d", len(in), codec%6, size, n, decodeAllocBound(len(in)))
+		}
 		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
 			t.Fatalf("error %v wraps neither ErrCorrupt nor ErrTooLarge", err)
 		}
