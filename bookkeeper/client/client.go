@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
+	tkmetrics "github.com/tierkeeper/tierkeeper/internal/metrics"
 )
 
 // Resolver maps a bookie id (an ensemble member in ledger metadata) to the
@@ -77,7 +77,8 @@ type Options struct {
 	Password   []byte
 	// Logger receives connection and failover messages. Default: discard.
 	Logger *slog.Logger
-	// Registerer receives the client's metrics. Default: none.
+	// Registerer receives the client's metrics (tierkeeper_bookkeeper_*);
+	// clients sharing a registerer share the series. Default: none.
 	Registerer prometheus.Registerer
 }
 
@@ -133,30 +134,22 @@ type metrics struct {
 // Error reasons for the read-errors counter (bounded label values).
 var errorReasons = []string{"no_such_entry", "no_such_ledger", "busy", "timeout", "connection", "digest", "bad_response", "bookie_error"}
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
+// newMetrics creates the tierkeeper_bookkeeper_* metrics on reg, reusing
+// those another Client registered there (they then count together).
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	f := tkmetrics.New(reg, "bookkeeper")
 	m := &metrics{
-		entries: f.NewCounter(prometheus.CounterOpts{Name: "tierkeeper_bookkeeper_read_entries_total",
-			Help: "Entries read from bookies and verified."}),
-		bytes: f.NewCounter(prometheus.CounterOpts{Name: "tierkeeper_bookkeeper_read_bytes_total",
-			Help: "Payload bytes of entries read from bookies and verified."}),
-		failovers: f.NewCounter(prometheus.CounterOpts{Name: "tierkeeper_bookkeeper_read_failovers_total",
-			Help: "Reads retried on another replica after a replica failed."}),
-		digestErrors: f.NewCounter(prometheus.CounterOpts{Name: "tierkeeper_bookkeeper_digest_errors_total",
-			Help: "Entries whose digest or header did not verify (corruption on a replica)."}),
-		busyRetries: f.NewCounter(prometheus.CounterOpts{Name: "tierkeeper_bookkeeper_busy_retries_total",
-			Help: "Reads retried after a bookie answered ETOOMANYREQUESTS."}),
-		errors: f.NewCounterVec(prometheus.CounterOpts{Name: "tierkeeper_bookkeeper_replica_errors_total",
-			Help: "Failed reads of one entry on one replica, by reason."}, []string{"reason"}),
-		connections: f.NewGauge(prometheus.GaugeOpts{Name: "tierkeeper_bookkeeper_connections",
-			Help: "Open bookie connections."}),
-		inFlight: f.NewGauge(prometheus.GaugeOpts{Name: "tierkeeper_bookkeeper_requests_in_flight",
-			Help: "Read requests sent and not yet answered."}),
+		entries:      f.Counter("read_entries_total", "Entries read from bookies and verified."),
+		bytes:        f.Counter("read_bytes_total", "Payload bytes of entries read from bookies and verified."),
+		failovers:    f.Counter("read_failovers_total", "Reads retried on another replica after a replica failed."),
+		digestErrors: f.Counter("digest_errors_total", "Entries whose digest or header did not verify (corruption on a replica)."),
+		busyRetries:  f.Counter("busy_retries_total", "Reads retried after a bookie answered ETOOMANYREQUESTS."),
+		errors: f.CounterVec("replica_errors_total", "Failed reads of one entry on one replica, by reason.",
+			tkmetrics.Label{Name: "reason", Values: errorReasons}),
+		connections: f.Gauge("connections", "Open bookie connections."),
+		inFlight:    f.Gauge("requests_in_flight", "Read requests sent and not yet answered."),
 	}
-	for _, r := range errorReasons {
-		m.errors.WithLabelValues(r)
-	}
-	return m
+	return m, f.Err()
 }
 
 // Client reads ledger entries from bookies. It is safe for concurrent use;
@@ -192,8 +185,12 @@ func New(opts Options) (*Client, error) {
 		return nil, errors.New("client: Options.Resolver is required")
 	}
 	opts.defaults()
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
 	return &Client{
-		opts: opts, log: opts.Logger, m: newMetrics(opts.Registerer),
+		opts: opts, log: opts.Logger, m: m,
 		conns: map[string]*conn{}, dialing: map[string]*dialWait{},
 		dialErr: map[string]dialFail{}, failed: map[string]time.Time{},
 	}, nil

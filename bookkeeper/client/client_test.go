@@ -679,3 +679,32 @@ func TestBookieNotReadingItsSocket(t *testing.T) {
 		t.Fatalf("stuck connection dialed %d times: a blocked write should have failed it and forced a redial", stuck.Load())
 	}
 }
+
+// Two clients on one registry (the offload service reads with several):
+// the second New does not fail or panic (promauto.With did), and both
+// count into the same series.
+func TestTwoClientsOneRegistry(t *testing.T) {
+	e := newEnv(t, 3, Options{})
+	data := payloads(20, 5)
+	l := e.write(bookietest.Ledger{LedgerID: 31}, data)
+	c2, err := New(Options{Resolver: e.cluster, Registerer: e.reg, ReadTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("second client on the same registry: %v", err)
+	}
+	defer c2.Close()
+	l2, err := c2.Open(l.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, l, data, StreamOptions{})
+	readAll(t, l2, data, StreamOptions{})
+	if got := counter(t, e.reg, "tierkeeper_bookkeeper_read_entries_total"); got != 2*float64(len(data)) {
+		t.Errorf("entries = %v, want %d from both clients", got, 2*len(data))
+	}
+	if problems, err := testutil.GatherAndLint(e.reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+	if n, err := testutil.GatherAndCount(e.reg, "tierkeeper_bookkeeper_replica_errors_total"); err != nil || n != len(errorReasons) {
+		t.Errorf("replica error series: %d (%v), want all %d reasons pre-created", n, err, len(errorReasons))
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/retry"
 )
 
 // Entry is one verified ledger entry.
@@ -104,11 +105,16 @@ func (l *Ledger) ReadEntry(ctx context.Context, entryID int64) (Entry, error) {
 }
 
 // readFrom reads entryID from one bookie, retrying ETOOMANYREQUESTS with
-// back-off.
+// jittered back-off (Options.BusyRetries, BusyBackoff, BusyBackoffMax).
 func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (Entry, error) {
 	c := l.c
-	backoff := c.opts.BusyBackoff
-	for try := 0; ; try++ {
+	pol := retry.Policy{
+		Attempts:  max(c.opts.BusyRetries, 0) + 1,
+		Backoff:   retry.Backoff{Initial: c.opts.BusyBackoff, Max: c.opts.BusyBackoffMax},
+		Retryable: func(err error) bool { return errors.Is(err, ErrBusy) },
+		OnRetry:   func(int, time.Duration, error) { c.m.busyRetries.Inc() },
+	}
+	return retry.Do(ctx, pol, func(ctx context.Context) (Entry, error) {
 		k, err := c.getConn(ctx, bookie)
 		if err != nil {
 			return Entry{}, err
@@ -117,26 +123,11 @@ func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (En
 		if err != nil {
 			return Entry{}, err
 		}
-		switch st := resp.EffectiveStatus(); st {
-		case bkproto.StatusCode_EOK:
-			return l.verify(bookie, entryID, resp.Read.LedgerID, resp.Read.EntryID, resp.Read.Body)
-		case bkproto.StatusCode_ETOOMANYREQUESTS:
-			if try >= c.opts.BusyRetries {
-				return Entry{}, &StatusError{Bookie: bookie, Status: st}
-			}
-			c.m.busyRetries.Inc()
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return Entry{}, ctx.Err()
-			}
-			backoff = min(backoff*2, c.opts.BusyBackoffMax)
-		default:
+		if st := resp.EffectiveStatus(); st != bkproto.StatusCode_EOK {
 			return Entry{}, &StatusError{Bookie: bookie, Status: st}
 		}
-	}
+		return l.verify(bookie, entryID, resp.Read.LedgerID, resp.Read.EntryID, resp.Read.Body)
+	})
 }
 
 func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, body []byte) (Entry, error) {

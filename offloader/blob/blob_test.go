@@ -216,11 +216,19 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := blob.WithMetrics(newFS(t), reg); err == nil {
-		t.Error("registering twice on one registry succeeded")
+	// A second store on the same registry shares the series (the service
+	// opens several); a foreign metric of the same name is an error.
+	s2, err := blob.WithMetrics(newFS(t), reg)
+	if err != nil {
+		t.Fatalf("second store on one registry: %v", err)
+	}
+	foreign := prometheus.NewRegistry()
+	foreign.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "tierkeeper_blob_uploaded_bytes_total", Help: "other"}))
+	if _, err := blob.NewMetrics(foreign); err == nil {
+		t.Error("registered over a foreign metric of the same name")
 	}
 	ctx := context.Background()
-	s.Head(ctx, "missing")                                            // not found: not a failure
+	s2.Head(ctx, "missing")                                           // not found: not a failure; counted with s's
 	s.Put(ctx, "k", strings.NewReader("hello"), 5, blob.PutOptions{}) // ok, 5 bytes
 	s.Put(ctx, "", strings.NewReader("x"), 1, blob.PutOptions{})      // failure
 	cctx, cancel := context.WithCancel(ctx)

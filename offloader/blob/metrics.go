@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierkeeper/tierkeeper/internal/metrics"
 )
 
 // Operation names, the values of the "operation" label.
@@ -37,9 +39,10 @@ var allOps = []string{OpHead, OpGet, OpGetRange, OpIter, OpPut, OpCreateMultipar
 //	tierkeeper_blob_downloaded_bytes_total                 bytes read from Get/GetRange bodies
 //
 // A call that ends with context.Canceled is not a failure; nor is
-// ErrNotFound from Head, Get or GetRange (an answer, not a fault). To
-// instrument several stores on one registry, give each a registerer wrapped
-// with a distinguishing label (prometheus.WrapRegistererWith).
+// ErrNotFound from Head, Get or GetRange (an answer, not a fault). Several
+// stores on one registerer share the series; to tell them apart, give each
+// a registerer wrapped with a distinguishing label
+// (prometheus.WrapRegistererWith).
 type Metrics struct {
 	ops        *prometheus.CounterVec
 	failures   *prometheus.CounterVec
@@ -49,42 +52,22 @@ type Metrics struct {
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not
-// registered). Every operation label is pre-created at zero.
+// registered). Every operation label is pre-created at zero. A registerer
+// that already holds them (another store's) lends its collectors: the
+// stores then count into the same series.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	f := metrics.New(reg, "blob")
+	op := metrics.Label{Name: "operation", Values: allOps}
 	m := &Metrics{
-		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tierkeeper_blob_operations_total",
-			Help: "Blob store operations started.",
-		}, []string{"operation"}),
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tierkeeper_blob_operation_failures_total",
-			Help: "Blob store operations that failed (cancellations and not-found answers excluded).",
-		}, []string{"operation"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "tierkeeper_blob_operation_duration_seconds",
-			Help:    "Duration of blob store operations; for Get and GetRange until the body is closed.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 4, 8),
-		}, []string{"operation"}),
-		uploaded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tierkeeper_blob_uploaded_bytes_total",
-			Help: "Bytes stored by successful Put and UploadPart calls.",
-		}),
-		downloaded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tierkeeper_blob_downloaded_bytes_total",
-			Help: "Bytes read from Get and GetRange bodies.",
-		}),
+		ops:      f.CounterVec("operations_total", "Blob store operations started.", op),
+		failures: f.CounterVec("operation_failures_total", "Blob store operations that failed (cancellations and not-found answers excluded).", op),
+		duration: f.HistogramVec("operation_duration_seconds", "Duration of blob store operations; for Get and GetRange until the body is closed.",
+			prometheus.ExponentialBuckets(0.005, 4, 8), op),
+		uploaded:   f.Counter("uploaded_bytes_total", "Bytes stored by successful Put and UploadPart calls."),
+		downloaded: f.Counter("downloaded_bytes_total", "Bytes read from Get and GetRange bodies."),
 	}
-	for _, op := range allOps {
-		m.ops.WithLabelValues(op)
-		m.failures.WithLabelValues(op)
-		m.duration.WithLabelValues(op)
-	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.ops, m.failures, m.duration, m.uploaded, m.downloaded} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := f.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 
@@ -119,8 +120,9 @@ type Deps struct {
 	Observer Observer
 	// Logger receives one info line per step outcome. Default: discard.
 	Logger *slog.Logger
-	// UploadMetrics are shared upload metrics (upload.NewMetrics).
-	UploadMetrics *upload.Metrics
+	// Registerer receives the upload metrics (tierkeeper_upload_*);
+	// pipelines sharing it share the series. Default: none.
+	Registerer prometheus.Registerer
 	// Now is the clock (deletion lag). Default time.Now.
 	Now func() time.Time
 }
@@ -220,7 +222,7 @@ func New(d Deps, o Options) (*Pipeline, error) {
 	}
 	up, err := upload.New(d.Store, &upload.Options{
 		MaxBlockSize: o.BlockSize, PartsInFlight: o.PartsInFlight, Pool: d.Pool, Info: o.Info,
-		Logger: d.Logger, Metrics: d.UploadMetrics,
+		Logger: d.Logger, Registerer: d.Registerer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)

@@ -24,8 +24,8 @@ import (
 
 	cossdk "github.com/tencentyun/cos-go-sdk-v5"
 
+	"github.com/tierkeeper/tierkeeper/internal/retry"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
-	"github.com/tierkeeper/tierkeeper/offloader/blob/internal/retry"
 )
 
 // MinPartSize is COS's smallest part (all parts but the last).
@@ -138,9 +138,10 @@ func (s *Store) Close() error { return nil }
 
 // do runs one SDK call with retries.
 func (s *Store) do(ctx context.Context, op, key string, call func(ctx context.Context) error) error {
-	return retry.Do(ctx, s.attempts, s.backoff, call, retryable, func(n int, wait time.Duration, err error) {
+	p := retry.Policy{Attempts: s.attempts, Backoff: s.backoff, Retryable: retryable, OnRetry: func(n int, wait time.Duration, err error) {
 		s.log.Debug("cos: retrying", "op", op, "key", key, "attempt", n, "wait", wait, "err", err)
-	})
+	}}
+	return retry.Run(ctx, p, call)
 }
 
 // retryable: 5xx, 429, SlowDown, RequestTimeout, checksum mismatches and

@@ -2,12 +2,14 @@ package upload
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/tierkeeper/tierkeeper/internal/metrics"
 )
 
-// Metrics are the upload pipeline's Prometheus metrics. Create them once
-// per registry with NewMetrics and share them between Uploaders.
-type Metrics struct {
+// uploadMetrics are the upload pipeline's Prometheus metrics,
+// tierkeeper_upload_*. Uploaders given the same Options.Registerer share
+// them.
+type uploadMetrics struct {
 	bytes        prometheus.Counter
 	parts        prometheus.Counter
 	objects      *prometheus.CounterVec
@@ -26,41 +28,20 @@ const (
 	stageEncode   = "encode"
 )
 
-// NewMetrics registers the metrics with reg (nil: not registered).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
-	m := &Metrics{
-		bytes: f.NewCounter(prometheus.CounterOpts{
-			Name: "offload_upload_bytes_total",
-			Help: "Bytes stored in the object store by offload uploads (data blocks and indexes).",
-		}),
-		parts: f.NewCounter(prometheus.CounterOpts{
-			Name: "offload_upload_parts_total",
-			Help: "Multipart parts uploaded.",
-		}),
-		objects: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "offload_upload_objects_total",
-			Help: "Objects written, by role (data, index).",
-		}, []string{"role"}),
-		failures: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "offload_upload_failures_total",
-			Help: "Failed ledger uploads, by the stage that failed.",
-		}, []string{"stage"}),
-		partDuration: f.NewHistogram(prometheus.HistogramOpts{
-			Name:    "offload_upload_part_duration_seconds",
-			Help:    "Time to upload one part or single-PUT data object.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
-		}),
-		inFlight: f.NewGauge(prometheus.GaugeOpts{
-			Name: "offload_upload_parts_in_flight",
-			Help: "Parts being uploaded right now.",
-		}),
+// newMetrics creates the metrics on reg (nil: not registered), reusing
+// those another Uploader registered there.
+func newMetrics(reg prometheus.Registerer) (*uploadMetrics, error) {
+	f := metrics.New(reg, "upload")
+	m := &uploadMetrics{
+		bytes: f.Counter("bytes_total", "Bytes stored in the object store by offload uploads (data blocks and indexes)."),
+		parts: f.Counter("parts_total", "Multipart parts uploaded."),
+		objects: f.CounterVec("objects_total", "Objects written, by role (data, index).",
+			metrics.Label{Name: "role", Values: []string{"data", "index"}}),
+		failures: f.CounterVec("failures_total", "Failed ledger uploads, by the stage that failed.",
+			metrics.Label{Name: "stage", Values: []string{stageCreate, stagePart, stageComplete, stagePut, stageIndex, stageEncode}}),
+		partDuration: f.Histogram("part_duration_seconds", "Time to upload one part or single-PUT data object.",
+			prometheus.ExponentialBuckets(0.01, 2, 14)),
+		inFlight: f.Gauge("parts_in_flight", "Parts being uploaded right now."),
 	}
-	for _, r := range []string{"data", "index"} {
-		m.objects.WithLabelValues(r)
-	}
-	for _, s := range []string{stageCreate, stagePart, stageComplete, stagePut, stageIndex, stageEncode} {
-		m.failures.WithLabelValues(s)
-	}
-	return m
+	return m, f.Err()
 }

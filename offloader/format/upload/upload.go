@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
@@ -54,8 +55,9 @@ type Options struct {
 	// Logger receives progress at debug level and cleanup failures at warn
 	// level; nil discards.
 	Logger *slog.Logger
-	// Metrics, from NewMetrics; nil records nothing.
-	Metrics *Metrics
+	// Registerer receives the tierkeeper_upload_* metrics; Uploaders
+	// sharing a registerer share the series. Default: none.
+	Registerer prometheus.Registerer
 }
 
 // Uploader writes ledgers to one store. Safe for concurrent use; each
@@ -63,6 +65,7 @@ type Options struct {
 type Uploader struct {
 	store blob.Writer
 	opts  Options
+	m     *uploadMetrics
 }
 
 // New returns an Uploader writing to store.
@@ -89,13 +92,14 @@ func New(store blob.Writer, opts *Options) (*Uploader, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Metrics == nil {
-		o.Metrics = NewMetrics(nil)
+	m, err := newMetrics(o.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("upload: %w", err)
 	}
 	if o.Info.SoftwareVersion == "" {
 		o.Info.SoftwareVersion = "tierkeeper-" + moduleVersion()
 	}
-	return &Uploader{store: store, opts: o}, nil
+	return &Uploader{store: store, opts: o, m: m}, nil
 }
 
 func moduleVersion() string {
@@ -220,7 +224,7 @@ func (u *Uploader) Begin(ctx context.Context, req Request) (*Session, error) {
 	}
 	s.enc = enc
 	if !s.single {
-		m := o.Metrics
+		m := u.m
 		parts, err := blob.StartParts(ctx, u.store, s.res.DataKey,
 			blob.PutOptions{Metadata: s.res.DataMetadata, ContentType: "application/octet-stream"},
 			blob.PartsOptions{
@@ -322,7 +326,6 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	if s.done {
 		return nil, ErrSessionDone
 	}
-	o := s.u.opts
 	id := s.req.Ledger.ID
 	layout, err := s.enc.Finish(ctx)
 	if err != nil {
@@ -351,8 +354,8 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 			s.abort(ctx, stagePut, err)
 			return nil, err
 		}
-		o.Metrics.partDuration.Observe(time.Since(start).Seconds())
-		o.Metrics.bytes.Add(float64(layout.DataObjectLength))
+		s.u.m.partDuration.Observe(time.Since(start).Seconds())
+		s.u.m.bytes.Add(float64(layout.DataObjectLength))
 	} else {
 		// Waits for the parts in flight (given up if ctx ends), then
 		// completes.
@@ -370,7 +373,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	o.Metrics.objects.WithLabelValues("data").Inc()
+	s.u.m.objects.WithLabelValues("data").Inc()
 	if attrs.Size != 0 && attrs.Size != layout.DataObjectLength {
 		err = fmt.Errorf("upload ledger %d: %w: stored %s has %d bytes, wrote %d", id, ErrVerify, s.res.DataKey, attrs.Size, layout.DataObjectLength)
 		s.abort(ctx, stageComplete, err)
@@ -390,8 +393,8 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		s.cleanupDelete(ctx, s.res.DataKey)
 		return nil, err
 	}
-	o.Metrics.objects.WithLabelValues("index").Inc()
-	o.Metrics.bytes.Add(float64(len(raw)))
+	s.u.m.objects.WithLabelValues("index").Inc()
+	s.u.m.bytes.Add(float64(len(raw)))
 	s.res.Index, s.res.IndexBytes = ix, raw
 	s.done = true
 	s.log.Debug("ledger uploaded", "data_key", s.res.DataKey, "bytes", s.res.DataObjectLength, "blocks", s.res.Blocks, "multipart", s.res.Multipart)
@@ -416,7 +419,7 @@ func (s *Session) abort(ctx context.Context, stage string, cause error) error {
 	}
 	s.done = true
 	if stage != "" {
-		s.u.opts.Metrics.failures.WithLabelValues(stage).Inc()
+		s.u.m.failures.WithLabelValues(stage).Inc()
 	}
 	var err error
 	if s.parts != nil {

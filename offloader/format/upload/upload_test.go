@@ -128,7 +128,7 @@ func TestUploadMultiBlock(t *testing.T) {
 		return nil
 	}
 	reg := prometheus.NewRegistry()
-	u := mustNew(t, store, &Options{MaxBlockSize: 5 * mib, PartsInFlight: 2, Metrics: NewMetrics(reg)})
+	u := mustNew(t, store, &Options{MaxBlockSize: 5 * mib, PartsInFlight: 2, Registerer: reg})
 	req := l.request()
 	res, err := u.Upload(context.Background(), req, l.src())
 	if err != nil {
@@ -176,11 +176,27 @@ func TestUploadMultiBlock(t *testing.T) {
 	}); err != nil || i != len(l.payloads) {
 		t.Fatalf("read back %d entries: %v", i, err)
 	}
-	if n := testutil.ToFloat64(u.opts.Metrics.parts); n != float64(res.Blocks) {
+	if n := testutil.ToFloat64(u.m.parts); n != float64(res.Blocks) {
 		t.Fatalf("parts metric %v, want %d", n, res.Blocks)
 	}
-	if n := testutil.ToFloat64(u.opts.Metrics.bytes); n != float64(res.DataObjectLength+int64(len(res.IndexBytes))) {
+	if n := testutil.ToFloat64(u.m.bytes); n != float64(res.DataObjectLength+int64(len(res.IndexBytes))) {
 		t.Fatalf("bytes metric %v", n)
+	}
+
+	// A second Uploader on the same registry (promauto.With panicked here)
+	// counts into the same series.
+	u2 := mustNew(t, store, &Options{MaxBlockSize: 5 * mib, PartsInFlight: 2, Registerer: reg})
+	req2 := l.request()
+	req2.Ledger.ID++
+	res2, err := u2.Upload(context.Background(), req2, l.src())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(u.m.parts); n != float64(res.Blocks+res2.Blocks) {
+		t.Fatalf("parts metric %v after two uploaders, want %d", n, res.Blocks+res2.Blocks)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
 	}
 }
 
@@ -293,7 +309,7 @@ func TestUploadFailuresLeaveNothing(t *testing.T) {
 				t.Fatalf("error %v does not wrap the store error", err)
 			}
 			assertEmpty(t, store)
-			if n := testutil.ToFloat64(u.opts.Metrics.failures.WithLabelValues(c.stage)); n != 1 {
+			if n := testutil.ToFloat64(u.m.failures.WithLabelValues(c.stage)); n != 1 {
 				t.Fatalf("failures{stage=%s} = %v", c.stage, n)
 			}
 			// Every pool buffer is back.
