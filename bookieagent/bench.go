@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/bookiedir"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -125,7 +126,6 @@ func PrepareBench(ctx context.Context, o BenchOptions) (*PreparedBench, error) {
 		return nil, errors.New("need at least one --journal-dir and one --ledger-dir")
 	}
 	p := &PreparedBench{o: o}
-	mounts, _ := o.Host.Mounts()
 	for _, rd := range []struct {
 		role Role
 		dirs []string
@@ -134,7 +134,7 @@ func PrepareBench(ctx context.Context, o BenchOptions) (*PreparedBench, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			bd, err := prepareDisk(rd.role, dir, o.Host, mounts)
+			bd, err := prepareDisk(ctx, rd.role, dir, o.Host)
 			if err != nil {
 				return nil, err
 			}
@@ -147,58 +147,37 @@ func PrepareBench(ctx context.Context, o BenchOptions) (*PreparedBench, error) {
 	return p, nil
 }
 
-func prepareDisk(role Role, dir string, host HostFS, mounts []Mount) (BenchDisk, error) {
-	abs, err := filepath.Abs(dir)
+func prepareDisk(ctx context.Context, role Role, dir string, host HostFS) (BenchDisk, error) {
+	d, err := bookiedir.Stat(ctx, dir, host)
 	if err != nil {
 		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, dir, err)
 	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return BenchDisk{}, fmt.Errorf("%s dir %s does not exist: %w", role, abs, err)
-		}
-		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, abs, err)
+	if err := d.CheckFS(false, "mount the bookie's volume there"); err != nil {
+		return BenchDisk{}, fmt.Errorf("%s dir: %w", role, err)
 	}
-	if !st.IsDir() {
-		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, abs, ErrNoDirectory)
-	}
-	var sfs unix.Statfs_t
-	if err := unix.Statfs(abs, &sfs); err != nil {
-		return BenchDisk{}, fmt.Errorf("statfs %s: %w", abs, err)
-	}
-	fsName := diskbench.FSName(int64(sfs.Type))
-	switch fsName {
-	case "tmpfs", "ramfs", "overlayfs":
-		return BenchDisk{}, fmt.Errorf("%s dir %s: %w: it is on %s, which is memory or a container layer, not the bookie's disk (mount the bookie's volume there)", role, abs, ErrUnsupportedFS, fsName)
-	}
-	d := Disk{Dir: abs, FSType: fsName}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		if m, err := MountFor(mounts, real); err == nil {
-			if dev, err := host.BlockDevice(m.Major, m.Minor); err == nil {
-				d.Device = &dev
-			}
-		}
-	}
-	cookies, err := FindCookies(abs)
+	cookies, err := FindCookies(d.Path)
 	if err != nil {
 		return BenchDisk{}, err
 	}
-	d.Cookies = cookies
-	live, err := HasBookieData(abs)
+	found, err := bookiedir.FindBookieData(d.Path)
 	if err != nil {
-		return BenchDisk{}, err
+		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, d.Path, err)
 	}
-	bd := BenchDisk{Role: role, Disk: d, FreeBytes: sfs.Bavail * uint64(sfs.Bsize)}
-	if !live {
-		if err := unix.Access(abs, unix.W_OK|unix.X_OK); err != nil {
-			return BenchDisk{}, fmt.Errorf("%s dir %s: %w: %v", role, abs, ErrNotWritable, err)
+	bd := BenchDisk{Role: role, Disk: Disk{Dir: d.Path, FSType: d.FSType, Device: d.Device, Cookies: cookies}, FreeBytes: d.FreeBytes}
+	if len(found) == 0 {
+		if err := d.CheckWritable(); err != nil {
+			return BenchDisk{}, fmt.Errorf("%s dir: %w", role, err)
 		}
-		bd.Disk.BenchDir = abs
+		bd.Disk.BenchDir = d.Path
 		return bd, nil
 	}
-	scratch, err := scratchFor(abs, st)
+	st, err := os.Stat(d.Path)
 	if err != nil {
-		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, abs, err)
+		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, d.Path, err)
+	}
+	scratch, err := scratchFor(d.Path, st)
+	if err != nil {
+		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, d.Path, err)
 	}
 	bd.Disk.BenchDir, bd.Scratch = scratch, true
 	return bd, nil

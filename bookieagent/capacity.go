@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/shirou/gopsutil/v4/disk"
+
+	"github.com/tierkeeper/tierkeeper/internal/hostfs"
 )
 
 // BookKeeper's disk-usage thresholds (ServerConfiguration defaults).
@@ -184,7 +186,7 @@ func NewSampler(opts SamplerOptions) (*Sampler, error) {
 		real, _ = filepath.Abs(real)
 		var m Mount
 		if merr == nil {
-			m, err = MountFor(mounts, real)
+			m, err = hostfs.MountFor(mounts, real)
 		}
 		if merr != nil || err != nil {
 			// Without mountinfo each directory stands for itself.

@@ -83,7 +83,7 @@ func TestSamplerGrowthAndFaults(t *testing.T) {
 	ffs := &fakeFS{avail: 300_000}
 	s, err := NewSampler(SamplerOptions{
 		Dirs:     []DirRole{{j, RoleJournal}, {l, RoleLedger}, {l, RoleLedger}},
-		Host:     HostFS{ProcPath: "testdata/host/proc", SysPath: "testdata/host/sys"},
+		Host:     HostFS{ProcPath: "../internal/hostfs/testdata/proc", SysPath: "../internal/hostfs/testdata/sys"},
 		Interval: time.Minute, Window: 10 * time.Minute, MaxSamples: 8,
 		Statfs: ffs.statfs, Now: func() time.Time { return now }, StatfsTimeout: 50 * time.Millisecond,
 	})

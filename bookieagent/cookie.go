@@ -2,18 +2,15 @@ package bookieagent
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/bookiedir"
 )
 
 // Cookie is a bookie's on-disk identity, read from <dir>/current/VERSION.
@@ -116,30 +113,16 @@ func splitNonEmpty(s, sep string) []string {
 	return out
 }
 
-// FindCookies looks for bookie cookies in dir itself (dir/current/VERSION)
+// FindCookies reads the bookie cookies in dir itself (dir/current/VERSION)
 // and in its direct sub-directories (dir/*/current/VERSION, the layout the
-// agent recommends for several journal or ledger dirs per disk). It returns
-// them sorted by path; a missing dir is not an error here.
+// agent recommends for several journal or ledger dirs per disk), sorted by
+// path; a missing dir has none. Whether a directory holds bookie data at
+// all (also without a cookie) is bookiedir.FindBookieData's answer.
 func FindCookies(dir string) ([]Cookie, error) {
-	var paths []string
-	own := filepath.Join(dir, "current", "VERSION")
-	if _, err := os.Stat(own); err == nil {
-		paths = append(paths, own)
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	paths, err := bookiedir.CookiePaths(dir)
+	if err != nil {
 		return nil, fmt.Errorf("look for cookies in %s: %w", dir, err)
 	}
-	for _, e := range ents {
-		if !e.IsDir() || e.Name() == "current" {
-			continue
-		}
-		p := filepath.Join(dir, e.Name(), "current", "VERSION")
-		if _, err := os.Stat(p); err == nil {
-			paths = append(paths, p)
-		}
-	}
-	sort.Strings(paths)
 	var out []Cookie
 	for _, p := range paths {
 		b, err := readBounded(p, maxCookieBytes)
@@ -154,40 +137,6 @@ func FindCookies(dir string) ([]Cookie, error) {
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// HasBookieData reports whether dir (or a direct sub-directory) already
-// holds bookie state: a cookie, or a current/ directory with journal
-// (*.txn) or entry-log (*.log) files or RocksDB indexes.
-func HasBookieData(dir string) (bool, error) {
-	cs, err := FindCookies(dir)
-	if err != nil {
-		return true, err
-	}
-	if len(cs) > 0 {
-		return true, nil
-	}
-	cands := []string{filepath.Join(dir, "current")}
-	if ents, err := os.ReadDir(dir); err == nil {
-		for _, e := range ents {
-			if e.IsDir() {
-				cands = append(cands, filepath.Join(dir, e.Name(), "current"))
-			}
-		}
-	}
-	for _, c := range cands {
-		ents, err := os.ReadDir(c)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			n := e.Name()
-			if strings.HasSuffix(n, ".txn") || strings.HasSuffix(n, ".log") || n == "locations" || n == "ledgers" {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
 }
 
 func readBounded(path string, limit int64) ([]byte, error) {

@@ -36,10 +36,10 @@ func TestParseCookie(t *testing.T) {
 	}
 }
 
-func TestFindCookiesAndBookieData(t *testing.T) {
+func TestFindCookies(t *testing.T) {
 	dir := t.TempDir()
-	if live, err := HasBookieData(dir); err != nil || live {
-		t.Fatalf("empty dir: live=%v err=%v", live, err)
+	if cs, err := FindCookies(dir); err != nil || len(cs) != 0 {
+		t.Fatalf("empty dir: %v, %v", cs, err)
 	}
 	for _, sub := range []string{"0", "1"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub, "current"), 0o755); err != nil {
@@ -53,25 +53,12 @@ func TestFindCookiesAndBookieData(t *testing.T) {
 	if err != nil || len(cs) != 2 || cs[0].Path != filepath.Join(dir, "0", "current", "VERSION") || len(cs[1].JournalDirs) != 2 {
 		t.Fatalf("cookies = %+v, %v", cs, err)
 	}
-	if live, _ := HasBookieData(dir); !live {
-		t.Error("cookie in a sub-directory: want live")
-	}
-	// Journal files without a cookie also mean a live bookie.
-	d2 := t.TempDir()
-	os.MkdirAll(filepath.Join(d2, "current"), 0o755)
-	os.WriteFile(filepath.Join(d2, "current", "18a2b.txn"), nil, 0o644)
-	if live, _ := HasBookieData(d2); !live {
-		t.Error("journal file: want live")
-	}
-	// A corrupt cookie is an error, not "no bookie".
+	// A corrupt cookie is an error, not "no cookie".
 	d3 := t.TempDir()
 	os.MkdirAll(filepath.Join(d3, "current"), 0o755)
 	os.WriteFile(filepath.Join(d3, "current", "VERSION"), []byte("garbage"), 0o644)
 	if _, err := FindCookies(d3); !errors.Is(err, ErrBadCookie) {
 		t.Errorf("corrupt cookie: %v", err)
-	}
-	if live, err := HasBookieData(d3); !live || err == nil {
-		t.Errorf("corrupt cookie: live=%v err=%v; want live with error", live, err)
 	}
 }
 

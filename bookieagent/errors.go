@@ -3,6 +3,8 @@ package bookieagent
 import (
 	"errors"
 
+	"github.com/tierkeeper/tierkeeper/internal/bookiedir"
+	"github.com/tierkeeper/tierkeeper/internal/hostfs"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -13,15 +15,17 @@ var (
 	// cannot be parsed or is out of range. It is units.ErrBadSize, which
 	// every size parser of the repository wraps.
 	ErrBadSize = units.ErrBadSize
-	// ErrNoDirectory is returned when a configured directory does not exist
-	// or is not a directory.
-	ErrNoDirectory = errors.New("not a directory")
+	// ErrNoDirectory is returned when a configured directory is not a
+	// directory (bookiedir.ErrNotDirectory; a missing one is fs.ErrNotExist).
+	ErrNoDirectory = bookiedir.ErrNotDirectory
 	// ErrNotWritable is returned when a benchmark target directory cannot be
-	// written.
-	ErrNotWritable = errors.New("directory not writable")
-	// ErrUnsupportedFS is returned for directories on tmpfs, ramfs or
-	// overlayfs: figures measured there say nothing about the bookie's disk.
-	ErrUnsupportedFS = errors.New("unsupported filesystem for a bookie disk")
+	// written (bookiedir.ErrNotWritable).
+	ErrNotWritable = bookiedir.ErrNotWritable
+	// ErrUnsupportedFS is returned for directories that are not on a disk:
+	// tmpfs, ramfs, overlayfs, kernel pseudo-filesystems (figures measured
+	// there say nothing about the bookie's disk). It is
+	// bookiedir.ErrUnsupportedFS, as diskbench's is.
+	ErrUnsupportedFS = bookiedir.ErrUnsupportedFS
 	// ErrBudgetTooSmall is returned when the time or byte budget cannot fit
 	// even one measurement per disk.
 	ErrBudgetTooSmall = errors.New("benchmark budget too small")
@@ -41,8 +45,9 @@ var (
 	// parsed.
 	ErrBadCookie = errors.New("unparseable bookie cookie")
 	// ErrBadProcFile is returned when a /proc or /sys file has an unexpected
-	// format.
-	ErrBadProcFile = errors.New("unparseable proc/sys file")
-	// ErrMountNotFound is returned when no mount covers a path.
-	ErrMountNotFound = errors.New("no mount found for path")
+	// format (hostfs.ErrBadProcFile).
+	ErrBadProcFile = hostfs.ErrBadProcFile
+	// ErrMountNotFound is returned when no mount covers a path
+	// (hostfs.ErrMountNotFound).
+	ErrMountNotFound = hostfs.ErrMountNotFound
 )

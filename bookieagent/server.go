@@ -8,12 +8,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tierkeeper/tierkeeper/internal/bookiedir"
 )
 
 // ServerOptions configure a Server.
@@ -141,4 +144,66 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// BenchOnStartOptions configure Server.BenchOnStart.
+type BenchOnStartOptions struct {
+	// Bench is the benchmark to run (directories, budgets, Host, Logger).
+	Bench BenchOptions
+	// DirectMemoryBytes and DirectMemorySource feed the memory rules, as in
+	// Input.
+	DirectMemoryBytes  int64
+	DirectMemorySource string
+}
+
+// BenchOnStart is the DaemonSet's benchmark at start: it runs the recommend
+// benchmark once, but only when none of the journal and ledger directories
+// holds bookie data (bookiedir.FindBookieData) — on a live bookie's disks it
+// records "skipped" and writes nothing. Each step is recorded for
+// /recommendation: "running", then "done" with the recommendation, or
+// "failed" with the reason. It blocks until done; run it in a goroutine
+// next to Serve, with the same ctx.
+func (s *Server) BenchOnStart(ctx context.Context, o BenchOnStartOptions) {
+	log := o.Bench.Logger
+	if log == nil {
+		log = s.o.Logger
+	}
+	for _, d := range append(append([]string{}, o.Bench.JournalDirs...), o.Bench.LedgerDirs...) {
+		found, err := bookiedir.FindBookieData(d)
+		if err != nil || len(found) > 0 {
+			reason := fmt.Sprintf("%s holds bookie data (%s): benchmarks never run on a live bookie's disk", d, strings.Join(found, ", "))
+			if err != nil {
+				reason = fmt.Sprintf("%s: %v", d, err)
+			}
+			log.Info("bench on start skipped", "reason", reason)
+			s.SetBench(BenchState{Status: "skipped", Reason: reason})
+			return
+		}
+	}
+	start := time.Now().UTC()
+	s.SetBench(BenchState{Status: "running", StartedAt: &start})
+	fail := func(err error) {
+		end := time.Now().UTC()
+		log.Warn("bench on start failed", "err", err)
+		s.SetBench(BenchState{Status: "failed", Reason: err.Error(), StartedAt: &start, FinishedAt: &end})
+	}
+	prep, err := PrepareBench(ctx, o.Bench)
+	if err != nil {
+		fail(err)
+		return
+	}
+	res, err := prep.Run(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	rec, err := Recommend(Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks,
+		CPUs: max(1, o.Bench.CPUs), DirectMemoryBytes: o.DirectMemoryBytes, DirectMemorySource: o.DirectMemorySource})
+	if err != nil {
+		fail(err)
+		return
+	}
+	end := time.Now().UTC()
+	log.Info("bench on start done", "bytes", res.BytesWritten, "elapsed", res.Elapsed)
+	s.SetBench(BenchState{Status: "done", StartedAt: &start, FinishedAt: &end, Recommendation: rec})
 }

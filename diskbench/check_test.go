@@ -7,9 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tierkeeper/tierkeeper/internal/hostfs"
 )
 
 func TestCheckAcceptsPlainDir(t *testing.T) {
@@ -66,12 +69,20 @@ func TestCheckBadTargets(t *testing.T) {
 	if _, err := Check(cctx, Options{Dir: dir}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
+	// /proc is not a disk, also with AllowAnyFS; the run used to be refused
+	// for "0B free" (issue 11, bug 10).
+	for _, allow := range []bool{false, true} {
+		tg, err := Check(ctx, Options{Dir: "/proc", AllowAnyFS: allow})
+		if !errors.Is(err, ErrUnsupportedFS) || !strings.Contains(err.Error(), "not a disk") || tg == nil || tg.FSType != "proc" {
+			t.Errorf("/proc (AllowAnyFS %v): %v, target %+v", allow, err, tg)
+		}
+	}
 }
 
 func TestCheckRefusesTmpfs(t *testing.T) {
 	const shm = "/dev/shm"
 	var st unix.Statfs_t
-	if err := unix.Statfs(shm, &st); err != nil || st.Type != magicTmpfs {
+	if err := unix.Statfs(shm, &st); err != nil || st.Type != 0x01021994 {
 		t.Skipf("%s is not tmpfs here", shm)
 	}
 	dir, err := os.MkdirTemp(shm, "diskbench-test-")
@@ -107,6 +118,11 @@ func TestCheckRefusesBookieData(t *testing.T) {
 		"top-level txn":     {"17.txn"},
 		"parent of bookie":  {"journal/current/VERSION"},
 		"ledger entry logs": {"current/ff.log", "current/ledgers/x"},
+		// What the bookie agent's detector found and Check missed (issue 11):
+		"entry log, other name":   {"current/entries.log"},
+		"parent of entry logs":    {"l0/current/5.log"},
+		"rocksdb index":           {"current/locations/CURRENT"},
+		"lastMark, no other data": {"current/lastMark"},
 	}
 	for name, files := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -162,12 +178,6 @@ func snapshot(t *testing.T, dir string) string {
 		return nil
 	})
 	return s
-}
-
-func TestFSName(t *testing.T) {
-	if FSName(unix.EXT4_SUPER_MAGIC) != "ext4" || FSName(magicOverlay) != "overlayfs" || FSName(0x1234) != "0x1234" {
-		t.Error("FSName")
-	}
 }
 
 func TestStaleFilesOfDeadRunsAreRemoved(t *testing.T) {
@@ -233,5 +243,22 @@ func TestCheckRefusesRamfsAndOverlay(t *testing.T) {
 		if _, err := Check(context.Background(), Options{Dir: dir, MaxBytes: 1, AllowAnyFS: true}); err != nil && !errors.Is(err, ErrInsufficientSpace) {
 			t.Errorf("%s with AllowAnyFS: %v", name, err)
 		}
+	}
+}
+
+// TestCheckReadsDeviceFromSysPath: the device lookup goes through the
+// configured sysfs root; it used to read /sys whatever the roots said.
+func TestCheckReadsDeviceFromSysPath(t *testing.T) {
+	dir := testDir(t)
+	h, err := hostfs.FakeSysfs(t.TempDir(), dir, "fakedisk0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := Check(context.Background(), Options{Dir: dir, AllowAnyFS: true, MaxBytes: MiB, SysPath: h.SysPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Device != "fakedisk0" {
+		t.Errorf("device %q, want fakedisk0 from the configured sysfs root", tg.Device)
 	}
 }

@@ -38,13 +38,16 @@
 //
 // # Safety
 //
-// Every Run* and Sweep starts with Check, which refuses:
+// Every Run* and Sweep starts with Check, which refuses (with the bookie
+// agent's rules: both use internal/bookiedir):
 //   - a missing directory (fs.ErrNotExist), a file (ErrNotDirectory) or an
 //     unwritable one (fs.ErrPermission);
-//   - tmpfs, ramfs and overlayfs (ErrUnsupportedFS) unless AllowAnyFS;
-//   - a directory holding bookie data — current/VERSION, *.txn journals or
-//     *.log entry logs in it, in its current/, or in */current/VERSION —
-//     (ErrBookieData) unless Force;
+//   - a kernel pseudo-filesystem such as /proc or /sys, always, and tmpfs,
+//     ramfs, overlayfs or a filesystem reporting no capacity unless
+//     AllowAnyFS (ErrUnsupportedFS);
+//   - a directory holding bookie data — a current/VERSION cookie, journals,
+//     entry logs, lastMark or RocksDB indexes in its current/ or any
+//     */current/, hex-named *.txn/*.log in it — (ErrBookieData) unless Force;
 //   - less free space than MaxBytes plus ReserveBytes (ErrInsufficientSpace).
 //
 // MaxBytes (default min(2 GiB, 10% of the free space)) caps every byte

@@ -67,6 +67,9 @@ type Options struct {
 	OpenFile OpenFunc
 	// Seed seeds the data and random offsets; 0 picks one at random.
 	Seed uint64
+	// SysPath is the sysfs root Check reads the target's block device from
+	// (a container with the host's /sys mounted elsewhere). Empty means "/sys".
+	SysPath string
 	// KeepGOMAXPROCS stops diskbench from raising GOMAXPROCS to
 	// workers+2 while a point runs (it restores the old value after), and
 	// from issuing the default file's pwrite/pread/fdatasync as raw system

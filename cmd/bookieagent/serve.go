@@ -73,9 +73,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
-	var benchOpts *bookieagent.BenchOptions
-	var direct int64
-	var directSrc string
+	var bench *bookieagent.BenchOnStartOptions
 	if o.benchOnStart {
 		if err := o.dirs.validate(true); err != nil {
 			return fmt.Errorf("--bench-on-start: %w", err)
@@ -84,11 +82,13 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		if direct, directSrc, err = o.mem.resolve(); err != nil {
+		direct, directSrc, err := o.mem.resolve()
+		if err != nil {
 			return fmt.Errorf("--bench-on-start: %w", err)
 		}
-		benchOpts = &bookieagent.BenchOptions{JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
-			TimeBudget: budget, MaxBytes: maxBytes, CPUs: o.bench.cpus, Host: o.dirs.host(), Logger: log}
+		bench = &bookieagent.BenchOnStartOptions{DirectMemoryBytes: direct, DirectMemorySource: directSrc,
+			Bench: bookieagent.BenchOptions{JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
+				TimeBudget: budget, MaxBytes: maxBytes, CPUs: o.bench.cpus, Host: o.dirs.host(), Logger: log}}
 	}
 	sampler, err := bookieagent.NewSampler(bookieagent.SamplerOptions{
 		Dirs: o.dirs.dirRoles(), Host: o.dirs.host(), Interval: o.interval, Window: o.window,
@@ -113,8 +113,8 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go sampler.Run(ctx)
-	if benchOpts != nil {
-		go runBenchOnStart(ctx, srv, *benchOpts, direct, directSrc, log)
+	if bench != nil {
+		go srv.BenchOnStart(ctx, *bench)
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "dirs", len(o.dirs.dirRoles()))
 	err = srv.Serve(ctx, ln)
@@ -123,46 +123,4 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return nil
 	}
 	return err
-}
-
-// runBenchOnStart benchmarks only when no directory holds bookie data.
-func runBenchOnStart(ctx context.Context, srv *bookieagent.Server, o bookieagent.BenchOptions, direct int64, src string, log *slog.Logger) {
-	for _, d := range append(append([]string{}, o.JournalDirs...), o.LedgerDirs...) {
-		live, err := bookieagent.HasBookieData(d)
-		if err != nil || live {
-			reason := fmt.Sprintf("%s holds bookie data: benchmarks never run on a live bookie's disk", d)
-			if err != nil {
-				reason = fmt.Sprintf("%s: %v", d, err)
-			}
-			log.Info("bench on start skipped", "reason", reason)
-			srv.SetBench(bookieagent.BenchState{Status: "skipped", Reason: reason})
-			return
-		}
-	}
-	start := time.Now().UTC()
-	srv.SetBench(bookieagent.BenchState{Status: "running", StartedAt: &start})
-	fail := func(err error) {
-		end := time.Now().UTC()
-		log.Warn("bench on start failed", "err", err)
-		srv.SetBench(bookieagent.BenchState{Status: "failed", Reason: err.Error(), StartedAt: &start, FinishedAt: &end})
-	}
-	prep, err := bookieagent.PrepareBench(ctx, o)
-	if err != nil {
-		fail(err)
-		return
-	}
-	res, err := prep.Run(ctx)
-	if err != nil {
-		fail(err)
-		return
-	}
-	rec, err := bookieagent.Recommend(bookieagent.Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks,
-		CPUs: o.CPUs, DirectMemoryBytes: direct, DirectMemorySource: src})
-	if err != nil {
-		fail(err)
-		return
-	}
-	end := time.Now().UTC()
-	log.Info("bench on start done", "bytes", res.BytesWritten, "elapsed", res.Elapsed)
-	srv.SetBench(bookieagent.BenchState{Status: "done", StartedAt: &start, FinishedAt: &end, Recommendation: rec})
 }

@@ -20,7 +20,7 @@ func newCheckCmd() *cobra.Command {
 			if c.dir == "" {
 				return fmt.Errorf("%w: --dir is required", diskbench.ErrInvalidOptions)
 			}
-			o := diskbench.Options{Dir: c.dir, AllowAnyFS: c.allowAnyFS, Force: c.force}
+			o := diskbench.Options{Dir: c.dir, AllowAnyFS: c.allowAnyFS, Force: c.force, SysPath: c.sysfs}
 			var err error
 			if o.MaxBytes, err = sizeFlag(cmd, "max-bytes", c.maxBytes); err != nil {
 				return err
@@ -50,5 +50,6 @@ func newCheckCmd() *cobra.Command {
 	fs.BoolVar(&c.allowAnyFS, "allow-any-fs", false, "accept tmpfs, ramfs and overlayfs")
 	fs.BoolVar(&c.force, "force", false, "accept a directory that holds bookie data")
 	fs.StringVar(&c.output, "output", "table", "table or json")
+	fs.StringVar(&c.sysfs, "path.sysfs", "/sys", "sysfs mount point the device is looked up in (the host's, in a container)")
 	return cmd
 }

@@ -29,6 +29,7 @@ type commonFlags struct {
 	svg        string
 	seed       uint64
 	verbose    bool
+	sysfs      string
 
 	// svgOut is --svg, opened before the run so a bad path fails at once.
 	svgOut *cli.OutputFile
@@ -45,6 +46,7 @@ func (c *commonFlags) addFlags(fs *pflag.FlagSet, defDuration time.Duration) {
 	fs.StringVar(&c.svg, "svg", "", "also draw the sweep as an SVG chart into this file")
 	fs.Uint64Var(&c.seed, "seed", 0, "seed for data and random offsets (0: random)")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log debug records to stderr")
+	fs.StringVar(&c.sysfs, "path.sysfs", "/sys", "sysfs mount point the device is looked up in (the host's, in a container)")
 }
 
 // validate checks the common flags of journal, entrylog and randread.
@@ -81,6 +83,7 @@ func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressB
 		AllowAnyFS: c.allowAnyFS,
 		Force:      c.force,
 		Seed:       c.seed,
+		SysPath:    c.sysfs,
 	}
 	var err error
 	if o.MaxBytes, err = sizeFlag(cmd, "max-bytes", c.maxBytes); err != nil {

@@ -292,6 +292,29 @@ func TestExitCodeOnError(t *testing.T) {
 	}
 }
 
+// TestNotADiskSinglePrefix covers bug 10 of issue 11: --dir /proc said
+// "0B free" (and with a doubled "diskbench: diskbench:" prefix) instead of
+// "not a disk".
+func TestNotADiskSinglePrefix(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"check", "--dir", "/proc"}, "diskbench: unsupported filesystem: /proc is on proc, a kernel pseudo-filesystem, not a disk\n"},
+		{[]string{"journal", "--dir", "/proc", "--allow-any-fs"}, "diskbench: unsupported filesystem: /proc is on proc, a kernel pseudo-filesystem, not a disk\n"},
+		{[]string{"journal"}, "diskbench: invalid options: --dir is required\n"},
+	} {
+		cmd := subprocess(c.args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || stderr.String() != c.stderr {
+			t.Errorf("%v: exit %v, stderr %q; want 1, %q", c.args, err, stderr.String(), c.stderr)
+		}
+	}
+}
+
 func TestSignalRemovesFiles(t *testing.T) {
 	for _, c := range []struct {
 		name  string

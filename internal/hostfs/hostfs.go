@@ -1,104 +1,116 @@
-package bookieagent
+// Package hostfs reads what the bookie agent and diskbench need from /proc
+// and /sys — mounts, disk I/O counters and block-device facts — always below
+// configurable roots, the way node_exporter's --path.procfs and --path.sysfs
+// work: the agent runs in a container with the host's trees mounted
+// elsewhere, and tests run on fixture trees (testdata/).
+//
+// mountinfo and diskstats are parsed by github.com/prometheus/procfs; the
+// few sysfs attributes of a block device are read directly.
+package hostfs
 
 import (
-	"bufio"
-	"bytes"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
+	"github.com/prometheus/procfs/blockdevice"
+	"golang.org/x/sys/unix"
 )
 
-// HostFS reads /proc and /sys below configurable roots, the way
-// node_exporter's --path.procfs and --path.sysfs do, so the agent works in a
-// container with the host's trees mounted elsewhere and tests run on fixture
-// trees (testdata/).
-type HostFS struct {
+// Sentinel errors.
+var (
+	// ErrBadProcFile is returned when a /proc or /sys file has an unexpected
+	// format.
+	ErrBadProcFile = errors.New("unparseable proc/sys file")
+	// ErrMountNotFound is returned when no mount covers a path.
+	ErrMountNotFound = errors.New("no mount found for path")
+	// ErrNoBlockDevice is returned by DeviceOf when the filesystem holding a
+	// path has no block device in sysfs (tmpfs, overlayfs, btrfs subvolumes,
+	// network filesystems).
+	ErrNoBlockDevice = errors.New("no block device")
+)
+
+// FS names the procfs and sysfs roots. The zero value reads the real /proc
+// and /sys.
+type FS struct {
 	// ProcPath is the procfs root. Empty means "/proc".
 	ProcPath string
 	// SysPath is the sysfs root. Empty means "/sys".
 	SysPath string
 }
 
-func (h HostFS) proc(p ...string) string {
-	root := h.ProcPath
-	if root == "" {
-		root = "/proc"
+func (h FS) procRoot() string {
+	if h.ProcPath == "" {
+		return "/proc"
 	}
-	return filepath.Join(append([]string{root}, p...)...)
+	return h.ProcPath
 }
 
-func (h HostFS) sys(p ...string) string {
-	root := h.SysPath
-	if root == "" {
-		root = "/sys"
+func (h FS) sysRoot() string {
+	if h.SysPath == "" {
+		return "/sys"
 	}
-	return filepath.Join(append([]string{root}, p...)...)
+	return h.SysPath
 }
 
-// Mount is one line of /proc/self/mountinfo.
-//
-//	36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
-//	(1)(2)(3)   (4)   (5)      (6)       (7)  (8) (9)    (10)        (11)
-//
-// (3) is major:minor of the device, (5) the mount point (octal-escaped),
-// (7) optional fields ended by "-", (9) the filesystem type, (10) the
-// source.
+func (h FS) sys(p ...string) string { return filepath.Join(append([]string{h.sysRoot()}, p...)...) }
+
+// wrapParse marks procfs's parse errors with ErrBadProcFile and keeps file
+// errors (fs.ErrNotExist, permissions) as they are.
+func wrapParse(what string, err error) error {
+	if errors.Is(err, procfs.ErrFileParse) || errors.Is(err, procfs.ErrFileRead) || !isFileError(err) {
+		return fmt.Errorf("%s: %w: %w", what, ErrBadProcFile, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func isFileError(err error) bool {
+	var pe *os.PathError
+	return errors.As(err, &pe)
+}
+
+// Mount is one line of <procfs>/self/mountinfo.
 type Mount struct {
+	// Major and Minor are the device of the mounted filesystem (st_dev).
 	Major, Minor int
-	Root         string
-	MountPoint   string
-	FSType       string
-	Source       string
-	Options      string
+	// Root is the directory of the filesystem mounted at MountPoint.
+	Root string
+	// MountPoint, with the kernel's octal escapes (\040 for a space) undone.
+	MountPoint string
+	// FSType is the filesystem type ("xfs", "ext4", "tmpfs").
+	FSType string
+	// Source is the mounted device or "none".
+	Source string
+	// Options are the per-mount options ("rw", "noatime").
+	Options map[string]string
 }
 
 // DevID returns "major:minor".
 func (m Mount) DevID() string { return fmt.Sprintf("%d:%d", m.Major, m.Minor) }
 
-// ParseMountInfo parses /proc/<pid>/mountinfo. Lines are bounded to 64 KiB;
-// a malformed line returns ErrBadProcFile naming its number.
-func ParseMountInfo(r io.Reader) ([]Mount, error) {
-	var out []Mount
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), 64*1024)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		f := strings.Fields(line)
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if len(f) < 7 || sep < 0 || sep+2 >= len(f) {
-			return nil, fmt.Errorf("mountinfo line %d: %w: %q", n, ErrBadProcFile, line)
-		}
-		maj, min, ok := splitDevID(f[2])
-		if !ok {
-			return nil, fmt.Errorf("mountinfo line %d: %w: device %q", n, ErrBadProcFile, f[2])
-		}
-		m := Mount{
-			Major: maj, Minor: min,
-			Root:       unescapeOctal(f[3]),
-			MountPoint: unescapeOctal(f[4]),
-			Options:    f[5],
-			FSType:     f[sep+1],
-			Source:     unescapeOctal(f[sep+2]),
-		}
-		out = append(out, m)
+// Mounts reads <procfs>/self/mountinfo. A malformed line is ErrBadProcFile.
+func (h FS) Mounts() ([]Mount, error) {
+	pfs, err := procfs.NewFS(h.procRoot())
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("mountinfo: %w: %v", ErrBadProcFile, err)
+	ms, err := pfs.GetMounts()
+	if err != nil {
+		return nil, wrapParse("read mountinfo", err)
+	}
+	out := make([]Mount, 0, len(ms))
+	for _, m := range ms {
+		maj, min, ok := splitDevID(m.MajorMinorVer)
+		if !ok {
+			return nil, fmt.Errorf("read mountinfo: %w: device %q of %s", ErrBadProcFile, m.MajorMinorVer, m.MountPoint)
+		}
+		out = append(out, Mount{Major: maj, Minor: min, Root: unescapeOctal(m.Root), MountPoint: unescapeOctal(m.MountPoint),
+			FSType: m.FSType, Source: unescapeOctal(m.Source), Options: m.Options})
 	}
 	return out, nil
 }
@@ -117,7 +129,7 @@ func splitDevID(s string) (int, int, bool) {
 }
 
 // unescapeOctal undoes the kernel's \NNN escaping of spaces, tabs,
-// newlines and backslashes in mountinfo fields.
+// newlines and backslashes in mountinfo fields (procfs leaves them).
 func unescapeOctal(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
@@ -134,16 +146,6 @@ func unescapeOctal(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-// Mounts reads <procfs>/self/mountinfo.
-func (h HostFS) Mounts() ([]Mount, error) {
-	f, err := os.Open(h.proc("self", "mountinfo"))
-	if err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	defer f.Close()
-	return ParseMountInfo(f)
 }
 
 // MountFor returns the mount that holds path: the longest mount point that
@@ -167,12 +169,8 @@ func MountFor(mounts []Mount, path string) (Mount, error) {
 	return mounts[best], nil
 }
 
-// DiskStats is one line of /proc/diskstats, in base units.
-//
-//	major minor name reads merged sectors ms_reading writes merged sectors
-//	ms_writing in_flight ms_io ms_weighted [discards ...] [flushes ms_flush]
-//
-// Sectors are always 512 bytes, whatever the device's block size.
+// DiskStats is one line of <procfs>/diskstats, in base units. Sectors there
+// are always 512 bytes, whatever the device's block size.
 type DiskStats struct {
 	Major, Minor         int
 	Name                 string
@@ -189,58 +187,32 @@ type DiskStats struct {
 	IOTimeWeightedSecond float64
 }
 
-// ParseDiskstats parses /proc/diskstats (kernels ≥ 2.6 with 14, 18 or 20
-// fields per line).
-func ParseDiskstats(r io.Reader) ([]DiskStats, error) {
-	var out []DiskStats
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), 64*1024)
-	n := 0
-	for sc.Scan() {
-		n++
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		if len(f) < 14 {
-			return nil, fmt.Errorf("diskstats line %d: %w: %d fields", n, ErrBadProcFile, len(f))
-		}
-		var v [11]uint64
-		for i := range v {
-			x, err := strconv.ParseUint(f[3+i], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("diskstats line %d field %d: %w: %q", n, 4+i, ErrBadProcFile, f[3+i])
-			}
-			v[i] = x
-		}
-		maj, err1 := strconv.Atoi(f[0])
-		min, err2 := strconv.Atoi(f[1])
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("diskstats line %d: %w: device %s:%s", n, ErrBadProcFile, f[0], f[1])
-		}
-		out = append(out, DiskStats{
-			Major: maj, Minor: min, Name: f[2],
-			ReadsCompleted: v[0], ReadsMerged: v[1], ReadBytes: v[2] * 512, ReadTimeSeconds: float64(v[3]) / 1000,
-			WritesCompleted: v[4], WritesMerged: v[5], WrittenBytes: v[6] * 512, WriteTimeSeconds: float64(v[7]) / 1000,
-			IOsInProgress: v[8], IOTimeSeconds: float64(v[9]) / 1000, IOTimeWeightedSecond: float64(v[10]) / 1000,
-		})
+// Diskstats reads <procfs>/diskstats (lines of 14, 18 or 20 fields; procfs
+// skips shorter ones). A malformed number is ErrBadProcFile.
+func (h FS) Diskstats() ([]DiskStats, error) {
+	bfs, err := blockdevice.NewFS(h.procRoot(), h.sysRoot())
+	if err != nil {
+		return nil, fmt.Errorf("read diskstats: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("diskstats: %w: %v", ErrBadProcFile, err)
+	ds, err := bfs.ProcDiskstats()
+	if err != nil {
+		return nil, wrapParse("read diskstats", err)
+	}
+	out := make([]DiskStats, 0, len(ds))
+	const sector = procfs.SectorSize
+	ms := func(v uint64) float64 { return float64(v) / 1000 }
+	for _, d := range ds {
+		out = append(out, DiskStats{
+			Major: int(d.MajorNumber), Minor: int(d.MinorNumber), Name: d.DeviceName,
+			ReadsCompleted: d.ReadIOs, ReadsMerged: d.ReadMerges, ReadBytes: d.ReadSectors * sector, ReadTimeSeconds: ms(d.ReadTicks),
+			WritesCompleted: d.WriteIOs, WritesMerged: d.WriteMerges, WrittenBytes: d.WriteSectors * sector, WriteTimeSeconds: ms(d.WriteTicks),
+			IOsInProgress: d.IOsInProgress, IOTimeSeconds: ms(d.IOsTotalTicks), IOTimeWeightedSecond: ms(d.WeightedIOTicks),
+		})
 	}
 	return out, nil
 }
 
-// Diskstats reads <procfs>/diskstats.
-func (h HostFS) Diskstats() ([]DiskStats, error) {
-	b, err := os.ReadFile(h.proc("diskstats"))
-	if err != nil {
-		return nil, fmt.Errorf("read diskstats: %w", err)
-	}
-	return ParseDiskstats(bytes.NewReader(b))
-}
-
-// BlockDevice describes the block device behind a mount, from sysfs.
+// BlockDevice describes the block device behind a filesystem, from sysfs.
 type BlockDevice struct {
 	// Name is the kernel name of the mounted device (sda1, dm-0, nvme0n1).
 	Name string `json:"name"`
@@ -263,11 +235,27 @@ type BlockDevice struct {
 // maxSlaveDepth bounds the dm/md stacking followed in sysfs.
 const maxSlaveDepth = 8
 
+// DeviceOf returns the block device of the filesystem holding path, from
+// its st_dev: the one device lookup of the repository. A filesystem without
+// one (tmpfs, overlayfs, NFS) is ErrNoBlockDevice.
+func (h FS) DeviceOf(path string) (BlockDevice, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return BlockDevice{}, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	maj, min := int(unix.Major(st.Dev)), int(unix.Minor(st.Dev))
+	d, err := h.BlockDevice(maj, min)
+	if errors.Is(err, os.ErrNotExist) {
+		return BlockDevice{}, fmt.Errorf("%s is on device %d:%d: %w", path, maj, min, ErrNoBlockDevice)
+	}
+	return d, err
+}
+
 // BlockDevice looks up the device major:minor in sysfs:
 // <sysfs>/dev/block/M:m/uevent for its name, <sysfs>/block/*/<name> for the
 // disk holding a partition, <sysfs>/block/<disk>/slaves/ for the leaves,
 // and their queue/ attributes.
-func (h HostFS) BlockDevice(major, minor int) (BlockDevice, error) {
+func (h FS) BlockDevice(major, minor int) (BlockDevice, error) {
 	id := fmt.Sprintf("%d:%d", major, minor)
 	ue, err := os.ReadFile(h.sys("dev", "block", id, "uevent"))
 	if err != nil {
@@ -279,8 +267,8 @@ func (h HostFS) BlockDevice(major, minor int) (BlockDevice, error) {
 			name = strings.TrimSpace(v)
 		}
 	}
-	if name == "" || strings.ContainsAny(name, "/\x00") || name == ".." {
-		return BlockDevice{}, fmt.Errorf("block device %s: %w: uevent has no DEVNAME", id, ErrBadProcFile)
+	if name == "" || strings.ContainsAny(name, "/\x00") || name == ".." || name == "." {
+		return BlockDevice{}, fmt.Errorf("block device %s: %w: uevent has no usable DEVNAME", id, ErrBadProcFile)
 	}
 	d := BlockDevice{Name: name, Disk: h.diskOf(name)}
 	d.Leaves = h.leaves(d.Disk, 0)
@@ -311,7 +299,7 @@ func (h HostFS) BlockDevice(major, minor int) (BlockDevice, error) {
 // diskOf returns the whole disk holding name: name itself when
 // <sysfs>/block/<name> exists, else the disk with a <name> sub-directory
 // (a partition), else name.
-func (h HostFS) diskOf(name string) string {
+func (h FS) diskOf(name string) string {
 	if _, err := os.Stat(h.sys("block", name)); err == nil {
 		return name
 	}
@@ -327,7 +315,7 @@ func (h HostFS) diskOf(name string) string {
 	return name
 }
 
-func (h HostFS) leaves(disk string, depth int) []string {
+func (h FS) leaves(disk string, depth int) []string {
 	if depth >= maxSlaveDepth {
 		return []string{disk}
 	}
