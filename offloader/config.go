@@ -2,19 +2,23 @@ package offloader
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"reflect"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 )
 
@@ -538,4 +542,19 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(v)
+}
+
+// connectZK opens the ZooKeeper session the config names.
+func (c *Config) connectZK(ctx context.Context, log *slog.Logger) (*tzk.Session, error) {
+	servers, _, err := tzk.ParseServiceURI(c.ZooKeeper.Servers)
+	if err != nil {
+		return nil, err
+	}
+	return tzk.Connect(ctx, servers, tzk.Options{SessionTimeout: c.ZooKeeper.SessionTimeout.D(),
+		ConnectTimeout: c.ZooKeeper.ConnectTimeout.D(), Logger: log})
+}
+
+// openStore builds the configured blob store (metrics on reg when set).
+func (c *Config) openStore(ctx context.Context, log *slog.Logger, reg prometheus.Registerer) (blob.Store, error) {
+	return client.New(ctx, c.Store.Client(), client.Options{Logger: log, Registerer: reg})
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
@@ -21,6 +23,9 @@ type Ledger struct {
 	// Bookies are the bookie ids holding replicas (every ensemble of the
 	// ledger), nil when not looked up.
 	Bookies []string
+	// Attempt is the offload attempt UUID recorded in the ledger's
+	// OffloadContext (prepared or complete); uuid.Nil when none.
+	Attempt uuid.UUID
 }
 
 // Topic is one managed ledger.
@@ -47,6 +52,9 @@ func TopicFromInfo(ml string, info *mlproto.ManagedLedgerInfo) (Topic, error) {
 		}
 		if oc := li.GetOffloadContext(); oc.GetComplete() && oc.GetTimestamp() > 0 {
 			l.OffloadedAt = time.UnixMilli(oc.GetTimestamp())
+		}
+		if id, ok := mlmeta.AttemptUUID(li.GetOffloadContext()); ok {
+			l.Attempt = id
 		}
 		t.Ledgers = append(t.Ledgers, l)
 	}

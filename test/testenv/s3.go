@@ -60,6 +60,7 @@ type S3 struct {
 	seq     atomic.Int64
 	proc    *Process
 	private bool
+	argv    []string // the server's arguments, for Restart
 }
 
 // Versitygw returns the path of the versitygw binary (`make deps` installs
@@ -143,6 +144,34 @@ func (s *S3) Stop() {
 	s.proc.Stop()
 }
 
+// Kill ends a private server at once with SIGKILL (a crash), leaving its
+// data (objects, incomplete multipart uploads) for Restart.
+func (s *S3) Kill() {
+	if !s.private {
+		panic("testenv: Kill on the shared S3 server")
+	}
+	s.proc.Kill()
+}
+
+// Restart starts a stopped or killed private server again on the same
+// address and data directory, and waits until it listens.
+func (s *S3) Restart() error {
+	if !s.private {
+		panic("testenv: Restart on the shared S3 server")
+	}
+	s.proc.Stop()
+	p, err := runDetached("versitygw", Versitygw(), s.argv, s.LogPath)
+	if err != nil {
+		return err
+	}
+	if err := p.WaitTCP(s.Addr, 30*time.Second); err != nil {
+		p.Stop()
+		return err
+	}
+	s.proc = p
+	return nil
+}
+
 func startS3Process(private bool) (*S3, error) {
 	bin := Versitygw()
 	if _, err := os.Stat(bin); err != nil {
@@ -205,6 +234,7 @@ func startS3Process(private bool) (*S3, error) {
 		s.Endpoint = "http://" + addr
 		s.VirtualEndpoint = fmt.Sprintf("http://%s:%d", S3VirtualDomain, port)
 		s.proc = p
+		s.argv = full
 		s.client = s.newClient()
 		return s, nil
 	}
