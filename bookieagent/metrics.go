@@ -2,6 +2,8 @@ package bookieagent
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierkeeper/tierkeeper/internal/metrics"
 )
 
 // collector turns the Sampler's state into metrics at scrape time (const
@@ -18,10 +20,10 @@ type collector struct {
 	readT, writeT, ioT, ioTW         *prometheus.Desc
 }
 
-const ns = "bookieagent"
 
 // NewCollector returns a prometheus.Collector exposing s's capacity and
-// I/O figures. Register it on an injected registry.
+// I/O figures as tierkeeper_bookieagent_*. Register it on an injected
+// registry.
 //
 // Per mount (labels mountpoint, device, fstype): size/avail/used bytes,
 // usage ratio (1 − avail/size), growth bytes/s and seconds to the warn and
@@ -32,7 +34,7 @@ func NewCollector(s *Sampler) prometheus.Collector {
 	m := []string{"mountpoint", "device", "fstype"}
 	d := []string{"device"}
 	desc := func(name, help string, labels []string) *prometheus.Desc {
-		return prometheus.NewDesc(ns+"_"+name, help, labels, nil)
+		return prometheus.NewDesc(metrics.Name("bookieagent", name), help, labels, nil)
 	}
 	return &collector{
 		s:              s,

@@ -17,16 +17,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tierkeeper/tierkeeper/internal/bookiedir"
+	"github.com/tierkeeper/tierkeeper/internal/metrics"
 )
 
 // ServerOptions configure a Server.
 type ServerOptions struct {
 	// Sampler provides capacity figures. Required.
 	Sampler *Sampler
-	// Registry receives the agent's collector; /metrics serves its Gatherer
-	// when it is a *prometheus.Registry. Default: a new registry with the Go
-	// and process collectors.
-	Registry *prometheus.Registry
+	// Registerer receives the agent's collector (tierkeeper_bookieagent_*).
+	// Default: a new registry with the Go and process collectors.
+	Registerer prometheus.Registerer
+	// Gatherer is what /metrics serves. Default: Registerer when it is a
+	// Gatherer too (a *prometheus.Registry is both).
+	Gatherer prometheus.Gatherer
 	// StaleAfter makes /healthz fail when the last sample is older. Default
 	// 3 × the sampling interval.
 	StaleAfter time.Duration
@@ -60,9 +63,17 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if o.Sampler == nil {
 		return nil, errors.New("server: no sampler")
 	}
-	if o.Registry == nil {
-		o.Registry = prometheus.NewRegistry()
-		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.Registerer == nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		o.Registerer = reg
+	}
+	if o.Gatherer == nil {
+		g, ok := o.Registerer.(prometheus.Gatherer)
+		if !ok {
+			return nil, errors.New("server: Registerer is not a Gatherer; set ServerOptions.Gatherer")
+		}
+		o.Gatherer = g
 	}
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = 3 * o.Sampler.Interval()
@@ -70,11 +81,11 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := o.Registry.Register(NewCollector(o.Sampler)); err != nil {
+	if _, err := metrics.Register(o.Registerer, NewCollector(o.Sampler)); err != nil {
 		return nil, fmt.Errorf("register collector: %w", err)
 	}
 	s := &Server{o: o, mux: http.NewServeMux(), bench: BenchState{Status: "none"}}
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)}))
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)}))
 	s.mux.HandleFunc("GET /report", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, o.Sampler.Report())
 	})

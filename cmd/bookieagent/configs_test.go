@@ -181,7 +181,7 @@ func TestDaemonSetManifest(t *testing.T) {
 	}
 }
 
-var metricRE = regexp.MustCompile(`\bbookieagent_[a-z_]+\b`)
+var metricRE = regexp.MustCompile(`\btierkeeper_[a-z_]+\b`)
 
 // exportedMetrics returns the metric names the collector describes.
 func exportedMetrics(t *testing.T) []string {
@@ -202,7 +202,7 @@ func exportedMetrics(t *testing.T) []string {
 	return names
 }
 
-// TestConfigsReferenceRealMetrics: every bookieagent_* name in the alert
+// TestConfigsReferenceRealMetrics: every tierkeeper_* name in the alert
 // rules and the dashboard is one the agent exports.
 func TestConfigsReferenceRealMetrics(t *testing.T) {
 	names := exportedMetrics(t)

@@ -130,11 +130,11 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("/metrics: %d", code)
 	}
 	for _, want := range []string{
-		"bookieagent_mount_usage_ratio{", "bookieagent_mount_avail_bytes{", "bookieagent_mount_size_bytes{",
-		`bookieagent_disk_usage_threshold_ratio{level="readonly"} 0.95`, `bookieagent_disk_usage_threshold_ratio{level="warn"} 0.9`,
-		`bookieagent_dir_info{dir="` + j + `",mountpoint=`, `role="ledger"`, "bookieagent_samples_total ",
-		"bookieagent_mount_readonly_headroom_bytes{", "bookieagent_mount_growth_bytes_per_second{",
-		"bookieagent_disk_written_bytes_total{", "# TYPE bookieagent_disk_written_bytes_total counter",
+		"tierkeeper_bookieagent_mount_usage_ratio{", "tierkeeper_bookieagent_mount_avail_bytes{", "tierkeeper_bookieagent_mount_size_bytes{",
+		`tierkeeper_bookieagent_disk_usage_threshold_ratio{level="readonly"} 0.95`, `tierkeeper_bookieagent_disk_usage_threshold_ratio{level="warn"} 0.9`,
+		`tierkeeper_bookieagent_dir_info{dir="` + j + `",mountpoint=`, `role="ledger"`, "tierkeeper_bookieagent_samples_total ",
+		"tierkeeper_bookieagent_mount_readonly_headroom_bytes{", "tierkeeper_bookieagent_mount_growth_bytes_per_second{",
+		"tierkeeper_bookieagent_disk_written_bytes_total{", "# TYPE tierkeeper_bookieagent_disk_written_bytes_total counter",
 		"go_goroutines ", "process_cpu_seconds_total ", // Go and process collectors (docs/bookieagent.md)
 	} {
 		if !bytes.Contains(metrics, []byte(want)) {

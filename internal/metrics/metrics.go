@@ -82,10 +82,14 @@ func New(reg prometheus.Registerer, component string) *Factory {
 	return f
 }
 
-// Name returns the full metric name tierkeeper_<component>_<name>.
-func (f *Factory) Name(name string) string {
-	return Namespace + "_" + f.component + "_" + name
+// Name returns the full metric name tierkeeper_<component>_<name>, for
+// descriptors of collectors built by hand (const metrics at scrape time).
+func Name(component, name string) string {
+	return Namespace + "_" + component + "_" + name
 }
+
+// Name returns the full metric name tierkeeper_<component>_<name>.
+func (f *Factory) Name(name string) string { return Name(f.component, name) }
 
 // Err returns the first error met, or nil.
 func (f *Factory) Err() error { return f.err }
