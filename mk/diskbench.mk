@@ -3,6 +3,9 @@
 # fio is only needed by bench-fio (diskbench compare-fio), which checks the
 # engine against fio on the same workloads.
 APT_PACKAGES += fio
+# strace: test/compat/journal_test.go compares the system calls of
+# diskbench's journal model with those of BookKeeper's own Journal.
+APT_PACKAGES += strace
 
 # Where the demo and the fio comparison put their (removed) files: a fresh
 # directory under .cache/, i.e. on the disk holding the checkout. Set it to
@@ -13,7 +16,11 @@ DEMO_SVG        ?= $(BIN)/diskbench-demo.svg
 FIO_DURATION    ?= 5s
 FIO_REPEAT      ?= 3
 
-.PHONY: diskbench-bin test-diskbench bench-fio bench-diskbench
+JOURNAL_ROUNDS   ?= 3
+JOURNAL_DURATION ?= 5s
+JOURNAL_CASES    ?= 1x4k,1x64k,2x4k,2x64k,4x4k,4x64k
+
+.PHONY: diskbench-bin test-diskbench bench-fio bench-diskbench bench-journal
 
 diskbench-bin:
 	@mkdir -p $(BIN)
@@ -35,8 +42,17 @@ bench-fio: deps-apt diskbench-bin
 	@d=$$(mktemp -d $(DISKBENCH_DIR)/fio.XXXXXX) && trap 'rmdir "$$d"' EXIT && \
 	  $(BIN)/diskbench compare-fio --dir "$$d" --duration $(FIO_DURATION) --repeat $(FIO_REPEAT)
 
+## bench-journal: diskbench's journal model vs BookKeeper 4.17.2's own Journal on the same directory, alternating; ratio table (~10 min).
+bench-journal: deps compat-prepare
+	@mkdir -p $(DISKBENCH_DIR)
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_BENCH_JOURNAL_DIR=$(DISKBENCH_DIR) \
+	  TIERKEEPER_BENCH_JOURNAL_ROUNDS=$(JOURNAL_ROUNDS) TIERKEEPER_BENCH_JOURNAL_DURATION=$(JOURNAL_DURATION) \
+	  TIERKEEPER_BENCH_JOURNAL_CASES=$(JOURNAL_CASES) \
+	  $(GO) test -run '^$$' -bench '^BenchmarkJournalVsBookKeeper$$' -benchtime 1x -timeout 90m ./test/compat/ \
+	  | grep -v '^\[compat\]'
+
 ## bench-diskbench: Go benchmarks of the engine's own overhead (histogram, per-op bookkeeping).
 bench-diskbench:
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./diskbench/
 
-bench: bench-diskbench bench-fio
+bench: bench-diskbench bench-fio bench-journal

@@ -305,6 +305,8 @@ func toolRole(subcommand string) string {
 		return "tool-offload"
 	case subcommand == "versions":
 		return "tool-versions"
+	case subcommand == "journal-bench":
+		return "tool-journal"
 	case subcommand == "produce" || subcommand == "read" || subcommand == "keep-producing" || subcommand == "create-partitioned-topic":
 		return "tool-client"
 	default:

@@ -36,6 +36,8 @@ public final class Tool {
             "  keep-producing      --service-url pulsar://H:P --topic T --out FILE [--rate 200] [--seed 1]",
             "                      [--size N | --sizes ..] [--stop-file F] [--max-seconds 600] [--batch]",
             "  create-partitioned-topic --admin-url http://H:P --topic T [--partitions 3]",
+            "  journal-bench       --dir D [--journals 1] [--entry-size 4096] [--in-flight N] [--duration-ms 5000]",
+            "                      [--warmup-ms 1000] [--entries N] [--max-bytes N] [--keep-files] [--journal<Setting> V ...]",
             "S3 options: --s3-endpoint URL --bucket B --access-key K --secret-key S [--region us-east-1]",
             "            [--max-block-size N] [--read-buffer-size N] [--offloaders-dir D] [--nar-extract-dir D]");
 
@@ -68,6 +70,7 @@ public final class Tool {
                 case "read" -> Client.read(a);
                 case "keep-producing" -> Client.keepProducing(a);
                 case "create-partitioned-topic" -> Client.createPartitionedTopic(a);
+                case "journal-bench" -> JournalBench.run(a);
                 default -> throw new Args.UsageException("unknown subcommand " + argv[0]);
             };
             System.out.println(JSON.writeValueAsString(res));

@@ -1,0 +1,279 @@
+package compat
+
+// BenchmarkJournalVsBookKeeper (`make bench-journal`): diskbench's
+// BookKeeper journal model against BookKeeper 4.17.2's own Journal class
+// on the same directory, in the same run.
+//
+//   - Java: the compat tool's journal-bench (test/compat/java,
+//     JournalBench.java) starts N org.apache.bookkeeper.bookie.Journal
+//     instances on N sub-directories, each fed by a client thread keeping
+//     the default in-flight entries outstanding, and reports acknowledged
+//     MB/s and add latency (logAddEntry → callback).
+//   - Go: `diskbench journal --writers N --block-size S --output json`, the
+//     same settings (Pulsar's bookkeeper.conf defaults), the same in-flight
+//     rule, in its own process.
+//   - Cases: 1/2/4 journals × 4 KiB/64 KiB entries
+//     (TIERKEEPER_BENCH_JOURNAL_CASES="1x4k,4x64k" picks some); each case
+//     runs TIERKEEPER_BENCH_JOURNAL_ROUNDS rounds (default 3) of one run of
+//     each tool, alternating which goes first, for
+//     TIERKEEPER_BENCH_JOURNAL_DURATION (default 5s) after a 1 s warm-up.
+//   - Reported per case: each tool's median MB/s, p50 and p99 add latency,
+//     and the median of the per-round ratios diskbench/BookKeeper (a burst
+//     of background load then hits one pair, not the comparison). It fails
+//     when a throughput ratio is outside [0.9, 1.1] or a p99 ratio outside
+//     [0.75, 1.25] (TIERKEEPER_BENCH_JOURNAL_NOFAIL=1 only reports).
+//
+// Runs only with -bench; `make test` does not run it. The machine's other
+// load shows in the figures: the 1-minute load average is printed before
+// and after.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/units"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+// javaJournalResult is journal-bench's JSON.
+type javaJournalResult struct {
+	Journals    int     `json:"journals"`
+	EntrySize   int64   `json:"entrySize"`
+	InFlight    int     `json:"inFlight"`
+	Fadvise     *bool   `json:"fadvise"`
+	DurationSec float64 `json:"durationSec"`
+	StopReason  string  `json:"stopReason"`
+	Entries     int64   `json:"entries"`
+	BytesPerSec float64 `json:"bytesPerSec"`
+	AddLatency  struct {
+		Count int64 `json:"count"`
+		P50   int64 `json:"p50_ns"`
+		P99   int64 `json:"p99_ns"`
+	} `json:"addLatency"`
+	PerJournal []struct {
+		Dir   string `json:"dir"`
+		Files []struct {
+			Name string `json:"name"`
+			Size int64  `json:"size"`
+		} `json:"files"`
+	} `json:"perJournal"`
+}
+
+type journalCase struct {
+	writers int
+	entry   int64
+}
+
+func (c journalCase) String() string {
+	return fmt.Sprintf("%d × %s", c.writers, units.FormatBytes(c.entry))
+}
+
+// journalFig is one run's figures.
+type journalFig struct {
+	mbps     float64 // MiB/s of acknowledged entries
+	p50, p99 float64 // ms
+	group    float64 // diskbench: mean group bytes
+}
+
+func journalCases(b *testing.B) []journalCase {
+	spec := os.Getenv("TIERKEEPER_BENCH_JOURNAL_CASES")
+	if spec == "" {
+		spec = "1x4k,1x64k,2x4k,2x64k,4x4k,4x64k"
+	}
+	var cs []journalCase
+	for _, p := range strings.Split(spec, ",") {
+		w, s, ok := strings.Cut(strings.TrimSpace(p), "x")
+		n, err := strconv.Atoi(w)
+		sz, serr := units.ParseSize(s)
+		if !ok || err != nil || serr != nil || n < 1 || sz < 1 {
+			b.Fatalf("TIERKEEPER_BENCH_JOURNAL_CASES: bad case %q (want WRITERSxSIZE, e.g. 2x64k)", p)
+		}
+		cs = append(cs, journalCase{n, sz})
+	}
+	return cs
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+func BenchmarkJournalVsBookKeeper(b *testing.B) {
+	rounds := envInt(b, "TIERKEEPER_BENCH_JOURNAL_ROUNDS", 3)
+	dur := 5 * time.Second
+	if v := os.Getenv("TIERKEEPER_BENCH_JOURNAL_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("TIERKEEPER_BENCH_JOURNAL_DURATION=%q: %v", v, err)
+		}
+		dur = d
+	}
+	warm := time.Second
+	cases := journalCases(b)
+	ctx := context.Background()
+	java := testenv.Java(b)
+	java.Timeout = dur + 2*time.Minute
+
+	root := os.Getenv("TIERKEEPER_BENCH_JOURNAL_DIR")
+	if root == "" {
+		root = filepath.Join(testenv.RepoRoot(), ".cache", "diskbench")
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(root, "bkjournal.")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+
+	bin := filepath.Join(b.TempDir(), "diskbench")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/diskbench")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	// Each run may write what the disk takes in the window; neither tool
+	// may stop on a byte budget the other does not have.
+	maxBytes := int64(24) << 30
+
+	fadvise := true
+	runJava := func(c journalCase) journalFig {
+		var r javaJournalResult
+		err := java.RunJSON(ctx, &r, "journal-bench", "--dir", dir, "--journals", fmt.Sprint(c.writers),
+			"--entry-size", fmt.Sprint(c.entry), "--duration-ms", fmt.Sprint(dur.Milliseconds()),
+			"--warmup-ms", fmt.Sprint(warm.Milliseconds()), "--max-bytes", fmt.Sprint(maxBytes))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Entries == 0 || r.StopReason != "duration" {
+			b.Fatalf("journal-bench %s: %d entries, stopped by %s", c, r.Entries, r.StopReason)
+		}
+		if r.Fadvise != nil && !*r.Fadvise {
+			fadvise = false // BookKeeper's native-io is unavailable: compare without fadvise
+		}
+		return journalFig{mbps: r.BytesPerSec / float64(units.MiB), p50: float64(r.AddLatency.P50) / 1e6, p99: float64(r.AddLatency.P99) / 1e6}
+	}
+	runGo := func(c journalCase) journalFig {
+		args := []string{"journal", "--dir", dir, "--writers", fmt.Sprint(c.writers), "--block-size", fmt.Sprint(c.entry),
+			"--duration", dur.String(), "--warmup", warm.String(), "--max-bytes", fmt.Sprint(maxBytes), "--output", "json",
+			"--journalRemoveFromPageCache=" + strconv.FormatBool(fadvise)}
+		cmd := exec.Command(bin, args...)
+		out, err := testenv.RunTool(ctx, dur+2*time.Minute, cmd)
+		if err != nil {
+			b.Fatalf("diskbench %s: %v", c, err)
+		}
+		var rep diskbench.Report
+		if err := json.Unmarshal(out, &rep); err != nil || len(rep.Results) != 1 {
+			b.Fatalf("diskbench %s: output %.300q: %v", c, out, err)
+		}
+		r := rep.Results[0]
+		if r.AddLatency == nil || r.StopReason != "duration" {
+			b.Fatalf("diskbench %s: stopped by %s, add latency %v", c, r.StopReason, r.AddLatency)
+		}
+		f := journalFig{mbps: r.BytesPerSec / float64(units.MiB), p50: float64(r.AddLatency.P50Ns) / 1e6, p99: float64(r.AddLatency.P99Ns) / 1e6}
+		if r.JournalIO != nil {
+			f.group = r.JournalIO.MeanGroupBytes
+		}
+		return f
+	}
+
+	type row struct {
+		c                  journalCase
+		java, db           []journalFig
+		ratio, r50, r99    float64
+		jm, dm             journalFig
+		ratios, p50s, p99s []float64
+		outThr, outP99     bool
+	}
+	fmt.Printf("\nload average before: %s\n", loadAvg())
+	start := time.Now()
+	var rows []row
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rows = rows[:0]
+		for _, c := range cases {
+			rw := row{c: c}
+			for r := 0; r < rounds; r++ {
+				var j, d journalFig
+				if r%2 == 0 {
+					j, d = runJava(c), runGo(c)
+				} else {
+					d, j = runGo(c), runJava(c)
+				}
+				rw.java, rw.db = append(rw.java, j), append(rw.db, d)
+				rw.ratios = append(rw.ratios, d.mbps/j.mbps)
+				rw.p50s = append(rw.p50s, d.p50/j.p50)
+				rw.p99s = append(rw.p99s, d.p99/j.p99)
+			}
+			pick := func(fs []journalFig, get func(journalFig) float64) float64 {
+				v := make([]float64, len(fs))
+				for k, f := range fs {
+					v[k] = get(f)
+				}
+				return median(v)
+			}
+			for _, side := range []struct {
+				fs  []journalFig
+				out *journalFig
+			}{{rw.java, &rw.jm}, {rw.db, &rw.dm}} {
+				side.out.mbps = pick(side.fs, func(f journalFig) float64 { return f.mbps })
+				side.out.p50 = pick(side.fs, func(f journalFig) float64 { return f.p50 })
+				side.out.p99 = pick(side.fs, func(f journalFig) float64 { return f.p99 })
+				side.out.group = pick(side.fs, func(f journalFig) float64 { return f.group })
+			}
+			rw.ratio, rw.r50, rw.r99 = median(rw.ratios), median(rw.p50s), median(rw.p99s)
+			rw.outThr = rw.ratio < 0.9 || rw.ratio > 1.1
+			rw.outP99 = rw.r99 < 0.75 || rw.r99 > 1.25
+			rows = append(rows, rw)
+			fmt.Printf("[%d/%d] %-12s BookKeeper %7.1f MiB/s  diskbench %7.1f MiB/s  ratio %.2f  p99 ratio %.2f\n",
+				len(rows), len(cases), c, rw.jm.mbps, rw.dm.mbps, rw.ratio, rw.r99)
+		}
+	}
+	b.StopTimer()
+
+	fmt.Printf("\nBookKeeper 4.17.2 Journal vs diskbench journal (bookkeeper model), %s, Pulsar's bookkeeper.conf journal settings,\n", dir)
+	fmt.Printf("default in-flight (2 × journalBufferedWritesThreshold per journal), %v + %v warm-up per run, median of %d alternating rounds, fadvise %v\n",
+		dur, warm, rounds, fadvise)
+	fmt.Printf("%-12s %12s %12s %6s   %9s %9s %6s   %9s %9s %6s   %s\n", "journals × entry", "BK MiB/s", "db MiB/s", "ratio",
+		"BK p50", "db p50", "ratio", "BK p99", "db p99", "ratio", "db group")
+	var bad []string
+	worstThr, worstP99 := 1.0, 1.0
+	for _, rw := range rows {
+		mark := ""
+		if rw.outThr || rw.outP99 {
+			mark = "  <- outside target"
+			bad = append(bad, fmt.Sprintf("%s (throughput %.2f, p99 %.2f)", rw.c, rw.ratio, rw.r99))
+		}
+		fmt.Printf("%-16s %8.1f %12.1f %6.2f   %7.2fms %7.2fms %6.2f   %7.2fms %7.2fms %6.2f   %s%s\n", rw.c, rw.jm.mbps, rw.dm.mbps, rw.ratio,
+			rw.jm.p50, rw.dm.p50, rw.r50, rw.jm.p99, rw.dm.p99, rw.r99, units.HumanBytes(rw.dm.group), mark)
+		if d := rw.ratio - 1; d*d > (worstThr-1)*(worstThr-1) {
+			worstThr = rw.ratio
+		}
+		if d := rw.r99 - 1; d*d > (worstP99-1)*(worstP99-1) {
+			worstP99 = rw.r99
+		}
+	}
+	fmt.Printf("per-round throughput ratios: ")
+	for _, rw := range rows {
+		fmt.Printf("%s %.2f ", rw.c, rw.ratios)
+	}
+	fmt.Printf("\nload average after: %s (%s)\n\n", loadAvg(), time.Since(start).Round(time.Second))
+	b.ReportMetric(worstThr, "worst-throughput-ratio")
+	b.ReportMetric(worstP99, "worst-p99-ratio")
+	if len(bad) > 0 && os.Getenv("TIERKEEPER_BENCH_JOURNAL_NOFAIL") != "1" {
+		b.Errorf("outside [0.9, 1.1] throughput / [0.75, 1.25] p99: %s", strings.Join(bad, ", "))
+	}
+}
