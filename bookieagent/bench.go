@@ -53,6 +53,9 @@ type BenchOptions struct {
 	// CPUs is the bookie's CPU count (caps the journal writer sweep).
 	// Default 1.
 	CPUs int
+	// RaiseGOMAXPROCS is passed to diskbench (diskbench.Options): set it
+	// only in a program that owns its process. Default off.
+	RaiseGOMAXPROCS bool
 	// Host reads /proc and /sys for device facts. Default: real ones.
 	Host HostFS
 	// Logger receives progress at debug level. Default: discard.
@@ -377,6 +380,7 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 		plan.TimeBudget = tb
 		plan.Options.MaxBytes = mb
 		plan.Options.Logger = p.o.Logger
+		plan.Options.RaiseGOMAXPROCS = p.o.RaiseGOMAXPROCS
 		if p.o.Progress != nil {
 			name := s.Name
 			plan.Options.Progress = func(ev diskbench.ProgressEvent) { p.o.Progress(name, ev) }

@@ -53,9 +53,9 @@ func newRunner(ctx context.Context, opts Options) (*runner, error) {
 	}
 	open := opts.OpenFile
 	if open == nil {
-		open = openRawFile
-		if opts.KeepGOMAXPROCS {
-			open = OpenOSFile
+		open = OpenOSFile
+		if opts.RaiseGOMAXPROCS {
+			open = openRawFile
 		}
 	}
 	seed := opts.Seed
@@ -353,11 +353,12 @@ func (r *runner) runPoint(ctx context.Context, spec *pointSpec) (Result, error) 
 	r.log.Debug("point start", "workload", spec.workload, "point", spec.label,
 		"duration", spec.duration, "warmup", spec.warmup, "max_bytes", spec.maxBytes)
 
-	// Give every worker its own P: a goroutine blocked in pread/fdatasync
-	// then gets its P straight back when the call returns, instead of
-	// waiting for sysmon to hand one over (which on a 2-core machine cost
-	// random reads at depth 16 a third of fio's IOPS and 10× its p99).
-	if need := spec.workers + 2; !r.opts.KeepGOMAXPROCS && need > runtime.GOMAXPROCS(0) {
+	// With RaiseGOMAXPROCS every worker gets its own P: a goroutine blocked
+	// in pread/fdatasync then gets its P straight back when the call
+	// returns, instead of waiting for sysmon to hand one over (which on a
+	// 2-core machine cost random reads at depth 16 a third of fio's IOPS and
+	// 10× its p99). Off by default: GOMAXPROCS belongs to the program.
+	if need := spec.workers + 2; r.opts.RaiseGOMAXPROCS && need > runtime.GOMAXPROCS(0) {
 		prev := runtime.GOMAXPROCS(need)
 		defer runtime.GOMAXPROCS(prev)
 	}

@@ -61,11 +61,12 @@ type osFile struct {
 	// goroutine keeps its P while blocked, so no P hand-off and no wake-up
 	// of another thread happen around each I/O. Only safe when every
 	// worker has a P of its own (the engine raises GOMAXPROCS for that);
-	// see Options.KeepGOMAXPROCS.
+	// see Options.RaiseGOMAXPROCS.
 	raw bool
 }
 
-// openRawFile is the engine's default opener: OpenOSFile with raw syscalls.
+// openRawFile is the engine's opener with Options.RaiseGOMAXPROCS:
+// OpenOSFile with raw syscalls.
 func openRawFile(name string, flag int, perm os.FileMode) (File, error) {
 	f, err := OpenOSFile(name, flag, perm)
 	if err != nil {

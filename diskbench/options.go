@@ -70,18 +70,18 @@ type Options struct {
 	// SysPath is the sysfs root Check reads the target's block device from
 	// (a container with the host's /sys mounted elsewhere). Empty means "/sys".
 	SysPath string
-	// KeepGOMAXPROCS stops diskbench from raising GOMAXPROCS to
-	// workers+2 while a point runs (it restores the old value after), and
-	// from issuing the default file's pwrite/pread/fdatasync as raw system
-	// calls. Together they give each worker a P it keeps while blocked in
-	// the kernel — no P hand-off, no thread wake-up per I/O — which is what
-	// makes goroutines measure what fio's threads measure (10–15% more
-	// fdatasync IOPS on a busy 2-core machine). The cost: a garbage
-	// collection that starts while a worker is blocked waits for that I/O
-	// to return (a slow fdatasync delays the process's other goroutines).
-	// Set it when that matters more, or when two diskbench runs share a
-	// process.
-	KeepGOMAXPROCS bool
+	// RaiseGOMAXPROCS raises GOMAXPROCS to workers+2 while a point runs
+	// (restoring the old value after) and issues the default file's
+	// pwrite/pread/fdatasync as raw system calls. Together they give each
+	// worker a P it keeps while blocked in the kernel — no P hand-off, no
+	// thread wake-up per I/O — which is what makes goroutines measure what
+	// fio's threads measure (10–15% more fdatasync IOPS on a busy 2-core
+	// machine). GOMAXPROCS is process-wide, so this is off by default: only
+	// a program that owns its process and runs one benchmark at a time
+	// should set it (the diskbench and bookieagent commands do). The cost:
+	// a garbage collection that starts while a worker is blocked waits for
+	// that I/O to return (a slow fdatasync delays the other goroutines).
+	RaiseGOMAXPROCS bool
 }
 
 // Prealloc says how a writer's file is prepared before writing (the plain

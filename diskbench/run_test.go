@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -520,5 +521,44 @@ func TestFileFullStopsPoint(t *testing.T) {
 	}
 	if time.Since(start) > 4*time.Second {
 		t.Errorf("took %v", time.Since(start))
+	}
+}
+
+// TestGOMAXPROCSLeftAloneByDefault: the library no longer changes the
+// process-wide GOMAXPROCS unless the program asks (issue 11); when asked it
+// raises it to writers+2 for the point and restores it.
+func TestGOMAXPROCSLeftAloneByDefault(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, raise := range []bool{false, true} {
+		var mu sync.Mutex
+		seen := map[int]bool{}
+		o := quick(testDir(t))
+		o.RaiseGOMAXPROCS = raise
+		o.Progress = func(ev ProgressEvent) {
+			if ev.Phase == PhaseMeasure || ev.Phase == PhaseWarmup {
+				mu.Lock()
+				seen[runtime.GOMAXPROCS(0)] = true
+				mu.Unlock()
+			}
+		}
+		if _, err := RunJournal(context.Background(), JournalOptions{Options: o,
+			JournalParams: JournalParams{Writers: []int{4}, BlockSizes: []int64{4 * KiB}}}); err != nil {
+			t.Fatal(err)
+		}
+		// Raised: one value, at least writers+2 (the journal model may run
+		// more goroutines per writer).
+		ok := len(seen) == 1 && seen[1]
+		if raise {
+			ok = len(seen) == 1 && !seen[1]
+			for n := range seen {
+				ok = ok && n >= 6
+			}
+		}
+		if !ok {
+			t.Errorf("RaiseGOMAXPROCS=%v: GOMAXPROCS during the point %v (was 1)", raise, seen)
+		}
+		if got := runtime.GOMAXPROCS(0); got != 1 {
+			t.Errorf("RaiseGOMAXPROCS=%v: GOMAXPROCS %d after the run, want 1 restored", raise, got)
+		}
 	}
 }

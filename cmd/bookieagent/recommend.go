@@ -114,7 +114,7 @@ func (o *recommendOptions) run(cmd *cobra.Command) error {
 		quiet := o.quiet || format == bookieagent.FormatJSON
 		prep, err := bookieagent.PrepareBench(ctx, bookieagent.BenchOptions{
 			JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
-			TimeBudget: budget, MaxBytes: maxBytes, CPUs: o.bench.cpus, Host: o.dirs.host(),
+			TimeBudget: budget, MaxBytes: maxBytes, CPUs: o.bench.cpus, Host: o.dirs.host(), RaiseGOMAXPROCS: true,
 			Progress: progressPrinter(stderr, quiet),
 		})
 		if err != nil {

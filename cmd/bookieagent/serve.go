@@ -88,7 +88,9 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		}
 		bench = &bookieagent.BenchOnStartOptions{DirectMemoryBytes: direct, DirectMemorySource: directSrc,
 			Bench: bookieagent.BenchOptions{JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
-				TimeBudget: budget, MaxBytes: maxBytes, CPUs: o.bench.cpus, Host: o.dirs.host(), Logger: log}}
+				TimeBudget: budget, MaxBytes: maxBytes, CPUs: o.bench.cpus, Host: o.dirs.host(), Logger: log,
+				// Measured like recommend measures (the bench runs alone at start).
+				RaiseGOMAXPROCS: true}}
 	}
 	sampler, err := bookieagent.NewSampler(bookieagent.SamplerOptions{
 		Dirs: o.dirs.dirRoles(), Host: o.dirs.host(), Interval: o.interval, Window: o.window,

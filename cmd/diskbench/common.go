@@ -84,6 +84,8 @@ func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressB
 		Force:      c.force,
 		Seed:       c.seed,
 		SysPath:    c.sysfs,
+		// The command owns its process and runs one benchmark at a time.
+		RaiseGOMAXPROCS: true,
 	}
 	var err error
 	if o.MaxBytes, err = sizeFlag(cmd, "max-bytes", c.maxBytes); err != nil {

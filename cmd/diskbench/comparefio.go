@@ -57,7 +57,7 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 				lvl = slog.LevelDebug
 			}
 			errOut := cmd.ErrOrStderr()
-			o := fiocmp.Options{Dir: dir, Duration: duration, Warmup: warmup, Fio: fio, Repeat: repeat, AllowAnyFS: allowAnyFS, Force: force,
+			o := fiocmp.Options{Dir: dir, Duration: duration, Warmup: warmup, Fio: fio, Repeat: repeat, AllowAnyFS: allowAnyFS, Force: force, RaiseGOMAXPROCS: true,
 				Logger: slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: lvl}))}
 			if output != "json" {
 				o.OnRow = func(i, n int, r fiocmp.Row) {

@@ -17,7 +17,9 @@ func newRootCmd() *cobra.Command {
 It refuses tmpfs/ramfs/overlayfs and directories holding bookie data, never
 writes more than --max-bytes, and removes every file it creates, also on
 Ctrl-C. Results go to stdout (a table, or JSON with --output json); progress
-goes to stderr when it is a terminal.`,
+goes to stderr when it is a terminal. While a point runs, the command raises
+GOMAXPROCS to writers + 2 so each writer keeps a P while blocked in the kernel
+(see docs/diskbench.md); the library does not unless asked.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -161,8 +161,8 @@ type Options struct {
 	Repeat int
 	// Fio is the fio binary. Default "fio" from PATH.
 	Fio string
-	// AllowAnyFS, Force as in diskbench.Options.
-	AllowAnyFS, Force bool
+	// AllowAnyFS, Force, RaiseGOMAXPROCS as in diskbench.Options.
+	AllowAnyFS, Force, RaiseGOMAXPROCS bool
 	// Logger, default discard.
 	Logger *slog.Logger
 	// OnRow is called after each case, for progress.
@@ -369,7 +369,7 @@ type fioSync struct {
 
 func runDiskbench(ctx context.Context, dir string, c Case, o Options, budget int64) (Metrics, error) {
 	opts := diskbench.Options{Dir: dir, Duration: o.Duration, Warmup: o.Warmup, MaxBytes: budget,
-		AllowAnyFS: o.AllowAnyFS, Force: o.Force, Logger: o.Logger}
+		AllowAnyFS: o.AllowAnyFS, Force: o.Force, Logger: o.Logger, RaiseGOMAXPROCS: o.RaiseGOMAXPROCS}
 	var res []diskbench.Result
 	var err error
 	switch c.Workload {

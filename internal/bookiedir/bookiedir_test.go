@@ -44,8 +44,8 @@ func TestFindBookieData(t *testing.T) {
 		"cookie":                     {[]string{"current/VERSION"}, []string{"current/VERSION"}},
 		"hex journal":                {[]string{"current/1a2b.txn"}, []string{"current/1a2b.txn"}},
 		"hex entry log":              {[]string{"current/0.log"}, []string{"current/0.log"}},
-		"top-level hex journal":      {[]string{"17.txn"}, []string{"17.txn"}},                                  // agent
-		"parent of a bookie":         {[]string{"journal/current/VERSION"}, []string{"journal/current/VERSION"}}, //
+		"top-level hex journal":      {[]string{"17.txn"}, []string{"17.txn"}}, // agent
+		"parent of a bookie":         {[]string{"journal/current/VERSION"}, []string{"journal/current/VERSION"}},
 		"entry log, other name":      {[]string{"current/entries.log"}, []string{"current/entries.log"}},         // diskbench
 		"sub-dir entry logs":         {[]string{"l0/current/5.log"}, []string{"l0/current/5.log"}},               // diskbench
 		"rocksdb locations":          {[]string{"current/locations/"}, []string{"current/locations"}},            // diskbench
