@@ -6,16 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/status"
 )
 
 func init() { addCommand(newTopicsCmd) }
@@ -64,64 +63,6 @@ and make the command exit 1 after printing the rest.`),
 	return cmd
 }
 
-// topicsJSON is the --output json document.
-type topicsJSON struct {
-	ManagedLedgers []mlJSON    `json:"managedLedgers"`
-	Totals         totalsJSON  `json:"totals"`
-	States         []string    `json:"states"`
-	Errors         []errorJSON `json:"errors,omitempty"`
-	ReadAt         time.Time   `json:"readAt"`
-	_              struct{}    `json:"-"`
-}
-
-type mlJSON struct {
-	Name        string       `json:"name"`
-	Topic       string       `json:"topic,omitempty"`
-	Path        string       `json:"path"`
-	Version     int32        `json:"version"`
-	Codec       string       `json:"codec"`
-	StoredBytes int          `json:"storedBytes"`
-	Modified    time.Time    `json:"modified"`
-	Terminated  bool         `json:"terminated,omitempty"`
-	Ledgers     []ledgerJSON `json:"ledgers"`
-}
-
-type ledgerJSON struct {
-	LedgerID   int64        `json:"ledgerId"`
-	Entries    int64        `json:"entries"`
-	Size       int64        `json:"size"`
-	Timestamp  int64        `json:"timestamp"`
-	AgeSeconds *float64     `json:"ageSeconds,omitempty"`
-	State      string       `json:"state"`
-	Offload    *offloadJSON `json:"offload,omitempty"`
-}
-
-type offloadJSON struct {
-	UUID              string `json:"uuid,omitempty"`
-	Complete          bool   `json:"complete"`
-	BookkeeperDeleted bool   `json:"bookkeeperDeleted"`
-	Timestamp         int64  `json:"timestamp,omitempty"`
-	Driver            string `json:"driver,omitempty"`
-	Provider          string `json:"provider,omitempty"`
-	Bucket            string `json:"bucket,omitempty"`
-	Region            string `json:"region,omitempty"`
-	ServiceEndpoint   string `json:"serviceEndpoint,omitempty"`
-}
-
-type totalsJSON struct {
-	ManagedLedgers int64            `json:"managedLedgers"`
-	Ledgers        int64            `json:"ledgers"`
-	Entries        int64            `json:"entries"`
-	Bytes          int64            `json:"bytes"`
-	BytesByState   map[string]int64 `json:"bytesByState"`
-	LedgersByState map[string]int64 `json:"ledgersByState"`
-}
-
-type errorJSON struct {
-	Name  string `json:"name"`
-	Error string `json:"error"`
-}
-
 func (o *topicsOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Command) error {
 	if o.concurrency < 1 {
 		return fmt.Errorf("--concurrency %d: want at least 1", o.concurrency)
@@ -137,17 +78,25 @@ func (o *topicsOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Co
 	defer conn.Close()
 	store := mlmeta.New(conn, &mlmeta.Options{Chroot: o.chroot, ListConcurrency: o.concurrency, Logger: log})
 
-	names, err := o.selectNames(ctx, store)
+	var progress *topicsProgress
+	doc, err := status.Read(ctx, store, status.Selector{Namespace: o.namespace, Topics: o.topics}, status.ReadOptions{
+		Chroot: o.chroot,
+		Progress: func(done, total int) {
+			if progress == nil {
+				progress = newTopicsProgress(cmd.ErrOrStderr(), !g.json(), total)
+			}
+			progress.update(done)
+		},
+	})
+	if progress != nil {
+		progress.done()
+	}
+	if errors.Is(err, status.ErrBadSelector) {
+		return fmt.Errorf("--topic: %w", err)
+	}
 	if err != nil {
 		return zkFailed(conn, err)
 	}
-	progress := newTopicsProgress(cmd.ErrOrStderr(), !g.json(), len(names))
-	results, err := store.GetMany(ctx, names, progress.update)
-	progress.done()
-	if err != nil {
-		return zkFailed(conn, err)
-	}
-	doc := buildTopicsDoc(results, time.Now(), o.chroot)
 	out := cmd.OutOrStdout()
 	if g.json() {
 		enc := json.NewEncoder(out)
@@ -159,143 +108,29 @@ func (o *topicsOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Co
 		return err
 	}
 	if n := len(doc.Errors); n > 0 {
-		return fmt.Errorf("%d of %d managed ledgers could not be read", n, len(names))
+		return fmt.Errorf("%d of %d managed ledgers could not be read", n, len(doc.Errors)+len(doc.ManagedLedgers))
 	}
 	return nil
 }
 
-// selectNames resolves the filters to managed-ledger names.
-func (o *topicsOptions) selectNames(ctx context.Context, store *mlmeta.Store) ([]string, error) {
-	switch {
-	case o.namespace != "":
-		return store.ListNamespace(ctx, o.namespace)
-	case len(o.topics) > 0:
-		var names []string
-		for _, t := range o.topics {
-			tn, err := mlmeta.ParseTopic(t)
-			if err != nil {
-				return nil, fmt.Errorf("--topic: %w", err)
-			}
-			if !tn.Persistent() {
-				return nil, fmt.Errorf("--topic %s: non-persistent topics have no managed ledger", t)
-			}
-			if _, err := store.Get(ctx, tn.MLName()); err == nil || !errors.Is(err, mlmeta.ErrNotFound) {
-				names = append(names, tn.MLName()) // exists, or fails visibly later
-				continue
-			}
-			// A partitioned topic has no node of its own: take its partitions.
-			all, err := store.ListNamespace(ctx, tn.NamespacePath())
-			if err != nil {
-				return nil, err
-			}
-			found := false
-			for _, ml := range all {
-				p, err := mlmeta.ParseMLName(ml)
-				if err == nil && p.Partition >= 0 && p.PartitionedTopic() == tn {
-					names = append(names, ml)
-					found = true
-				}
-			}
-			if !found {
-				return nil, fmt.Errorf("--topic %s: %w (no node %s and no partitions)", t, mlmeta.ErrNotFound, mlmeta.Path(tn.MLName()))
-			}
-		}
-		slices.Sort(names)
-		return slices.Compact(names), nil
-	default:
-		return store.List(ctx)
-	}
-}
-
-func buildTopicsDoc(results []mlmeta.Result, now time.Time, chroot string) topicsJSON {
-	doc := topicsJSON{
-		ManagedLedgers: []mlJSON{},
-		ReadAt:         now.UTC(),
-		Totals:         totalsJSON{BytesByState: map[string]int64{}, LedgersByState: map[string]int64{}},
-	}
-	for s := mlmeta.StateOpen; s <= mlmeta.StateOffloadedBKDeleted; s++ {
-		doc.States = append(doc.States, s.String())
-		doc.Totals.BytesByState[s.String()] = 0
-		doc.Totals.LedgersByState[s.String()] = 0
-	}
-	for _, r := range results {
-		if r.Err != nil {
-			doc.Errors = append(doc.Errors, errorJSON{Name: r.Name, Error: r.Err.Error()})
-			continue
-		}
-		snap := r.Snapshot
-		m := mlJSON{
-			Name: snap.Name, Path: strings.TrimRight(chroot, "/") + mlmeta.Path(snap.Name), Version: snap.Version,
-			Codec: snap.Codec.String(), StoredBytes: snap.StoredBytes, Modified: snap.Modified.UTC(),
-			Terminated: snap.Info.TerminatedPosition != nil, Ledgers: []ledgerJSON{},
-		}
-		if tn, err := mlmeta.ParseMLName(snap.Name); err == nil {
-			m.Topic = tn.String()
-		}
-		states := mlmeta.States(snap.Info)
-		for i, li := range snap.Info.GetLedgerInfo() {
-			lj := ledgerJSON{
-				LedgerID: li.GetLedgerId(), Entries: li.GetEntries(), Size: li.GetSize(),
-				Timestamp: li.GetTimestamp(), State: states[i].String(),
-			}
-			if ts := li.GetTimestamp(); ts > 0 {
-				age := now.Sub(time.UnixMilli(ts)).Seconds()
-				lj.AgeSeconds = &age
-			}
-			lj.Offload = offloadOf(li.GetOffloadContext())
-			m.Ledgers = append(m.Ledgers, lj)
-			doc.Totals.Ledgers++
-			doc.Totals.Entries += li.GetEntries()
-			doc.Totals.Bytes += li.GetSize()
-			doc.Totals.BytesByState[lj.State] += li.GetSize()
-			doc.Totals.LedgersByState[lj.State]++
-		}
-		doc.Totals.ManagedLedgers++
-		doc.ManagedLedgers = append(doc.ManagedLedgers, m)
-	}
-	return doc
-}
-
-func offloadOf(oc *mlproto.OffloadContext) *offloadJSON {
-	if oc == nil {
-		return nil
-	}
-	o := &offloadJSON{Complete: oc.GetComplete(), BookkeeperDeleted: oc.GetBookkeeperDeleted(), Timestamp: oc.GetTimestamp()}
-	if id, ok := mlmeta.AttemptUUID(oc); ok {
-		o.UUID = id.String()
-	}
-	if md := oc.GetDriverMetadata(); md != nil {
-		d := mlmeta.DriverFromMetadata(md)
-		o.Driver, o.Provider, o.Bucket, o.Region, o.ServiceEndpoint = d.Name, d.Provider, d.Bucket, d.Region, d.ServiceEndpoint
-	}
-	return o
-}
-
-func printTopics(w io.Writer, doc topicsJSON, summary bool) error {
+func printTopics(w io.Writer, doc status.Report, summary bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if summary {
 		fmt.Fprintln(tw, "TOPIC\tLEDGERS\tENTRIES\tSIZE\tOFFLOADED\tOLDEST\tCODEC\t")
 		for _, m := range doc.ManagedLedgers {
-			var entries, size, off int64
+			sum := m.Summary()
 			oldest := "-"
-			for _, l := range m.Ledgers {
-				entries += l.Entries
-				size += l.Size
-				if strings.HasPrefix(l.State, "offloaded") {
-					off += l.Size
-				}
-				if l.AgeSeconds != nil && oldest == "-" {
-					oldest = topicsAge(*l.AgeSeconds)
-				}
+			if sum.OldestAgeSeconds != nil {
+				oldest = topicsAge(*sum.OldestAgeSeconds)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", topicOrName(m), len(m.Ledgers), entries,
-				topicsBytes(size), topicsBytes(off), oldest, m.Codec)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", m.TopicOrName(), sum.Ledgers, sum.Entries,
+				topicsBytes(sum.Bytes), topicsBytes(sum.OffloadedBytes), oldest, m.Codec)
 		}
 	} else {
 		fmt.Fprintln(tw, "TOPIC\tLEDGER\tENTRIES\tSIZE\tAGE\tSTATE\tATTEMPT\t")
 		for _, m := range doc.ManagedLedgers {
 			if len(m.Ledgers) == 0 {
-				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t(no ledgers)\t\t\n", topicOrName(m))
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t(no ledgers)\t\t\n", m.TopicOrName())
 			}
 			for _, l := range m.Ledgers {
 				age := "-"
@@ -306,7 +141,7 @@ func printTopics(w io.Writer, doc topicsJSON, summary bool) error {
 				if l.Offload != nil {
 					attempt = l.Offload.UUID
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", topicOrName(m), l.LedgerID, l.Entries,
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", m.TopicOrName(), l.LedgerID, l.Entries,
 					topicsBytes(l.Size), age, l.State, attempt)
 			}
 		}
@@ -319,17 +154,8 @@ func printTopics(w io.Writer, doc topicsJSON, summary bool) error {
 	}
 	t := doc.Totals
 	_, err := fmt.Fprintf(w, "\n%d managed ledgers, %d ledgers, %d entries, %s; offloaded %s, only in BookKeeper %s\n",
-		t.ManagedLedgers, t.Ledgers, t.Entries, topicsBytes(t.Bytes),
-		topicsBytes(t.BytesByState["offloaded"]+t.BytesByState["offloaded-bk-deleted"]),
-		topicsBytes(t.BytesByState["bookkeeper"]+t.BytesByState["offloading"]+t.BytesByState["open"]))
+		t.ManagedLedgers, t.Ledgers, t.Entries, topicsBytes(t.Bytes), topicsBytes(t.OffloadedBytes()), topicsBytes(t.BookKeeperOnlyBytes()))
 	return err
-}
-
-func topicOrName(m mlJSON) string {
-	if m.Topic != "" {
-		return m.Topic
-	}
-	return m.Name
 }
 
 func topicsBytes(n int64) string { return units.HumanBytes(n) }

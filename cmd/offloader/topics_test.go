@@ -16,6 +16,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/status"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -79,7 +80,7 @@ func TestTopicsJSON(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "1 of 6 managed ledgers could not be read") {
 		t.Fatalf("err = %v, want the corrupt node reported", err)
 	}
-	var doc topicsJSON
+	var doc status.Report
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -160,7 +161,7 @@ func TestTopicsTextAndFilters(t *testing.T) {
 	}
 
 	out, _, err = run(t, append(base, "--topic", "persistent://pulsar/us-west/ns1/legacy", "--topic", "PERSISTENT://pulsar/us-west/ns1/legacy", "-o", "json")...)
-	var doc topicsJSON
+	var doc status.Report
 	if err != nil || json.Unmarshal([]byte(out), &doc) != nil || len(doc.ManagedLedgers) != 1 {
 		t.Errorf("v1 topic: %v\n%s", err, out)
 	}
