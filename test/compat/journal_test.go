@@ -153,14 +153,17 @@ func journalRuns(t *testing.T, inFlight int, javaEntries int, dbBytes string) (j
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	java := testenv.Java(t)
-	dir := t.TempDir()
+	// Two directories on the same filesystem: BookKeeper's kept files
+	// (lastMark, *.txn) make its directory bookie data, which diskbench
+	// refuses to write into.
+	jdir, ddir := t.TempDir(), t.TempDir()
 	traces := t.TempDir()
 
 	inf := []string{}
 	if inFlight > 0 {
 		inf = []string{"--in-flight", fmt.Sprint(inFlight)}
 	}
-	jargs := append([]string{"--dir", dir, "--journals", "1", "--entry-size", fmt.Sprint(jtEntry),
+	jargs := append([]string{"--dir", jdir, "--journals", "1", "--entry-size", fmt.Sprint(jtEntry),
 		"--entries", fmt.Sprint(javaEntries), "--warmup-ms", "0", "--duration-ms", "120000", "--keep-files"}, inf...)
 	jargs = append(jargs, journalTestSettings...)
 	jTrace := filepath.Join(traces, "java.strace")
@@ -170,7 +173,7 @@ func journalRuns(t *testing.T, inFlight int, javaEntries int, dbBytes string) (j
 	jOrder, jEv := traceFiles(t, jTrace, regexp.MustCompile(`/\.tk-bkjournal-\d+-0/[0-9a-f]+\.txn$`))
 
 	bin := buildDiskbench(t)
-	dargs := append([]string{"journal", "--dir", dir, "--writers", "1", "--block-size", fmt.Sprint(jtEntry),
+	dargs := append([]string{"journal", "--dir", ddir, "--writers", "1", "--block-size", fmt.Sprint(jtEntry),
 		"--warmup", "-1s", "--duration", "2m", "--max-bytes", dbBytes, "--output", "json"}, inf...)
 	dargs = append(dargs, journalTestSettings...)
 	dTrace := filepath.Join(traces, "diskbench.strace")
