@@ -4,16 +4,24 @@ import "fmt"
 
 // FormatNs renders a latency in ns as "850ns", "12.3µs", "4.56ms", "1.20s".
 func FormatNs(ns int64) string {
-	d := float64(ns)
-	switch {
-	case ns < 1000:
+	if ns < 1000 {
 		return fmt.Sprintf("%dns", ns)
-	case ns < 1000_000:
-		return trimFloat(d/1e3) + "µs"
-	case ns < 1000_000_000:
-		return trimFloat(d/1e6) + "ms"
+	}
+	return withNsUnit(float64(ns), trimFloat)
+}
+
+// withNsUnit writes ns in the largest of ns, µs, ms and s not above it, the
+// number formatted by num.
+func withNsUnit(ns float64, num func(float64) string) string {
+	switch {
+	case ns < 1e3:
+		return num(ns) + "ns"
+	case ns < 1e6:
+		return num(ns/1e3) + "µs"
+	case ns < 1e9:
+		return num(ns/1e6) + "ms"
 	default:
-		return trimFloat(d/1e9) + "s"
+		return num(ns/1e9) + "s"
 	}
 }
 

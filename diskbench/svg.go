@@ -365,18 +365,7 @@ func linTicks(lo, hi float64) (float64, float64, []float64) {
 }
 
 // tickNs renders a round latency without trailing zeros: 500µs, 2ms, 1.5ms.
-func tickNs(v float64) string {
-	switch {
-	case v < 1e3:
-		return trimNum(v) + "ns"
-	case v < 1e6:
-		return trimNum(v/1e3) + "µs"
-	case v < 1e9:
-		return trimNum(v/1e6) + "ms"
-	default:
-		return trimNum(v/1e9) + "s"
-	}
-}
+func tickNs(v float64) string { return withNsUnit(v, trimNum) }
 
 func trimNum(v float64) string {
 	switch {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
 type reportOptions struct {
@@ -107,7 +108,7 @@ func writeReportTable(w io.Writer, r bookieagent.Report) error {
 			state = "warn"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\t%s\n", m.MountPoint, dash(m.Device), strings.Join(dirs, ","),
-			human(float64(m.SizeBytes)), human(float64(m.UsedBytes)), human(float64(m.AvailBytes)), m.Usage*100, state,
+			units.HumanBytes(m.SizeBytes), units.HumanBytes(m.UsedBytes), units.HumanBytes(m.AvailBytes), m.Usage*100, state,
 			rate(m.GrowthBytesPerSec), dur(m.GrowthBytesPerSec, m.SecondsToWarn), dur(m.GrowthBytesPerSec, m.SecondsToReadOnly))
 	}
 	if err := tw.Flush(); err != nil {
@@ -115,7 +116,7 @@ func writeReportTable(w io.Writer, r bookieagent.Report) error {
 	}
 	fmt.Fprintf(w, "thresholds: warn %.2f, read-only %.2f (usage = 1 - avail/size)\n", r.WarnThreshold, r.Threshold)
 	fmt.Fprintf(w, "ledger mounts: %s used, %s before read-only, bookie read-only in %s\n",
-		human(float64(r.LedgerUsedBytes)), human(r.LedgerHeadroomBytes), dur(r.LedgerGrowthBytesPerSec, r.SecondsToReadOnly))
+		units.HumanBytes(r.LedgerUsedBytes), units.HumanBytes(r.LedgerHeadroomBytes), dur(r.LedgerGrowthBytesPerSec, r.SecondsToReadOnly))
 	for _, e := range r.SampleErrors {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}
@@ -129,21 +130,11 @@ func dash(s string) string {
 	return s
 }
 
-func human(b float64) string {
-	u := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for b >= 1024 && i < len(u)-1 {
-		b /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %s", b, u[i])
-}
-
 func rate(p *float64) string {
 	if p == nil {
 		return "-"
 	}
-	return human(*p) + "/s"
+	return units.HumanRate(*p)
 }
 
 // dur renders a time to threshold: "-" without a growth fit (one sample),

@@ -30,9 +30,8 @@ fdatasync every --flush-every bytes, as DbLedgerStorage's entry logger does.`,
 			if err := c.validate(); err != nil {
 				return err
 			}
-			bs := blockSizes.Values()
+			ep := diskbench.EntryLogParams{Writers: writers, BlockSizes: blockSizes.Values()}
 			var err error
-			ep := diskbench.EntryLogParams{Writers: writers, BlockSizes: bs}
 			if ep.FlushEveryBytes, err = sizeFlag(cmd, "flush-every", flushEvery); err != nil {
 				return err
 			}

@@ -30,9 +30,8 @@ warning in the output.`,
 			if err := c.validate(); err != nil {
 				return err
 			}
-			bs := blockSizes.Values()
+			rp := diskbench.RandReadParams{Depths: depths, BlockSizes: blockSizes.Values()}
 			var err error
-			rp := diskbench.RandReadParams{Depths: depths, BlockSizes: bs}
 			if rp.FileSize, err = sizeFlag(cmd, "file-size", fileSize); err != nil {
 				return err
 			}

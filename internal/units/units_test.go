@@ -142,3 +142,20 @@ func FuzzParseSize(f *testing.F) {
 		}
 	})
 }
+
+// TestParseSizeAllocBound: the longest accepted input costs a bounded
+// number of small allocations; a longer one is refused before any
+// arithmetic.
+func TestParseSizeAllocBound(t *testing.T) {
+	worst := "123456789012345678." + strings.Repeat("9", 40) + "KiB"
+	if len(worst) > maxSizeLen {
+		t.Fatalf("test input %d > %d characters", len(worst), maxSizeLen)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = ParseSize(worst) }); n > 40 {
+		t.Errorf("ParseSize(%d characters) made %.0f allocations", len(worst), n)
+	}
+	long := strings.Repeat("9", 10000)
+	if n := testing.AllocsPerRun(100, func() { _, _ = ParseSize(long) }); n > 3 {
+		t.Errorf("a 10000-character input made %.0f allocations before being refused", n)
+	}
+}
