@@ -29,17 +29,24 @@ func newCompareFioCmd() *cobra.Command {
 		minRatio         float64
 		repeat           int
 		maxRatio         float64
+		journalPrealloc  []string
+		printJobs        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compare-fio --dir DIR",
 		Short: "Run fio and diskbench on the same workloads and compare them",
 		Long: `Runs each workload with fio, then with diskbench, in the same run: journal
-1/2/4 writers × 4k/64k with fdatasync per write, entry log 1 MiB writes with a
+1/2/4 writers × 4k/64k with fdatasync per write (diskbench's plain journal model),
+each on a sparse file — the BookKeeper pattern, every write landing in a hole
+(fio fallocate=truncate) — and on a preallocated one (fio fallocate=native)
+(--journal-prealloc picks), entry log 1 MiB writes with a
 flush every 32 MiB, random reads 4k at depth 16 (fio libaio iodepth 16 vs 16
 goroutines on O_DIRECT). Each case runs --repeat times per tool, alternating which tool
 goes first, and the medians are compared. Prints bytes/s and p99 of both tools and the ratio
 diskbench/fio. Exits non-zero when a throughput ratio is outside
-[--min-ratio, --max-ratio].`,
+[--min-ratio, --max-ratio]. --print-jobs prints the fio job of every case,
+labelled, and runs nothing. fio cannot express BookKeeper's group commit;
+make bench-journal compares the whole pattern with BookKeeper's own Journal.`,
 		Example: "  diskbench compare-fio --dir /var/tmp/bench --duration 5s",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,7 +72,28 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 						units.HumanRate(r.Fio.BytesPerSec), units.HumanRate(r.Diskbench.BytesPerSec), r.ThroughputRatio())
 				}
 			}
-			cases := fiocmp.DefaultCases(fs, ls, rs)
+			pas := map[diskbench.Prealloc]bool{}
+			for _, v := range journalPrealloc {
+				pa, err := parsePrealloc(v)
+				if err != nil || pa == diskbench.PreallocDefault {
+					return fmt.Errorf("%w: --journal-prealloc %q (want sparse, fallocate or none)", diskbench.ErrInvalidOptions, v)
+				}
+				pas[pa] = true
+			}
+			var cases []fiocmp.Case
+			for _, c := range fiocmp.DefaultCases(fs, ls, rs) {
+				if c.Workload != diskbench.WorkloadJournal || pas[c.Prealloc] {
+					cases = append(cases, c)
+				}
+			}
+			if pas[diskbench.PreallocNone] {
+				for _, c := range fiocmp.DefaultCases(fs, ls, rs) {
+					if c.Workload == diskbench.WorkloadJournal && c.Prealloc == diskbench.PreallocSparse {
+						c.Prealloc, c.PreallocName = diskbench.PreallocNone, diskbench.PreallocNone.String()
+						cases = append(cases, c)
+					}
+				}
+			}
 			if only != "" {
 				re, err := regexp.Compile(only)
 				if err != nil {
@@ -81,6 +109,12 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 					return fmt.Errorf("%w: --only %q matches no case", diskbench.ErrInvalidOptions, only)
 				}
 				cases = keep
+			}
+			if printJobs {
+				for _, c := range cases {
+					fmt.Fprintln(cmd.OutOrStdout(), fiocmp.JobFile(dir, c, duration, warmup))
+				}
+				return nil
 			}
 			rows, err := fiocmp.Run(cmd.Context(), o, cases)
 			if len(rows) > 0 {
@@ -125,5 +159,8 @@ diskbench/fio. Exits non-zero when a throughput ratio is outside
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug records (fio job files) to stderr")
 	f.Float64Var(&minRatio, "min-ratio", 0.85, "lowest acceptable diskbench/fio throughput ratio")
 	f.Float64Var(&maxRatio, "max-ratio", 1.15, "highest acceptable diskbench/fio throughput ratio")
+	f.StringSliceVar(&journalPrealloc, "journal-prealloc", []string{"sparse", "fallocate"},
+		"journal file preparations to run: sparse (the BookKeeper pattern, fio fallocate=truncate), fallocate (fio fallocate=native), none (fio fallocate=none)")
+	f.BoolVar(&printJobs, "print-jobs", false, "print the fio job of every selected case (labelled) and exit without running")
 	return cmd
 }

@@ -5,15 +5,22 @@
 // Every case is translated into one fio job with the same semantics as the
 // diskbench point:
 //
-//	diskbench                         fio
-//	journal  writers=N bs=B sync=1    rw=write bs=B numjobs=N ioengine=psync fdatasync=1 fallocate=native
+//	diskbench (plain journal model)   fio
+//	journal  writers=N bs=B sync=1    rw=write bs=B numjobs=N ioengine=psync fdatasync=1
+//	  prealloc=sparse                   fallocate=truncate (BookKeeper's journal: writes land in holes)
+//	  prealloc=fallocate                fallocate=native (preallocated, unwritten extents)
 //	entrylog writers=1 bs=B flush=F   rw=write bs=B ioengine=psync fdatasync=F/B fallocate=none
 //	randread depth=D bs=B             rw=randread bs=B direct=1 ioengine=libaio iodepth=D norandommap
 //	FileSize, Duration, Warmup        size=, runtime=, ramp_time= (writes stop when the file is full,
 //	                                  reads are time_based)
 //
 // (fio's libaio at iodepth D against D goroutines each issuing pread on an
-// O_DIRECT descriptor.)
+// O_DIRECT descriptor.) fio cannot express BookKeeper's group commit (a
+// journal thread and a force-write thread per file); the sparse journal
+// case is the part of BookKeeper's journal pattern it can: sequential
+// writes into a sparse file, each fdatasync allocating the blocks written
+// (`make bench-journal` compares the whole pattern with BookKeeper's own
+// Journal).
 package fiocmp
 
 import (
@@ -46,6 +53,40 @@ type Case struct {
 	SyncEvery  int                `json:"sync_every,omitempty"`
 	FlushEvery int64              `json:"flush_every_bytes,omitempty"`
 	FileSize   int64              `json:"file_size"`
+	// Prealloc is how journal files are prepared: PreallocSparse (the
+	// BookKeeper pattern, fio fallocate=truncate) or PreallocFallocate
+	// (fio fallocate=native).
+	Prealloc diskbench.Prealloc `json:"-"`
+	// PreallocName is Prealloc's name in JSON ("sparse", "fallocate").
+	PreallocName string `json:"prealloc,omitempty"`
+}
+
+// JournalPreallocs are the journal file preparations compare-fio runs by
+// default: the BookKeeper pattern first, then the preallocated one.
+var JournalPreallocs = []diskbench.Prealloc{diskbench.PreallocSparse, diskbench.PreallocFallocate}
+
+// PreallocLabel says what a journal case's file preparation stands for.
+func PreallocLabel(p diskbench.Prealloc) string {
+	switch p {
+	case diskbench.PreallocSparse:
+		return "BookKeeper pattern: sparse file, fio fallocate=truncate"
+	case diskbench.PreallocFallocate:
+		return "preallocated: unwritten extents, fio fallocate=native"
+	case diskbench.PreallocNone:
+		return "appending: file grows with each write, fio fallocate=none"
+	}
+	return p.String()
+}
+
+func fioFallocate(p diskbench.Prealloc) string {
+	switch p {
+	case diskbench.PreallocSparse:
+		return "truncate"
+	case diskbench.PreallocNone:
+		return "none"
+	default:
+		return "native"
+	}
 }
 
 // Name is a short label: "journal w=2 bs=4KiB".
@@ -56,21 +97,29 @@ func (c Case) Name() string {
 	case diskbench.WorkloadEntryLog:
 		return fmt.Sprintf("entrylog w=%d bs=%s flush=%s", c.Writers, units.FormatBytes(c.BlockSize), units.FormatBytes(c.FlushEvery))
 	default:
-		return fmt.Sprintf("journal w=%d bs=%s sync=%d", c.Writers, units.FormatBytes(c.BlockSize), c.SyncEvery)
+		p := c.Prealloc
+		if p == diskbench.PreallocDefault {
+			p = diskbench.PreallocFallocate
+		}
+		return fmt.Sprintf("journal w=%d bs=%s sync=%d %s", c.Writers, units.FormatBytes(c.BlockSize), c.SyncEvery, p)
 	}
 }
 
 // DefaultCases are the workloads of `make bench-fio`: journal 1/2/4 writers
-// × 4 KiB/64 KiB with fdatasync per write, entry log 1 MiB writes with a
+// × 4 KiB/64 KiB with fdatasync per write, each on a sparse file (the
+// BookKeeper pattern) and on a preallocated one (JournalPreallocs), entry log 1 MiB writes with a
 // flush every 32 MiB, random reads of 4 KiB at depth 16. fileSize is each
 // journal writer's file size and logSize the entry log's (a write case stops
 // when a file is full, so make them larger than a writer's rate ×
 // (duration + warm-up)); readSize is the size of the file random reads read.
 func DefaultCases(fileSize, logSize, readSize int64) []Case {
 	var cs []Case
-	for _, w := range []int{1, 2, 4} {
-		for _, bs := range []int64{4 * diskbench.KiB, 64 * diskbench.KiB} {
-			cs = append(cs, Case{Workload: diskbench.WorkloadJournal, Writers: w, BlockSize: bs, SyncEvery: 1, FileSize: fileSize})
+	for _, pa := range JournalPreallocs {
+		for _, w := range []int{1, 2, 4} {
+			for _, bs := range []int64{4 * diskbench.KiB, 64 * diskbench.KiB} {
+				cs = append(cs, Case{Workload: diskbench.WorkloadJournal, Writers: w, BlockSize: bs, SyncEvery: 1, FileSize: fileSize,
+					Prealloc: pa, PreallocName: pa.String()})
+			}
 		}
 	}
 	cs = append(cs,
@@ -240,6 +289,15 @@ func Run(ctx context.Context, o Options, cases []Case) ([]Row, error) {
 func JobFile(dir string, c Case, duration, warmup time.Duration) string {
 	var b strings.Builder
 	p := func(k, v string) { fmt.Fprintf(&b, "%s=%s\n", k, v) }
+	if c.Workload == diskbench.WorkloadJournal {
+		pa := c.Prealloc
+		if pa == diskbench.PreallocDefault {
+			pa = diskbench.PreallocFallocate
+		}
+		fmt.Fprintf(&b, "; %s — %s\n", c.Name(), PreallocLabel(pa))
+	} else {
+		fmt.Fprintf(&b, "; %s\n", c.Name())
+	}
 	b.WriteString("[global]\n")
 	p("directory", dir)
 	p("filename_format", fmt.Sprintf(".diskbench-fio-%d.$jobnum", os.Getpid()))
@@ -256,7 +314,7 @@ func JobFile(dir string, c Case, duration, warmup time.Duration) string {
 	case diskbench.WorkloadJournal:
 		p("ioengine", "psync")
 		p("rw", "write")
-		p("fallocate", "native")
+		p("fallocate", fioFallocate(c.Prealloc))
 		p("fdatasync", strconv.Itoa(max(c.SyncEvery, 1)))
 		p("numjobs", strconv.Itoa(max(c.Writers, 1)))
 	case diskbench.WorkloadEntryLog:
@@ -376,7 +434,7 @@ func runDiskbench(ctx context.Context, dir string, c Case, o Options, budget int
 	case diskbench.WorkloadJournal:
 		res, err = diskbench.RunJournal(ctx, diskbench.JournalOptions{Options: opts, JournalParams: diskbench.JournalParams{
 			Model: diskbench.JournalModelPlain, Writers: []int{c.Writers}, BlockSizes: []int64{c.BlockSize}, SyncEvery: c.SyncEvery,
-			FileSize: c.FileSize, Prealloc: diskbench.PreallocFallocate}})
+			FileSize: c.FileSize, Prealloc: journalPrealloc(c.Prealloc)}})
 	case diskbench.WorkloadEntryLog:
 		res, err = diskbench.RunEntryLog(ctx, diskbench.EntryLogOptions{Options: opts, EntryLogParams: diskbench.EntryLogParams{
 			Writers: []int{c.Writers}, BlockSizes: []int64{c.BlockSize}, FlushEveryBytes: c.FlushEvery,
@@ -406,6 +464,13 @@ func runDiskbench(ctx context.Context, dir string, c Case, o Options, budget int
 	return m, nil
 }
 
+func journalPrealloc(p diskbench.Prealloc) diskbench.Prealloc {
+	if p == diskbench.PreallocDefault {
+		return diskbench.PreallocFallocate
+	}
+	return p
+}
+
 // WriteTable prints the comparison: median throughput of both tools, the
 // median per-round ratio diskbench/fio, the spread of each tool's runs
 // ((max-min)/median), then median p99 of each write/read and each
@@ -420,7 +485,47 @@ func WriteTable(w io.Writer, rows []Row) error {
 			ns(r.Fio.OpP99Ns), ns(r.Diskbench.OpP99Ns), ratioStr(r.Diskbench.OpP99Ns, r.Fio.OpP99Ns),
 			ns(r.Fio.SyncP99Ns), ns(r.Diskbench.SyncP99Ns), ratioStr(r.Diskbench.SyncP99Ns, r.Fio.SyncP99Ns))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// The journal cases' file preparations, and what sparse costs against
+	// preallocated where both ran.
+	type key struct {
+		w  int
+		bs int64
+	}
+	by := map[key]map[diskbench.Prealloc]Row{}
+	var keys []key
+	seen := map[diskbench.Prealloc]bool{}
+	for _, r := range rows {
+		if r.Case.Workload != diskbench.WorkloadJournal {
+			continue
+		}
+		k, pa := key{r.Case.Writers, r.Case.BlockSize}, journalPrealloc(r.Case.Prealloc)
+		if by[k] == nil {
+			by[k] = map[diskbench.Prealloc]Row{}
+			keys = append(keys, k)
+		}
+		by[k][pa] = r
+		seen[pa] = true
+	}
+	if len(seen) > 0 {
+		fmt.Fprintln(w)
+		for _, pa := range []diskbench.Prealloc{diskbench.PreallocSparse, diskbench.PreallocFallocate, diskbench.PreallocNone} {
+			if seen[pa] {
+				fmt.Fprintf(w, "journal %s: %s\n", pa, PreallocLabel(pa))
+			}
+		}
+	}
+	for _, k := range keys {
+		sp, ok1 := by[k][diskbench.PreallocSparse]
+		fa, ok2 := by[k][diskbench.PreallocFallocate]
+		if ok1 && ok2 {
+			fmt.Fprintf(w, "journal w=%d bs=%s sparse ÷ preallocated: fio %.2f, diskbench %.2f\n", k.w, units.FormatBytes(k.bs),
+				ratio(sp.Fio.BytesPerSec, fa.Fio.BytesPerSec), ratio(sp.Diskbench.BytesPerSec, fa.Diskbench.BytesPerSec))
+		}
+	}
+	return nil
 }
 
 func ns(v int64) string {

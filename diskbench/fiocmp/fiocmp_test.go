@@ -71,26 +71,48 @@ func FuzzParseFioJSON(f *testing.F) {
 
 func TestJobFileMatchesDiskbenchSemantics(t *testing.T) {
 	cs := DefaultCases(64*diskbench.MiB, 64*diskbench.MiB, 32*diskbench.MiB)
-	if len(cs) != 8 {
+	if len(cs) != 14 {
 		t.Fatalf("%d default cases", len(cs))
 	}
-	j := JobFile("/d", cs[3], 5*time.Second, time.Second) // journal w=2 bs=64KiB
-	for _, want := range []string{"directory=/d\n", "rw=write\n", "bs=65536\n", "numjobs=2\n", "fdatasync=1\n",
-		"fallocate=native\n", "ioengine=psync\n", "size=67108864\n", "runtime=5000ms\n", "ramp_time=1000ms\n"} {
-		if !strings.Contains(j, want) {
-			t.Errorf("journal job lacks %q:\n%s", want, j)
+	// Journal w=2 bs=64KiB, sparse (the BookKeeper pattern) then preallocated.
+	for _, c := range []struct {
+		c         Case
+		fallocate string
+		label     string
+	}{{cs[3], "truncate", "BookKeeper pattern"}, {cs[9], "native", "preallocated"}} {
+		j := JobFile("/d", c.c, 5*time.Second, time.Second)
+		for _, want := range []string{"directory=/d\n", "rw=write\n", "bs=65536\n", "numjobs=2\n", "fdatasync=1\n",
+			"fallocate=" + c.fallocate + "\n", "ioengine=psync\n", "size=67108864\n", "runtime=5000ms\n", "ramp_time=1000ms\n", c.label} {
+			if !strings.Contains(j, want) {
+				t.Errorf("journal job lacks %q:\n%s", want, j)
+			}
+		}
+		if strings.Contains(j, "time_based") {
+			t.Errorf("write jobs must stop when the file is full, not wrap:\n%s", j)
 		}
 	}
-	if strings.Contains(j, "time_based") {
-		t.Errorf("write jobs must stop when the file is full, not wrap:\n%s", j)
+	if cs[3].Name() != "journal w=2 bs=64KiB sync=1 sparse" || cs[9].Name() != "journal w=2 bs=64KiB sync=1 fallocate" {
+		t.Errorf("names %q, %q", cs[3].Name(), cs[9].Name())
 	}
-	el := JobFile("/d", cs[6], time.Second, time.Second)
+	var buf strings.Builder
+	rows := []Row{{Case: cs[3], Fio: Metrics{BytesPerSec: 80}, Diskbench: Metrics{BytesPerSec: 80}},
+		{Case: cs[9], Fio: Metrics{BytesPerSec: 100}, Diskbench: Metrics{BytesPerSec: 102}}}
+	if err := WriteTable(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"journal sparse: BookKeeper pattern: sparse file, fio fallocate=truncate",
+		"journal fallocate: preallocated", "journal w=2 bs=64KiB sparse ÷ preallocated: fio 0.80, diskbench 0.78"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+	el := JobFile("/d", cs[12], time.Second, time.Second)
 	for _, want := range []string{"fallocate=none\n", "fdatasync=32\n", "bs=1048576\n"} {
 		if !strings.Contains(el, want) {
 			t.Errorf("entrylog job lacks %q:\n%s", want, el)
 		}
 	}
-	rr := JobFile("/d", cs[7], time.Second, time.Second)
+	rr := JobFile("/d", cs[13], time.Second, time.Second)
 	for _, want := range []string{"time_based=1\n", "rw=randread\n", "direct=1\n", "ioengine=libaio\n", "iodepth=16\n", "norandommap=1\n"} {
 		if !strings.Contains(rr, want) {
 			t.Errorf("randread job lacks %q:\n%s", want, rr)
