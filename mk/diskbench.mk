@@ -36,7 +36,7 @@ demo: diskbench-bin
 test-diskbench:
 	$(GO) test -count=1 ./diskbench/... ./cmd/diskbench/...
 
-## bench-fio: fio and diskbench on the same workloads in the same run; table of diskbench/fio ratios (~6 min).
+## bench-fio: fio and diskbench on the same workloads in the same run (journal sparse and preallocated); table of diskbench/fio ratios (~11 min).
 bench-fio: deps-apt diskbench-bin
 	@mkdir -p $(DISKBENCH_DIR)
 	@d=$$(mktemp -d $(DISKBENCH_DIR)/fio.XXXXXX) && trap 'rmdir "$$d"' EXIT && \
