@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/tierkeeper/tierkeeper/internal/allocs"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
@@ -73,12 +75,48 @@ func TestHTTPRange(t *testing.T) {
 		{"bytes 10-19/100", 9, 10, 10},  // short body
 		{"bytes 10-19/15", 10, 10, 10},  // object smaller than the range
 		{"bytes 10-99/100", 90, 10, -1}, // good
+		{"bytes 0-9/100", 10, 10, 10},   // another range than asked for
+		{"bytes 10-18/100", 10, 10, 10}, // shorter range, full body
+		{"bytes 10-19/*", 10, 10, 10},   // size unknown
+		{"bytes 10-19/+100", 10, 10, 10},
+		{"bytes 10-19/100 ", 10, 10, 10},
+		{"bytes 19-10/100", 10, 10, 10},
+		{"items 10-19/100", 10, 10, 10},
 	} {
 		_, err := blob.CheckRangeAnswer("x get", "k", c.cr, c.got, c.off, c.length)
 		if (err == nil) != (c.cr == "bytes 10-99/100") {
 			t.Errorf("CheckRangeAnswer(%q, got %d, off %d, length %d) = %v", c.cr, c.got, c.off, c.length, err)
 		}
 	}
+}
+
+var leadingZeros = regexp.MustCompile(`([ /-])0+([0-9])`)
+
+// FuzzCheckRangeAnswer: an accepted answer names exactly the bytes asked
+// for and a body of that length; whatever the header, it allocates no
+// more than a short error message (the header is quoted clipped).
+func FuzzCheckRangeAnswer(f *testing.F) {
+	f.Add("bytes 10-19/100", int64(10), int64(10), int64(10))
+	f.Add("bytes 0-0/1", int64(1), int64(0), int64(-1))
+	f.Add("bytes 9223372036854775806-9223372036854775806/9223372036854775807", int64(1), int64(9223372036854775806), int64(1))
+	f.Add("bytes 5-/10", int64(5), int64(5), int64(-1))
+	f.Fuzz(func(t *testing.T, cr string, got, off, length int64) {
+		var size int64
+		var err error
+		if n := allocs.Bytes(2, func() { size, err = blob.CheckRangeAnswer("x get", "k", cr, got, off, length) }); n > 4096 {
+			t.Fatalf("CheckRangeAnswer(%q) allocated %d bytes", cr, n)
+		}
+		if err != nil {
+			return
+		}
+		want, rerr := blob.ResolveRange(off, length, size)
+		if rerr != nil || got != want || size <= 0 {
+			t.Fatalf("accepted %q for off %d length %d with %d bytes: size %d, ResolveRange %d, %v", cr, off, length, got, size, want, rerr)
+		}
+		if canon := leadingZeros.ReplaceAllString(cr, "$1$2"); want > 0 && canon != fmt.Sprintf("bytes %d-%d/%d", off, off+want-1, size) {
+			t.Fatalf("accepted %q for bytes %d-%d", cr, off, off+want-1)
+		}
+	})
 }
 
 func TestOrderParts(t *testing.T) {

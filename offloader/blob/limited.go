@@ -30,7 +30,9 @@ type limitedStore struct {
 
 var (
 	_ Store           = (*limitedStore)(nil)
+	_ Store           = (*limitedListerStore)(nil)
 	_ MultipartLister = (*limitedListerStore)(nil)
+	_ Multipart       = (*limitedMultipart)(nil)
 )
 
 func (s *limitedStore) Name() string { return s.s.Name() }

@@ -18,6 +18,16 @@ const (
 	MaxParts = 10000
 )
 
+// Clip shortens a value read from a store or a file (a header, a record
+// field) to quote it in an error: at most 100 bytes, then "...". A corrupt
+// or hostile value then costs a short message, whatever its size.
+func Clip(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "..."
+	}
+	return s
+}
+
 // ValidateKey checks that key is non-empty, at most MaxKeyLen bytes, valid
 // UTF-8 and free of control characters. The error wraps ErrInvalidArgument.
 func ValidateKey(key string) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -120,6 +121,78 @@ func FuzzReader(f *testing.F) {
 		}
 		if len(got) != 2 || len(want) != 1 || !bytes.Equal(want[0], got[1]) {
 			t.Fatalf("reader and decoder disagree on block 2")
+		}
+	})
+}
+
+// FuzzParseKey: an accepted key is exactly the key DataKey/IndexKey give
+// for what it parsed to, and any key costs at most a short error.
+func FuzzParseKey(f *testing.F) {
+	id := uuid.MustParse("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+	f.Add(DataKey(id, 0))
+	f.Add(IndexKey(id, 42))
+	f.Add("6BA7B810-9DAD-11D1-80B4-00C04FD430C8-ledger-1")
+	f.Add(DataKey(id, 1) + "-index-index")
+	f.Add(id.String() + "-ledger-01")
+	f.Add(id.String() + "-ledger--1")
+	f.Fuzz(func(t *testing.T, key string) {
+		var (
+			got    uuid.UUID
+			ledger int64
+			index  bool
+			err    error
+		)
+		if n := allocs.Bytes(2, func() { got, ledger, index, err = ParseKey(key) }); n > 1024 {
+			t.Fatalf("ParseKey(%d bytes) allocated %d bytes", len(key), n)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrInvalidKey) {
+				t.Fatalf("ParseKey error %v is not ErrInvalidKey", err)
+			}
+			return
+		}
+		want := DataKey(got, ledger)
+		if index {
+			want = IndexKey(got, ledger)
+		}
+		if want != key || ledger < 0 {
+			t.Fatalf("ParseKey(%q) = %v, %d, %v; that names %q", key, got, ledger, index, want)
+		}
+	})
+}
+
+// FuzzCheckVersion: the verdict depends on the metadata, not on map order,
+// and only "1" under the version key (any case) passes.
+func FuzzCheckVersion(f *testing.F) {
+	f.Add(MetaFormatVersion, "1", "role", "data")
+	f.Add("S3ManagedLedgerOffloaderFormatVersion", "1", "s3managedledgeroffloaderFORMATversion", "2")
+	f.Add(MetaFormatVersion, "2", "S3MANAGEDLEDGEROFFLOADERFORMATVERSION", "1")
+	f.Add("x", "1", "", "")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		md := map[string]string{k1: v1, k2: v2}
+		err := CheckVersion("k", md)
+		for range 4 { // map order differs between calls
+			if again := CheckVersion("k", md); (again == nil) != (err == nil) {
+				t.Fatalf("CheckVersion(%v) = %v, then %v", md, err, again)
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, ErrFormatVersion) {
+				t.Fatalf("error %v is not ErrFormatVersion", err)
+			}
+			return
+		}
+		v, exact := md[MetaFormatVersion]
+		if exact && v != FormatVersion {
+			t.Fatalf("accepted %v", md)
+		}
+		for k, val := range md {
+			if !exact && strings.EqualFold(k, MetaFormatVersion) && val != FormatVersion {
+				t.Fatalf("accepted %v", md)
+			}
+		}
+		if n := allocs.Bytes(2, func() { _ = CheckVersion("k", md) }); n > 1024 {
+			t.Fatalf("CheckVersion allocated %d bytes", n)
 		}
 	})
 }

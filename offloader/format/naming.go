@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
 // Object user metadata keys, lower-case as Pulsar writes and reads them
@@ -52,15 +54,15 @@ func ParseKey(key string) (id uuid.UUID, ledgerID int64, index bool, err error) 
 	rest, index := strings.CutSuffix(key, "-index")
 	u, num, ok := strings.Cut(rest, "-ledger-")
 	if !ok || len(u) != 36 {
-		return uuid.UUID{}, 0, false, fmt.Errorf("%w: %q", ErrInvalidKey, key)
+		return uuid.UUID{}, 0, false, fmt.Errorf("%w: %q", ErrInvalidKey, blob.Clip(key))
 	}
 	id, err = uuid.Parse(u)
 	if err != nil || id.String() != u {
-		return uuid.UUID{}, 0, false, fmt.Errorf("%w: %q: bad uuid", ErrInvalidKey, key)
+		return uuid.UUID{}, 0, false, fmt.Errorf("%w: %q: bad uuid", ErrInvalidKey, blob.Clip(key))
 	}
 	ledgerID, err = strconv.ParseInt(num, 10, 64)
 	if err != nil || ledgerID < 0 || strconv.FormatInt(ledgerID, 10) != num {
-		return uuid.UUID{}, 0, false, fmt.Errorf("%w: %q: bad ledger id", ErrInvalidKey, key)
+		return uuid.UUID{}, 0, false, fmt.Errorf("%w: %q: bad ledger id", ErrInvalidKey, blob.Clip(key))
 	}
 	return id, ledgerID, index, nil
 }
@@ -108,23 +110,27 @@ func (o ObjectInfo) Metadata(role string) map[string]string {
 }
 
 // CheckVersion applies Pulsar's VERSION_CHECK to an object's user metadata:
-// the format version key must be present and equal FormatVersion.
+// the format version key must be present and equal FormatVersion. Stores
+// return lower-case keys; another spelling is accepted as jclouds does,
+// unless two spellings disagree (the answer would depend on map order).
 func CheckVersion(key string, metadata map[string]string) error {
 	v, ok := metadata[MetaFormatVersion]
 	if !ok {
-		// Stores return lower-case keys; accept any case as jclouds does.
 		for k, val := range metadata {
-			if strings.EqualFold(k, MetaFormatVersion) {
-				v, ok = val, true
-				break
+			if !strings.EqualFold(k, MetaFormatVersion) {
+				continue
 			}
+			if ok && val != v {
+				return fmt.Errorf("%w: %s has conflicting %s metadata", ErrFormatVersion, key, MetaFormatVersion)
+			}
+			v, ok = val, true
 		}
 	}
 	if !ok {
 		return fmt.Errorf("%w: %s has no %s metadata", ErrFormatVersion, key, MetaFormatVersion)
 	}
 	if v != FormatVersion {
-		return fmt.Errorf("%w: %s has %s=%q, want %q", ErrFormatVersion, key, MetaFormatVersion, v, FormatVersion)
+		return fmt.Errorf("%w: %s has %s=%q, want %q", ErrFormatVersion, key, MetaFormatVersion, blob.Clip(v), FormatVersion)
 	}
 	return nil
 }

@@ -64,6 +64,7 @@ type Store struct {
 var (
 	_ blob.Store           = (*Store)(nil)
 	_ blob.MultipartLister = (*Store)(nil)
+	_ blob.Multipart       = (*multipart)(nil)
 )
 
 // New builds a store.
@@ -219,6 +220,9 @@ func mapErr(op, key string, err error) error {
 
 const metaPrefix = "x-cos-meta-"
 
+// attrsFromHeader reads an object's attributes from a COS response:
+// ETag, Last-Modified and the x-cos-meta-* user metadata (lower-case keys,
+// prefix removed; an empty name is skipped).
 func attrsFromHeader(key string, h http.Header, size int64) blob.Attrs {
 	a := blob.Attrs{Key: key, Size: size, ETag: strings.Trim(h.Get("ETag"), `"`)}
 	if t, err := http.ParseTime(h.Get("Last-Modified")); err == nil {
@@ -226,14 +230,54 @@ func attrsFromHeader(key string, h http.Header, size int64) blob.Attrs {
 	}
 	for k, vs := range h {
 		lk := strings.ToLower(k)
-		if strings.HasPrefix(lk, metaPrefix) && len(vs) > 0 {
+		if name, ok := strings.CutPrefix(lk, metaPrefix); ok && name != "" && len(vs) > 0 {
 			if a.Metadata == nil {
 				a.Metadata = map[string]string{}
 			}
-			a.Metadata[lk[len(metaPrefix):]] = vs[0]
+			a.Metadata[name] = vs[0]
 		}
 	}
 	return a
+}
+
+// contentLength reads a response's Content-Length: decimal digits only
+// (no sign), as RFC 9110 spells it.
+func contentLength(op, key string, h http.Header) (int64, error) {
+	v := h.Get("Content-Length")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || v == "" || v[0] < '0' || v[0] > '9' {
+		return 0, fmt.Errorf("cos %s %q: bad Content-Length %q", op, key, blob.Clip(v))
+	}
+	return n, nil
+}
+
+// headAnswer reads the attributes from a HEAD response.
+func headAnswer(key string, h http.Header) (blob.Attrs, error) {
+	size, err := contentLength("head", key, h)
+	if err != nil {
+		return blob.Attrs{}, err
+	}
+	return attrsFromHeader(key, h, size), nil
+}
+
+// getAnswer checks the headers of a GET sent for GetRange(off, length)
+// (ranged tells whether a Range header was sent) and returns the object's
+// attributes, the body length to expect and, for a whole object, the
+// CRC-64 COS stored for it (ok false when absent or unreadable).
+func getAnswer(key string, h http.Header, ranged bool, off, length int64) (a blob.Attrs, body int64, crc uint64, crcOK bool, err error) {
+	body, err = contentLength("get", key, h)
+	if err != nil {
+		return blob.Attrs{}, 0, 0, false, err
+	}
+	size := body
+	if ranged {
+		if size, err = blob.CheckRangeAnswer("cos get", key, h.Get("Content-Range"), body, off, length); err != nil {
+			return blob.Attrs{}, 0, 0, false, err
+		}
+	} else if v, perr := strconv.ParseUint(h.Get("x-cos-hash-crc64ecma"), 10, 64); perr == nil {
+		crc, crcOK = v, true
+	}
+	return attrsFromHeader(key, h, size), body, crc, crcOK, nil
 }
 
 // Head returns the object's attributes.
@@ -249,11 +293,7 @@ func (s *Store) Head(ctx context.Context, key string) (blob.Attrs, error) {
 	if err != nil {
 		return blob.Attrs{}, mapErr("head", key, err)
 	}
-	size, err := strconv.ParseInt(resp.Header.Get("Content-Length"), 10, 64)
-	if err != nil {
-		return blob.Attrs{}, fmt.Errorf("cos head %q: bad Content-Length %q", key, resp.Header.Get("Content-Length"))
-	}
-	return attrsFromHeader(key, resp.Header, size), nil
+	return headAnswer(key, resp.Header)
 }
 
 // Get streams the whole object, checked against its CRC-64.
@@ -286,24 +326,14 @@ func (s *Store) GetRange(ctx context.Context, key string, off, length int64) (io
 		}
 		return nil, blob.Attrs{}, err
 	}
-	got, err := strconv.ParseInt(resp.Header.Get("Content-Length"), 10, 64)
+	a, got, crc, crcOK, err := getAnswer(key, resp.Header, ranged, off, length)
 	if err != nil {
 		resp.Body.Close()
-		return nil, blob.Attrs{}, fmt.Errorf("cos get %q: bad Content-Length %q", key, resp.Header.Get("Content-Length"))
+		return nil, blob.Attrs{}, err
 	}
-	size := got
-	if ranged {
-		if size, err = blob.CheckRangeAnswer("cos get", key, resp.Header.Get("Content-Range"), got, off, length); err != nil {
-			resp.Body.Close()
-			return nil, blob.Attrs{}, err
-		}
-	}
-	a := attrsFromHeader(key, resp.Header, size)
 	b := &checkedBody{rc: resp.Body, left: got, key: key}
-	if !ranged {
-		if v, err := strconv.ParseUint(resp.Header.Get("x-cos-hash-crc64ecma"), 10, 64); err == nil {
-			b.crc, b.want = crc64.New(crcTable), v
-		}
+	if crcOK {
+		b.crc, b.want = crc64.New(crcTable), crc
 	}
 	return b, a, nil
 }
@@ -618,11 +648,11 @@ func (s *Store) verifyCompleted(ctx context.Context, key string, size int64, crc
 		return blob.Attrs{}, false
 	}
 	got, err := strconv.ParseUint(resp.Header.Get("x-cos-hash-crc64ecma"), 10, 64)
-	n, err2 := strconv.ParseInt(resp.Header.Get("Content-Length"), 10, 64)
-	if err != nil || err2 != nil || got != crc || n != size {
+	a, err2 := headAnswer(key, resp.Header)
+	if err != nil || err2 != nil || got != crc || a.Size != size {
 		return blob.Attrs{}, false
 	}
-	return attrsFromHeader(key, resp.Header, size), true
+	return a, true
 }
 
 // Abort discards the upload.

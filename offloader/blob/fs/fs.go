@@ -72,6 +72,7 @@ type Store struct {
 var (
 	_ blob.Store           = (*Store)(nil)
 	_ blob.MultipartLister = (*Store)(nil)
+	_ blob.Multipart       = (*multipart)(nil)
 )
 
 const (
@@ -215,18 +216,39 @@ func newID() string {
 // readRecord reads and checks the record at path; a missing file gives
 // blob.ErrNotFound.
 func readRecord(path, key string) (*record, error) {
-	f, err := os.Open(path)
+	b, err := readSmall(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("fs: %q: %w", key, blob.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fs: %w", err)
+		return nil, fmt.Errorf("fs: read record of %q: %w", key, err)
+	}
+	return decodeRecord(b, path, key)
+}
+
+// readSmall reads a record or upload file, refusing one larger than
+// maxRecordSize before reading it all.
+func readSmall(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxRecordSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("fs: read record of %q: %w", key, err)
+		return nil, err
 	}
+	if len(b) > maxRecordSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes: corrupt", path, maxRecordSize)
+	}
+	return b, nil
+}
+
+// decodeRecord parses and checks a record file's bytes: the version, a
+// data file name of 32 hex digits, a size >= 0, a valid key (key, if not
+// "", is the one expected) and valid metadata. path names the file in
+// errors.
+func decodeRecord(b []byte, path, key string) (*record, error) {
 	if len(b) > maxRecordSize {
 		return nil, fmt.Errorf("fs: record %s larger than %d bytes: corrupt", path, maxRecordSize)
 	}
@@ -235,10 +257,22 @@ func readRecord(path, key string) (*record, error) {
 		return nil, fmt.Errorf("fs: corrupt record %s: %w", path, err)
 	}
 	if r.Version != recordVersion || r.Data == "" || !isHexID(r.Data) || r.Size < 0 {
-		return nil, fmt.Errorf("fs: corrupt record %s: version %d, data %q, size %d", path, r.Version, r.Data, r.Size)
+		return nil, fmt.Errorf("fs: corrupt record %s: version %d, data %q, size %d", path, r.Version, blob.Clip(r.Data), r.Size)
+	}
+	if err := blob.ValidateKey(r.Key); err != nil {
+		return nil, fmt.Errorf("fs: corrupt record %s: %w", path, err)
 	}
 	if key != "" && r.Key != key {
 		return nil, fmt.Errorf("fs: record %s holds key %q, not %q: corrupt", path, r.Key, key)
+	}
+	md, err := blob.NormalizeMetadata(r.Metadata)
+	if err != nil || len(md) != len(r.Metadata) {
+		return nil, fmt.Errorf("fs: corrupt record %s: metadata: %v", path, err)
+	}
+	for k := range r.Metadata {
+		if _, ok := md[k]; !ok {
+			return nil, fmt.Errorf("fs: corrupt record %s: metadata key %q not lower-case", path, k)
+		}
 	}
 	return &r, nil
 }
@@ -609,16 +643,27 @@ func (s *Store) readUpload(id string) (*upload, error) {
 	if !isHexID(id) {
 		return nil, fmt.Errorf("fs: upload %q: %w", id, blob.ErrNotFound)
 	}
-	b, err := os.ReadFile(filepath.Join(s.uploadDir(id), "upload.json"))
+	b, err := readSmall(filepath.Join(s.uploadDir(id), "upload.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("fs: upload %s: %w", id, blob.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fs: upload %s: %w", id, err)
 	}
+	return decodeUpload(b, id)
+}
+
+// decodeUpload parses and checks an upload.json: a valid key and metadata.
+func decodeUpload(b []byte, id string) (*upload, error) {
 	var u upload
 	if err := json.Unmarshal(b, &u); err != nil {
 		return nil, fmt.Errorf("fs: corrupt upload %s: %w", id, err)
+	}
+	if err := blob.ValidateKey(u.Key); err != nil {
+		return nil, fmt.Errorf("fs: corrupt upload %s: %w", id, err)
+	}
+	if md, err := blob.NormalizeMetadata(u.Metadata); err != nil || len(md) != len(u.Metadata) {
+		return nil, fmt.Errorf("fs: corrupt upload %s: metadata: %v", id, err)
 	}
 	return &u, nil
 }
@@ -661,6 +706,27 @@ func (m *multipart) UploadID() string { return m.id }
 
 func partName(n int) string { return fmt.Sprintf("part-%05d", n) }
 
+// parsePartName returns the part number of a file named by partName: only
+// that exact spelling counts ("part-1", "part-+0001" or "part-00000" are
+// not parts), so no stray file can stand in for a part.
+func parsePartName(name string) (int, bool) {
+	num, ok := strings.CutPrefix(name, "part-")
+	if !ok || len(num) != 5 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(num); i++ {
+		if num[i] < '0' || num[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(num[i]-'0')
+	}
+	if blob.CheckPartNumber(n) != nil {
+		return 0, false
+	}
+	return n, true
+}
+
 // UploadPart stores part n (written to a temporary file and renamed).
 func (m *multipart) UploadPart(ctx context.Context, n int, data []byte) error {
 	if err := ctx.Err(); err != nil {
@@ -696,12 +762,8 @@ func (s *Store) parts(id string) (map[int]int64, error) {
 	}
 	sizes := map[int]int64{}
 	for _, e := range ents {
-		num, ok := strings.CutPrefix(e.Name(), "part-")
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(num)
-		if err != nil {
+		n, ok := parsePartName(e.Name())
+		if !ok || !e.Type().IsRegular() {
 			continue
 		}
 		info, err := e.Info()

@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/internal/allocs"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
 )
@@ -208,4 +210,114 @@ func TestMinPartSizeConfigurable(t *testing.T) {
 	if err != nil || a.Size != 12 || !strings.HasSuffix(a.ETag, "-2") {
 		t.Fatalf("Complete = %+v, %v", a, err)
 	}
+}
+
+// FuzzRecord: whatever decodeRecord accepts is a record the store can
+// serve (valid key, metadata, data name, size) that re-encodes to the same;
+// a record file allocates a bounded multiple of its (capped) size.
+func FuzzRecord(f *testing.F) {
+	good, _ := json.Marshal(record{Version: 1, Key: "a/b", Data: strings.Repeat("ab", 16), Size: 3, ETag: "x",
+		Metadata: map[string]string{"role": "data"}})
+	f.Add(good)
+	f.Add([]byte(`{"v":1,"key":"k","data":"../../etc/passwd","size":3}`))
+	f.Add([]byte(`{"v":1,"key":"","data":"0123456789abcdef0123456789abcdef","size":0}`))
+	f.Add([]byte(`{"v":1,"key":"k","data":"0123456789abcdef0123456789abcdef","size":-1}`))
+	f.Add([]byte(`{"v":1,"key":"k","data":"0123456789abcdef0123456789abcdef","metadata":{"Role":"x"}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r *record
+		var err error
+		if n := allocs.Bytes(1, func() { r, err = decodeRecord(b, "rec", "") }); n > 64<<10+16*uint64(min(len(b), maxRecordSize+1)) {
+			t.Fatalf("decodeRecord of %d bytes allocated %d bytes", len(b), n)
+		}
+		if err != nil {
+			if errors.Is(err, blob.ErrNotFound) {
+				t.Fatalf("a corrupt record reads as not found: %v", err)
+			}
+			return
+		}
+		if blob.ValidateKey(r.Key) != nil || !isHexID(r.Data) || r.Size < 0 || r.Version != recordVersion {
+			t.Fatalf("accepted a record the store cannot serve: %+v", r)
+		}
+		again, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := decodeRecord(again, "rec", r.Key)
+		if err != nil || r2.Key != r.Key || r2.Data != r.Data || r2.Size != r.Size || len(r2.Metadata) != len(r.Metadata) {
+			t.Fatalf("re-encoded record does not decode the same: %v", err)
+		}
+	})
+}
+
+// FuzzUploadRecord: an accepted upload.json has a valid key and metadata.
+func FuzzUploadRecord(f *testing.F) {
+	f.Add([]byte(`{"key":"k","initiated":"2026-01-01T00:00:00Z","metadata":{"role":"data"}}`))
+	f.Add([]byte(`{"key":""}`))
+	f.Add([]byte(`{"key":"k","metadata":{"a b":"c"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var u *upload
+		var err error
+		if n := allocs.Bytes(1, func() { u, err = decodeUpload(b, "id") }); n > 64<<10+16*uint64(len(b)) {
+			t.Fatalf("decodeUpload of %d bytes allocated %d bytes", len(b), n)
+		}
+		if err != nil {
+			return
+		}
+		if blob.ValidateKey(u.Key) != nil {
+			t.Fatalf("accepted upload key %q", u.Key)
+		}
+		if _, err := blob.NormalizeMetadata(u.Metadata); err != nil {
+			t.Fatalf("accepted upload metadata %v: %v", u.Metadata, err)
+		}
+	})
+}
+
+// FuzzPartName: only partName's own spelling of 1..MaxParts is a part.
+func FuzzPartName(f *testing.F) {
+	for _, s := range []string{"part-00001", "part-1", "part-+0001", "part-00000", "part-10000", "part-10001", "part-99999", "upload.json", "part-0001a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		n, ok := parsePartName(name)
+		if ok && (partName(n) != name || n < 1 || n > blob.MaxParts) {
+			t.Fatalf("parsePartName(%q) = %d, but partName(%d) = %q", name, n, n, partName(n))
+		}
+		if !ok && strings.HasPrefix(name, "part-") {
+			if m, err := strconv.Atoi(name[5:]); err == nil && m >= 1 && m <= blob.MaxParts && partName(m) == name {
+				t.Fatalf("parsePartName(%q) refused part %d", name, m)
+			}
+		}
+	})
+}
+
+// A stray file that spells a part number another way is not a part: it
+// used to stand in for part 1 (Atoi("1") == Atoi("00001")).
+func TestStrayPartFilesIgnored(t *testing.T) {
+	s, err := New(Config{Dir: t.TempDir(), MinPartSize: 1}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mp, err := s.CreateMultipart(ctx, "k", blob.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mp.UploadPart(ctx, 1, []byte("real")); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.uploadDir(mp.UploadID())
+	for _, stray := range []string{"part-1", "part-+0002", "part-00002.tmp"} {
+		if err := os.WriteFile(filepath.Join(dir, stray), []byte("stray bytes"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := mp.Complete(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Size != 4 {
+		t.Fatalf("completed object has %d bytes, want the 4 of part 1", a.Size)
+	}
+	blobtest.AssertStored(t, s, "k", []byte("real"))
 }

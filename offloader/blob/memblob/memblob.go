@@ -78,6 +78,7 @@ func New() *Store {
 var (
 	_ blob.Store           = (*Store)(nil)
 	_ blob.MultipartLister = (*Store)(nil)
+	_ blob.Multipart       = (*mpu)(nil)
 )
 
 func (s *Store) enter(op, key string, part int) error {

@@ -68,6 +68,7 @@ type Store struct {
 var (
 	_ blob.Store           = (*Store)(nil)
 	_ blob.MultipartLister = (*Store)(nil)
+	_ blob.Multipart       = (*multipart)(nil)
 )
 
 // New builds a store. Credentials are resolved lazily, at the first request
