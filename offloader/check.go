@@ -2,14 +2,10 @@ package offloader
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -17,6 +13,7 @@ import (
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/client"
+	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pressure"
 )
@@ -43,8 +40,8 @@ type CheckOptions struct {
 	Logger *slog.Logger
 	// StoreTimeout bounds the store check. Default 30s.
 	StoreTimeout time.Duration
-	// HTTPClient is used for the admin and pressure checks (tests).
-	// Default: one built from the admin TLS settings.
+	// HTTPClient is used for the pressure check. Default: one with the
+	// pressure timeout.
 	HTTPClient *http.Client
 	// StoreOptions are passed to the blob client (tests dial test servers).
 	StoreOptions client.Options
@@ -54,7 +51,7 @@ type CheckOptions struct {
 // bound: ZooKeeper (a session within zookeeper.connect_timeout, the
 // managed-ledger root and the BookKeeper ledgers root readable), the store
 // (a listing, then a HEAD of a missing key, within StoreTimeout; a missing bucket or refused
-// credentials fail), the admin URL (GET /admin/v2/clusters within
+// credentials fail), the admin URL (GET /admin/v2/brokers/ready within
 // admin.timeout) and, when pressure is on, every bookie's usage source
 // (within pressure.timeout). It changes nothing anywhere.
 func Check(ctx context.Context, c *Config, o CheckOptions) []CheckResult {
@@ -71,17 +68,7 @@ func Check(ctx context.Context, c *Config, o CheckOptions) []CheckResult {
 		defer conn.Close()
 	}
 	out = append(out, checkStore(ctx, c, o))
-	hc := o.HTTPClient
-	if hc == nil {
-		var err error
-		if hc, err = c.Admin.HTTPClient(); err != nil {
-			out = append(out, CheckResult{Name: "admin", Target: c.Admin.URL, Detail: err.Error()})
-			hc = nil
-		}
-	}
-	if hc != nil {
-		out = append(out, checkAdmin(ctx, c, hc))
-	}
+	out = append(out, checkAdmin(ctx, c, o.Logger))
 	out = append(out, checkPressure(ctx, c, conn, o))
 	return out
 }
@@ -195,64 +182,36 @@ func checkStore(ctx context.Context, c *Config, o CheckOptions) CheckResult {
 
 var errStopIter = errors.New("stop")
 
-// HTTPClient returns a client with the admin TLS settings and timeout.
-func (a Admin) HTTPClient() (*http.Client, error) {
-	tc := &tls.Config{InsecureSkipVerify: a.InsecureSkipVerify} //nolint:gosec // operator's explicit choice
-	if a.CAFile != "" {
-		pem, err := os.ReadFile(a.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("admin.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("admin.ca_file %s: no PEM certificate", a.CAFile)
-		}
-		tc.RootCAs = pool
+// BrokerAdmin returns the broker admin client, or nil without admin.url.
+func (a Admin) BrokerAdmin(log *slog.Logger) (*brokeradmin.Client, error) {
+	if a.URL == "" {
+		return nil, nil
 	}
-	if a.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(a.CertFile, a.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("admin.cert_file/key_file: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
+	c, err := brokeradmin.New(brokeradmin.Config{URL: a.URL, Token: a.Token, CAFile: a.CAFile, CertFile: a.CertFile,
+		KeyFile: a.KeyFile, InsecureSkipVerify: a.InsecureSkipVerify, Timeout: blob.Duration(a.Timeout)},
+		brokeradmin.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("admin: %w", err)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = tc
-	return &http.Client{Transport: tr, Timeout: a.Timeout.D()}, nil
+	return c, nil
 }
 
-func checkAdmin(ctx context.Context, c *Config, hc *http.Client) CheckResult {
+func checkAdmin(ctx context.Context, c *Config, log *slog.Logger) CheckResult {
 	r := CheckResult{Name: "admin", Target: c.Admin.URL}
 	if c.Admin.URL == "" {
 		r.OK, r.Skipped = true, true
 		r.Detail = "no admin.url: topics are not unloaded after a commit; the owning broker reloads on its next metadata write"
 		return r
 	}
-	u := strings.TrimRight(c.Admin.URL, "/") + "/admin/v2/clusters"
 	timed(&r, func() (string, error) {
-		actx, cancel := context.WithTimeout(ctx, c.Admin.Timeout.D())
-		defer cancel()
-		req, err := http.NewRequestWithContext(actx, http.MethodGet, u, nil)
+		bc, err := c.Admin.BrokerAdmin(log)
 		if err != nil {
 			return "", err
 		}
-		if c.Admin.Token != "" {
-			req.Header.Set("Authorization", "Bearer "+c.Admin.Token.Reveal())
+		if err := bc.Ready(ctx); err != nil {
+			return "", err
 		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return "", fmt.Errorf("GET %s (waited up to %s): %w", u, c.Admin.Timeout, err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		switch {
-		case resp.StatusCode == http.StatusOK:
-			return fmt.Sprintf("GET /admin/v2/clusters: %s", strings.TrimSpace(string(body))), nil
-		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-			return "", fmt.Errorf("GET %s: %s: the broker refused the credentials (admin.token)", u, resp.Status)
-		default:
-			return "", fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
-		}
+		return "GET /admin/v2/brokers/ready: ok", nil
 	})
 	return r
 }
