@@ -37,6 +37,12 @@ and /readyz.
 The config is parsed strictly: an unknown key is an error naming the key and
 its line. Secrets are read with !env NAME or !file PATH and never printed.
 
+Logs go to stderr (--log-level; info shows every job). SIGTERM or SIGINT
+stops taking work; ledgers in flight get scheduler.stop_timeout to finish,
+then stop at their next step boundary (every step is crash-safe, so a
+restart resumes from ZooKeeper); the process exits within stop_timeout plus
+the bound of the step in progress (its ZooKeeper, bookie or store call).
+
 --check validates the config, then checks that ZooKeeper, the store, the
 admin URL and the bookie usage source answer (each bounded in time, saying
 what it waited for), prints one line per check and exits: 0 when all pass,
@@ -69,10 +75,14 @@ func (o *runOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Comma
 	if err != nil {
 		return err
 	}
-	if !o.check {
-		return errors.New("the service itself is not assembled yet; use --check to validate the config and its peers")
-	}
 	log := g.logger(cmd.ErrOrStderr())
+	if !o.check {
+		svc, err := offloader.New(ctx, cfg, offloader.Deps{Logger: log})
+		if err != nil {
+			return err
+		}
+		return svc.Run(ctx)
+	}
 	res := offloader.Check(ctx, cfg, offloader.CheckOptions{Logger: log})
 	ok := true
 	for _, r := range res {

@@ -1,0 +1,174 @@
+package offloader
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	bkclient "github.com/tierkeeper/tierkeeper/bookkeeper/client"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/internal/metrics"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
+	"github.com/tierkeeper/tierkeeper/offloader/format"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
+)
+
+// pipelineRunner runs scheduler jobs on pipelines, one per distinct
+// policy.Settings (block size, verify level, deletion lag), all sharing
+// one buffer pool (the global bound on parts in flight) and one set of
+// metrics.
+type pipelineRunner struct {
+	deps  pipeline.Deps
+	base  pipeline.Options
+	perJb int // parts in flight per ledger
+
+	mu    sync.Mutex
+	pipes map[policy.Settings]*pipeline.Pipeline
+}
+
+func newPipelineRunner(ml *mlmeta.Store, ledgers *metadata.Store, bk *bkclient.Client, store blob.Store,
+	broker *brokeradmin.Client, pool *format.Pool, obs pipeline.Observer, drv mlmeta.Driver, c *Config,
+	log *slog.Logger, reg prometheus.Registerer) *pipelineRunner {
+	d := pipeline.Deps{ML: ml, Ledgers: ledgers, Bookies: bk, Store: store, Pool: pool, Observer: obs, Logger: log, Registerer: reg}
+	if broker != nil {
+		d.Broker = broker
+	}
+	per := max(1, c.Scheduler.PartsInFlight/c.Scheduler.LedgersInFlight)
+	return &pipelineRunner{deps: d, base: pipeline.Options{Driver: drv, PartsInFlight: per}, perJb: per,
+		pipes: map[policy.Settings]*pipeline.Pipeline{}}
+}
+
+func (r *pipelineRunner) pipeline(s policy.Settings) (*pipeline.Pipeline, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.pipes[s]; ok {
+		return p, nil
+	}
+	o := r.base
+	o.BlockSize = int(s.BlockSize)
+	if s.Verify == policy.VerifyIndex {
+		o.FullVerifyBytes = -1 // sample three windows instead of every entry
+	}
+	if s.DeletionLag.Mode == policy.LagAfter {
+		o.Trim, o.DeletionLag = true, s.DeletionLag.After
+	}
+	p, err := pipeline.New(r.deps, o)
+	if err != nil {
+		return nil, err
+	}
+	r.pipes[s] = p
+	return p, nil
+}
+
+// Run implements scheduler.Runner.
+func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
+	p, err := r.pipeline(j.Settings)
+	if err != nil {
+		out := make([]scheduler.Outcome, 0, len(j.Ledgers))
+		for _, id := range j.Ledgers {
+			out = append(out, scheduler.Outcome{LedgerID: id, Err: err, Step: "setup"})
+		}
+		return out
+	}
+	tr, _ := p.RunTopic(ctx, j.ML, j.Ledgers)
+	var out []scheduler.Outcome
+	if tr == nil {
+		return nil
+	}
+	for _, lr := range tr.Ledgers {
+		o := scheduler.Outcome{LedgerID: lr.LedgerID, Err: lr.Err}
+		if lr.Err == nil && j.Action == policy.ActionTrim && !lr.Trim.Deleted {
+			o.Err = errors.New("trim pending: " + lr.Trim.Note)
+			o.Step = string(pipeline.StepTrim)
+		}
+		var se *pipeline.StepError
+		if errors.As(lr.Err, &se) {
+			o.Step = string(se.Step)
+		}
+		if lr.Err == nil && j.Action == policy.ActionOffload && lr.Outcome == pipeline.OutcomeAlreadyOffloaded {
+			o.Skipped = true
+		}
+		switch {
+		case j.Action == policy.ActionTrim:
+			o.Bytes = lr.Trim.FreedBytes
+		case lr.Outcome == pipeline.OutcomeOffloaded || lr.Outcome == pipeline.OutcomeAdopted:
+			o.Bytes = lr.Bytes
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// stepMetrics is the pipeline observer feeding the step metrics.
+type stepMetrics struct {
+	pipeline.NopObserver
+	duration *prometheus.HistogramVec
+	errors   *prometheus.CounterVec
+	copied   prometheus.Counter
+
+	mu   sync.Mutex
+	last map[pipeline.Target]int64
+	// active holds the step each ledger is in (for /status).
+	active map[pipeline.Target]pipeline.Step
+}
+
+var allSteps = []string{string(pipeline.StepSelect), string(pipeline.StepPrepare), string(pipeline.StepCopy),
+	string(pipeline.StepVerify), string(pipeline.StepCommit), string(pipeline.StepReload), string(pipeline.StepTrim)}
+
+func newStepMetrics(f *metrics.Factory) *stepMetrics {
+	steps := metrics.Label{Name: "step", Values: allSteps}
+	return &stepMetrics{
+		duration: f.HistogramVec("step_duration_seconds", "Duration of pipeline steps, by step.",
+			[]float64{0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}, steps),
+		errors: f.CounterVec("step_errors_total", "Pipeline steps that failed, by step.", steps),
+		copied: f.Counter("copied_bytes_total", "Ledger payload bytes read from BookKeeper and handed to the upload."),
+		last:   map[pipeline.Target]int64{}, active: map[pipeline.Target]pipeline.Step{},
+	}
+}
+
+func (m *stepMetrics) StepStarted(t pipeline.Target, s pipeline.Step) {
+	m.mu.Lock()
+	m.active[t] = s
+	m.mu.Unlock()
+}
+
+func (m *stepMetrics) StepDone(t pipeline.Target, s pipeline.Step, d time.Duration, err error) {
+	m.duration.WithLabelValues(string(s)).Observe(d.Seconds())
+	if err != nil && !errors.Is(err, context.Canceled) {
+		m.errors.WithLabelValues(string(s)).Inc()
+	}
+	m.mu.Lock()
+	delete(m.active, t)
+	if s == pipeline.StepCopy {
+		delete(m.last, t)
+	}
+	m.mu.Unlock()
+}
+
+func (m *stepMetrics) Copied(t pipeline.Target, bytes, _ int64) {
+	m.mu.Lock()
+	d := bytes - m.last[t]
+	m.last[t] = bytes
+	m.mu.Unlock()
+	if d > 0 {
+		m.copied.Add(float64(d))
+	}
+}
+
+func (m *stepMetrics) steps() map[pipeline.Target]pipeline.Step {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[pipeline.Target]pipeline.Step, len(m.active))
+	for k, v := range m.active {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,474 @@
+// Package scheduler runs the policy's candidates: in the policy's order
+// (pressure first, then oldest), at most Options.LedgersInFlight topics at
+// once, one job per topic at a time (serialised per topic, and across
+// replicas by a per-topic lease), with jittered exponential backoff after
+// a failure and parking after Options.ParkAfter failures in a row (the last
+// error stays visible in Status).
+//
+// # Stopping
+//
+// Run returns when its ctx ends: it takes no new work, lets the jobs in
+// flight finish for up to Options.StopTimeout, then cancels them; the
+// pipeline stops at its next step boundary and leaves the ledger in a
+// state it resumes from (every step is crash-safe). It also returns, at
+// once and cancelling its jobs, when the leases are lost (the ZooKeeper
+// session is gone): another replica may already own those topics.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierkeeper/tierkeeper/internal/metrics"
+	"github.com/tierkeeper/tierkeeper/internal/retry"
+	"github.com/tierkeeper/tierkeeper/offloader/policy"
+)
+
+// ErrLeasesLost is returned by Run when the leases were lost.
+var ErrLeasesLost = errors.New("scheduler: leases lost (ZooKeeper session gone); work stopped")
+
+// Job is one run of the pipeline on some ledgers of one topic.
+type Job struct {
+	ML       string
+	Ledgers  []int64
+	Action   policy.Action
+	Settings policy.Settings
+}
+
+// Outcome is what a job did to one ledger.
+type Outcome struct {
+	LedgerID int64
+	// Err is nil on success.
+	Err error
+	// Step is the step that failed (with Err).
+	Step string
+	// Bytes offloaded (or freed, for a trim).
+	Bytes int64
+	// Skipped: nothing to do (already offloaded, e.g. by another replica).
+	Skipped bool
+}
+
+// Runner runs jobs (the service's pipelines).
+type Runner interface {
+	Run(ctx context.Context, j Job) []Outcome
+}
+
+// Leases grant per-topic leases shared by the replicas.
+type Leases interface {
+	// TryAcquire takes the lease of ml for this replica (a no-op when held
+	// already) and reports false with the holder when another replica has
+	// it.
+	TryAcquire(ctx context.Context, ml string) (held bool, holder string, err error)
+	// Release gives the lease of ml back.
+	Release(ctx context.Context, ml string)
+	// Lost is closed when every lease is lost at once (session gone).
+	Lost() <-chan struct{}
+}
+
+// Options configure a Scheduler.
+type Options struct {
+	// LedgersInFlight bounds jobs (topics) in flight. Default 2.
+	LedgersInFlight int
+	// MaxBatch bounds the ledgers of one topic in one job. Default 8.
+	MaxBatch int
+	// Backoff spaces the tries of a failing ledger. Default 10s..10m.
+	Backoff retry.Backoff
+	// ParkAfter parks a ledger after this many failures in a row, for
+	// ParkFor. Defaults 5 and 1h.
+	ParkAfter int
+	ParkFor   time.Duration
+	// StopTimeout bounds the wait for jobs in flight when Run's ctx ends.
+	// Default 60s.
+	StopTimeout time.Duration
+	// Settle is how long a finished ledger is not run again, while the
+	// policy's view catches up with the change. Default 30s.
+	Settle     time.Duration
+	Now        func() time.Time
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// LedgerState is a ledger the scheduler has worked on or holds back.
+type LedgerState struct {
+	ML       string    `json:"managedLedger"`
+	LedgerID int64     `json:"ledgerId"`
+	State    string    `json:"state"` // running, backoff, parked
+	Failures int       `json:"failures"`
+	LastErr  string    `json:"lastError,omitempty"`
+	LastStep string    `json:"lastStep,omitempty"`
+	NextTry  time.Time `json:"nextTry,omitempty"`
+}
+
+type key struct {
+	ml string
+	id int64
+}
+
+type ledgerState struct {
+	failures int
+	lastErr  string
+	lastStep string
+	nextTry  time.Time
+	parked   bool
+}
+
+// Scheduler dispatches jobs.
+type Scheduler struct {
+	run    Runner
+	leases Leases
+	o      Options
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	queue    []policy.Candidate
+	busy     map[string]bool // topics with a job in flight
+	states   map[key]*ledgerState
+	running  map[key]bool
+	recent   map[key]time.Time // finished: not run again before this time
+	held     map[string]bool   // leases this replica holds
+	others   map[string]string // topics leased by another replica → holder
+	inFlight int
+	wake     chan struct{}
+
+	jobs      *prometheus.CounterVec
+	ledgers   *prometheus.CounterVec
+	bytes     prometheus.Counter
+	parked    prometheus.Gauge
+	flight    prometheus.Gauge
+	leaseHeld prometheus.Gauge
+	queued    prometheus.Gauge
+}
+
+// New returns a Scheduler.
+func New(r Runner, l Leases, o Options) *Scheduler {
+	if o.LedgersInFlight <= 0 {
+		o.LedgersInFlight = 2
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 8
+	}
+	if o.Backoff.Initial <= 0 {
+		o.Backoff = retry.Backoff{Initial: 10 * time.Second, Max: 10 * time.Minute}
+	}
+	if o.ParkAfter <= 0 {
+		o.ParkAfter = 5
+	}
+	if o.ParkFor <= 0 {
+		o.ParkFor = time.Hour
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = time.Minute
+	}
+	if o.Settle <= 0 {
+		o.Settle = 30 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := metrics.New(o.Registerer, "offloader")
+	s := &Scheduler{run: r, leases: l, o: o, log: o.Logger.With("component", "scheduler"),
+		busy: map[string]bool{}, states: map[key]*ledgerState{}, running: map[key]bool{}, recent: map[key]time.Time{},
+		held: map[string]bool{}, others: map[string]string{}, wake: make(chan struct{}, 1)}
+	actions := metrics.Label{Name: "action", Values: []string{"offload", "trim"}}
+	s.jobs = f.CounterVec("scheduler_jobs_total", "Jobs (one topic, some ledgers) run, by action.", actions)
+	s.ledgers = f.CounterVec("scheduler_ledgers_total", "Ledgers run by the scheduler, by action and result (ok, skipped: nothing to do, failed, parked).",
+		actions, metrics.Label{Name: "result", Values: []string{"ok", "skipped", "failed", "parked"}})
+	s.bytes = f.Counter("scheduler_offloaded_bytes_total", "Bytes of ledgers the scheduler offloaded.")
+	s.parked = f.Gauge("scheduler_parked_ledgers", "Ledgers parked after repeated failures.")
+	s.flight = f.Gauge("scheduler_jobs_in_flight", "Jobs running now.")
+	s.leaseHeld = f.Gauge("lease_topics_held", "Topic leases this replica holds.")
+	s.queued = f.Gauge("scheduler_candidates", "Candidates in the scheduler's queue.")
+	return s
+}
+
+// Offer replaces the queue with the policy's latest candidates (in order).
+func (s *Scheduler) Offer(cs []policy.Candidate) {
+	s.mu.Lock()
+	s.queue = append(s.queue[:0:0], cs...)
+	s.queued.Set(float64(len(cs)))
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run dispatches until ctx ends (nil after stopping) or the leases are
+// lost (ErrLeasesLost).
+func (s *Scheduler) Run(ctx context.Context) error {
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var lost <-chan struct{}
+	if s.leases != nil {
+		lost = s.leases.Lost()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return s.stop(&wg, cancelWork)
+		case <-lost:
+			cancelWork()
+			wg.Wait()
+			s.mu.Lock()
+			s.held = map[string]bool{}
+			s.leaseHeld.Set(0)
+			s.mu.Unlock()
+			return ErrLeasesLost
+		case <-s.wake:
+		case <-tick.C:
+		}
+		s.dispatch(ctx, work, &wg)
+	}
+}
+
+// stop waits up to StopTimeout for jobs in flight, then cancels them and
+// waits for them to reach a step boundary.
+func (s *Scheduler) stop(wg *sync.WaitGroup, cancelWork context.CancelFunc) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.o.StopTimeout):
+		s.log.Warn("stop timeout: cancelling jobs in flight (they stop at their next step boundary)", "timeout", s.o.StopTimeout)
+		cancelWork()
+		<-done
+	}
+	s.mu.Lock()
+	held := make([]string, 0, len(s.held))
+	for ml := range s.held {
+		held = append(held, ml)
+	}
+	s.mu.Unlock()
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, ml := range held {
+		s.leases.Release(rctx, ml)
+	}
+	return nil
+}
+
+func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
+	now := s.o.Now()
+	s.mu.Lock()
+	queue := s.queue
+	s.mu.Unlock()
+	for i, c := range queue {
+		if ctx.Err() != nil {
+			return
+		}
+		s.mu.Lock()
+		full := s.inFlight >= s.o.LedgersInFlight
+		busy := s.busy[c.ML]
+		s.mu.Unlock()
+		if full {
+			return
+		}
+		if busy || !s.eligible(key{c.ML, c.LedgerID}, now) {
+			continue
+		}
+		if s.leases != nil {
+			held, holder, err := s.leases.TryAcquire(ctx, c.ML)
+			if err != nil {
+				s.log.Warn("lease", "ml", c.ML, "err", err)
+				continue
+			}
+			s.mu.Lock()
+			if !held {
+				s.others[c.ML] = holder
+				s.mu.Unlock()
+				continue
+			}
+			delete(s.others, c.ML)
+			s.held[c.ML] = true
+			s.leaseHeld.Set(float64(len(s.held)))
+			s.mu.Unlock()
+		}
+		j := Job{ML: c.ML, Action: c.Action, Settings: c.Settings, Ledgers: []int64{c.LedgerID}}
+		for _, o := range queue[i+1:] {
+			if len(j.Ledgers) >= s.o.MaxBatch {
+				break
+			}
+			if o.ML == c.ML && o.Action == c.Action && o.Settings == c.Settings && s.eligible(key{o.ML, o.LedgerID}, now) {
+				j.Ledgers = append(j.Ledgers, o.LedgerID)
+			}
+		}
+		s.mu.Lock()
+		s.busy[c.ML] = true
+		s.inFlight++
+		s.flight.Set(float64(s.inFlight))
+		for _, id := range j.Ledgers {
+			s.running[key{c.ML, id}] = true
+		}
+		s.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.runJob(work, j)
+		}()
+	}
+}
+
+func (s *Scheduler) eligible(k key, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running[k] {
+		return false
+	}
+	if until, ok := s.recent[k]; ok {
+		if now.Before(until) {
+			return false
+		}
+		delete(s.recent, k)
+	}
+	st := s.states[k]
+	return st == nil || !now.Before(st.nextTry)
+}
+
+func (s *Scheduler) runJob(ctx context.Context, j Job) {
+	s.jobs.WithLabelValues(j.Action.String()).Inc()
+	s.log.Info("job started", "ml", j.ML, "action", j.Action.String(), "ledgers", j.Ledgers)
+	outs := s.run.Run(ctx, j)
+	now := s.o.Now()
+	s.mu.Lock()
+	defer func() {
+		s.busy[j.ML] = false
+		delete(s.busy, j.ML)
+		s.inFlight--
+		s.flight.Set(float64(s.inFlight))
+		for _, id := range j.Ledgers {
+			delete(s.running, key{j.ML, id})
+		}
+		s.updateParked(now)
+		s.mu.Unlock()
+		s.poke()
+	}()
+	byID := map[int64]Outcome{}
+	for _, o := range outs {
+		byID[o.LedgerID] = o
+	}
+	for _, id := range j.Ledgers {
+		k := key{j.ML, id}
+		o, ok := byID[id]
+		if !ok {
+			o = Outcome{LedgerID: id, Err: errors.New("the pipeline reported nothing for this ledger")}
+		}
+		if o.Err == nil {
+			delete(s.states, k)
+			// The policy's next candidates may still predate this change
+			// (discovery sees the commit a moment later): hold it back.
+			s.recent[k] = now.Add(s.o.Settle)
+			if o.Skipped {
+				s.ledgers.WithLabelValues(j.Action.String(), "skipped").Inc()
+				continue
+			}
+			s.ledgers.WithLabelValues(j.Action.String(), "ok").Inc()
+			if j.Action == policy.ActionOffload {
+				s.bytes.Add(float64(o.Bytes))
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			continue // stopped, not failed: resumes as it is
+		}
+		st := s.states[k]
+		if st == nil {
+			st = &ledgerState{}
+			s.states[k] = st
+		}
+		st.failures++
+		st.lastErr, st.lastStep = o.Err.Error(), o.Step
+		if st.failures >= s.o.ParkAfter {
+			st.parked, st.nextTry = true, now.Add(s.o.ParkFor)
+			s.ledgers.WithLabelValues(j.Action.String(), "parked").Inc()
+			s.log.Error("ledger parked after repeated failures", "ml", j.ML, "ledger", id, "failures", st.failures,
+				"until", st.nextTry, "step", o.Step, "err", o.Err)
+		} else {
+			st.nextTry = now.Add(s.o.Backoff.Delay(st.failures, nil))
+			s.ledgers.WithLabelValues(j.Action.String(), "failed").Inc()
+			s.log.Warn("ledger failed; retrying later", "ml", j.ML, "ledger", id, "failures", st.failures,
+				"next", st.nextTry, "step", o.Step, "err", o.Err)
+		}
+	}
+	// Keep the lease only while work on the topic is queued; a released
+	// lease lets another replica balance the load.
+	if s.leases != nil {
+		delete(s.held, j.ML)
+		s.leaseHeld.Set(float64(len(s.held)))
+		ml := j.ML
+		go func() {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			s.leases.Release(rctx, ml)
+		}()
+	}
+}
+
+// updateParked refreshes the parked gauge (s.mu held); parked ledgers
+// whose time is up get one more try.
+func (s *Scheduler) updateParked(now time.Time) {
+	n := 0
+	for _, st := range s.states {
+		if st.parked && !now.Before(st.nextTry) {
+			st.parked = false
+			st.failures = s.o.ParkAfter - 1
+		}
+		if st.parked {
+			n++
+		}
+	}
+	s.parked.Set(float64(n))
+}
+
+// Status returns the ledgers running, backing off or parked, and the
+// topics another replica holds.
+func (s *Scheduler) Status() (ledgers []LedgerState, leasedElsewhere map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.o.Now()
+	s.updateParked(now)
+	for k := range s.running {
+		ledgers = append(ledgers, LedgerState{ML: k.ml, LedgerID: k.id, State: "running"})
+	}
+	for k, st := range s.states {
+		if s.running[k] {
+			continue
+		}
+		state := "backoff"
+		if st.parked {
+			state = "parked"
+		}
+		ledgers = append(ledgers, LedgerState{ML: k.ml, LedgerID: k.id, State: state, Failures: st.failures,
+			LastErr: st.lastErr, LastStep: st.lastStep, NextTry: st.nextTry})
+	}
+	sort.Slice(ledgers, func(i, j int) bool {
+		if ledgers[i].ML != ledgers[j].ML {
+			return ledgers[i].ML < ledgers[j].ML
+		}
+		return ledgers[i].LedgerID < ledgers[j].LedgerID
+	})
+	leasedElsewhere = make(map[string]string, len(s.others))
+	for k, v := range s.others {
+		leasedElsewhere[k] = v
+	}
+	return ledgers, leasedElsewhere
+}
+
+// String describes a job for logs.
+func (j Job) String() string { return fmt.Sprintf("%s %s %v", j.Action, j.ML, j.Ledgers) }

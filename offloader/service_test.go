@@ -1,0 +1,240 @@
+package offloader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+// Real peers shared by the package's service tests.
+var (
+	scope   = testenv.NewSharedTB("offloader")
+	envOnce sync.Once
+	envErr  error
+	peer    struct {
+		zk   *testenv.ZooKeeper
+		bk   *testenv.BookKeeperCluster
+		java *testenv.JavaTools
+	}
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	scope.Close()
+	testenv.StopSharedS3()
+	os.Exit(code)
+}
+
+func peers(t *testing.T) {
+	t.Helper()
+	envOnce.Do(func() {
+		envErr = scope.Do(func(tb testing.TB) {
+			peer.zk = testenv.StartZooKeeper(tb)
+			peer.bk = testenv.StartBookies(tb, peer.zk, 3)
+			peer.java = testenv.Java(tb)
+		})
+	})
+	testenv.ReportShared(t, "zookeeper, bookies and java tools", envErr)
+}
+
+// mlWrite has Pulsar's managed-ledger library write entries into ml,
+// perLedger per ledger.
+func mlWrite(t *testing.T, name string, entries, perLedger int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var w struct {
+		Entries []testenv.EntryDigest `json:"entries"`
+	}
+	if err := peer.java.RunJSON(ctx, &w, "ml-write", "--metadata-uri", peer.bk.MetadataServiceURI(), "--zk", peer.zk.Addr,
+		"--name", name, "--entries", fmt.Sprint(entries), "--entries-per-ledger", fmt.Sprint(perLedger), "--cursor", "sub",
+		"--entry-size", "1000"); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Entries) != entries {
+		t.Fatalf("ml-write wrote %d entries, want %d", len(w.Entries), entries)
+	}
+}
+
+// serviceConfig is a config for the shared peers and a fresh bucket.
+func serviceConfig(t *testing.T, extra string) (*Config, *testenv.S3, string) {
+	t.Helper()
+	s3 := testenv.StartS3(t)
+	bucket := s3.NewBucket(t)
+	doc := fmt.Sprintf(`
+zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}
+bookkeeper: {ledgers_root: %q}
+store:
+  type: s3
+  config:
+    bucket: %s
+    region: %s
+    endpoint: %s
+    addressing: path
+    credentials: {source: static, access_key_id: %s, secret_access_key: %q}
+scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 20s}
+discovery: {rescan_interval: 10s}
+%s`, peer.zk.Addr, peer.bk.LedgersRoot, bucket, s3.Region, s3.Endpoint, s3.AccessKey, s3.SecretKey, extra)
+	c, err := Parse([]byte(doc), ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, s3, bucket
+}
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if v != nil {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func getText(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// offloadedState returns the states of ml's ledgers.
+func ledgerStates(t *testing.T, sess *tzk.Session, ml string) []mlmeta.LedgerState {
+	t.Helper()
+	snap, err := mlmeta.New(sess, nil).Get(context.Background(), ml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mlmeta.States(snap.Info)
+}
+
+// TestServiceOffloadsByPolicy runs the service on real ZooKeeper, bookies
+// and versitygw: managed ledgers written by Pulsar's own library are
+// offloaded by an after-0 policy (every closed ledger but the last), /status
+// and /metrics show it, and a stop returns promptly.
+func TestServiceOffloadsByPolicy(t *testing.T) {
+	peers(t)
+	mls := []string{"acme/svc/persistent/a", "acme/svc/persistent/b", "acme/keep/persistent/c"}
+	for _, ml := range mls {
+		mlWrite(t, ml, 30, 10)
+	}
+	cfg, _, _ := serviceConfig(t, `
+policy:
+  rules:
+    - {name: keep, match: [acme/keep], offload: false}
+  default: {after: 0s, deletion_lag: broker}
+`)
+	reg := prometheus.NewRegistry()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc, err := New(ctx, cfg, Deps{Registerer: reg, Listener: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+
+	sess, err := tzk.Connect(ctx, []string{peer.zk.Addr}, tzk.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	deadline := time.Now().Add(3 * time.Minute)
+	var st Status
+	for {
+		getJSON(t, base+"/status", &st)
+		if st.Ready && st.Totals.LagBytes == 0 && st.Totals.OffloadedBytes > 0 && st.Totals.RunningLedgers == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("service did not offload within 3 minutes; status %+v", st)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	offloaded := 0
+	for _, ml := range mls[:2] {
+		states := ledgerStates(t, sess, ml)
+		offloaded += len(states) - 1
+		for i, s := range states[:len(states)-1] {
+			if s != mlmeta.StateOffloaded {
+				t.Errorf("%s ledger #%d: %s, want offloaded", ml, i, s)
+			}
+		}
+		if states[len(states)-1] != mlmeta.StateOpen {
+			t.Errorf("%s: last ledger %s", ml, states[len(states)-1])
+		}
+	}
+	for _, s := range ledgerStates(t, sess, mls[2]) {
+		if s == mlmeta.StateOffloaded || s == mlmeta.StateOffloading {
+			t.Errorf("%s was offloaded despite offload: false", mls[2])
+		}
+	}
+	var keep TopicStatus
+	for _, ts := range st.Topics {
+		if ts.ML == mls[2] {
+			keep = ts
+		}
+	}
+	if keep.Rule != "keep" || keep.NextAction != "none" || keep.LagBytes != 0 || st.Totals.Topics != 3 {
+		t.Errorf("status of the kept topic %+v; totals %+v", keep, st.Totals)
+	}
+	if code, body := getText(t, base+"/readyz"); code != 200 || body != "ready\n" {
+		t.Errorf("readyz %d %q", code, body)
+	}
+	if code, _ := getText(t, base+"/healthz"); code != 200 {
+		t.Errorf("healthz %d", code)
+	}
+	_, m := getText(t, base+"/metrics")
+	for _, w := range []string{
+		fmt.Sprintf(`tierkeeper_offloader_scheduler_ledgers_total{action="offload",result="ok"} %d`, offloaded),
+		`tierkeeper_offloader_lag_bytes 0`,
+		`tierkeeper_offloader_step_duration_seconds_count{step="copy"}`,
+		`tierkeeper_offloader_ready 1`,
+		`tierkeeper_offloader_discovery_managed_ledgers 3`,
+		"tierkeeper_offloader_copied_bytes_total",
+	} {
+		if !strings.Contains(m, w) {
+			t.Errorf("/metrics misses %q", w)
+		}
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30s of the stop")
+	}
+	t.Logf("stopped in %s", time.Since(start))
+}
