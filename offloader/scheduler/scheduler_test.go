@@ -1,0 +1,240 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/internal/retry"
+	"github.com/tierkeeper/tierkeeper/offloader/policy"
+)
+
+// fakeRunner injects failures and delays and records what ran
+// concurrently (scheduling logic only; the service test runs real
+// pipelines).
+type fakeRunner struct {
+	mu       sync.Mutex
+	fail     map[int64]int // ledger → failures to inject
+	delay    time.Duration
+	active   map[string]int
+	maxTopic int // most jobs of one topic at once
+	maxAll   int
+	cur      int
+	order    []string
+	block    chan struct{}
+}
+
+func (f *fakeRunner) Run(ctx context.Context, j Job) []Outcome {
+	f.mu.Lock()
+	f.active[j.ML]++
+	f.cur++
+	f.maxTopic = max(f.maxTopic, f.active[j.ML])
+	f.maxAll = max(f.maxAll, f.cur)
+	f.order = append(f.order, fmt.Sprintf("%s%v", j.ML, j.Ledgers))
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.active[j.ML]--
+		f.cur--
+		f.mu.Unlock()
+	}()
+	if f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			out := []Outcome{}
+			for _, id := range j.Ledgers {
+				out = append(out, Outcome{LedgerID: id, Err: ctx.Err(), Step: "copy"})
+			}
+			return out
+		}
+	}
+	time.Sleep(f.delay)
+	var out []Outcome
+	for _, id := range j.Ledgers {
+		f.mu.Lock()
+		n := f.fail[id]
+		if n > 0 {
+			f.fail[id] = n - 1
+		}
+		f.mu.Unlock()
+		if n > 0 {
+			out = append(out, Outcome{LedgerID: id, Err: errors.New("bookie unreachable"), Step: "copy"})
+			continue
+		}
+		out = append(out, Outcome{LedgerID: id, Bytes: 100})
+	}
+	return out
+}
+
+func newFake() *fakeRunner { return &fakeRunner{fail: map[int64]int{}, active: map[string]int{}} }
+
+type memLeases struct {
+	mu     sync.Mutex
+	others map[string]string
+	held   map[string]bool
+	lost   chan struct{}
+}
+
+func (l *memLeases) TryAcquire(_ context.Context, ml string) (bool, string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h := l.others[ml]; h != "" {
+		return false, h, nil
+	}
+	l.held[ml] = true
+	return true, "me", nil
+}
+func (l *memLeases) Release(_ context.Context, ml string) { l.mu.Lock(); delete(l.held, ml); l.mu.Unlock() }
+func (l *memLeases) Lost() <-chan struct{}                { return l.lost }
+
+func cands(spec ...string) []policy.Candidate {
+	var out []policy.Candidate
+	for _, s := range spec {
+		var ml string
+		var id int64
+		fmt.Sscanf(strings.Replace(s, ":", " ", 1), "%s %d", &ml, &id)
+		out = append(out, policy.Candidate{ML: ml, LedgerID: id, Action: policy.ActionOffload})
+	}
+	return out
+}
+
+func waitUntil(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestLimitsSerialisationAndBatching(t *testing.T) {
+	f := newFake()
+	f.delay = 30 * time.Millisecond
+	l := &memLeases{others: map[string]string{"c": "replica-2"}, held: map[string]bool{}, lost: make(chan struct{})}
+	s := New(f, l, Options{LedgersInFlight: 2, MaxBatch: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	s.Offer(cands("a:1", "a:2", "a:3", "b:1", "c:1", "d:1"))
+	waitUntil(t, "all but c done", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.order) == 4 && f.cur == 0
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.maxTopic != 1 || f.maxAll != 2 {
+		t.Errorf("max per topic %d (want 1), max in flight %d (want 2)", f.maxTopic, f.maxAll)
+	}
+	sort.Strings(f.order)
+	if got := strings.Join(f.order, " "); got != "a[1 2] a[3] b[1] d[1]" {
+		t.Errorf("jobs %s", got)
+	}
+	if _, other := s.Status(); other["c"] != "replica-2" {
+		t.Errorf("leased elsewhere: %v", other)
+	}
+	if len(l.held) != 0 {
+		t.Errorf("leases still held after stop: %v", l.held)
+	}
+}
+
+func TestBackoffAndParking(t *testing.T) {
+	f := newFake()
+	f.fail[1] = 100 // never succeeds
+	f.fail[2] = 1   // succeeds on the second try
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	s := New(f, nil, Options{LedgersInFlight: 1, MaxBatch: 1, Backoff: retry.Backoff{Initial: time.Minute, Max: time.Minute},
+		ParkAfter: 3, ParkFor: time.Hour, Now: clock})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	s.Offer(cands("a:1", "b:2"))
+	state := func(id int64) LedgerState {
+		ls, _ := s.Status()
+		for _, l := range ls {
+			if l.LedgerID == id {
+				return l
+			}
+		}
+		return LedgerState{State: "none"}
+	}
+	waitUntil(t, "both tried once", func() bool { return state(1).Failures == 1 && state(2).Failures == 1 })
+	if st := state(1); st.State != "backoff" || st.LastErr != "bookie unreachable" || st.LastStep != "copy" ||
+		st.NextTry.Before(now.Add(30*time.Second)) || st.NextTry.After(now.Add(time.Minute)) {
+		t.Errorf("after one failure: %+v (backoff within [30s, 1m])", st)
+	}
+	// Not retried hot: nothing runs before the backoff ends.
+	time.Sleep(1100 * time.Millisecond)
+	if st := state(1); st.Failures != 1 {
+		t.Errorf("retried during backoff: %+v", st)
+	}
+	for i := 0; i < 2; i++ {
+		advance(2 * time.Minute)
+		s.Offer(cands("a:1", "b:2"))
+		want := i + 2
+		waitUntil(t, fmt.Sprintf("try %d", want), func() bool { return state(1).Failures == want })
+	}
+	if st := state(1); st.State != "parked" || !st.NextTry.Equal(now.Add(time.Hour)) {
+		t.Errorf("after 3 failures: %+v, want parked for 1h", st)
+	}
+	if st := state(2); st.State != "none" {
+		t.Errorf("ledger 2 should have succeeded on its second try: %+v", st)
+	}
+	if v := s.parked; v == nil {
+		t.Fatal("no parked gauge")
+	}
+}
+
+func TestStopCancelsAfterTimeoutAndLostLeases(t *testing.T) {
+	f := newFake()
+	f.block = make(chan struct{}) // jobs never finish on their own
+	s := New(f, nil, Options{LedgersInFlight: 2, StopTimeout: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	s.Offer(cands("a:1", "b:1"))
+	waitUntil(t, "two jobs running", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.cur == 2 })
+	start := time.Now()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond || took > 5*time.Second {
+		t.Errorf("stop took %s with a 200ms stop timeout", took)
+	}
+	// A cancelled job is not a failure: no backoff recorded.
+	if ls, _ := s.Status(); len(ls) != 0 {
+		t.Errorf("after stop: %+v", ls)
+	}
+
+	l := &memLeases{others: map[string]string{}, held: map[string]bool{}, lost: make(chan struct{})}
+	s = New(f, l, Options{LedgersInFlight: 2, StopTimeout: time.Hour})
+	done = make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	s.Offer(cands("a:1"))
+	waitUntil(t, "job running", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.cur == 1 })
+	close(l.lost)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLeasesLost) {
+			t.Errorf("Run = %v, want ErrLeasesLost", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not stop at once when the leases were lost")
+	}
+}
