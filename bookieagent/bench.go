@@ -30,6 +30,11 @@ const (
 	// plan gets at least this much time.
 	tier2PointTime = 1800 * time.Millisecond
 	tier3PointTime = 2500 * time.Millisecond
+	// journalEntry is the journal points' entry size; journalDeepInFlight
+	// the entries in flight of the threshold and buffer points (4 MiB: a
+	// group can fill any threshold measured while the previous one syncs).
+	journalEntry        = 64 * KiB
+	journalDeepInFlight = 64
 	// randReadFile is the file random reads run on; 64 MiB keeps the
 	// layout cheap under a 2 GiB budget.
 	randReadFile = 64 * MiB
@@ -235,8 +240,21 @@ func (p *PreparedBench) plan() error {
 		dir := d.Disk.BenchDir
 		base := diskbench.Options{Dir: dir}
 		label := func(s string) string { return fmt.Sprintf("%s %s: %s", d.Role, d.Disk.Dir, s) }
-		jp := func(writers []int, bs int64, sync int) diskbench.Plan {
-			return diskbench.Plan{Options: base, Journal: &diskbench.JournalParams{Model: diskbench.JournalModelPlain, Writers: writers, BlockSizes: []int64{bs}, SyncEvery: sync}}
+		// Journal points run diskbench's BookKeeper journal model with
+		// Pulsar's journal settings, changed one at a time: the writers
+		// sweep at the default in-flight entries, then thresholds and
+		// write buffers with enough entries in flight (4 MiB) for groups to
+		// fill any threshold measured.
+		jp := func(writers []int, thresholdKiB, bufferKiB int64, inFlight int) diskbench.Plan {
+			st := diskbench.DefaultJournalSettings()
+			if thresholdKiB > 0 {
+				st.JournalBufferedWritesThreshold = thresholdKiB * KiB
+			}
+			if bufferKiB > 0 {
+				st.JournalWriteBufferSizeKB = int(bufferKiB)
+			}
+			return diskbench.Plan{Options: base, Journal: &diskbench.JournalParams{Model: diskbench.JournalModelBookKeeper,
+				Writers: writers, BlockSizes: []int64{journalEntry}, Settings: &st, InFlight: inFlight}}
 		}
 		ep := func(writers []int, bss []int64) diskbench.Plan {
 			return diskbench.Plan{Options: base, EntryLog: &diskbench.EntryLogParams{Writers: writers, BlockSizes: bss}}
@@ -244,14 +262,14 @@ func (p *PreparedBench) plan() error {
 		switch d.Role {
 		case RoleJournal:
 			all = append(all,
-				tiered{1, BenchStep{Name: label("writers 1,2,4 × 64KiB, fdatasync each"), Disk: i, Plan: jp([]int{1, 2, 4}, 64*KiB, 1), Points: 3}},
-				tiered{2, BenchStep{Name: label("group 256KiB (4 × 64KiB)"), Disk: i, Plan: jp([]int{1}, 64*KiB, 4), Points: 1}},
-				tiered{2, BenchStep{Name: label("group 1MiB (16 × 64KiB)"), Disk: i, Plan: jp([]int{1}, 64*KiB, 16), Points: 1}},
-				tiered{3, BenchStep{Name: label("group 1MiB (4 × 256KiB)"), Disk: i, Plan: jp([]int{1}, 256*KiB, 4), Points: 1}},
-				tiered{3, BenchStep{Name: label("group 1MiB (1 × 1MiB)"), Disk: i, Plan: jp([]int{1}, 1*MiB, 1), Points: 1}},
+				tiered{1, BenchStep{Name: label("journals 1,2,4 × 64KiB entries, Pulsar's journal settings"), Disk: i, Plan: jp([]int{1, 2, 4}, 0, 0, 0), Points: 3}},
+				tiered{2, BenchStep{Name: label("journalBufferedWritesThreshold 512KiB, 64 × 64KiB in flight"), Disk: i, Plan: jp([]int{1}, 512, 0, journalDeepInFlight), Points: 1}},
+				tiered{2, BenchStep{Name: label("journalBufferedWritesThreshold 1MiB, 64 × 64KiB in flight"), Disk: i, Plan: jp([]int{1}, 1024, 0, journalDeepInFlight), Points: 1}},
+				tiered{3, BenchStep{Name: label("journalBufferedWritesThreshold 1MiB, journalWriteBufferSizeKB 256"), Disk: i, Plan: jp([]int{1}, 1024, 256, journalDeepInFlight), Points: 1}},
+				tiered{3, BenchStep{Name: label("journalBufferedWritesThreshold 1MiB, journalWriteBufferSizeKB 1024"), Disk: i, Plan: jp([]int{1}, 1024, 1024, journalDeepInFlight), Points: 1}},
 			)
 			if capN >= 4 {
-				all = append(all, tiered{2, BenchStep{Name: label("writers 8 × 64KiB"), Disk: i, Plan: jp([]int{8}, 64*KiB, 1), Points: 1}})
+				all = append(all, tiered{2, BenchStep{Name: label("journals 8 × 64KiB entries"), Disk: i, Plan: jp([]int{8}, 0, 0, 0), Points: 1}})
 			}
 		case RoleLedger:
 			all = append(all,

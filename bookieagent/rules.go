@@ -20,7 +20,7 @@ const (
 	// JournalNearBest: a journal count qualifies when its aggregate MB/s is
 	// within 10% of the best measured count ("within ~5–10% of the best").
 	JournalNearBest = 0.90
-	// JournalP99Factor: ... and its p99 commit latency is at most 2× the
+	// JournalP99Factor: ... and its p99 add latency is at most 2× the
 	// single-journal p99 ("≤ 2× the N=1 p99").
 	JournalP99Factor = 2.0
 	// MaxJournalDirsPerDisk caps journal dirs per disk ("cap ... at 8").
@@ -271,7 +271,7 @@ func Recommend(in Input) (*Recommendation, error) {
 	js := Setting{
 		File: FileBookKeeper, Key: "journalDirectories", Value: strings.Join(jDirs, ","),
 		PulsarDefault: "data/bookkeeper/journal (1 dir)",
-		Rule: fmt.Sprintf("per journal disk: smallest writer count within %.0f%% of the best aggregate MB/s whose p99 commit latency ≤ %.0f× the 1-writer p99; capped at min(%d, CPUs/2 ÷ journal disks) = %d; N>1 → N sub-directories",
+		Rule: fmt.Sprintf("per journal disk: smallest writer count within %.0f%% of the best aggregate MB/s whose p99 add latency (BookKeeper journal model; plain model: commit) ≤ %.0f× the 1-writer p99; capped at min(%d, CPUs/2 ÷ journal disks) = %d; N>1 → N sub-directories",
 			(1-JournalNearBest)*100, JournalP99Factor, MaxJournalDirsPerDisk, perDiskCap),
 		Evidence:       jEv,
 		NewBookiesOnly: true,
@@ -284,12 +284,12 @@ func Recommend(in Input) (*Recommendation, error) {
 
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "journalWriteBufferSizeKB", Value: strconv.FormatInt(wbKB, 10), PulsarDefault: "64",
-		Rule:     fmt.Sprintf("raise from 64 only if a larger write size beats 64 KiB by >%.0f%% at the same group size; then the smallest size within %.0f%% of the best, 64–1024", (JournalWriteBufferGain-1)*100, (1-LevelOff)*100),
+		Rule:     fmt.Sprintf("raise from 64 only if a larger write buffer (BookKeeper journal model; plain model: write size) beats 64 KiB by >%.0f%% at the same group threshold; then the smallest size within %.0f%% of the best, 64–1024", (JournalWriteBufferGain-1)*100, (1-LevelOff)*100),
 		Evidence: wbEv,
 	})
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "journalBufferedWritesThreshold", Value: strconv.FormatInt(thresh, 10), PulsarDefault: "524288",
-		Rule:     fmt.Sprintf("smallest group size (1 writer) reaching %.0f%% of the best write+sync MB/s, clamped to %s–%s (largest over journal disks)", LevelOff*100, units.FormatBytes(JournalThresholdMin), units.FormatBytes(JournalThresholdMax)),
+		Rule:     fmt.Sprintf("smallest journalBufferedWritesThreshold (BookKeeper journal model; plain model: group size) reaching %.0f%% of the best MB/s with 1 journal, clamped to %s–%s (largest over journal disks)", LevelOff*100, units.FormatBytes(JournalThresholdMin), units.FormatBytes(JournalThresholdMax)),
 		Evidence: threshEv,
 	})
 	gw := GroupWaitMinMs
@@ -710,24 +710,64 @@ func summarize(role string, d Disk, all []Disk) DiskSummary {
 	return s
 }
 
-// groupKey identifies a journal configuration apart from the writer count.
-type groupKey struct {
-	bs   int64
-	sync int
+// journalConfig identifies a journal measurement apart from what a sweep
+// varies: the model, the write (plain) or entry (bookkeeper) size, the
+// plain model's group size in writes, the bookkeeper model's settings and
+// in-flight entries.
+type journalConfig struct {
+	model    diskbench.JournalModel
+	bs       int64
+	sync     int
+	settings diskbench.JournalSettings
+	inFlight int
+}
+
+func journalConfigOf(r diskbench.Result) journalConfig {
+	if bkResult(r) {
+		return journalConfig{model: diskbench.JournalModelBookKeeper, bs: r.BlockSize, settings: *r.JournalSettings, inFlight: r.InFlight}
+	}
+	return journalConfig{model: diskbench.JournalModelPlain, bs: r.BlockSize, sync: syncEvery(r)}
+}
+
+// group is the configuration's group size in bytes: the plain model's
+// writes per fdatasync × write size, the bookkeeper model's
+// journalBufferedWritesThreshold.
+func (k journalConfig) group() int64 {
+	if k.model == diskbench.JournalModelBookKeeper {
+		return k.settings.JournalBufferedWritesThreshold
+	}
+	return k.bs * int64(k.sync)
+}
+
+// describe names the configuration in evidence.
+func (k journalConfig) describe() string {
+	if k.model == diskbench.JournalModelBookKeeper {
+		return fmt.Sprintf("%s entries, BookKeeper journal model (journalBufferedWritesThreshold %s, journalWriteBufferSizeKB %d, journalMaxGroupWaitMSec %d), %d in flight per journal",
+			units.FormatBytes(k.bs), units.FormatBytes(k.settings.JournalBufferedWritesThreshold), k.settings.JournalWriteBufferSizeKB,
+			k.settings.JournalMaxGroupWaitMSec, k.inFlight)
+	}
+	return fmt.Sprintf("%s writes, fdatasync every %d", units.FormatBytes(k.bs), k.sync)
+}
+
+// bkResult reports whether r was measured with diskbench's BookKeeper
+// journal model (older reports, and the plain model, lack its settings).
+func bkResult(r diskbench.Result) bool {
+	return r.Workload == diskbench.WorkloadJournal && r.Model == diskbench.JournalModelBookKeeper && r.JournalSettings != nil
 }
 
 func syncEvery(r diskbench.Result) int { return max(1, r.SyncEvery) }
 
 // journalWritersSweep picks the journal configuration measured at the most
-// writer counts (ties: the smallest group) and returns its results sorted
-// by writers, one per count (the best if repeated).
+// writer counts (ties: the bookkeeper model, then the smallest group) and
+// returns its results sorted by writers, one per count (the best if
+// repeated).
 func journalWritersSweep(rs []diskbench.Result) []diskbench.Result {
-	by := map[groupKey]map[int]diskbench.Result{}
+	by := map[journalConfig]map[int]diskbench.Result{}
 	for _, r := range rs {
 		if r.Workload != diskbench.WorkloadJournal || !usable(r) || r.Writers < 1 {
 			continue
 		}
-		k := groupKey{r.BlockSize, syncEvery(r)}
+		k := journalConfigOf(r)
 		if by[k] == nil {
 			by[k] = map[int]diskbench.Result{}
 		}
@@ -735,11 +775,19 @@ func journalWritersSweep(rs []diskbench.Result) []diskbench.Result {
 			by[k][r.Writers] = r
 		}
 	}
-	var best groupKey
+	var best journalConfig
 	bestN := 0
+	better := func(k journalConfig) bool {
+		if (k.model == diskbench.JournalModelBookKeeper) != (best.model == diskbench.JournalModelBookKeeper) {
+			return k.model == diskbench.JournalModelBookKeeper
+		}
+		if k.group() != best.group() {
+			return k.group() < best.group()
+		}
+		return k.bs < best.bs
+	}
 	for k, m := range by {
-		g := k.bs * int64(k.sync)
-		if len(m) > bestN || (len(m) == bestN && (g < best.bs*int64(best.sync) || (g == best.bs*int64(best.sync) && k.bs < best.bs))) {
+		if len(m) > bestN || (len(m) == bestN && better(k)) {
 			best, bestN = k, len(m)
 		}
 	}
@@ -751,8 +799,13 @@ func journalWritersSweep(rs []diskbench.Result) []diskbench.Result {
 	return out
 }
 
+// commitP99 is the p99 latency a bookie add waits for in the journal: the
+// bookkeeper model's add latency (queued → acknowledged), else the plain
+// model's group commit (writes + fdatasync).
 func commitP99(r diskbench.Result) (int64, bool) {
 	switch {
+	case r.AddLatency != nil && r.AddLatency.Count > 0:
+		return r.AddLatency.P99Ns, true
 	case r.CommitLatency != nil && r.CommitLatency.Count > 0:
 		return r.CommitLatency.P99Ns, true
 	case r.SyncLatency != nil && r.SyncLatency.Count > 0:
@@ -781,7 +834,10 @@ func pickJournalCount(sweep []diskbench.Result, capN int) (int, string) {
 	for _, r := range sweep {
 		p99, ok := commitP99(r)
 		lat := "p99 n/a"
-		if ok {
+		switch {
+		case ok && r.AddLatency != nil:
+			lat = "p99 add " + fmtNs(float64(p99))
+		case ok:
 			lat = "p99 commit " + fmtNs(float64(p99))
 		}
 		parts = append(parts, fmt.Sprintf("N=%d %s %s", r.Writers, units.DecimalRate(r.BytesPerSec), lat))
@@ -829,6 +885,9 @@ func syncP50(sweep []diskbench.Result) (float64, bool) {
 // 1-writer journal results: best MB/s per group size, smallest group
 // reaching LevelOff of the best.
 func pickGroupThreshold(rs []diskbench.Result) (int64, string) {
+	if slices.ContainsFunc(rs, bkResult) {
+		return pickGroupThresholdBK(rs)
+	}
 	// The write size measured at the most group sizes (ties: the smaller).
 	groups := map[int64]map[int64]float64{} // bs -> group -> MB/s
 	for _, r := range rs {
@@ -869,9 +928,111 @@ func pickGroupThreshold(rs []diskbench.Result) (int64, string) {
 	return v, fmt.Sprintf("%s writes, group size → MB/s (1 writer): %s; levels off at %s%s → %s", units.FormatBytes(wbs), strings.Join(parts, ", "), units.FormatBytes(level), still, units.FormatBytes(v))
 }
 
+// pickGroupThresholdBK is pickGroupThreshold for bookkeeper-model results:
+// 1-journal points that differ only in journalBufferedWritesThreshold
+// (the configuration measured at the most thresholds), best MB/s per
+// threshold, the smallest reaching LevelOff of the best.
+func pickGroupThresholdBK(rs []diskbench.Result) (int64, string) {
+	by := map[journalConfig]map[int64]float64{}
+	for _, r := range rs {
+		if bkResult(r) && usable(r) && r.Writers == 1 {
+			k := journalConfigOf(r)
+			th := k.settings.JournalBufferedWritesThreshold
+			k.settings.JournalBufferedWritesThreshold = 0
+			if by[k] == nil {
+				by[k] = map[int64]float64{}
+			}
+			by[k][th] = math.Max(by[k][th], r.BytesPerSec)
+		}
+	}
+	var key journalConfig
+	n := 0
+	for k, m := range by {
+		if len(m) > n || (len(m) == n && k.bs < key.bs) {
+			key, n = k, len(m)
+		}
+	}
+	if n < 2 {
+		return JournalThresholdMin, "fewer than 2 journalBufferedWritesThreshold values measured; Pulsar default kept"
+	}
+	m := by[key]
+	ths := slices.Sorted(maps.Keys(m))
+	best := slices.Max(slices.Collect(maps.Values(m)))
+	var parts []string
+	level := ths[len(ths)-1]
+	found := false
+	for _, th := range ths {
+		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(th), units.HumanRate(m[th])))
+		if !found && m[th] >= LevelOff*best {
+			level, found = th, true
+		}
+	}
+	v := min(JournalThresholdMax, max(JournalThresholdMin, level))
+	still := ""
+	if level == ths[len(ths)-1] && m[ths[len(ths)-2]] < LevelOff*best {
+		still = " (still rising at the largest threshold measured)"
+	}
+	return v, fmt.Sprintf("%s entries, %d in flight, journalWriteBufferSizeKB %d: journalBufferedWritesThreshold → MB/s (1 journal): %s; levels off at %s%s → %s",
+		units.FormatBytes(key.bs), key.inFlight, key.settings.JournalWriteBufferSizeKB, strings.Join(parts, ", "), units.FormatBytes(level), still, units.FormatBytes(v))
+}
+
+// pickJournalWriteBufferBK is pickJournalWriteBuffer for bookkeeper-model
+// results: 1-journal points that differ only in journalWriteBufferSizeKB
+// (the largest threshold measured with at least two buffer sizes).
+func pickJournalWriteBufferBK(rs []diskbench.Result) (int64, string) {
+	by := map[journalConfig]map[int64]float64{}
+	for _, r := range rs {
+		if bkResult(r) && usable(r) && r.Writers == 1 {
+			k := journalConfigOf(r)
+			kb := int64(k.settings.JournalWriteBufferSizeKB)
+			k.settings.JournalWriteBufferSizeKB = 0
+			if by[k] == nil {
+				by[k] = map[int64]float64{}
+			}
+			by[k][kb] = math.Max(by[k][kb], r.BytesPerSec)
+		}
+	}
+	var key journalConfig
+	found := false
+	for k, m := range by {
+		if len(m) >= 2 && (!found || k.group() > key.group() || (k.group() == key.group() && k.bs < key.bs)) {
+			key, found = k, true
+		}
+	}
+	if !found {
+		return 64, "journalWriteBufferSizeKB not compared at equal settings; Pulsar default kept"
+	}
+	m := by[key]
+	kbs := slices.Sorted(maps.Keys(m))
+	best := slices.Max(slices.Collect(maps.Values(m)))
+	var parts []string
+	for _, kb := range kbs {
+		parts = append(parts, fmt.Sprintf("%d KiB %s", kb, units.HumanRate(m[kb])))
+	}
+	ev := fmt.Sprintf("%s entries, %d in flight, journalBufferedWritesThreshold %s: journalWriteBufferSizeKB → MB/s (1 journal): %s",
+		units.FormatBytes(key.bs), key.inFlight, units.FormatBytes(key.settings.JournalBufferedWritesThreshold), strings.Join(parts, ", "))
+	base, ok := m[64]
+	if !ok {
+		return 64, ev + "; 64 KiB not measured, default kept"
+	}
+	if best <= JournalWriteBufferGain*base {
+		return 64, ev + fmt.Sprintf("; best is within %.0f%% of 64 KiB → keep 64", (JournalWriteBufferGain-1)*100)
+	}
+	for _, kb := range kbs {
+		if kb > 64 && m[kb] >= LevelOff*best {
+			v := min(1024, kb)
+			return v, ev + fmt.Sprintf("; %d KiB is within %.0f%% of the best and beats 64 KiB by %.0f%% → %d", kb, (1-LevelOff)*100, (m[kb]/base-1)*100, v)
+		}
+	}
+	return 64, ev
+}
+
 // pickJournalWriteBuffer compares write sizes at one group size (the
 // largest group measured with at least two write sizes, 1 writer).
 func pickJournalWriteBuffer(rs []diskbench.Result) (int64, string) {
+	if slices.ContainsFunc(rs, bkResult) {
+		return pickJournalWriteBufferBK(rs)
+	}
 	by := map[int64]map[int64]float64{} // group -> bs -> MB/s
 	for _, r := range rs {
 		if r.Workload == diskbench.WorkloadJournal && usable(r) && r.Writers == 1 {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
 )
 
 func settingInt(t *testing.T, r *Recommendation, key string) int64 {
@@ -186,5 +188,59 @@ func TestHelmValuesParse(t *testing.T) {
 		if len(v.Bookkeeper.ConfigData) != n {
 			t.Errorf("%s: %d configData keys, want %d", name, len(v.Bookkeeper.ConfigData), n)
 		}
+	}
+}
+
+// bkPoint is a bookkeeper-model journal result for the rule tests.
+func bkPoint(writers int, mbps float64, p99ms float64, mod func(*diskbench.JournalSettings), inFlight int) diskbench.Result {
+	s := diskbench.DefaultJournalSettings()
+	if mod != nil {
+		mod(&s)
+	}
+	lat := &diskbench.Latency{Count: 1000, P50Ns: int64(p99ms * 4e5), P99Ns: int64(p99ms * 1e6)}
+	return diskbench.Result{Workload: diskbench.WorkloadJournal, Model: diskbench.JournalModelBookKeeper, JournalSettings: &s,
+		InFlight: inFlight, Writers: writers, BlockSize: 64 * KiB, BytesPerSec: mbps * 1e6, Ops: 1000,
+		AddLatency: lat, SyncLatency: &diskbench.Latency{Count: 100, P50Ns: 1_400_000, P99Ns: 3e6}}
+}
+
+// TestRecommendBookKeeperJournalModel: the journal rules read the
+// bookkeeper model's results: writers by add latency, the threshold and
+// write-buffer sweeps by their BookKeeper settings.
+func TestRecommendBookKeeperJournalModel(t *testing.T) {
+	in := loadProfile(t, "nvme")
+	th := func(v int64) func(*diskbench.JournalSettings) {
+		return func(s *diskbench.JournalSettings) { s.JournalBufferedWritesThreshold = v }
+	}
+	thBuf := func(v int64, kb int) func(*diskbench.JournalSettings) {
+		return func(s *diskbench.JournalSettings) {
+			s.JournalBufferedWritesThreshold, s.JournalWriteBufferSizeKB = v, kb
+		}
+	}
+	in.JournalDisks[0].Results = []diskbench.Result{
+		bkPoint(1, 400, 2, nil, 16), bkPoint(2, 700, 3, nil, 16), bkPoint(4, 760, 3.5, nil, 16), bkPoint(8, 800, 9, nil, 16),
+		bkPoint(1, 500, 4, th(512*KiB), 64), bkPoint(1, 900, 5, th(1*MiB), 64),
+		bkPoint(1, 1100, 6, thBuf(1*MiB, 256), 64), bkPoint(1, 1150, 6, thBuf(1*MiB, 1024), 64),
+	}
+	in.CPUs = 16
+	r, err := Recommend(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 journals reach 95% of the best (8 is over the 2× p99 budget).
+	jd, _ := r.Setting("journalDirectories")
+	if n := len(strings.Split(jd.Value, ",")); n != 4 || !strings.Contains(strings.Join(jd.Evidence, " "), "p99 add") {
+		t.Errorf("journalDirectories %q (%d dirs), evidence %v", jd.Value, n, jd.Evidence)
+	}
+	// Thresholds 512 KiB → 500 MB/s, 1 MiB → 900: only 1 MiB reaches 95% of the best.
+	if v := settingInt(t, r, "journalBufferedWritesThreshold"); v != 1*MiB {
+		t.Errorf("journalBufferedWritesThreshold %d, want 1 MiB", v)
+	}
+	// At 1 MiB: 64 → 900, 256 → 1100 (+22%), 1024 → 1150: 256 is within 5% of the best.
+	if v := settingInt(t, r, "journalWriteBufferSizeKB"); v != 256 {
+		s, _ := r.Setting("journalWriteBufferSizeKB")
+		t.Errorf("journalWriteBufferSizeKB %d, want 256: %v", v, s.Evidence)
+	}
+	if v := settingInt(t, r, "journalMaxGroupWaitMSec"); v != 2 {
+		t.Errorf("journalMaxGroupWaitMSec %d, want 2 (p50 fdatasync 1.4 ms rounded up)", v)
 	}
 }

@@ -194,7 +194,13 @@ func progressPrinter(w io.Writer, quiet bool) func(string, diskbench.ProgressEve
 		case ev.Phase == diskbench.PhaseDone && ev.Result != nil:
 			r := ev.Result
 			extra := ""
-			if r.CommitLatency != nil && r.CommitLatency.Count > 0 {
+			switch {
+			case r.AddLatency != nil && r.AddLatency.Count > 0:
+				extra = fmt.Sprintf(", p99 add %s", diskbench.FormatNs(r.AddLatency.P99Ns))
+				if io := r.JournalIO; io != nil && io.Groups > 0 {
+					extra += fmt.Sprintf(", groups of %s", units.HumanBytes(io.MeanGroupBytes))
+				}
+			case r.CommitLatency != nil && r.CommitLatency.Count > 0:
 				extra = fmt.Sprintf(", p99 commit %s", diskbench.FormatNs(r.CommitLatency.P99Ns))
 			}
 			if r.Workload == diskbench.WorkloadRandRead {
