@@ -148,14 +148,7 @@ func (d *digests) add(id int64, payload []byte) {
 	w.bytes += int64(len(payload))
 }
 
-// entries and bytes are what the windows cover.
-func (d *digests) entries() (n int64) {
-	for _, w := range d.windows {
-		n += w.last - w.first + 1
-	}
-	return n
-}
-
+// bytes is the payload the windows cover.
 func (d *digests) bytes() (n int64) {
 	for _, w := range d.windows {
 		n += w.bytes

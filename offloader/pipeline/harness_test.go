@@ -19,7 +19,6 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
-	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
@@ -311,14 +310,6 @@ func states(snap *mlmeta.Snapshot) string {
 		fmt.Fprintf(&b, "%d:%s ", snap.Info.GetLedgerInfo()[i].GetLedgerId(), s)
 	}
 	return b.String()
-}
-
-func ledgerIDs(info *mlproto.ManagedLedgerInfo) []int64 {
-	var ids []int64
-	for _, li := range info.GetLedgerInfo() {
-		ids = append(ids, li.GetLedgerId())
-	}
-	return ids
 }
 
 func isStepErr(err error, s Step) bool {
