@@ -1,0 +1,57 @@
+package mlmeta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// TopicManagedLedgers returns the managed ledgers of a topic as Pulsar
+// users name it ("persistent://t/ns/x", "t/ns/x", a short name "x" for
+// public/default, a partition "x-partition-3"): the topic's own managed
+// ledger when it has one, else, for a partitioned topic, the managed
+// ledger of every partition that has one (sorted). A non-persistent
+// topic is ErrInvalidName; a topic with neither, ErrNotFound naming the
+// znode looked for.
+func (s *Store) TopicManagedLedgers(ctx context.Context, topic string) ([]string, error) {
+	tn, err := ParseTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	if !tn.Persistent() {
+		return nil, fmt.Errorf("%w: %s: non-persistent topics have no managed ledger", ErrInvalidName, topic)
+	}
+	ml := tn.MLName()
+	_, err = s.Get(ctx, ml)
+	if err == nil || !errors.Is(err, ErrNotFound) {
+		return []string{ml}, err
+	}
+	if tn.Partition >= 0 {
+		return nil, fmt.Errorf("%w: topic %s (no node %s)", ErrNotFound, tn, s.zpath(Path(ml)))
+	}
+	all, err := s.ListNamespace(ctx, tn.NamespacePath())
+	if err != nil {
+		return nil, err
+	}
+	type part struct {
+		name string
+		n    int
+	}
+	var parts []part
+	for _, name := range all {
+		p, err := ParseMLName(name)
+		if err == nil && p.Partition >= 0 && p.PartitionedTopic() == tn {
+			parts = append(parts, part{name, p.Partition})
+		}
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("%w: topic %s (no node %s and no partitions)", ErrNotFound, tn, s.zpath(Path(ml)))
+	}
+	slices.SortFunc(parts, func(a, b part) int { return a.n - b.n })
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p.name
+	}
+	return out, nil
+}

@@ -1,0 +1,56 @@
+package mlmeta
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+)
+
+func TestTopicManagedLedgers(t *testing.T) {
+	f := newFakeZK()
+	info := mustMarshal(sampleInfo(1, 3))
+	for _, ml := range []string{
+		"public/default/persistent/orders",
+		"public/default/persistent/clicks-partition-0",
+		"public/default/persistent/clicks-partition-2",
+		"public/default/persistent/clicks-partition-10",
+		"public/default/persistent/clicks-other-partition-1",
+		"t/ns/persistent/a%2Bb",
+		"prop/us-west/ns/persistent/legacy",
+	} {
+		f.put(Path(ml), info)
+	}
+	f.put(Path("public/default/persistent/orders")+"/sub-1", nil) // a cursor
+	s := New(f, nil)
+	ctx := context.Background()
+	for _, c := range []struct {
+		topic string
+		want  []string
+	}{
+		{"orders", []string{"public/default/persistent/orders"}},
+		{"persistent://public/default/orders", []string{"public/default/persistent/orders"}},
+		{"public/default/clicks", []string{"public/default/persistent/clicks-partition-0",
+			"public/default/persistent/clicks-partition-2", "public/default/persistent/clicks-partition-10"}},
+		{"clicks-partition-2", []string{"public/default/persistent/clicks-partition-2"}},
+		{"persistent://t/ns/a+b", []string{"t/ns/persistent/a%2Bb"}},
+		{"persistent://prop/us-west/ns/legacy", []string{"prop/us-west/ns/persistent/legacy"}},
+	} {
+		got, err := s.TopicManagedLedgers(ctx, c.topic)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v %v, want %v", c.topic, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		topic string
+		want  error
+	}{
+		{"missing", ErrNotFound},
+		{"clicks-partition-1", ErrNotFound},
+		{"non-persistent://public/default/x", ErrInvalidName},
+	} {
+		if _, err := s.TopicManagedLedgers(ctx, c.topic); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.topic, err, c.want)
+		}
+	}
+}
