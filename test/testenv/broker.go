@@ -333,6 +333,10 @@ func (br *Broker) start(t testing.TB) error {
 	cds, done := br.build.CDS(brokerCDSRole)
 	opts = append(opts, cds...)
 	cmd := br.build.Command(opts, "org.apache.pulsar.PulsarBrokerStarter", "--broker-conf", br.ConfPath)
+	// The working directory plays PULSAR_HOME: an offloader the broker makes
+	// for namespace offload policies (a deletion lag, say) looks for its NAR
+	// in the policy default "./offloaders", not in offloadersDirectory.
+	cmd.Dir = filepath.Dir(br.build.NarDir)
 	cmd.Env = append(os.Environ(), br.opts.Env...)
 	if off := br.opts.Offload; off != nil {
 		cmd.Env = append(cmd.Env, off.Env...)

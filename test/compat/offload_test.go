@@ -1,0 +1,390 @@
+package compat
+
+// The offloader's main job end to end with a stock Pulsar 4.0.8 broker and
+// real Pulsar clients: messages produced through the broker, their closed
+// ledgers offloaded by the real `offloader offload` binary (Go) to
+// versitygw, the BookKeeper copies deleted, the broker restarted, every
+// message read back by a Reader from the earliest position.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+var (
+	offloaderOnce sync.Once
+	offloaderPath string
+	offloaderErr  error
+	offBrokerOnce once[*offloadBroker]
+)
+
+// offloaderBinary builds cmd/offloader once per test binary.
+func offloaderBinary(t testing.TB) string {
+	t.Helper()
+	offloaderOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tierkeeper-offloader-bin-")
+		if err != nil {
+			offloaderErr = err
+			return
+		}
+		offloaderPath = filepath.Join(dir, "offloader")
+		cmd := exec.Command("go", "build", "-o", offloaderPath, "./cmd/offloader")
+		cmd.Dir = testenv.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			offloaderErr = fmt.Errorf("go build ./cmd/offloader: %v\n%s", err, out)
+		}
+	})
+	if offloaderErr != nil {
+		t.Fatal(offloaderErr)
+	}
+	return offloaderPath
+}
+
+// offloadBroker is a stock broker with an aws-s3 offloader on a versitygw
+// bucket (so it reads offloaded ledgers back); its own deletion lag is
+// "never", so only tierkeeper deletes BookKeeper copies unless a namespace
+// policy says otherwise.
+type offloadBroker struct {
+	*testenv.Broker
+	s3     *testenv.S3
+	bucket string
+	store  string // blob config file for the offloader
+}
+
+func sharedOffloadBroker(t testing.TB) *offloadBroker {
+	t.Helper()
+	c := sharedBookies(t)
+	s3 := testenv.StartS3(t)
+	return offBrokerOnce.get(t, "broker with an S3 offloader", func(tb testing.TB) *offloadBroker {
+		bucket := s3.NewBucket(tb)
+		b := testenv.StartBroker(tb, c, testenv.BrokerOptions{Offload: testenv.S3Offload(s3, bucket)})
+		return &offloadBroker{Broker: b, s3: s3, bucket: bucket, store: s3StoreFile(tb, s3, bucket)}
+	})
+}
+
+// s3StoreFile writes a blob config for bucket on s3 (path style, static
+// credentials) and returns its path.
+func s3StoreFile(t testing.TB, s3 *testenv.S3, bucket string) string {
+	t.Helper()
+	cfg := map[string]any{"type": "s3", "config": map[string]any{
+		"bucket": bucket, "region": s3.Region, "endpoint": s3.Endpoint, "addressing": "path",
+		"credentials": map[string]any{"source": "static", "access_key_id": s3.AccessKey, "secret_access_key": s3.SecretKey},
+	}}
+	b, _ := json.Marshal(cfg)
+	p := filepath.Join(t.TempDir(), "store.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// offloadRun is the part of `offloader offload -o json` the tests read.
+type offloadRun struct {
+	ManagedLedgers []struct {
+		Name    string `json:"name"`
+		Ledgers []struct {
+			LedgerID int64  `json:"ledgerId"`
+			Outcome  string `json:"outcome"`
+			UUID     string `json:"uuid"`
+			Error    string `json:"error"`
+			Verify   *struct {
+				Level   string `json:"level"`
+				Entries int64  `json:"entries"`
+			} `json:"verify"`
+			Trim *struct {
+				Deleted    bool  `json:"bookkeeperLedgerDeleted"`
+				FreedBytes int64 `json:"freedBytes"`
+			} `json:"trim"`
+			Leftovers []string `json:"leftovers"`
+		} `json:"ledgers"`
+		Reload *struct {
+			Done     bool   `json:"done"`
+			Unloaded bool   `json:"unloaded"`
+			Note     string `json:"note"`
+		} `json:"reload"`
+	} `json:"managedLedgers"`
+	Totals struct {
+		Ledgers      int   `json:"ledgers"`
+		Offloaded    int   `json:"offloaded"`
+		Failed       int   `json:"failed"`
+		Bytes        int64 `json:"bytes"`
+		BKBytesFreed int64 `json:"bookkeeperBytesFreed"`
+		BKDeleted    int   `json:"bookkeeperLedgersDeleted"`
+	} `json:"totals"`
+}
+
+// runOffload runs `offloader offload -o json` and decodes its result; the
+// error is the process's (stderr in the message).
+func runOffload(ctx context.Context, t testing.TB, env []string, args ...string) (*offloadRun, error) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, offloaderBinary(t), append([]string{"offload", "-o", "json"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var res offloadRun
+	if out.Len() > 0 {
+		if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil && err == nil {
+			return nil, fmt.Errorf("offloader output: %v: %.500q", jerr, out.String())
+		}
+	}
+	if err != nil {
+		return &res, fmt.Errorf("offloader %s: %v; stderr: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return &res, nil
+}
+
+// bkGone reports whether a ledger's BookKeeper metadata is gone.
+func bkGone(t testing.TB, ctx context.Context, id int64) bool {
+	t.Helper()
+	sess, err := tkzk.Connect(ctx, []string{sharedZK(t).Addr}, tkzk.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	st, err := metadata.NewStore(ctx, sess.Conn, metadata.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.ReadLedger(ctx, id)
+	if err != nil && !errors.Is(err, metadata.ErrNoSuchLedger) {
+		t.Fatal(err)
+	}
+	return errors.Is(err, metadata.ErrNoSuchLedger)
+}
+
+// TestOffloadStockBrokerS3: ten ledgers produced through a stock broker are
+// offloaded by `offloader offload` (verify in full, commit, unload through
+// the admin API, BookKeeper copies deleted by Go); after a broker restart a
+// Reader from the earliest position reads every message with the same
+// payload, and the broker's internalStats say offloaded. A second run finds
+// nothing to do.
+func TestOffloadStockBrokerS3(t *testing.T) {
+	b := sharedOffloadBroker(t)
+	j := sharedJava(t)
+	ctx := t.Context()
+	topic := uniqueTopic(t)
+	const n = 1050 // 10 full ledgers of 100 entries + the current one
+	prod, err := j.Produce(ctx, b.Broker, topic, testenv.ProduceOptions{Count: n, Seed: 21, Sizes: []int{0, 10, 1000, 20000, 70000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgers := prod.LedgerIDs()[-1]
+	if len(ledgers) != 11 {
+		t.Fatalf("produced into ledgers %v, want 11", ledgers)
+	}
+	args := []string{"--zk", sharedZK(t).Addr, "--store", b.store, "--admin-url", b.WebURL, "--delete-bookkeeper", topic}
+	res, err := runOffload(ctx, t, nil, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Totals.Offloaded != 10 || res.Totals.Failed != 0 || res.Totals.BKDeleted != 10 || len(res.ManagedLedgers) != 1 {
+		t.Fatalf("offload totals %+v", res.Totals)
+	}
+	ml := res.ManagedLedgers[0]
+	if ml.Reload == nil || !ml.Reload.Done || !ml.Reload.Unloaded {
+		t.Fatalf("reload %+v", ml.Reload)
+	}
+	for i, l := range ml.Ledgers {
+		if l.LedgerID != ledgers[i] || l.Outcome != "offloaded" || l.Verify == nil || l.Verify.Level != "full" ||
+			l.Verify.Entries != 100 || l.Trim == nil || !l.Trim.Deleted || l.Trim.FreedBytes == 0 {
+			t.Fatalf("ledger %d: %+v", ledgers[i], l)
+		}
+		if !bkGone(t, ctx, l.LedgerID) {
+			t.Fatalf("ledger %d still in BookKeeper", l.LedgerID)
+		}
+	}
+	// The broker serves them from the object store, before and after a restart.
+	read, err := j.ReadAll(ctx, b.Broker, topic, testenv.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, prod, read, true)
+	b.Restart(t)
+	read, err = j.ReadAll(ctx, b.Broker, topic, testenv.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, prod, read, true)
+	checkPayloads(t, read.Messages, 21)
+	stats, err := b.InternalStats(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	for _, l := range stats.Ledgers {
+		if l.Offloaded {
+			off++
+		}
+	}
+	if off != 10 {
+		t.Fatalf("internalStats: %d ledgers offloaded, want 10: %+v", off, stats.Ledgers)
+	}
+	// The reload closed the ledger that was current (the broker recovers
+	// it and opens a new one): a second run takes only that one.
+	res, err = runOffload(ctx, t, nil, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Totals.Offloaded != 1 || res.ManagedLedgers[0].Ledgers[0].LedgerID != ledgers[10] {
+		t.Fatalf("second run: %+v %+v", res.Totals, res.ManagedLedgers)
+	}
+	read, err = j.ReadAll(ctx, b.Broker, topic, testenv.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, prod, read, true)
+}
+
+// TestOffloadBrokerDeletesBookKeeperCopy: without --delete-bookkeeper the
+// broker's own trimmer removes the BookKeeper copies after its deletion lag
+// (a namespace policy of 0 ms here), once the unload made it read the
+// offloaded metadata; the messages stay readable.
+func TestOffloadBrokerDeletesBookKeeperCopy(t *testing.T) {
+	b := sharedOffloadBroker(t)
+	j := sharedJava(t)
+	ctx := t.Context()
+	ns := fmt.Sprintf("public/lag0-%d", topicSeq.Add(1))
+	if _, err := b.AdminDo(ctx, "PUT", "/admin/v2/namespaces/"+ns, map[string]any{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AdminDo(ctx, "PUT", "/admin/v2/namespaces/"+ns+"/offloadDeletionLagMs", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	topic := "persistent://" + ns + "/" + nonName.ReplaceAllString(t.Name(), "_")
+	prod, err := j.Produce(ctx, b.Broker, topic, testenv.ProduceOptions{Count: 350, Seed: 22, Size: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runOffload(ctx, t, nil, "--zk", sharedZK(t).Addr, "--store", b.store, "--admin-url", b.WebURL, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Totals.Offloaded != 3 || res.Totals.BKDeleted != 0 {
+		t.Fatalf("offload totals %+v", res.Totals)
+	}
+	ids := prod.LedgerIDs()[-1][:3]
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		gone := 0
+		for _, id := range ids {
+			if bkGone(t, ctx, id) {
+				gone++
+			}
+		}
+		if gone == len(ids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			st, _ := b.InternalStats(ctx, topic)
+			out, _ := exec.Command("grep", "-i", "-E", "offload|trim|lag", b.LogPath()).CombinedOutput()
+			t.Fatalf("the broker deleted %d of the BookKeeper copies of %v in 60 s; stats %+v\n%s", gone, ids, st, out)
+		}
+		time.Sleep(time.Second)
+	}
+	read, err := j.ReadAll(ctx, b.Broker, topic, testenv.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, prod, read, true)
+}
+
+// TestOffloadPartitionedTopic: the base name of a partitioned topic means
+// every partition; each partition's closed ledgers are offloaded and the
+// messages of all three read back.
+func TestOffloadPartitionedTopic(t *testing.T) {
+	b := sharedOffloadBroker(t)
+	j := sharedJava(t)
+	ctx := t.Context()
+	topic := uniqueTopic(t)
+	if err := b.CreatePartitionedTopic(ctx, topic, 3); err != nil {
+		t.Fatal(err)
+	}
+	prod, err := j.Produce(ctx, b.Broker, topic, testenv.ProduceOptions{Count: 960, Seed: 23, Size: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, ls := range prod.LedgerIDs() {
+		want += len(ls) - 1
+	}
+	res, err := runOffload(ctx, t, nil, "--zk", sharedZK(t).Addr, "--store", b.store, "--admin-url", b.WebURL,
+		"--delete-bookkeeper", strings.TrimPrefix(topic, "persistent://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ManagedLedgers) != 3 || res.Totals.Offloaded != want || want < 3 || res.Totals.BKDeleted != want {
+		t.Fatalf("partitions %d, totals %+v, want %d offloaded", len(res.ManagedLedgers), res.Totals, want)
+	}
+	for i, m := range res.ManagedLedgers {
+		if !strings.HasSuffix(m.Name, fmt.Sprintf("-partition-%d", i)) || m.Reload == nil || !m.Reload.Done {
+			t.Fatalf("managed ledger %d: %s reload %+v", i, m.Name, m.Reload)
+		}
+	}
+	read, err := j.ReadAll(ctx, b.Broker, topic, testenv.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, prod, read, false)
+}
+
+// TestOffloadWhileProducing: offloads commit while a producer keeps writing
+// and ledgers keep rolling (the broker meets the version Go's commit
+// bumped, fences and reopens the managed ledger; the unload closes the
+// topic; the producer reconnects): every acknowledged message is read back.
+func TestOffloadWhileProducing(t *testing.T) {
+	b := sharedOffloadBroker(t)
+	j := sharedJava(t)
+	ctx := t.Context()
+	topic := uniqueTopic(t)
+	p := j.StartProducer(t, b.Broker, topic, testenv.KeepProducingOptions{Rate: 400, Seed: 24, Size: 1500, MaxDuration: 3 * time.Minute})
+	if err := p.WaitAcked(250, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	offloaded := 0
+	for round := 0; round < 3; round++ {
+		res, err := runOffload(ctx, t, nil, "--zk", sharedZK(t).Addr, "--store", b.store, "--admin-url", b.WebURL, "--delete-bookkeeper", topic)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		offloaded += res.Totals.Offloaded
+		if err := p.WaitAcked(p.Acked()+150, 60*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pr, err := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offloaded < 3 || pr.Acked < 700 {
+		t.Fatalf("offloaded %d ledgers while %d messages were acknowledged", offloaded, pr.Acked)
+	}
+	read, err := j.ReadAll(ctx, b.Broker, topic, testenv.ReadOptions{Expect: int(pr.Acked)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range read.Messages {
+		got[fmt.Sprintf("%d:%d:%d", m.LedgerID, m.EntryID, m.BatchIndex)] = m.SHA256
+	}
+	for _, m := range pr.AckedMessages {
+		if got[fmt.Sprintf("%d:%d:%d", m.LedgerID, m.EntryID, m.BatchIndex)] != m.SHA256 {
+			t.Fatalf("acknowledged message %s (index %d) not read back", m.MessageID, m.Index)
+		}
+	}
+	t.Logf("%d ledgers offloaded while producing; %d acknowledged messages, %d read (failed sends %d)", offloaded, pr.Acked, read.Count, pr.Failed)
+}
