@@ -90,8 +90,12 @@ func (l *memLeases) TryAcquire(_ context.Context, ml string) (bool, string, erro
 	l.held[ml] = true
 	return true, "me", nil
 }
-func (l *memLeases) Release(_ context.Context, ml string) { l.mu.Lock(); delete(l.held, ml); l.mu.Unlock() }
-func (l *memLeases) Lost() <-chan struct{}                { return l.lost }
+func (l *memLeases) Release(_ context.Context, ml string) {
+	l.mu.Lock()
+	delete(l.held, ml)
+	l.mu.Unlock()
+}
+func (l *memLeases) Lost() <-chan struct{} { return l.lost }
 
 func cands(spec ...string) []policy.Candidate {
 	var out []policy.Candidate
