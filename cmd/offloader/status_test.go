@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/offloader"
+	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
+)
+
+func TestStatusCommand(t *testing.T) {
+	// A real service's handler, before it has a ZooKeeper session.
+	cfg, err := offloader.Parse([]byte(fmt.Sprintf("zookeeper: {servers: \"127.0.0.1:1\"}\nstore: {type: fs, config: {dir: %q}}\nleases: {id: r1}\n", t.TempDir())), offloader.ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := offloader.New(context.Background(), cfg, offloader.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(svc.Handler())
+	defer hs.Close()
+	out, _, err := run(t, "status", "--service", hs.URL)
+	if err != nil || !strings.Contains(out, "replica r1: NOT READY") {
+		t.Errorf("status of a fresh service: %v\n%s", err, out)
+	}
+	resp, err := http.Get(hs.URL + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("readyz before a session: %v %v", resp.Status, err)
+	}
+
+	// A populated document renders totals, topics, parked ledgers and warnings.
+	st := offloader.Status{Replica: "r2", Ready: true, StartedAt: time.Now().Add(-time.Hour), EvaluatedAt: time.Now(),
+		Totals: offloader.Totals{Topics: 2, BKBytes: 3 << 30, OffloadedBytes: 5 << 30, LagBytes: 1 << 30, LagLedgers: 4, LagSeconds: 7200, ParkedLedgers: 1},
+		Topics: []offloader.TopicStatus{
+			{Topic: "persistent://t/ns/a", Rule: "default", LagBytes: 1 << 30, LagSeconds: 7200, NextAction: "offload ledger 7 (default: age)",
+				LastError: "ledger 9 parked until 2026-01-01T00:00:00Z after 5 failures: bookie unreachable"},
+			{Topic: "persistent://t/ns/quiet", Rule: "default"},
+		},
+		Ledgers:  []scheduler.LedgerState{{ML: "t/ns/persistent/a", LedgerID: 9, State: "parked", Failures: 5, LastErr: "bookie unreachable", LastStep: "copy"}},
+		Warnings: []string{`rule "x" matches no topic`},
+	}
+	doc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(st) }))
+	defer doc.Close()
+	out, _, err = run(t, "status", "--service", doc.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"replica r2: ready", "2 topics; on BookKeeper 3.0 GiB, offloaded 5.0 GiB; lag 1.0 GiB in 4 ledgers (oldest 2h0m0s)",
+		"1 parked", "persistent://t/ns/a", "offload ledger 7 (default: age)", "t/ns/persistent/a  9       parked", `warning: rule "x" matches no topic`} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output misses %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "persistent://t/ns/quiet") {
+		t.Errorf("a topic without lag or error is listed without --all:\n%s", out)
+	}
+	if out, _, _ = run(t, "status", "--service", doc.URL, "--all"); !strings.Contains(out, "persistent://t/ns/quiet") {
+		t.Errorf("--all misses a topic:\n%s", out)
+	}
+	if _, _, err := run(t, "status", "--service", "http://127.0.0.1:1", "--timeout", "1s"); err == nil {
+		t.Error("unreachable service: no error")
+	}
+}
