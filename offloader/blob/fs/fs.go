@@ -67,6 +67,11 @@ type Store struct {
 	now   func() time.Time
 	keyMu [64]sync.Mutex
 	upMu  [64]sync.Mutex
+	// crashPoint, set only by tests, runs at the named steps of a write
+	// ("data-renamed": the data file is in place, no record yet;
+	// "record-renamed": the record is committed, the replaced data file
+	// not yet removed), where a crash test kills the process.
+	crashPoint func(step string)
 }
 
 var (
@@ -211,6 +216,12 @@ func newID() string {
 		panic(err)
 	}
 	return hex.EncodeToString(b[:])
+}
+
+func (s *Store) crash(step string) {
+	if s.crashPoint != nil {
+		s.crashPoint(step)
+	}
 }
 
 // readRecord reads and checks the record at path; a missing file gives
@@ -442,6 +453,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, op
 	if err != nil {
 		return blob.Attrs{}, fmt.Errorf("fs: put %q: %w", key, err)
 	}
+	s.crash("data-renamed")
 	rec := &record{Version: recordVersion, Key: key, Data: gen, Size: size, ETag: hex.EncodeToString(h.Sum(nil)),
 		Modified: s.now().UTC(), ContentType: contentType(opts.ContentType), Metadata: md}
 	if err := s.commit(ctx, rec); err != nil {
@@ -478,6 +490,7 @@ func (s *Store) commit(ctx context.Context, rec *record) error {
 	if err := s.writeFile(ctx, path, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 		return fmt.Errorf("fs: commit %q: %w", rec.Key, err)
 	}
+	s.crash("record-renamed")
 	if old != nil && old.Data != rec.Data {
 		if err := os.Remove(s.dataPath(old.Data)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("fs: remove replaced data file", "key", rec.Key, "err", err)

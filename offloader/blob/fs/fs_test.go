@@ -1,15 +1,19 @@
 package fs
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,50 +109,168 @@ func TestLongKeysHashed(t *testing.T) {
 	}
 }
 
-// A crash between the data rename and the record rename leaves an
-// unreferenced data file and the old object intact; Sweep removes the file.
-func TestCrashLeavesOldObjectAndSweepCleans(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	if _, err := s.Put(ctx, "k", strings.NewReader("old"), 3, blob.PutOptions{}); err != nil {
-		t.Fatal(err)
+const crashEnv = "TK_FS_CRASH" // "<dir>|<step>" for the child of TestCrashDuringPut
+
+// crashChild is the child process of TestCrashDuringPut: it overwrites key
+// k in the store at dir with 1 MiB and stops at step, printing "ready", to
+// be killed there. Steps: "writing" (half the data written to the
+// temporary file), "data-renamed", "record-renamed".
+func crashChild(spec string) {
+	dir, step, _ := strings.Cut(spec, "|")
+	s, err := New(Config{Dir: dir}, Options{})
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(2)
 	}
-	// Simulate the crash: a new data file and a temp file, no record.
-	orphan := filepath.Join(s.dir, "data", newID())
-	if err := os.WriteFile(orphan, []byte("new"), 0o644); err != nil {
-		t.Fatal(err)
+	stop := func() {
+		fmt.Println("ready")
+		time.Sleep(time.Minute) // killed here
+		os.Exit(3)
 	}
-	tmp := filepath.Join(s.dir, "tmp", "w-123")
-	if err := os.WriteFile(tmp, []byte("partial"), 0o644); err != nil {
-		t.Fatal(err)
+	s.crashPoint = func(at string) {
+		if at == step {
+			stop()
+		}
 	}
-	rc, _, err := s.Get(ctx, "k")
+	data := bytes.Repeat([]byte("new!"), 256<<10)
+	var r io.Reader = bytes.NewReader(data)
+	if step == "writing" {
+		r = io.MultiReader(bytes.NewReader(data[:len(data)/2]), readerFunc(func([]byte) (int, error) { stop(); return 0, nil }))
+	}
+	if _, err := s.Put(context.Background(), "k", r, int64(len(data)), blob.PutOptions{}); err != nil {
+		fmt.Println(err)
+		os.Exit(2)
+	}
+	os.Exit(4) // the step was never reached
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(crashEnv); spec != "" {
+		crashChild(spec)
+	}
+	os.Exit(m.Run())
+}
+
+// A real Put, in a child process, is killed (SIGKILL) at each step of its
+// commit protocol. The store is never left with a broken object: before
+// the record rename the old object is served, after it the new one; what
+// the crash leaves (a partial temporary file, an unreferenced data file) is
+// only removed by Sweep, and only once it is older than the grace period.
+func TestCrashDuringPut(t *testing.T) {
+	for _, c := range []struct {
+		step     string
+		want     string // the object after the crash
+		leftover string // the sub-directory holding what the crash left
+	}{
+		{"writing", "old", "tmp"},
+		{"data-renamed", "old", "data"},
+		{"record-renamed", "new!", "data"},
+	} {
+		t.Run(c.step, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := New(Config{Dir: dir}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := s.Put(ctx, "k", strings.NewReader("old"), 3, blob.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			before := listDir(t, filepath.Join(dir, c.leftover))
+
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), crashEnv+"="+dir+"|"+c.step)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			ready := make(chan string, 1)
+			go func() {
+				line, _ := bufio.NewReader(out).ReadString('\n')
+				ready <- line
+			}()
+			select {
+			case line := <-ready:
+				if line != "ready\n" {
+					cmd.Process.Kill()
+					cmd.Wait()
+					t.Fatalf("child: %q", line)
+				}
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatal("child never reached the crash point")
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err == nil {
+				t.Fatal("child exited cleanly")
+			}
+
+			got := getAll(t, s, "k")
+			if string(got) != c.want && !(c.want == "new!" && bytes.Equal(got, bytes.Repeat([]byte("new!"), 256<<10))) {
+				t.Fatalf("after a crash at %s: %d bytes %.8q..., want %q", c.step, len(got), got, c.want)
+			}
+			left := listDir(t, filepath.Join(dir, c.leftover))
+			if len(left) != len(before)+1 {
+				t.Fatalf("%s/ holds %v after the crash, had %v: want one file left by the crash", c.leftover, left, before)
+			}
+			// Young leftovers stay (a write may be in progress) ...
+			if n, err := s.Sweep(ctx, time.Hour); err != nil || n != 0 {
+				t.Fatalf("Sweep(1h) removed %d, %v", n, err)
+			}
+			// ... old ones go, and only they.
+			old := time.Now().Add(-2 * time.Hour)
+			for _, f := range left {
+				os.Chtimes(filepath.Join(dir, c.leftover, f), old, old)
+			}
+			if n, err := s.Sweep(ctx, time.Hour); err != nil || n != 1 {
+				t.Fatalf("Sweep removed %d, %v; want the 1 leftover", n, err)
+			}
+			if got2 := getAll(t, s, "k"); !bytes.Equal(got2, got) {
+				t.Fatal("Sweep changed the live object")
+			}
+			if _, err := s.Put(ctx, "k", strings.NewReader("next"), 4, blob.PutOptions{}); err != nil {
+				t.Fatalf("Put after the crash: %v", err)
+			}
+			blobtest.AssertStored(t, s, "k", []byte("next"))
+		})
+	}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(rc)
-	rc.Close()
-	if string(b) != "old" {
-		t.Fatalf("after simulated crash got %q, want the old object", b)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
 	}
-	// Young files are kept (a write may be in progress).
-	if n, err := s.Sweep(ctx, time.Hour); err != nil || n != 0 {
-		t.Fatalf("Sweep(1h) removed %d, %v", n, err)
+	return names
+}
+
+func getAll(t *testing.T, s *Store, key string) []byte {
+	t.Helper()
+	rc, _, err := s.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Get %s: %v", key, err)
 	}
-	old := time.Now().Add(-2 * time.Hour)
-	os.Chtimes(orphan, old, old)
-	os.Chtimes(tmp, old, old)
-	if n, err := s.Sweep(ctx, time.Hour); err != nil || n != 2 {
-		t.Fatalf("Sweep removed %d, %v; want 2", n, err)
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("read %s: %v", key, err)
 	}
-	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
-		t.Error("orphan data file survived Sweep")
-	}
-	if rc, _, err := s.Get(ctx, "k"); err != nil {
-		t.Fatalf("Sweep broke the live object: %v", err)
-	} else {
-		rc.Close()
-	}
+	return b
 }
 
 func TestCorruptRecordIsAnErrorNotNotFound(t *testing.T) {
