@@ -192,3 +192,33 @@ func TestRead(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBuild: any value that decodes as managed-ledger metadata builds a
+// report whose totals add up and which marshals to JSON.
+func FuzzBuild(f *testing.F) {
+	for _, info := range fixture() {
+		f.Add(mltest.Encode(info))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		info, codec, err := mlmeta.Decode(data, mlmeta.Limits{})
+		if err != nil {
+			return
+		}
+		snap := &mlmeta.Snapshot{Name: "public/default/persistent/x", Info: info, Codec: codec, StoredBytes: len(data)}
+		r := Build([]mlmeta.Result{{Name: snap.Name, Snapshot: snap}}, now, "")
+		var bytes, ledgers int64
+		for _, st := range r.States {
+			bytes += r.Totals.BytesByState[st]
+			ledgers += r.Totals.LedgersByState[st]
+		}
+		if bytes != r.Totals.Bytes || ledgers != r.Totals.Ledgers || ledgers != int64(len(info.GetLedgerInfo())) {
+			t.Fatalf("totals do not add up: %+v", r.Totals)
+		}
+		if s := r.ManagedLedgers[0].Summary(); s.Bytes != r.Totals.Bytes || s.OffloadedBytes != r.Totals.OffloadedBytes() {
+			t.Fatalf("summary %+v vs totals %+v", s, r.Totals)
+		}
+		if _, err := json.Marshal(r); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
