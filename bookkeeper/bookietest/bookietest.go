@@ -72,6 +72,10 @@ type Action struct {
 	Garbage bool
 	// Oversized answers with a length prefix of 1 GiB (and nothing after it).
 	Oversized bool
+	// Mutate, if set, rewrites the encoded response frame (length prefix
+	// included) before it is written; closeAfter closes the connection
+	// after writing it. For fuzzing the reader with arbitrary corruption.
+	Mutate func(frame []byte) (out []byte, closeAfter bool)
 }
 
 // Fault picks the Action for a request; nil serves everything normally.
@@ -347,6 +351,13 @@ func (b *Bookie) handle(write func([]byte) error, stall func(), pr *bkproto.Requ
 		return false
 	}
 	frame := wire.AppendFrame(nil, msg)
+	if act.Mutate != nil {
+		out, closeAfter := act.Mutate(frame)
+		if err := write(out); err != nil || closeAfter {
+			return false
+		}
+		return true
+	}
 	if act.HalfAndClose {
 		_ = write(frame[:len(frame)/2])
 		return false

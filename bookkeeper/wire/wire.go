@@ -74,31 +74,58 @@ func AppendReadRequest(dst []byte, txnID uint64, ledgerID, entryID int64) []byte
 	return dst
 }
 
+// frameChunk is how much of a frame body ReadFrame allocates before any
+// of it arrives: a peer must send that much of a larger frame before the
+// rest is allocated, so a frame header claiming megabytes followed by
+// little or nothing costs at most 64 KiB. (Growing the buffer step by step
+// with the input would bound it tighter but reads 1 MiB frames at a third
+// of the speed: BenchmarkReadFrame1MiB.)
+const frameChunk = 64 << 10
+
 // ReadFrame reads one frame from r and returns its body. A length above
-// maxSize fails with ErrFrameTooLarge before anything is allocated. alloc, if
-// not nil, provides the body buffer (it must return a slice of length n).
+// maxSize fails with ErrFrameTooLarge before anything is allocated; of a
+// body above 64 KiB only the first 64 KiB are allocated until they have
+// arrived. alloc, if not nil, provides the body buffer up front (it must
+// return a slice of length n).
 func ReadFrame(r io.Reader, maxSize int, alloc func(n int) []byte) ([]byte, error) {
 	var lb [4]byte
 	if _, err := io.ReadFull(r, lb[:]); err != nil {
 		return nil, err
 	}
-	n := binary.BigEndian.Uint32(lb[:])
+	n := int(binary.BigEndian.Uint32(lb[:]))
 	if uint64(n) > uint64(maxSize) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, maxSize)
 	}
 	var body []byte
-	if alloc != nil {
-		body = alloc(int(n))
-	} else {
+	switch {
+	case alloc != nil:
+		body = alloc(n)
+	case n <= frameChunk:
 		body = make([]byte, n)
+	default:
+		head := make([]byte, frameChunk)
+		if _, err := io.ReadFull(r, head); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		body = make([]byte, n)
+		copy(body, head)
+		if _, err := io.ReadFull(r, body[frameChunk:]); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		return body, nil
 	}
 	if _, err := io.ReadFull(r, body); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
+		return nil, unexpectedEOF(err)
 	}
 	return body, nil
+}
+
+// unexpectedEOF turns io.EOF inside a frame into io.ErrUnexpectedEOF.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // Response is a decoded v3 Response.

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/internal/allocs"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
 )
 
@@ -225,17 +226,59 @@ func FuzzDecodeResponse(f *testing.F) {
 	})
 }
 
+// FuzzReadFrame: never more than the limit, never more than the input
+// holds, and what a small input makes the reader allocate is small: a
+// frame header claiming 5 MiB followed by less than 64 KiB costs at most
+// 64 KiB, not megabytes.
 func FuzzReadFrame(f *testing.F) {
 	f.Add(AppendFrame(nil, []byte("abc")))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1})
 	f.Add([]byte{0, 0, 0, 0})
+	f.Add([]byte{0x00, 0x50, 0x00, 0x00, 1, 2, 3}) // claims 5 MiB, sends 3 bytes
+	f.Add(append([]byte{0x00, 0x02, 0x00, 0x00}, make([]byte, 1<<17)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		body, err := ReadFrame(bytes.NewReader(b), 64, nil)
-		if err != nil {
-			return
+		for _, limit := range []int{64, DefaultMaxFrameSize} {
+			body, err := ReadFrame(bytes.NewReader(b), limit, nil)
+			if err == nil && (len(body) > limit || len(b) < 4+len(body)) {
+				t.Fatalf("frame of %d bytes from %d input bytes (limit %d)", len(body), len(b), limit)
+			}
 		}
-		if len(body) > 64 || len(b) < 4+len(body) {
-			t.Fatalf("frame of %d bytes from %d input bytes", len(body), len(b))
+		got := allocs.Bytes(3, func() { _, _ = ReadFrame(bytes.NewReader(b), DefaultMaxFrameSize, nil) })
+		bound := uint64(frameChunk + 4096)
+		if len(b) >= 4+frameChunk {
+			bound += uint64(len(b)) // the rest of a frame of at most len(b)-4 bytes
+		}
+		if got > bound {
+			t.Fatalf("%d input bytes made ReadFrame allocate %d bytes (bound %d)", len(b), got, bound)
 		}
 	})
+}
+
+func TestReadFrameGrowsWithInput(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), (3<<20)/16)
+	body, err := ReadFrame(bytes.NewReader(AppendFrame(nil, big)), DefaultMaxFrameSize, nil)
+	if err != nil || !bytes.Equal(body, big) {
+		t.Fatalf("3 MiB frame: %d bytes, %v", len(body), err)
+	}
+	// A 5 MiB claim with 10 bytes behind it.
+	claim := append([]byte{0x00, 0x50, 0x00, 0x00}, make([]byte, 10)...)
+	if _, err := ReadFrame(bytes.NewReader(claim), DefaultMaxFrameSize, nil); err != io.ErrUnexpectedEOF {
+		t.Fatalf("short frame: %v", err)
+	}
+	if got := allocs.Bytes(3, func() { _, _ = ReadFrame(bytes.NewReader(claim), DefaultMaxFrameSize, nil) }); got > 128<<10 {
+		t.Errorf("a 14-byte input claiming 5 MiB allocated %d bytes", got)
+	}
+}
+
+// BenchmarkReadFrame1MiB: the cost of growing a 1 MiB body as it arrives.
+func BenchmarkReadFrame1MiB(b *testing.B) {
+	frame := AppendFrame(nil, make([]byte, 1<<20))
+	r := bytes.NewReader(frame)
+	b.SetBytes(int64(len(frame)))
+	for b.Loop() {
+		r.Reset(frame)
+		if _, err := ReadFrame(r, DefaultMaxFrameSize, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
