@@ -74,7 +74,7 @@ func (c *corruption) action(bookietest.Request) bookietest.Action {
 // fail, but whatever it delivers must be exactly what was written. It never
 // hangs (each unanswerable read times out) and never panics.
 func FuzzReadStream(f *testing.F) {
-	f.Add(uint64(1), []byte{0, 0, 10, 0x40})                               // flip a byte in the length prefix
+	f.Add(uint64(1), []byte{0, 0, 10, 0x40})                                 // flip a byte in the length prefix
 	f.Add(uint64(2), []byte{1, 0, 200, 0x01, 2, 2, 100, 7, 3, 3, 250, 0})    // payload flip, insert, delete
 	f.Add(uint64(3), []byte{0, 4, 128, 0, 5, 4, 3, 0})                       // cut mid-frame, cut in the prefix
 	f.Add(uint64(4), []byte{0, 0, 60, 0x10, 0, 0, 61, 0x10, 0, 0, 62, 0x10}) // header bytes (txn, ids)
@@ -136,4 +136,3 @@ func FuzzReadStream(f *testing.F) {
 		}
 	})
 }
-
