@@ -110,6 +110,7 @@ func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.O
 // stepMetrics is the pipeline observer feeding the step metrics.
 type stepMetrics struct {
 	pipeline.NopObserver
+	log      *slog.Logger
 	duration *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
 	copied   prometheus.Counter
@@ -123,9 +124,10 @@ type stepMetrics struct {
 var allSteps = []string{string(pipeline.StepSelect), string(pipeline.StepPrepare), string(pipeline.StepCopy),
 	string(pipeline.StepVerify), string(pipeline.StepCommit), string(pipeline.StepReload), string(pipeline.StepTrim)}
 
-func newStepMetrics(f *metrics.Factory) *stepMetrics {
+func newStepMetrics(f *metrics.Factory, log *slog.Logger) *stepMetrics {
 	steps := metrics.Label{Name: "step", Values: allSteps}
 	return &stepMetrics{
+		log: log.With("component", "pipeline"),
 		duration: f.HistogramVec("step_duration_seconds", "Duration of pipeline steps, by step.",
 			[]float64{0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}, steps),
 		errors: f.CounterVec("step_errors_total", "Pipeline steps that failed, by step.", steps),
@@ -134,13 +136,22 @@ func newStepMetrics(f *metrics.Factory) *stepMetrics {
 	}
 }
 
+// StepStarted records the step; copies are logged at info (one line when
+// a replica starts uploading a ledger, one when it stops), so operators
+// (and the replica tests) see who uploaded what when.
 func (m *stepMetrics) StepStarted(t pipeline.Target, s pipeline.Step) {
+	if s == pipeline.StepCopy {
+		m.log.Info("copy started", "ml", t.ML, "ledger", t.LedgerID)
+	}
 	m.mu.Lock()
 	m.active[t] = s
 	m.mu.Unlock()
 }
 
 func (m *stepMetrics) StepDone(t pipeline.Target, s pipeline.Step, d time.Duration, err error) {
+	if s == pipeline.StepCopy {
+		m.log.Info("copy ended", "ml", t.ML, "ledger", t.LedgerID, "duration", d, "err", err)
+	}
 	m.duration.WithLabelValues(string(s)).Observe(d.Seconds())
 	if err != nil && !errors.Is(err, context.Canceled) {
 		m.errors.WithLabelValues(string(s)).Inc()

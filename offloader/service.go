@@ -132,7 +132,7 @@ func New(ctx context.Context, c *Config, d Deps) (*Service, error) {
 	}
 	s.pool = format.NewPool(int(maxBlock), c.Scheduler.PartsInFlight+c.Scheduler.LedgersInFlight)
 	f := metrics.New(d.Registerer, "offloader")
-	s.steps = newStepMetrics(f)
+	s.steps = newStepMetrics(f, d.Logger)
 	var topicLabels []string
 	if c.Metrics.PerTopic {
 		topicLabels = []string{"topic"}

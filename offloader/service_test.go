@@ -53,7 +53,7 @@ func peers(t *testing.T) {
 
 // mlWrite has Pulsar's managed-ledger library write entries into ml,
 // perLedger per ledger.
-func mlWrite(t *testing.T, name string, entries, perLedger int) {
+func mlWrite(t *testing.T, name string, entries, perLedger, entrySize int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -62,7 +62,7 @@ func mlWrite(t *testing.T, name string, entries, perLedger int) {
 	}
 	if err := peer.java.RunJSON(ctx, &w, "ml-write", "--metadata-uri", peer.bk.MetadataServiceURI(), "--zk", peer.zk.Addr,
 		"--name", name, "--entries", fmt.Sprint(entries), "--entries-per-ledger", fmt.Sprint(perLedger), "--cursor", "sub",
-		"--entry-size", "1000"); err != nil {
+		"--entry-size", fmt.Sprint(entrySize)); err != nil {
 		t.Fatal(err)
 	}
 	if len(w.Entries) != entries {
@@ -140,7 +140,7 @@ func TestServiceOffloadsByPolicy(t *testing.T) {
 	peers(t)
 	mls := []string{"acme/svc/persistent/a", "acme/svc/persistent/b", "acme/keep/persistent/c"}
 	for _, ml := range mls {
-		mlWrite(t, ml, 30, 10)
+		mlWrite(t, ml, 30, 10, 1000)
 	}
 	cfg, _, _ := serviceConfig(t, `
 policy:

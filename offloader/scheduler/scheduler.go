@@ -346,6 +346,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job) {
 	s.log.Info("job started", "ml", j.ML, "action", j.Action.String(), "ledgers", j.Ledgers)
 	outs := s.run.Run(ctx, j)
 	now := s.o.Now()
+	s.log.Info("job ended", "ml", j.ML, "action", j.Action.String(), "ledgers", j.Ledgers)
 	s.mu.Lock()
 	defer func() {
 		s.busy[j.ML] = false
