@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -613,19 +614,19 @@ func AcceptanceTest(t *testing.T, store blob.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		released := 0
-		if err := p.Send(ctx, 1, data(PartSize), func() { released++ }); err != nil {
+		var released atomic.Int32 // release runs on the uploading goroutines
+		if err := p.Send(ctx, 1, data(PartSize), func() { released.Add(1) }); err != nil {
 			t.Fatal(err)
 		}
-		_ = p.Send(ctx, blob.MaxParts+1, data(10), func() { released++ })
+		_ = p.Send(ctx, blob.MaxParts+1, data(10), func() { released.Add(1) })
 		if _, err := p.Complete(ctx); !errors.Is(err, blob.ErrInvalidArgument) {
 			t.Errorf("Complete after a refused part: %v, want ErrInvalidArgument", err)
 		}
 		if err := p.Abort(ctx); err != nil {
 			t.Errorf("Abort: %v", err)
 		}
-		if released != 2 {
-			t.Errorf("%d of 2 part buffers released", released)
+		if n := released.Load(); n != 2 {
+			t.Errorf("%d of 2 part buffers released", n)
 		}
 		AssertAbsentOrEqual(t, store, "parts/bad", nil)
 		if ml, ok := store.(blob.MultipartLister); ok {

@@ -316,16 +316,24 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
+// newUpload starts a multipart upload of key k on a fresh store whose
+// parts must have at least minPart bytes.
+func newUpload(t *testing.T, minPart int64) (*Store, blob.Multipart) {
+	t.Helper()
+	s, err := New(Config{Dir: t.TempDir(), MinPartSize: minPart}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, err := s.CreateMultipart(context.Background(), "k", blob.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, mp
+}
+
 func TestMinPartSizeConfigurable(t *testing.T) {
-	s, err := New(Config{Dir: t.TempDir(), MinPartSize: 10}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, mp := newUpload(t, 10)
 	ctx := context.Background()
-	mp, err := s.CreateMultipart(ctx, "k", blob.PutOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mp.UploadPart(ctx, 1, []byte("0123456789"))
 	mp.UploadPart(ctx, 2, []byte("ab"))
 	a, err := mp.Complete(ctx)
@@ -416,15 +424,8 @@ func FuzzPartName(f *testing.F) {
 // A stray file that spells a part number another way is not a part: it
 // used to stand in for part 1 (Atoi("1") == Atoi("00001")).
 func TestStrayPartFilesIgnored(t *testing.T) {
-	s, err := New(Config{Dir: t.TempDir(), MinPartSize: 1}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, mp := newUpload(t, 1)
 	ctx := context.Background()
-	mp, err := s.CreateMultipart(ctx, "k", blob.PutOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := mp.UploadPart(ctx, 1, []byte("real")); err != nil {
 		t.Fatal(err)
 	}
