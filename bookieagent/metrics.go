@@ -20,7 +20,6 @@ type collector struct {
 	readT, writeT, ioT, ioTW         *prometheus.Desc
 }
 
-
 // NewCollector returns a prometheus.Collector exposing s's capacity and
 // I/O figures as tierkeeper_bookieagent_*. Register it on an injected
 // registry.

@@ -739,16 +739,6 @@ func (k journalConfig) group() int64 {
 	return k.bs * int64(k.sync)
 }
 
-// describe names the configuration in evidence.
-func (k journalConfig) describe() string {
-	if k.model == diskbench.JournalModelBookKeeper {
-		return fmt.Sprintf("%s entries, BookKeeper journal model (journalBufferedWritesThreshold %s, journalWriteBufferSizeKB %d, journalMaxGroupWaitMSec %d), %d in flight per journal",
-			units.FormatBytes(k.bs), units.FormatBytes(k.settings.JournalBufferedWritesThreshold), k.settings.JournalWriteBufferSizeKB,
-			k.settings.JournalMaxGroupWaitMSec, k.inFlight)
-	}
-	return fmt.Sprintf("%s writes, fdatasync every %d", units.FormatBytes(k.bs), k.sync)
-}
-
 // bkResult reports whether r was measured with diskbench's BookKeeper
 // journal model (older reports, and the plain model, lack its settings).
 func bkResult(r diskbench.Result) bool {
