@@ -5,12 +5,16 @@
 BENCH_SCAN_MLS     ?= 10000
 BENCH_SCAN_LEDGERS ?= 10
 
-.PHONY: test-service bench-scan
+.PHONY: test-service bench-scan check-configs-offloader
 
 ## test-service: the offload service's packages and CLI commands.
 test-service: compat-prepare
 	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 ./offloader/ ./offloader/policy/ ./offloader/pressure/ \
-	  ./offloader/discovery/ ./offloader/sweeper/ ./cmd/offloader/
+	  ./offloader/discovery/ ./offloader/sweeper/ ./offloader/scheduler/ ./cmd/offloader/
+
+## check-configs-offloader: promtool checks of the offload service alert rules and their unit tests.
+check-configs-offloader:
+	cd configs && promtool check rules offloader-alerts.yaml && promtool test rules offloader-alerts.test.yaml
 
 ## bench-scan: a full discovery scan of 10 000 managed ledgers / 100 000 ledgers in a real ZooKeeper (seconds, peak RSS).
 bench-scan: compat-prepare

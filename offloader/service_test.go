@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -147,6 +149,7 @@ policy:
   rules:
     - {name: keep, match: [acme/keep], offload: false}
   default: {after: 0s, deletion_lag: broker}
+sweeper: {enabled: true, interval: 1h}
 `)
 	reg := prometheus.NewRegistry()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -226,6 +229,7 @@ policy:
 			t.Errorf("/metrics misses %q", w)
 		}
 	}
+	checkConfigMetrics(t, m)
 	start := time.Now()
 	cancel()
 	select {
@@ -237,4 +241,91 @@ policy:
 		t.Fatal("Run did not return within 30s of the stop")
 	}
 	t.Logf("stopped in %s", time.Since(start))
+}
+
+// metricRef is a metric named in a dashboard or rule expression, with the
+// labels the expression groups by.
+var (
+	metricName = regexp.MustCompile(`tierkeeper_[a-z0-9_]+`)
+	byLabels   = regexp.MustCompile(`by \(([a-z_, ]+)\)`)
+)
+
+// checkConfigMetrics checks that every metric the Grafana dashboard and the
+// alert rules use exists in the service's /metrics, with the labels they
+// group by.
+func checkConfigMetrics(t *testing.T, exposition string) {
+	t.Helper()
+	series := map[string][]string{}
+	for _, line := range strings.Split(exposition, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, rest, _ := strings.Cut(line, "{")
+		name, _, _ = strings.Cut(name, " ")
+		series[name] = append(series[name], rest)
+	}
+	var exprs []string
+	dash, err := os.ReadFile(filepath.Join("..", "configs", "offloader-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dash, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range d.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("dashboard panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	rules, err := os.ReadFile(filepath.Join("..", "configs", "offloader-alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(rules), "\n") {
+		if e, ok := strings.CutPrefix(strings.TrimSpace(line), "expr: "); ok {
+			exprs = append(exprs, e)
+		}
+	}
+	if len(exprs) < 20 {
+		t.Fatalf("only %d expressions found in the dashboard and rules", len(exprs))
+	}
+	for _, e := range exprs {
+		var labels []string
+		for _, m := range byLabels.FindAllStringSubmatch(e, -1) {
+			for _, l := range strings.Split(m[1], ",") {
+				if l = strings.TrimSpace(l); l != "le" && l != "instance" && l != "job" {
+					labels = append(labels, l)
+				}
+			}
+		}
+		for _, name := range metricName.FindAllString(e, -1) {
+			got, ok := series[name]
+			if !ok {
+				t.Errorf("%s (in %q) is not exposed by the service", name, e)
+				continue
+			}
+			for _, l := range labels {
+				found := false
+				for _, s := range got {
+					if strings.Contains(s, l+"=") {
+						found = true
+					}
+				}
+				if !found && strings.Count(e, "tierkeeper_") == 1 {
+					t.Errorf("%s has no label %q (grouped by in %q)", name, l, e)
+				}
+			}
+		}
+	}
 }
