@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -175,7 +176,8 @@ func produceLedgers(t *testing.T, ctx context.Context, b *testenv.Broker, topic 
 	return prod
 }
 
-// readAllFromStore reads topic back and checks it equals prod.
+// readAllFromStore reads topic back from the earliest position and checks
+// it equals prod (same ids, payloads, order).
 func readAllFromStore(t *testing.T, ctx context.Context, b *testenv.Broker, topic string, prod *testenv.Messages) {
 	t.Helper()
 	read, err := sharedJava(t).ReadAll(ctx, b, topic, testenv.ReadOptions{Expect: int(prod.Count), Timeout: 2 * time.Minute})
@@ -186,13 +188,27 @@ func readAllFromStore(t *testing.T, ctx context.Context, b *testenv.Broker, topi
 }
 
 // TestBrokerReadsGoOffloadS3: recipe for S3 (docs/brokers.md) with the
-// package's broker and versitygw.
+// package's broker and versitygw. On the way it checks the harness itself:
+// unbatched messages land 100 per ledger, a Reader gets them back from the
+// bookies, and a restarted broker (same ports, same metadata) serves them.
 func TestBrokerReadsGoOffloadS3(t *testing.T) {
 	b := sharedBroker(t)
 	ctx := t.Context()
 	srv := testenv.StartS3(t)
 	topic := uniqueTopic(t)
 	prod := produceLedgers(t, ctx, b, topic, 350, 21)
+	ledgers := prod.LedgerIDs()[-1]
+	if len(ledgers) != 4 {
+		t.Fatalf("350 unbatched messages at 100 entries per ledger went to ledgers %v, want 4", ledgers)
+	}
+	for i, m := range prod.Messages {
+		if m.EntryID != int64(i%100) || m.LedgerID != ledgers[i/100] || m.Partition != -1 {
+			t.Fatalf("message %d at %d:%d (partition %d), want %d:%d", i, m.LedgerID, m.EntryID, m.Partition, ledgers[i/100], i%100)
+		}
+	}
+	t.Logf("produced %d messages into ledgers %v in %.2fs", prod.Count, ledgers, prod.Seconds)
+	readAllFromStore(t, ctx, b, topic, prod) // still from the bookies
+	checkOffloaded(t, ctx, b, topic, nil, true)
 
 	cfg := s3store.DefaultConfig()
 	cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = brokerBucket, srv.Region, srv.Endpoint, "path"
@@ -204,16 +220,37 @@ func TestBrokerReadsGoOffloadS3(t *testing.T) {
 	}
 	defer store.Close()
 	ids := goOffload(t, ctx, topic, store, mlmeta.Driver{Name: "aws-s3", Bucket: brokerBucket, Region: srv.Region, ServiceEndpoint: srv.Endpoint})
-	if len(ids) != 3 {
-		t.Fatalf("offloaded ledgers %v, want the 3 closed ones", ids)
+	if len(ids) != 3 || ids[0] != ledgers[0] || ids[2] != ledgers[2] {
+		t.Fatalf("offloaded ledgers %v, want the 3 closed ones of %v", ids, ledgers)
 	}
+	// The stored metadata says offloaded at once; the broker's memory
+	// still holds the old view until the topic is reloaded.
 	checkOffloaded(t, ctx, b, topic, ids, false)
 	if err := b.Unload(ctx, topic); err != nil {
 		t.Fatal(err)
 	}
 	b.Restart(t)
+	t.Logf("broker restart took %s", b.StartTimes[len(b.StartTimes)-1].Round(time.Millisecond))
 	readAllFromStore(t, ctx, b, topic, prod)
 	checkOffloaded(t, ctx, b, topic, ids, true)
+}
+
+// grepFile returns the last n lines of path containing sub.
+func grepFile(path, sub string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return strings.Join(out, "\n")
 }
 
 // cosRecorder counts the COS endpoint's requests by signature kind and
@@ -280,8 +317,8 @@ func TestBrokerReadsGoOffloadCOS(t *testing.T) {
 	rec := &cosRecorder{counts: map[string]int{}}
 	f := cosfake.Start(t, rec.wrap)
 	bucket := f.NewBucket(t)
-	b := testenv.StartBroker(t, sharedBookies(t), testenv.BrokerOptions{Offload: f.BrokerOffload(bucket, cosfake.RecipeAWSS3)})
-	t.Logf("broker with COS recipe A started in %s", b.StartTimes[0].Round(time.Millisecond))
+	b := sharedBrokerWith(t, testenv.BrokerOptions{Offload: f.BrokerOffload(bucket, cosfake.RecipeAWSS3)})
+	t.Logf("broker restarted with COS recipe A in %s", b.StartTimes[len(b.StartTimes)-1].Round(time.Millisecond))
 	topic := uniqueTopic(t)
 	prod := produceLedgers(t, ctx, b, topic, 350, 22)
 
@@ -369,7 +406,7 @@ func TestBrokerReadsGoOffloadCOS(t *testing.T) {
 		counts, refused := rec.take()
 		t.Logf("COS requests of the broker's offload: %v", counts)
 		if len(refused) > 0 || counts["sigv4 PUT 200"] == 0 || counts["sigv4 POST 200"] == 0 || counts["aws-chunked"] == 0 {
-			t.Fatalf("broker's COS writes: %v, refused %v", counts, refused)
+			t.Fatalf("broker's COS writes: %v, refused %v; ledgers %+v; broker log:\n%s", counts, refused, st.Ledgers, grepFile(b.LogPath(), "ffload", 30))
 		}
 		checkOffloaded(t, ctx, b, topic2, ids2, true)
 	})

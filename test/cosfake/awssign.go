@@ -324,10 +324,16 @@ func (c *chunkedReader) next() error {
 	if err != nil || size < 0 || size > maxChunk {
 		return bad("bad chunk size " + strconv.Quote(sizeHex))
 	}
-	data := make([]byte, size)
-	if _, err := io.ReadFull(c.src, data); err != nil {
+	if size > c.want-c.got {
+		return bad("more data than x-amz-decoded-content-length")
+	}
+	// Grows with the bytes that arrive: a chunk header alone cannot make
+	// the server allocate its announced size.
+	var buf bytes.Buffer
+	if _, err := io.CopyN(&buf, c.src, size); err != nil {
 		return bad("short chunk: " + err.Error())
 	}
+	data := buf.Bytes()
 	crlf := make([]byte, 2)
 	if _, err := io.ReadFull(c.src, crlf); err != nil || !bytes.Equal(crlf, []byte("\r\n")) {
 		return bad("chunk not followed by CRLF")
@@ -339,9 +345,6 @@ func (c *chunkedReader) next() error {
 	}
 	c.prev = sig
 	c.got += size
-	if c.got > c.want {
-		return bad("more data than x-amz-decoded-content-length")
-	}
 	if size == 0 {
 		if c.got != c.want {
 			return bad(fmt.Sprintf("%d bytes decoded, x-amz-decoded-content-length says %d", c.got, c.want))

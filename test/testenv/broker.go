@@ -129,10 +129,21 @@ const brokerCDSRole = "broker"
 // cluster name) and starts a broker, returning when its admin API answers
 // and public/default exists. It stops when t ends. Expect ~10 s warm (CDS
 // archive present), 15-25 s cold, ~280 MiB RSS.
+//
+// One cluster has one running broker at a time: a second broker of the
+// same cluster would own some of the namespace bundles, so a topic would be
+// served (and offloaded, and read) by either broker with its own offloader
+// configuration. StartBroker fails instead; use RestartWith to change the
+// running broker's options.
 func StartBroker(t testing.TB, c *BookKeeperCluster, o BrokerOptions) *Broker {
 	t.Helper()
 	b := requireJavaBuild(t)
 	o = withBrokerDefaults(o)
+	key := c.ZK.Addr + "/" + o.Cluster
+	if other := runningBroker(key); other != nil {
+		t.Fatalf("broker: cluster %q on ZooKeeper %s already has a running broker (%s): two brokers share the namespace bundles, "+
+			"so a topic would be served by either (with the other's offloader); Stop it first, or RestartWith other options", o.Cluster, c.ZK.Addr, other.WebURL)
+	}
 	br := &Broker{Cluster: o.Cluster, ZK: c.ZK, BK: c, Dir: t.TempDir(), owner: t, build: b, opts: o,
 		http: &http.Client{Timeout: 60 * time.Second}}
 	br.WebPort, br.ServicePort = FreePort(t), FreePort(t)
@@ -148,7 +159,28 @@ func StartBroker(t testing.TB, c *BookKeeperCluster, o BrokerOptions) *Broker {
 	if err := br.start(t); err != nil {
 		t.Fatalf("broker: %v", err)
 	}
+	brokers.Lock()
+	brokers.m[key] = br
+	brokers.Unlock()
 	return br
+}
+
+// brokers are the brokers this process started, by ZooKeeper address and
+// cluster: one cluster may have one running broker at a time (process-wide
+// because the servers are).
+var brokers = struct {
+	sync.Mutex
+	m map[string]*Broker
+}{m: map[string]*Broker{}}
+
+func runningBroker(key string) *Broker {
+	brokers.Lock()
+	b := brokers.m[key]
+	brokers.Unlock()
+	if b != nil && b.Running() {
+		return b
+	}
+	return nil
 }
 
 func withBrokerDefaults(o BrokerOptions) BrokerOptions {
@@ -347,7 +379,9 @@ func (br *Broker) start(t testing.TB) error {
 	br.mu.Lock()
 	br.proc = p
 	br.mu.Unlock()
-	if err := br.waitReady(t.Context(), p, br.opts.StartTimeout); err != nil {
+	// Not t.Context(): a restart from a Cleanup (where it is already
+	// cancelled) must work; waitReady is bounded by StartTimeout.
+	if err := br.waitReady(context.WithoutCancel(t.Context()), p, br.opts.StartTimeout); err != nil {
 		p.Stop()
 		return err
 	}
