@@ -7,8 +7,12 @@
 // is one thread appending and calling fdatasync per group commit. diskbench
 // measures three patterns:
 //
-//   - journal (RunJournal): N writers, each appending BlockSize writes to its
-//     own preallocated file and calling fdatasync every SyncEvery writes.
+//   - journal (RunJournal): N journals written the way BookKeeper 4.17's
+//     Journal writes a journal directory (JournalModelBookKeeper: group
+//     commit by its settings, write buffer, alignment padding, sparse
+//     pre-allocation windows, roll; see docs/diskbench.md), or N writers
+//     each appending BlockSize writes and calling fdatasync every SyncEvery
+//     writes (JournalModelPlain, what fio can express).
 //   - entry log (RunEntryLog): buffered sequential appends with an fdatasync
 //     every FlushEveryBytes (DbLedgerStorage's entry logger).
 //   - random reads (RunRandRead): O_DIRECT preads at random block-aligned
@@ -16,8 +20,8 @@
 //
 // Each (writers|depth, block size) pair is one point, reported as a Result:
 // bytes/s, IOPS, latency percentiles (p50/p90/p99/p99.9, in ns) of every
-// write, fdatasync, group commit or read, per-second throughput samples and
-// their stdev/mean. A warm-up (default max(1 s, 5% of the duration)) runs
+// write, fdatasync, group commit, journal add or read, per-second
+// throughput samples and their stdev/mean. A warm-up (default max(1 s, 5% of the duration)) runs
 // first and is discarded. Latencies go into log-linear histograms (buckets
 // within 1.6% of their value), not a slice of samples.
 //

@@ -241,13 +241,19 @@ func drawWorkload(b *strings.Builder, wl Workload, rs []Result, x0, y0, pw, ph, 
 	}
 }
 
-// latencyFor picks the latency a workload is judged by: the group commit
-// for the journal (what an add waits for), the fdatasync for the entry log
-// (the flush), the read for random reads.
+// latencyFor picks the latency a workload is judged by: what an add waits
+// for in the journal (the BookKeeper model's add latency, the plain
+// model's group commit), the fdatasync for the entry log (the flush), the
+// read for random reads.
 func latencyFor(wl Workload) (string, func(Result) *Latency) {
 	switch wl {
 	case WorkloadJournal:
-		return "commit", func(r Result) *Latency { return r.CommitLatency }
+		return "add/commit", func(r Result) *Latency {
+			if r.AddLatency != nil {
+				return r.AddLatency
+			}
+			return r.CommitLatency
+		}
 	case WorkloadEntryLog:
 		return "fdatasync", func(r Result) *Latency { return r.SyncLatency }
 	default:

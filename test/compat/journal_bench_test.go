@@ -16,7 +16,9 @@ package compat
 //     (TIERKEEPER_BENCH_JOURNAL_CASES="1x4k,4x64k" picks some); each case
 //     runs TIERKEEPER_BENCH_JOURNAL_ROUNDS rounds (default 3) of one run of
 //     each tool, alternating which goes first, for
-//     TIERKEEPER_BENCH_JOURNAL_DURATION (default 5s) after a 1 s warm-up.
+//     TIERKEEPER_BENCH_JOURNAL_DURATION (default 5s) after a 1 s warm-up
+//     (the JVM 3 s, TIERKEEPER_BENCH_JOURNAL_JAVA_WARMUP: a bookie runs
+//     JIT-compiled code).
 //   - Reported per case: each tool's median MB/s, p50 and p99 add latency,
 //     and the median of the per-round ratios diskbench/BookKeeper (a burst
 //     of background load then hits one pair, not the comparison). It fails
@@ -121,6 +123,16 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 		dur = d
 	}
 	warm := time.Second
+	// The JVM gets a longer warm-up: a bookie's journal runs JIT-compiled
+	// code; the first seconds of a fresh JVM measure its compiler.
+	javaWarm := 3 * time.Second
+	if v := os.Getenv("TIERKEEPER_BENCH_JOURNAL_JAVA_WARMUP"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			b.Fatalf("TIERKEEPER_BENCH_JOURNAL_JAVA_WARMUP=%q: %v", v, err)
+		}
+		javaWarm = d
+	}
 	cases := journalCases(b)
 	ctx := context.Background()
 	java := testenv.Java(b)
@@ -154,7 +166,7 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 		var r javaJournalResult
 		err := java.RunJSON(ctx, &r, "journal-bench", "--dir", dir, "--journals", fmt.Sprint(c.writers),
 			"--entry-size", fmt.Sprint(c.entry), "--duration-ms", fmt.Sprint(dur.Milliseconds()),
-			"--warmup-ms", fmt.Sprint(warm.Milliseconds()), "--max-bytes", fmt.Sprint(maxBytes))
+			"--warmup-ms", fmt.Sprint(javaWarm.Milliseconds()), "--max-bytes", fmt.Sprint(maxBytes))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -245,8 +257,8 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	b.StopTimer()
 
 	fmt.Printf("\nBookKeeper 4.17.2 Journal vs diskbench journal (bookkeeper model), %s, Pulsar's bookkeeper.conf journal settings,\n", dir)
-	fmt.Printf("default in-flight (2 × journalBufferedWritesThreshold per journal), %v + %v warm-up per run, median of %d alternating rounds, fadvise %v\n",
-		dur, warm, rounds, fadvise)
+	fmt.Printf("default in-flight (2 × journalBufferedWritesThreshold per journal), %v per run after a warm-up of %v (diskbench) / %v (JVM),\nmedian of %d alternating rounds, fadvise %v\n",
+		dur, warm, javaWarm, rounds, fadvise)
 	fmt.Printf("%-12s %12s %12s %6s   %9s %9s %6s   %9s %9s %6s   %s\n", "journals × entry", "BK MiB/s", "db MiB/s", "ratio",
 		"BK p50", "db p50", "ratio", "BK p99", "db p99", "ratio", "db group")
 	var bad []string
