@@ -8,7 +8,8 @@ package compat
 //     JournalBench.java) starts N org.apache.bookkeeper.bookie.Journal
 //     instances on N sub-directories, each fed by a client thread keeping
 //     the default in-flight entries outstanding, and reports acknowledged
-//     MB/s and add latency (logAddEntry → callback).
+//     MB/s and add latency (logAddEntry → callback), in a JVM set up like a
+//     bookie's (fixed 512 MiB heap, G1, 10 ms pause goal).
 //   - Go: `diskbench journal --writers N --block-size S --output json`, the
 //     same settings (Pulsar's bookkeeper.conf defaults), the same in-flight
 //     rule, in its own process.
@@ -137,6 +138,11 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	ctx := context.Background()
 	java := testenv.Java(b)
 	java.Timeout = dur + 2*time.Minute
+	// A bookie's JVM rather than the harness's small one: a fixed heap and
+	// G1 with a 10 ms pause goal (Pulsar's bookie GC settings), so young
+	// collections of a 16 MiB start heap do not pause the journal.
+	java.Heap = "512m"
+	java.JVMArgs = append(java.JVMArgs, "-Xms512m", "-XX:-UseSerialGC", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=10")
 
 	root := os.Getenv("TIERKEEPER_BENCH_JOURNAL_DIR")
 	if root == "" {
