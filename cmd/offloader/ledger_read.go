@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -9,19 +10,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
 	"github.com/tierkeeper/tierkeeper/internal/units"
+	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
+	"github.com/tierkeeper/tierkeeper/offloader/format"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
 
 type ledgerReadOptions struct {
 	zk          zkOptions
+	store       storeOptions
+	topic       string
+	uuid        string
+	mlChroot    string
 	ledger      int64
 	from, to    int64
 	payload     string
@@ -50,19 +61,32 @@ stops with an error if an entry can not be read from any replica.
 Reads never fence the ledger, so this is safe while Pulsar runs. Open
 ledgers (still being written) and ledgers in recovery are refused.
 
+With --store FILE the entries come from an offloaded ledger's objects in
+the object store instead (the ledger's BookKeeper copy may be gone): the
+offload attempt is found in the managed-ledger metadata of --topic, or
+given with --uuid. Every block, record and padding is checked as Pulsar's
+reader does; each random range costs at most the blocks it touches. The
+writer's LAC is not stored there (printed as -1), nor the cumulative
+length of a range that does not start at entry 0 (-1).
+
 --payload controls how payloads are printed: auto (base64 in JSON, not in
 text), none, base64 or hex. --verify-only prints no entries, only a summary
 (entries, bytes, time, throughput): a full readability and integrity check
 of the ledger. A progress bar is drawn on stderr when it is a terminal and
 the output is text.`),
 		Example: "  offloader ledger read --zk 127.0.0.1:2181 --ledger 12345\n" +
-			"  offloader ledger read --zk zk1:2181/ledgers --ledger 12345 --from 100 --to 199 -o json",
+			"  offloader ledger read --zk zk1:2181/ledgers --ledger 12345 --from 100 --to 199 -o json\n" +
+			"  offloader ledger read --zk zk1:2181 --ledger 12345 --store s3.yaml --topic persistent://public/default/orders --verify-only",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, g) },
 	}
 	f := cmd.Flags()
 	o.zk.addFlags(f)
 	f.Int64Var(&o.ledger, "ledger", -1, "ledger `id` (required)")
+	o.store.addFlags(f)
+	f.StringVar(&o.topic, "topic", "", "with --store: the `topic` the ledger belongs to (its metadata names the offload attempt)")
+	f.StringVar(&o.uuid, "uuid", "", "with --store: the offload attempt `UUID` (instead of --topic)")
+	f.StringVar(&o.mlChroot, "ml-chroot", "", "with --topic: `path` prefix of Pulsar's metadata store in ZooKeeper")
 	f.Int64Var(&o.from, "from", 0, "first entry id")
 	f.Int64Var(&o.to, "to", -1, "last entry id (-1: the ledger's last entry)")
 	f.StringVar(&o.payload, "payload", "auto", "payload output: auto, none, base64, hex")
@@ -117,8 +141,10 @@ type readSummary struct {
 	Bytes      int64   `json:"bytes"`
 	Seconds    float64 `json:"seconds"`
 	MBPerSec   float64 `json:"mbPerSec"`
-	DigestType string  `json:"digestType"`
-	Verified   bool    `json:"verified"`
+	DigestType string  `json:"digestType,omitempty"`
+	// Checked says what every entry was checked against.
+	Checked  string `json:"checked"`
+	Verified bool   `json:"verified"`
 }
 
 // entryJSON is one entry in --output json.
@@ -133,6 +159,28 @@ type entryJSON struct {
 	Payload string `json:"payload,omitempty"`
 }
 
+// readEntry is one entry as printed.
+type readEntry struct {
+	id      int64
+	payload []byte
+	length  int64 // cumulative ledger length including this entry
+	lac     int64 // the writer's LAC (-1: not known, read from the store)
+	from    string
+}
+
+// readSource is where ledger read takes entries from: the bookies or the
+// objects of an offloaded ledger.
+type readSource struct {
+	lastEntry, length int64
+	// checked says what every entry was checked against ("CRC32C digests",
+	// "object format").
+	checked string
+	// digest is the BookKeeper digest type ("" for the store).
+	digest string
+	read   func(ctx context.Context, from, to int64, fn func(readEntry) error) error
+	close  func()
+}
+
 func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	if err := o.validate(g); err != nil {
 		return err
@@ -140,80 +188,69 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	log := g.logger(stderr)
-	store, sess, err := o.zk.openStore(ctx, g, log)
+	var src *readSource
+	var err error
+	if o.store.path != "" {
+		src, err = o.storeSource(ctx, g, log)
+	} else {
+		src, err = o.bkSource(ctx, g, log)
+	}
 	if err != nil {
 		return err
 	}
-	defer sess.Close()
-	md, err := store.ReadLedger(ctx, o.ledger)
-	if err != nil {
-		return zkFailed(sess, err)
-	}
-	copts := client.Options{Resolver: store, ReadTimeout: o.readTimeout, Window: o.window, MaxFrameSize: o.maxFrame, Logger: log}
-	if o.digest != "" {
-		if copts.DigestType, err = digest.ParseType(o.digest); err != nil {
-			return fmt.Errorf("--digest: %w", err)
-		}
-		copts.Password = []byte(o.password)
-	}
-	c, err := client.New(copts)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	l, err := c.Open(md)
-	if err != nil {
-		return err
-	}
-	if o.to > md.LastEntryID {
-		return fmt.Errorf("--to %d: ledger %d ends at entry %d", o.to, o.ledger, md.LastEntryID)
+	defer src.close()
+	if o.to > src.lastEntry {
+		return fmt.Errorf("--to %d: ledger %d ends at entry %d", o.to, o.ledger, src.lastEntry)
 	}
 	to := o.to
 	if to < 0 {
-		to = md.LastEntryID
+		to = src.lastEntry
 	}
-	if o.from > to+1 || (o.from > md.LastEntryID && md.LastEntryID >= 0) {
-		return fmt.Errorf("--from %d: ledger %d ends at entry %d", o.from, o.ledger, md.LastEntryID)
+	if o.from > to+1 || (o.from > src.lastEntry && src.lastEntry >= 0) {
+		return fmt.Errorf("--from %d: ledger %d ends at entry %d", o.from, o.ledger, src.lastEntry)
 	}
-	expect := md.Length
-	if o.from > 0 || to < md.LastEntryID {
+	expect := src.length
+	if o.from > 0 || to < src.lastEntry {
 		expect = 0 // unknown for a partial range
 	}
 	bar := newProgressBar(stderr, !g.json(), fmt.Sprintf("ledger %d", o.ledger), expect)
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 256*1024)
 	enc := json.NewEncoder(out)
 	start := time.Now()
-	err = l.ReadRange(ctx, o.from, to, client.StreamOptions{}, func(e client.Entry) error {
-		if o.verifyOnly {
-			bar.add(1, int64(len(e.Payload)))
+	err = nil
+	if to >= o.from {
+		err = src.read(ctx, o.from, to, func(e readEntry) error {
+			if o.verifyOnly {
+				bar.add(1, int64(len(e.payload)))
+				return nil
+			}
+			sum := sha256.Sum256(e.payload)
+			if g.json() {
+				j := entryJSON{Ledger: o.ledger, Entry: e.id, Size: len(e.payload), Length: e.length,
+					LAC: e.lac, Bookie: e.from, SHA256: hex.EncodeToString(sum[:])}
+				switch o.payload {
+				case "base64":
+					j.Payload = base64.StdEncoding.EncodeToString(e.payload)
+				case "hex":
+					j.Payload = hex.EncodeToString(e.payload)
+				}
+				if err := enc.Encode(j); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(out, "%d\tsize=%d\tlength=%d\tlac=%d\tbookie=%s\tsha256=%x\n", e.id, len(e.payload), e.length,
+					e.lac, e.from, sum)
+				switch o.payload {
+				case "base64":
+					fmt.Fprintf(out, "%s\n", base64.StdEncoding.EncodeToString(e.payload))
+				case "hex":
+					dumpHex(out, e.payload)
+				}
+			}
+			bar.add(1, int64(len(e.payload)))
 			return nil
-		}
-		sum := sha256.Sum256(e.Payload)
-		if g.json() {
-			j := entryJSON{Ledger: e.LedgerID, Entry: e.EntryID, Size: len(e.Payload), Length: e.Length,
-				LAC: e.LastAddConfirmed, Bookie: e.Bookie, SHA256: hex.EncodeToString(sum[:])}
-			switch o.payload {
-			case "base64":
-				j.Payload = base64.StdEncoding.EncodeToString(e.Payload)
-			case "hex":
-				j.Payload = hex.EncodeToString(e.Payload)
-			}
-			if err := enc.Encode(j); err != nil {
-				return err
-			}
-		} else {
-			fmt.Fprintf(out, "%d\tsize=%d\tlength=%d\tlac=%d\tbookie=%s\tsha256=%x\n", e.EntryID, len(e.Payload), e.Length,
-				e.LastAddConfirmed, e.Bookie, sum)
-			switch o.payload {
-			case "base64":
-				fmt.Fprintf(out, "%s\n", base64.StdEncoding.EncodeToString(e.Payload))
-			case "hex":
-				dumpHex(out, e.Payload)
-			}
-		}
-		bar.add(1, int64(len(e.Payload)))
-		return nil
-	})
+		})
+	}
 	bar.finish()
 	if ferr := out.Flush(); err == nil {
 		err = ferr
@@ -223,24 +260,151 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	}
 	el := time.Since(start)
 	if o.verifyOnly {
-		dt := md.DigestType
-		if !md.HasPassword {
-			dt = copts.DigestType
-		}
 		sum := readSummary{Ledger: o.ledger, From: o.from, To: to, Entries: bar.entries, Bytes: bar.bytes, Seconds: el.Seconds(),
-			MBPerSec: float64(bar.bytes) / 1e6 / max(el.Seconds(), 1e-9), DigestType: dt.String(), Verified: true}
+			MBPerSec: float64(bar.bytes) / 1e6 / max(el.Seconds(), 1e-9), DigestType: src.digest, Checked: src.checked, Verified: true}
 		if g.json() {
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "ledger %d entries %d..%d: %d entries, %d bytes, %s digests verified in %s (%.1f MB/s)\n",
-			sum.Ledger, sum.From, sum.To, sum.Entries, sum.Bytes, sum.DigestType, el.Round(time.Millisecond), sum.MBPerSec)
+		fmt.Fprintf(cmd.OutOrStdout(), "ledger %d entries %d..%d: %d entries, %d bytes, %s verified in %s (%.1f MB/s)\n",
+			sum.Ledger, sum.From, sum.To, sum.Entries, sum.Bytes, sum.Checked, el.Round(time.Millisecond), sum.MBPerSec)
 		return nil
 	}
 	if !g.json() {
-		fmt.Fprintf(stderr, "read %d entries (%s) of ledger %d in %s (%s), digests verified\n", bar.entries,
-			units.HumanBytes(bar.bytes), o.ledger, el.Round(time.Millisecond), units.HumanRate(float64(bar.bytes)/max(el.Seconds(), 1e-9)))
+		fmt.Fprintf(stderr, "read %d entries (%s) of ledger %d in %s (%s), %s verified\n", bar.entries,
+			units.HumanBytes(bar.bytes), o.ledger, el.Round(time.Millisecond), units.HumanRate(float64(bar.bytes)/max(el.Seconds(), 1e-9)), src.checked)
 	}
 	return nil
+}
+
+// bkSource reads the ledger from the bookies.
+func (o *ledgerReadOptions) bkSource(ctx context.Context, g *globalOptions, log *slog.Logger) (*readSource, error) {
+	store, sess, err := o.zk.openStore(ctx, g, log)
+	if err != nil {
+		return nil, err
+	}
+	md, err := store.ReadLedger(ctx, o.ledger)
+	if err != nil {
+		sess.Close()
+		if errors.Is(err, metadata.ErrNoSuchLedger) {
+			err = fmt.Errorf("%w (an offloaded ledger whose BookKeeper copy is deleted reads from the store: --store FILE --topic TOPIC)", err)
+		}
+		return nil, zkFailed(sess, err)
+	}
+	copts := client.Options{Resolver: store, ReadTimeout: o.readTimeout, Window: o.window, MaxFrameSize: o.maxFrame, Logger: log}
+	if o.digest != "" {
+		if copts.DigestType, err = digest.ParseType(o.digest); err != nil {
+			sess.Close()
+			return nil, fmt.Errorf("--digest: %w", err)
+		}
+		copts.Password = []byte(o.password)
+	}
+	c, err := client.New(copts)
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	l, err := c.Open(md)
+	if err != nil {
+		c.Close()
+		sess.Close()
+		return nil, err
+	}
+	dt := md.DigestType
+	if !md.HasPassword {
+		dt = copts.DigestType
+	}
+	return &readSource{
+		lastEntry: md.LastEntryID, length: md.Length, checked: dt.String() + " digests", digest: dt.String(),
+		read: func(ctx context.Context, from, to int64, fn func(readEntry) error) error {
+			return l.ReadRange(ctx, from, to, client.StreamOptions{}, func(e client.Entry) error {
+				return fn(readEntry{id: e.EntryID, payload: e.Payload, length: e.Length, lac: e.LastAddConfirmed, from: e.Bookie})
+			})
+		},
+		close: func() { c.Close(); sess.Close() },
+	}, nil
+}
+
+// storeSource reads an offloaded ledger's objects: the attempt UUID comes
+// from --uuid or from the topic's managed-ledger metadata (--topic).
+func (o *ledgerReadOptions) storeSource(ctx context.Context, g *globalOptions, log *slog.Logger) (*readSource, error) {
+	if (o.topic == "") == (o.uuid == "") {
+		return nil, errors.New("--store needs the offload attempt: --topic TOPIC (its metadata names it) or --uuid UUID")
+	}
+	cfg, err := blobclient.Load(o.store.path)
+	if err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
+	var id uuid.UUID
+	if o.uuid != "" {
+		if id, err = uuid.Parse(o.uuid); err != nil {
+			return nil, fmt.Errorf("--uuid %q: %w", o.uuid, err)
+		}
+	} else {
+		if id, err = o.attemptFromTopic(ctx, g, log); err != nil {
+			return nil, err
+		}
+	}
+	st, err := blobclient.New(ctx, cfg, blobclient.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("--store %s: %w", o.store.path, err)
+	}
+	r, err := format.Open(ctx, st, id, o.ledger, &format.ReaderOptions{Logger: log})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("ledger %d attempt %s in %s: %w", o.ledger, id, st.Name(), err)
+	}
+	where := st.Name()
+	return &readSource{
+		lastEntry: r.LastEntryID(), length: r.Length(), checked: "object format",
+		read: func(ctx context.Context, from, to int64, fn func(readEntry) error) error {
+			var length int64
+			if from > 0 {
+				length = -1 // not known without reading the entries before
+			}
+			return r.Read(ctx, from, to, func(id int64, p []byte) error {
+				if length >= 0 {
+					length += int64(len(p))
+				}
+				return fn(readEntry{id: id, payload: p, length: length, lac: -1, from: where})
+			})
+		},
+		close: func() { r.Close(); st.Close() },
+	}, nil
+}
+
+// attemptFromTopic finds the ledger in the topic's managed ledgers and
+// returns its offload attempt UUID.
+func (o *ledgerReadOptions) attemptFromTopic(ctx context.Context, g *globalOptions, log *slog.Logger) (uuid.UUID, error) {
+	sess, _, err := g.connectZK(ctx, log)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	defer sess.Close()
+	ml := mlmeta.New(sess.Conn, &mlmeta.Options{Chroot: o.mlChroot, Logger: log})
+	names, err := ml.TopicManagedLedgers(ctx, o.topic)
+	if err != nil {
+		return uuid.Nil, zkFailed(sess, err)
+	}
+	for _, name := range names {
+		snap, err := ml.Get(ctx, name)
+		if err != nil {
+			return uuid.Nil, zkFailed(sess, err)
+		}
+		for _, li := range snap.Info.GetLedgerInfo() {
+			if li.GetLedgerId() != o.ledger {
+				continue
+			}
+			id, ok := mlmeta.AttemptUUID(li.GetOffloadContext())
+			if !ok {
+				return uuid.Nil, fmt.Errorf("ledger %d of %s has no offload attempt: it is in BookKeeper only (read it without --store)", o.ledger, name)
+			}
+			if !li.GetOffloadContext().GetComplete() {
+				log.Warn("the ledger's offload is not complete; reading the attempt's objects anyway", "ledger", o.ledger, "uuid", id)
+			}
+			return id, nil
+		}
+	}
+	return uuid.Nil, fmt.Errorf("ledger %d is not a ledger of %s", o.ledger, o.topic)
 }
 
 func dumpHex(w io.Writer, b []byte) {

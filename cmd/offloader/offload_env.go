@@ -132,11 +132,7 @@ func openEnv(ctx context.Context, g *globalOptions, o *envOptions, log *slog.Log
 		return nil, err
 	}
 	e.admin = admin
-	servers, root, err := tkzk.ParseServiceURI(g.ZK)
-	if err != nil {
-		return nil, fmt.Errorf("--zk: %w", err)
-	}
-	sess, err := tkzk.Connect(ctx, servers, tkzk.Options{SessionTimeout: g.ZKSessionTimeout, Logger: log})
+	sess, root, err := g.connectZK(ctx, log)
 	if err != nil {
 		return nil, err
 	}

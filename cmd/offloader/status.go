@@ -12,37 +12,72 @@ import (
 func init() { addCommand(newStatusCmd) }
 
 type statusOptions struct {
+	// --service: a running service's /status.
 	service string
 	timeout time.Duration
 	all     bool
+	// TOPIC: the topic's ledgers from the metadata (status_topic.go).
+	env envOptions
 }
 
 func newStatusCmd(g *globalOptions) *cobra.Command {
 	o := &statusOptions{}
+	o.env.needBK = true
 	cmd := &cobra.Command{
-		Use:   "status --service URL",
-		Short: "Show a running offload service's status (lag, offloaded bytes, parked ledgers, errors)",
+		Use:   "status (TOPIC [--store FILE] [--admin-url URL] | --service URL)",
+		Short: "A topic's ledgers (offload state, where brokers read them, objects), or a running service's status",
 		Long: strings.TrimSpace(`
-Read a running service's /status (offloader run; http.listen in its config)
-and render it: totals (bytes on BookKeeper and offloaded, offload lag in
-bytes and age, trims due), ledgers running, backing off or parked with their
-last error, and per topic the rule, lag, next action and last error (topics
-with lag or an error; --all for every topic). -o json prints the document
-as the service serves it.`),
-		Example: `  offloader status --service http://offloader.pulsar:8090
+With TOPIC: the offload state of every ledger of the topic (every partition
+of a partitioned topic), read from ZooKeeper:
+
+  STATE      open, bookkeeper, offloading (an attempt is recorded, not
+             complete), offloaded, offloaded-bk-deleted
+  READS FROM where a broker reads the ledger: "bookkeeper" or the bucket;
+             with --admin-url the broker's own in-memory view
+             (internalStats), which differs from the stored state until the
+             broker reloads the topic
+  BK         whether the BookKeeper copy still exists
+  OBJECTS    with --store: whether the attempt's data and index objects are
+             in the store, and the data object's size
+
+Nothing is written (with --admin-url the broker loads the topic if it has
+not).
+
+With --service: read a running service's /status (offloader run; http.listen
+in its config) and render it: totals (bytes on BookKeeper and offloaded,
+offload lag in bytes and age, trims due), ledgers running, backing off or
+parked with their last error, and per topic the rule, lag, next action and
+last error (topics with lag or an error; --all for every topic). -o json
+prints the document as the service serves it.`),
+		Example: `  offloader status --zk zk1:2181 persistent://public/default/orders
+  offloader status --zk zk1:2181 --store s3.yaml --admin-url http://broker:8080 orders -o json
+  offloader status --service http://offloader.pulsar:8090
   offloader status --service http://127.0.0.1:8090 --all -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, cmd) },
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case o.service != "" && len(args) > 0:
+				return errors.New("give either TOPIC or --service, not both")
+			case len(args) == 1:
+				return o.runTopic(cmd, g, args[0])
+			}
+			return o.run(cmd.Context(), g, cmd)
+		},
 	}
-	cmd.Flags().StringVar(&o.service, "service", "", "base `URL` of a running offload service (http://host:8090)")
-	cmd.Flags().DurationVar(&o.timeout, "timeout", 10*time.Second, "bound of the request")
-	cmd.Flags().BoolVar(&o.all, "all", false, "list every topic, not only those with lag or errors")
+	f := cmd.Flags()
+	f.StringVar(&o.service, "service", "", "base `URL` of a running offload service (http://host:8090)")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "with --service: bound of the request")
+	f.BoolVar(&o.all, "all", false, "with --service: list every topic, not only those with lag or errors")
+	o.env.zk.addFlags(f)
+	o.env.ml.addFlags(f)
+	o.env.store.addFlags(f)
+	o.env.admin.addFlags(f)
 	return cmd
 }
 
 func (o *statusOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Command) error {
 	if o.service == "" {
-		return errors.New("--service is required (the base URL of a running offloader run)")
+		return errors.New("give a TOPIC (its ledgers, from ZooKeeper) or --service URL (a running offloader run)")
 	}
 	st, raw, err := fetchServiceStatus(ctx, o.service, o.timeout)
 	if err != nil {

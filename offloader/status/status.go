@@ -168,33 +168,19 @@ func Names(ctx context.Context, store *mlmeta.Store, sel Selector) ([]string, er
 	}
 	var names []string
 	for _, t := range sel.Topics {
-		tn, err := mlmeta.ParseTopic(t)
-		if err != nil {
+		mls, err := store.TopicManagedLedgers(ctx, t)
+		if errors.Is(err, mlmeta.ErrInvalidName) {
 			return nil, fmt.Errorf("%w: %w", ErrBadSelector, err)
 		}
-		if !tn.Persistent() {
-			return nil, fmt.Errorf("%w: topic %s: non-persistent topics have no managed ledger", ErrBadSelector, t)
-		}
-		if _, err := store.Get(ctx, tn.MLName()); err == nil || !errors.Is(err, mlmeta.ErrNotFound) {
-			names = append(names, tn.MLName()) // exists, or fails visibly when read
-			continue
-		}
-		// A partitioned topic has no node of its own: take its partitions.
-		all, err := store.ListNamespace(ctx, tn.NamespacePath())
-		if err != nil {
+		if errors.Is(err, mlmeta.ErrNotFound) {
 			return nil, err
 		}
-		found := false
-		for _, ml := range all {
-			p, err := mlmeta.ParseMLName(ml)
-			if err == nil && p.Partition >= 0 && p.PartitionedTopic() == tn {
-				names = append(names, ml)
-				found = true
-			}
+		if err != nil && len(mls) == 0 {
+			return nil, err
 		}
-		if !found {
-			return nil, fmt.Errorf("topic %s: %w (no node %s and no partitions)", t, mlmeta.ErrNotFound, mlmeta.Path(tn.MLName()))
-		}
+		// A managed ledger that exists but cannot be read fails visibly
+		// when read.
+		names = append(names, mls...)
 	}
 	slices.Sort(names)
 	return slices.Compact(names), nil
