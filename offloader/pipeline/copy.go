@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
@@ -13,6 +14,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
 )
@@ -23,14 +25,41 @@ type copied struct {
 	dg  *digests
 }
 
+// writeTracker records whether any write reached the store: a copy that
+// failed before one did left nothing behind.
+type writeTracker struct {
+	blob.Writer
+	wrote atomic.Bool
+}
+
+func (w *writeTracker) Put(ctx context.Context, key string, r io.Reader, size int64, opts blob.PutOptions) (blob.Attrs, error) {
+	a, err := w.Writer.Put(ctx, key, r, size, opts)
+	if err == nil {
+		w.wrote.Store(true)
+	}
+	return a, err
+}
+
+func (w *writeTracker) CreateMultipart(ctx context.Context, key string, opts blob.PutOptions) (blob.Multipart, error) {
+	m, err := w.Writer.CreateMultipart(ctx, key, opts)
+	if err == nil {
+		w.wrote.Store(true)
+	}
+	return m, err
+}
+
 // copy streams the ledger's entries from the bookies into an upload
 // session: the BookKeeper stream keeps ReadWindowBytes of reads in flight
 // while the session uploads up to PartsInFlight parts, so reading and
 // uploading overlap and memory stays at about (PartsInFlight+1) blocks plus
 // the read window. Every entry's CRC-32C and length in the verification
 // windows is kept for the verify step.
-func (p *Pipeline) copy(ctx context.Context, t Target, md *metadata.LedgerMetadata, id uuid.UUID) (*copied, error) {
+func (p *Pipeline) copy(ctx context.Context, t Target, md *metadata.LedgerMetadata, id uuid.UUID, tw *writeTracker) (*copied, error) {
 	ixmd, err := indexMetadata(md)
+	if err != nil {
+		return nil, err
+	}
+	up, err := upload.New(tw, &p.upo)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +67,7 @@ func (p *Pipeline) copy(ctx context.Context, t Target, md *metadata.LedgerMetada
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotEligible, err)
 	}
-	sess, err := p.up.Begin(ctx, upload.Request{
+	sess, err := up.Begin(ctx, upload.Request{
 		UUID:              id,
 		Ledger:            format.Ledger{ID: md.LedgerID, LastEntryID: md.LastEntryID, Length: md.Length},
 		Metadata:          ixmd,

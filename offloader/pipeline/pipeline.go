@@ -180,7 +180,7 @@ const (
 type Pipeline struct {
 	d    Deps
 	o    Options
-	up   *upload.Uploader
+	upo  upload.Options
 	log  *slog.Logger
 	obs  Observer
 	rand func(n int64) int64
@@ -220,14 +220,14 @@ func New(d Deps, o Options) (*Pipeline, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	up, err := upload.New(d.Store, &upload.Options{
+	upo := upload.Options{
 		MaxBlockSize: o.BlockSize, PartsInFlight: o.PartsInFlight, Pool: d.Pool, Info: o.Info,
 		Logger: d.Logger, Registerer: d.Registerer,
-	})
-	if err != nil {
+	}
+	if _, err := upload.New(d.Store, &upo); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	return &Pipeline{d: d, o: o, up: up, log: d.Logger.With("component", "pipeline"), obs: d.Observer, rand: randInt63n}, nil
+	return &Pipeline{d: d, o: o, upo: upo, log: d.Logger.With("component", "pipeline"), obs: d.Observer, rand: randInt63n}, nil
 }
 
 // Options returns the options in effect (defaults applied).

@@ -217,9 +217,10 @@ func (p *Pipeline) offloadOne(ctx context.Context, t Target) *LedgerResult {
 	var cp *copied
 	if err := p.step(ctx, t, StepCopy, lr, func() error {
 		var err error
-		cp, err = p.copy(ctx, t, sel.md, id)
+		tw := &writeTracker{Writer: p.d.Store}
+		cp, err = p.copy(ctx, t, sel.md, id, tw)
 		if err != nil {
-			p.abandon(ctx, t, id, oc, lr)
+			p.abandon(ctx, t, id, oc, tw.wrote.Load(), lr)
 		}
 		return err
 	}); err != nil {
@@ -320,13 +321,15 @@ func notEligible(err error) error {
 }
 
 // abandon undoes the prepare of attempt id after a failed copy, once its
-// objects are known to be gone, so a failed run leaves the metadata as it
+// objects are known to be gone (none was written, or all were removed), so a failed run leaves the metadata as it
 // found it. When that cannot be established the attempt stays recorded and
 // the next run replaces it.
-func (p *Pipeline) abandon(ctx context.Context, t Target, id uuid.UUID, before *mlproto.OffloadContext, lr *LedgerResult) {
-	if left := p.removeAttempt(ctx, id, t.LedgerID); len(left) > 0 {
-		lr.Leftovers = append(lr.Leftovers, left...)
-		return
+func (p *Pipeline) abandon(ctx context.Context, t Target, id uuid.UUID, before *mlproto.OffloadContext, wrote bool, lr *LedgerResult) {
+	if wrote {
+		if left := p.removeAttempt(ctx, id, t.LedgerID); len(left) > 0 {
+			lr.Leftovers = append(lr.Leftovers, left...)
+			return
+		}
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()

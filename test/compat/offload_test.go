@@ -481,3 +481,93 @@ func TestOffloadWhileProducing(t *testing.T) {
 	}
 	t.Logf("%d ledgers offloaded while producing; %d acknowledged messages, %d read (failed sends %d)", offloaded, pr.Acked, read.Count, pr.Failed)
 }
+
+// TestOffloadBadInput: a topic that does not exist, the current ledger, a
+// store that refuses writes, a broker admin URL that refuses the topic,
+// an unreachable ZooKeeper: each is a clear error naming the thing, in
+// bounded time, and the managed-ledger metadata is unchanged byte for
+// byte (same znode version).
+func TestOffloadBadInput(t *testing.T) {
+	b := sharedOffloadBroker(t)
+	j := sharedJava(t)
+	ctx := t.Context()
+	topic := uniqueTopic(t)
+	prod, err := j.Produce(ctx, b.Broker, topic, testenv.ProduceOptions{Count: 250, Seed: 25, Size: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgers := prod.LedgerIDs()[-1]
+	mlPath := "/managed-ledgers/public/default/persistent/" + strings.TrimPrefix(topic, "persistent://public/default/")
+	sess, err := tkzk.Connect(ctx, []string{sharedZK(t).Addr}, tkzk.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	snapshot := func() (string, int32) {
+		data, st, err := sess.Conn.Get(mlPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data), st.Version
+	}
+	s3 := testenv.StartS3(t)
+	badStore := filepath.Join(t.TempDir(), "bad-store.json")
+	badCfg := fmt.Sprintf(`{"type":"s3","config":{"bucket":%q,"region":%q,"endpoint":%q,"addressing":"path",
+		"credentials":{"source":"static","access_key_id":%q,"secret_access_key":"WRONG-SECRET"},
+		"retry":{"max_attempts":1}}}`, b.bucket, s3.Region, s3.Endpoint, s3.AccessKey)
+	if err := os.WriteFile(badStore, []byte(badCfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zk := sharedZK(t).Addr
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string // substrings of the error
+	}{
+		{"missing topic", []string{"--zk", zk, "--store", b.store, "persistent://public/default/no-such-topic"},
+			[]string{"not found", "no-such-topic"}},
+		{"current ledger", []string{"--zk", zk, "--store", b.store, "--ledger", fmt.Sprint(ledgers[len(ledgers)-1]), topic},
+			[]string{"current ledger", fmt.Sprint(ledgers[len(ledgers)-1])}},
+		{"unknown ledger", []string{"--zk", zk, "--store", b.store, "--ledger", "999999", topic},
+			[]string{"not in managed ledger", "999999"}},
+		{"store refuses writes", []string{"--zk", zk, "--store", badStore, topic},
+			[]string{"copy", "access denied", "ledger-0"}},
+		{"broker refuses", []string{"--zk", zk, "--store", b.store, "--admin-url", s3.Endpoint, topic},
+			[]string{"broker", "nothing was changed", strings.TrimPrefix(topic, "persistent://")}},
+		{"zookeeper unreachable", []string{"--zk", "127.0.0.1:1", "--zk-connect-timeout", "2s", "--store", b.store, topic},
+			[]string{"zookeeper 127.0.0.1:1"}},
+	} {
+		before, ver := snapshot()
+		start := time.Now()
+		_, err := runOffload(ctx, t, nil, c.args...)
+		el := time.Since(start)
+		if err == nil {
+			t.Fatalf("%s: no error", c.name)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error does not mention %q: %v", c.name, w, err)
+			}
+		}
+		if strings.Contains(err.Error(), "WRONG-SECRET") || strings.Contains(err.Error(), s3.SecretKey) {
+			t.Errorf("%s: error shows a secret: %v", c.name, err)
+		}
+		if el > 60*time.Second {
+			t.Errorf("%s: took %s", c.name, el)
+		}
+		// A refused upload undoes its prepare: the same bytes, two writes per ledger later.
+		wantVer := ver
+		if c.name == "store refuses writes" {
+			wantVer = ver + 2*int32(len(ledgers)-1) // per ledger: prepare, then undo
+		}
+		if after, ver2 := snapshot(); after != before || ver2 != wantVer {
+			t.Errorf("%s: the managed-ledger metadata changed (version %d -> %d, want %d)", c.name, ver, ver2, wantVer)
+		}
+		t.Logf("%s (%s): %v", c.name, el.Round(time.Millisecond), err)
+	}
+	// Nothing was written to the bucket for this topic, and a good run still works.
+	res, err := runOffload(ctx, t, nil, "--zk", zk, "--store", b.store, topic)
+	if err != nil || res.Totals.Offloaded != len(ledgers)-1 {
+		t.Fatalf("after the bad runs: %+v %v", res, err)
+	}
+}
