@@ -513,8 +513,7 @@ func TestOffloadBadInput(t *testing.T) {
 	s3 := testenv.StartS3(t)
 	badStore := filepath.Join(t.TempDir(), "bad-store.json")
 	badCfg := fmt.Sprintf(`{"type":"s3","config":{"bucket":%q,"region":%q,"endpoint":%q,"addressing":"path",
-		"credentials":{"source":"static","access_key_id":%q,"secret_access_key":"WRONG-SECRET"},
-		"retry":{"max_attempts":1}}}`, b.bucket, s3.Region, s3.Endpoint, s3.AccessKey)
+		"credentials":{"source":"static","access_key_id":%q,"secret_access_key":"WRONG-SECRET"}}}`, b.bucket, s3.Region, s3.Endpoint, s3.AccessKey)
 	if err := os.WriteFile(badStore, []byte(badCfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +530,7 @@ func TestOffloadBadInput(t *testing.T) {
 		{"unknown ledger", []string{"--zk", zk, "--store", b.store, "--ledger", "999999", topic},
 			[]string{"not in managed ledger", "999999"}},
 		{"store refuses writes", []string{"--zk", zk, "--store", badStore, topic},
-			[]string{"copy", "access denied", "ledger-0"}},
+			[]string{"copy", "access denied", fmt.Sprintf("ledger-%d", ledgers[0])}},
 		{"broker refuses", []string{"--zk", zk, "--store", b.store, "--admin-url", s3.Endpoint, topic},
 			[]string{"broker", "nothing was changed", strings.TrimPrefix(topic, "persistent://")}},
 		{"zookeeper unreachable", []string{"--zk", "127.0.0.1:1", "--zk-connect-timeout", "2s", "--store", b.store, topic},
