@@ -280,7 +280,7 @@ func (p *RunningProducer) WaitAcked(n int, timeout time.Duration) error {
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("keep-producing: %d acknowledged messages after %s, wanted %d", got, timeout, n)
+			return fmt.Errorf("keep-producing: %d acknowledged messages after %s, wanted %d; client log tail:\n%s", got, timeout, n, tailString(p.stderr.String(), 3000))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
