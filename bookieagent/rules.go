@@ -739,6 +739,16 @@ func (k journalConfig) group() int64 {
 	return k.bs * int64(k.sync)
 }
 
+// describe names the configuration in evidence.
+func (k journalConfig) describe() string {
+	if k.model == diskbench.JournalModelBookKeeper {
+		return fmt.Sprintf("%s entries, BookKeeper journal model (journalBufferedWritesThreshold %s, journalWriteBufferSizeKB %d, journalMaxGroupWaitMSec %d), %d in flight per journal",
+			units.FormatBytes(k.bs), units.FormatBytes(k.settings.JournalBufferedWritesThreshold), k.settings.JournalWriteBufferSizeKB,
+			k.settings.JournalMaxGroupWaitMSec, k.inFlight)
+	}
+	return fmt.Sprintf("%s writes, fdatasync every %d", units.FormatBytes(k.bs), k.sync)
+}
+
 // bkResult reports whether r was measured with diskbench's BookKeeper
 // journal model (older reports, and the plain model, lack its settings).
 func bkResult(r diskbench.Result) bool {
@@ -851,9 +861,8 @@ func pickJournalCount(sweep []diskbench.Result, capN int) (int, string) {
 		chosen = max(1, fastest)
 		note = fmt.Sprintf("; no count within the cap (%d) and the p99 budget reaches %.0f%% of the best, took the fastest that meets both", capN, JournalNearBest*100)
 	}
-	cfg := sweep[0]
-	return chosen, fmt.Sprintf("%s writes, fdatasync every %d: %s; best %s → N=%d%s",
-		units.FormatBytes(cfg.BlockSize), syncEvery(cfg), strings.Join(parts, ", "), units.DecimalRate(best), chosen, note)
+	return chosen, fmt.Sprintf("%s: %s; best %s → N=%d%s",
+		journalConfigOf(sweep[0]).describe(), strings.Join(parts, ", "), units.DecimalRate(best), chosen, note)
 }
 
 // syncP50 returns the 1-writer p50 fdatasync latency of a writers sweep.
@@ -952,7 +961,7 @@ func pickGroupThresholdBK(rs []diskbench.Result) (int64, string) {
 	level := ths[len(ths)-1]
 	found := false
 	for _, th := range ths {
-		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(th), units.HumanRate(m[th])))
+		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(th), units.DecimalRate(m[th])))
 		if !found && m[th] >= LevelOff*best {
 			level, found = th, true
 		}
@@ -997,7 +1006,7 @@ func pickJournalWriteBufferBK(rs []diskbench.Result) (int64, string) {
 	best := slices.Max(slices.Collect(maps.Values(m)))
 	var parts []string
 	for _, kb := range kbs {
-		parts = append(parts, fmt.Sprintf("%d KiB %s", kb, units.HumanRate(m[kb])))
+		parts = append(parts, fmt.Sprintf("%d KiB %s", kb, units.DecimalRate(m[kb])))
 	}
 	ev := fmt.Sprintf("%s entries, %d in flight, journalBufferedWritesThreshold %s: journalWriteBufferSizeKB → MB/s (1 journal): %s",
 		units.FormatBytes(key.bs), key.inFlight, units.FormatBytes(key.settings.JournalBufferedWritesThreshold), strings.Join(parts, ", "))

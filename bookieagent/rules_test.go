@@ -228,7 +228,8 @@ func TestRecommendBookKeeperJournalModel(t *testing.T) {
 	}
 	// 4 journals reach 95% of the best (8 is over the 2× p99 budget).
 	jd, _ := r.Setting("journalDirectories")
-	if n := len(strings.Split(jd.Value, ",")); n != 4 || !strings.Contains(strings.Join(jd.Evidence, " "), "p99 add") {
+	if n := len(strings.Split(jd.Value, ",")); n != 4 || !strings.Contains(strings.Join(jd.Evidence, " "), "p99 add") ||
+		!strings.Contains(strings.Join(jd.Evidence, " "), "64KiB entries, BookKeeper journal model") {
 		t.Errorf("journalDirectories %q (%d dirs), evidence %v", jd.Value, n, jd.Evidence)
 	}
 	// Thresholds 512 KiB → 500 MB/s, 1 MiB → 900: only 1 MiB reaches 95% of the best.
