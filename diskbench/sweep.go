@@ -41,7 +41,7 @@ const (
 // Each point gets an equal slice of the time left (warm-up = max(1 s, 5%),
 // at most a third of the slice); the random-read file is set aside first and
 // each write point gets a block-size-weighted share of the bytes left (see
-// byteWeight). Points that no longer fit in the time budget are skipped and
+// writeParams.pointWeight). Points that no longer fit in the time budget are skipped and
 // listed in Report.Warnings. On error the report holds the results measured so far.
 func Sweep(ctx context.Context, plan Plan) (*Report, error) {
 	var wps []writeParams
@@ -108,7 +108,7 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 		layoutTime = time.Duration(float64(layoutSize) / layoutRateGuess * float64(time.Second))
 	}
 	left := total
-	// Byte shares are weighted by block size (see byteWeight); what a point
+	// Byte shares are weighted by block size (see pointWeight); what a point
 	// leaves unspent goes to the later ones.
 	weightLeft := 0
 	for _, wp := range wps {
@@ -144,7 +144,7 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 			for _, bs := range wp.blockSizes {
 				label := fmt.Sprintf("%s writers=%d bs=%s", wp.workload, writers, units.FormatBytes(bs))
 				d, w, ok := timing()
-				wt := byteWeight(bs)
+				wt := wp.pointWeight(bs)
 				if !ok {
 					skip(label)
 					left--

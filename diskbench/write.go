@@ -116,11 +116,23 @@ func (wp writeParams) points() int { return len(wp.writers) * len(wp.blockSizes)
 // 128 KiB-or-larger one 8×.
 func byteWeight(bs int64) int { return int(min(max(bs/(16*KiB), 1), 8)) }
 
+// pointWeight is a point's byte weight: the plain model's and the entry
+// log's by write size; the BookKeeper model's by the size its writes
+// reach, the group (journalBufferedWritesThreshold) or the entry if
+// larger — small entries are grouped, so they move as many bytes as large
+// ones.
+func (wp writeParams) pointWeight(bs int64) int {
+	if wp.bookkeeper() {
+		return byteWeight(max(bs, wp.settings.JournalBufferedWritesThreshold))
+	}
+	return byteWeight(bs)
+}
+
 // weight is the sum of the sweep's point weights.
 func (wp writeParams) weight() int {
 	n := 0
 	for _, bs := range wp.blockSizes {
-		n += byteWeight(bs)
+		n += wp.pointWeight(bs)
 	}
 	return n * len(wp.writers)
 }
@@ -159,8 +171,8 @@ func runWriteSweep(ctx context.Context, o Options, wp writeParams) (res []Result
 	weightLeft := wp.weight()
 	for _, writers := range wp.writers {
 		for _, bs := range wp.blockSizes {
-			share := r.budget.Load() * int64(byteWeight(bs)) / int64(weightLeft)
-			weightLeft -= byteWeight(bs)
+			share := r.budget.Load() * int64(wp.pointWeight(bs)) / int64(weightLeft)
+			weightLeft -= wp.pointWeight(bs)
 			one, err := r.runWritePoint(ctx, wp, writers, bs, d, w, share)
 			if err != nil {
 				return res, err
