@@ -23,3 +23,12 @@ bench-scan: compat-prepare
 	  $(GO) test -run '^$$' -bench '^BenchmarkScan$$' -benchtime 1x -timeout 30m ./offloader/discovery/ \
 	  | grep -v '^\s*[0-9:.]* \(INFO\|WARN\)\|cds\]'
 bench: bench-scan
+
+SOAK_SECONDS ?= 180
+
+.PHONY: bench-soak
+## bench-soak: a stock broker under steady produce load while the service offloads by a 30 s policy and trims after 20 s (lag curve in .cache/bench-soak/lag.svg).
+bench-soak: compat-prepare
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_SOAK_SECONDS=$(SOAK_SECONDS) \
+	  $(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 30m ./offloader/ \
+	  | grep -v '^\s*[0-9:.]* \(INFO\|WARN\|DEBUG\)\|cds\]\|vgw'

@@ -215,6 +215,7 @@ func (s *Service) session(ctx context.Context) error {
 		return err
 	}
 	s.sessions.WithLabelValues("opened").Inc()
+	s.log.Info("zookeeper session", "servers", sess.Servers(), "session", fmt.Sprintf("%#x", sess.SessionID()))
 	defer sess.Close()
 	if c.BookKeeper.LedgersRoot != "" {
 		root = c.BookKeeper.LedgersRoot
@@ -259,11 +260,13 @@ func (s *Service) session(ctx context.Context) error {
 		}
 	}()
 	// The first scan must finish before the replica is ready.
-	if _, err := disc.Scan(work); err != nil {
+	first, err := disc.Scan(work)
+	if err != nil {
 		cancel()
 		wg.Wait()
 		return err
 	}
+	s.log.Info("first scan", "managed_ledgers", first.Listed, "ledgers", first.Ledgers, "errors", first.Errors, "took", first.Took)
 	s.mu.Lock()
 	s.sched, s.ready = sched, true
 	s.mu.Unlock()

@@ -13,7 +13,9 @@
 //     disappeared are dropped.
 //   - A fired data watch re-reads that managed ledger (re-arming the
 //     watch); a fired child watch on <namespace>/persistent re-lists the
-//     namespace. New namespaces appear at the next rescan.
+//     namespace; a fired child watch on the root, a tenant or a namespace
+//     node (a new tenant, namespace or first topic of a namespace) runs a
+//     rescan.
 //   - The cache holds the policy's small view of each managed ledger
 //     (policy.Topic: ids, sizes, times, states), not the protobuf.
 //
@@ -28,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +52,7 @@ type Conn interface {
 	GetW(path string) ([]byte, *gozk.Stat, <-chan gozk.Event, error)
 	ChildrenW(path string) ([]string, *gozk.Stat, <-chan gozk.Event, error)
 	Exists(path string) (bool, *gozk.Stat, error)
+	ExistsW(path string) (bool, *gozk.Stat, <-chan gozk.Event, error)
 }
 
 // Options configure a Discovery.
@@ -86,6 +90,7 @@ type Discovery struct {
 	mu       sync.Mutex
 	entries  map[string]*entry
 	nsWatch  map[string]bool
+	tree     map[string]bool // tree nodes (root, tenants, namespaces) with a child watch
 	lastScan ScanStats
 
 	changed chan struct{}
@@ -116,6 +121,7 @@ func New(conn Conn, o Options) *Discovery {
 		log:     o.Logger.With("component", "discovery"),
 		entries: map[string]*entry{},
 		nsWatch: map[string]bool{},
+		tree:    map[string]bool{},
 		changed: make(chan struct{}, 1),
 		events:  make(chan string, 4096),
 	}
@@ -164,6 +170,11 @@ func (d *Discovery) Scan(ctx context.Context) (ScanStats, error) {
 		return st, fmt.Errorf("discovery: list namespaces: %w", err)
 	}
 	st.Namespaces = len(nss)
+	if !d.o.NoWatches {
+		if err := d.watchTree(ctx, nss); err != nil {
+			return st, err
+		}
+	}
 	var names []string
 	for _, ns := range nss {
 		mls, err := d.listNamespace(ctx, ns)
@@ -247,6 +258,76 @@ func (d *Discovery) LastScan() ScanStats {
 
 func (d *Discovery) path(ml string) string { return d.o.Chroot + mlmeta.Path(ml) }
 
+// watchTree arms child watches on the root, every tenant and every
+// namespace-level node (whose children include "persistent" once the
+// namespace's first topic exists), so new tenants, namespaces and domain
+// nodes trigger a rescan at once instead of at the next periodic one.
+func (d *Discovery) watchTree(ctx context.Context, nss []string) error {
+	root := d.o.Chroot + mlmeta.Root
+	paths := []string{root}
+	seen := map[string]bool{root: true}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	kids, err := tzk.Children(ctx, d.conn, root)
+	if errors.Is(err, gozk.ErrNoNode) {
+		// No topic yet anywhere: watch for the root to appear.
+		d.mu.Lock()
+		armed := d.tree[root]
+		d.mu.Unlock()
+		if armed {
+			return nil
+		}
+		r, err := tzk.Do(ctx, func() (watchResult, error) {
+			_, _, ch, err := d.conn.ExistsW(root)
+			return watchResult{ch: ch}, err
+		})
+		if err != nil {
+			return fmt.Errorf("discovery: watch %s: %w", root, err)
+		}
+		d.mu.Lock()
+		d.tree[root] = true
+		d.mu.Unlock()
+		go d.forward(r.ch, "tree:"+root)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("discovery: list %s: %w", root, err)
+	}
+	for _, t := range kids {
+		add(root + "/" + t)
+	}
+	for _, ns := range nss {
+		parts := strings.Split(ns, "/")
+		for i := 1; i <= len(parts); i++ {
+			add(root + "/" + strings.Join(parts[:i], "/"))
+		}
+	}
+	for _, p := range paths {
+		d.mu.Lock()
+		armed := d.tree[p]
+		d.mu.Unlock()
+		if armed {
+			continue
+		}
+		_, ch, err := childrenW(ctx, d.conn, p)
+		if errors.Is(err, gozk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("discovery: watch %s: %w", p, err)
+		}
+		d.mu.Lock()
+		d.tree[p] = true
+		d.mu.Unlock()
+		go d.forward(ch, "tree:"+p)
+	}
+	return nil
+}
+
 // listNamespace lists a namespace's managed ledgers and arms a child watch
 // on its topic list (once).
 func (d *Discovery) listNamespace(ctx context.Context, ns string) ([]string, error) {
@@ -305,6 +386,10 @@ func (d *Discovery) forward(ch <-chan gozk.Event, key string) {
 func (d *Discovery) unwatch(key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if p, ok := strings.CutPrefix(key, "tree:"); ok {
+		delete(d.tree, p)
+		return
+	}
 	if len(key) > 3 && key[:3] == "ns:" {
 		delete(d.nsWatch, key[3:])
 		return
@@ -440,6 +525,15 @@ func (d *Discovery) Run(ctx context.Context) error {
 }
 
 func (d *Discovery) handle(ctx context.Context, key string) error {
+	if p, ok := strings.CutPrefix(key, "tree:"); ok {
+		// A tenant, namespace or domain node appeared or went: rescan (the
+		// known managed ledgers cost a stat each).
+		d.mu.Lock()
+		delete(d.tree, p)
+		d.mu.Unlock()
+		_, err := d.Scan(ctx)
+		return err
+	}
 	if len(key) > 3 && key[:3] == "ns:" {
 		ns := key[3:]
 		d.mu.Lock()

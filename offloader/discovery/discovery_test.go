@@ -49,6 +49,24 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// TestDiscoveryFromEmpty starts on a ZooKeeper without /managed-ledgers:
+// the first topic anywhere is found through the watches, not at the next
+// periodic rescan.
+func TestDiscoveryFromEmpty(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	s := connect(t, z.Addr)
+	d := New(s, Options{RescanInterval: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = d.Run(ctx) }()
+	waitFor(t, "first scan", func() bool { return !d.LastScan().Started.IsZero() })
+	c := mltest.NewCreator(s.Conn)
+	if err := c.CreateML("public/default/persistent/first", mltest.Info(mltest.Closed(1, 2, 100, time.Now())...)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first topic", func() bool { return names(d) == "public/default/persistent/first:3 " })
+}
+
 func TestDiscoveryRealZooKeeper(t *testing.T) {
 	z := testenv.StartZooKeeper(t)
 	s := connect(t, z.Addr)
@@ -107,6 +125,20 @@ func TestDiscoveryRealZooKeeper(t *testing.T) {
 	waitFor(t, "new topic and deletion", func() bool {
 		return names(d) == "t/ns/persistent/a:6 t/ns/persistent/new:2 u/c1/ns/persistent/v1topic:4 ERR:t/ns/persistent/bad "
 	})
+	// A topic in a namespace (and tenant) that did not exist: the tree
+	// watches trigger a rescan at once.
+	if err := c.CreateML("brand/new/persistent/x", mltest.Info(mltest.Closed(1, 1, 100, now)...)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "topic in a new namespace", func() bool {
+		ts, _ := d.Snapshot()
+		for _, x := range ts {
+			if x.ML == "brand/new/persistent/x" {
+				return true
+			}
+		}
+		return false
+	})
 	select {
 	case <-d.Changed():
 	default:
@@ -133,7 +165,7 @@ func TestDiscoveryRealZooKeeper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Read != 2 || st.Statted != 4 { // v1topic changed + the bad one
+	if st.Read != 2 || st.Statted != 5 { // v1topic changed + the bad one
 		t.Errorf("rescan after one change: %+v", st)
 	}
 
