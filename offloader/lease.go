@@ -29,7 +29,6 @@ type zkLeases struct {
 	log  *slog.Logger
 
 	mu     sync.Mutex
-	made   bool
 	lost   chan struct{}
 	closed bool
 	stop   chan struct{}
