@@ -136,6 +136,7 @@ func pulsarReadsAll(t *testing.T, s3 *testenv.S3, bucket, name string, w written
 // rig is one pipeline's dependencies on the shared peers.
 type rig struct {
 	zk      *zk.Conn
+	sess    *tkzk.Session
 	ml      *mlmeta.Store
 	ledgers *metadata.Store
 	bk      *client.Client
@@ -146,10 +147,34 @@ type rig struct {
 
 func newRig(t *testing.T, useS3 bool) *rig {
 	t.Helper()
+	o := rigOptions{}
+	if useS3 {
+		peers(t)
+		o.s3 = testenv.StartS3(t)
+	}
+	return newRigWith(t, o)
+}
+
+// rigOptions vary newRigWith.
+type rigOptions struct {
+	s3             *testenv.S3   // nil: an fs store
+	zkAddr         string        // default: the shared server
+	sessionTimeout time.Duration // default 10 s
+	s3Attempts     int           // S3 SDK attempts (default the provider's)
+}
+
+func newRigWith(t *testing.T, o rigOptions) *rig {
+	t.Helper()
 	peers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sess, err := tkzk.Connect(ctx, []string{env.zk.Addr}, tkzk.Options{SessionTimeout: 10 * time.Second})
+	if o.zkAddr == "" {
+		o.zkAddr = env.zk.Addr
+	}
+	if o.sessionTimeout == 0 {
+		o.sessionTimeout = 10 * time.Second
+	}
+	sess, err := tkzk.Connect(ctx, []string{o.zkAddr}, tkzk.Options{SessionTimeout: o.sessionTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,13 +189,14 @@ func newRig(t *testing.T, useS3 bool) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bk.Close() })
-	r := &rig{zk: conn, ml: mlmeta.New(conn, nil), ledgers: lst, bk: bk}
-	if useS3 {
-		r.s3 = testenv.StartS3(t)
+	r := &rig{zk: conn, sess: sess, ml: mlmeta.New(conn, nil), ledgers: lst, bk: bk}
+	if o.s3 != nil {
+		r.s3 = o.s3
 		r.bucket = r.s3.NewBucket(t)
 		cfg := s3store.DefaultConfig()
 		cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = r.bucket, r.s3.Region, r.s3.Endpoint, "path"
 		cfg.Credentials.Source, cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey = s3store.SourceStatic, r.s3.AccessKey, blob.Secret(r.s3.SecretKey)
+		cfg.Retry.MaxAttempts = o.s3Attempts
 		st, err := s3store.New(ctx, cfg, s3store.Options{})
 		if err != nil {
 			t.Fatal(err)

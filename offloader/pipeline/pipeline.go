@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
@@ -262,6 +263,11 @@ func (p *Pipeline) step(ctx context.Context, t Target, s Step, res *LedgerResult
 		var se *StepError
 		if errors.As(err, &se) {
 			return err
+		}
+		if tkzk.Unavailable(err) {
+			// Nothing of this step is known to have been written; the stored
+			// state says where the next run starts.
+			err = fmt.Errorf("ZooKeeper unavailable (session lost or no server): %w", err)
 		}
 		return &StepError{Target: t, Step: s, Err: err}
 	}

@@ -11,8 +11,10 @@ import (
 
 // Candidates returns, in stored order, the ledgers of info the pipeline
 // takes: closed (not the last), with entries, not complete. upTo >= 0
-// keeps only ids <= upTo. With trim, complete ledgers whose BookKeeper copy
-// is not marked deleted are included too (for their trim step).
+// keeps only ids <= upTo. With trim, complete ledgers are included too,
+// for their trim step: those marked bookkeeperDeleted as well, since a
+// crash between the mark and the delete leaves the BookKeeper ledger
+// behind (the trim step checks, and deletes it).
 func Candidates(info *mlproto.ManagedLedgerInfo, upTo int64, trim bool) []int64 {
 	ls := info.GetLedgerInfo()
 	var out []int64
@@ -23,7 +25,7 @@ func Candidates(info *mlproto.ManagedLedgerInfo, upTo int64, trim bool) []int64 
 		oc := li.GetOffloadContext()
 		switch {
 		case oc.GetComplete():
-			if trim && !oc.GetBookkeeperDeleted() {
+			if trim {
 				out = append(out, li.GetLedgerId())
 			}
 		case li.GetEntries() > 0 && li.GetSize() > 0:

@@ -19,6 +19,17 @@ func (p *Pipeline) trimAll(ctx context.Context, tr *TopicResult, done []*LedgerR
 	var errs []error
 	reloaded := tr.Reload.Done
 	var toDelete []*LedgerResult
+	// One read for all ledgers: only this topic's pipeline (per-topic
+	// serialisation) and the broker's trimmer change these contexts, and
+	// every write below is a compare-and-set that re-reads.
+	snap, err := p.d.ML.Get(ctx, tr.ML)
+	if err != nil {
+		err = &StepError{Target: Target{ML: tr.ML, LedgerID: -1}, Step: StepTrim, Err: err}
+		for _, lr := range done {
+			lr.Err = err
+		}
+		return []error{err}
+	}
 	for _, lr := range done {
 		if lr.Err != nil {
 			continue
@@ -27,7 +38,7 @@ func (p *Pipeline) trimAll(ctx context.Context, tr *TopicResult, done []*LedgerR
 		var del bool
 		err := p.step(ctx, t, StepTrim, lr, func() error {
 			var err error
-			del, err = p.mark(ctx, lr, reloaded)
+			del, err = p.mark(ctx, lr, snap, reloaded)
 			return err
 		})
 		if err != nil {
@@ -72,12 +83,8 @@ func (p *Pipeline) trimAll(ctx context.Context, tr *TopicResult, done []*LedgerR
 // mark sets bookkeeperDeleted=true when the lag has passed and the broker
 // is known to read from the object store. It returns whether the
 // BookKeeper ledger should now be deleted.
-func (p *Pipeline) mark(ctx context.Context, lr *LedgerResult, reloaded bool) (bool, error) {
+func (p *Pipeline) mark(ctx context.Context, lr *LedgerResult, snap *mlmeta.Snapshot, reloaded bool) (bool, error) {
 	t := lr.Target
-	snap, err := p.d.ML.Get(ctx, t.ML)
-	if err != nil {
-		return false, err
-	}
 	var li *LedgerInfo
 	for _, l := range snap.Info.GetLedgerInfo() {
 		if l.GetLedgerId() == t.LedgerID {

@@ -12,16 +12,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/format"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -111,7 +120,8 @@ type offloadRun struct {
 				Deleted    bool  `json:"bookkeeperLedgerDeleted"`
 				FreedBytes int64 `json:"freedBytes"`
 			} `json:"trim"`
-			Leftovers []string `json:"leftovers"`
+			Leftovers  []string `json:"leftovers"`
+			Superseded []string `json:"superseded"`
 		} `json:"ledgers"`
 		Reload *struct {
 			Done     bool   `json:"done"`
@@ -574,4 +584,190 @@ func TestOffloadBadInput(t *testing.T) {
 	if err != nil || res.Totals.Offloaded != len(ledgers)-1 {
 		t.Fatalf("after the bad runs: %+v %v", res, err)
 	}
+}
+
+// TestOffloadSIGKILLResumes: the real offloader process is SIGKILLed during
+// a multi-ledger offload (with BookKeeper trim) at a random moment, or at
+// a random named failpoint through TIERKEEPER_FAILPOINTS, once per seed on
+// its own partition of a 20-partition topic; then the same command runs
+// again to completion. After each rerun: every closed ledger of the
+// partition is offloaded and trimmed, the bucket holds exactly the one
+// object pair the metadata references for each of them and no incomplete
+// multipart upload, and the rerun lists what it replaced. At the end a
+// Reader through the stock broker reads every message of every partition.
+func TestOffloadSIGKILLResumes(t *testing.T) {
+	const seeds = 20
+	b := sharedOffloadBroker(t)
+	j := sharedJava(t)
+	ctx := t.Context()
+	topic := uniqueTopic(t)
+	if err := b.CreatePartitionedTopic(ctx, topic, seeds); err != nil {
+		t.Fatal(err)
+	}
+	// 320 entries per partition: three closed ledgers of 100 and the current one.
+	prod, err := j.Produce(ctx, b.Broker, topic, testenv.ProduceOptions{Count: seeds * 320, Seed: 26, Sizes: []int{800, 8000, 30000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := prod.LedgerIDs()
+	sess, err := tkzk.Connect(ctx, []string{sharedZK(t).Addr}, tkzk.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	ml := mlmeta.New(sess.Conn, nil)
+	killedMidway := 0
+	for seed := 0; seed < seeds; seed++ {
+		rng := rand.New(rand.NewPCG(uint64(seed), 26))
+		partition := fmt.Sprintf("%s-partition-%d", topic, seed)
+		args := []string{"--zk", sharedZK(t).Addr, "--store", b.store, "--admin-url", b.WebURL, "--delete-bookkeeper", partition}
+		cmd := exec.CommandContext(ctx, offloaderBinary(t), append([]string{"offload", "-o", "json"}, args...)...)
+		how := ""
+		if seed%2 == 1 {
+			fp := pipeline.FailpointNames[rng.IntN(len(pipeline.FailpointNames))]
+			nth := 1 + rng.IntN(3)
+			how = fmt.Sprintf("%s@%d=kill", fp, nth)
+			cmd.Env = append(os.Environ(), pipeline.FailpointEnv+"="+how)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if how == "" {
+			d := time.Duration(rng.IntN(900)) * time.Millisecond
+			how = "SIGKILL after " + d.String()
+			done := make(chan struct{})
+			go func() {
+				select {
+				case <-time.After(d):
+					_ = cmd.Process.Kill()
+				case <-done:
+				}
+			}()
+			err = cmd.Wait()
+			close(done)
+		} else {
+			err = cmd.Wait()
+		}
+		killed := false
+		if ee, ok := err.(*exec.ExitError); ok {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				killed = true
+			}
+		}
+		if err != nil && !killed {
+			t.Fatalf("seed %d (%s): the run failed without being killed: %v\n%s", seed, how, err, stderr.String())
+		}
+		if killed {
+			killedMidway++
+		}
+		res, err := runOffload(ctx, t, nil, args...)
+		if err != nil {
+			t.Fatalf("seed %d (%s): rerun: %v", seed, how, err)
+		}
+		var superseded, leftovers []string
+		for _, l := range res.ManagedLedgers[0].Ledgers {
+			leftovers = append(leftovers, l.Leftovers...)
+			superseded = append(superseded, l.Superseded...)
+		}
+		// The metadata: every closed ledger offloaded, trimmed, and gone from
+		// BookKeeper; exactly its object pair in the bucket.
+		snap, err := ml.Get(ctx, mlName(partition))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{}
+		ids := map[int64]bool{}
+		for _, id := range parts[seed][:len(parts[seed])-1] {
+			ids[id] = true
+		}
+		for _, li := range snap.Info.GetLedgerInfo() {
+			if !ids[li.GetLedgerId()] {
+				continue
+			}
+			oc := li.GetOffloadContext()
+			u, ok := mlmeta.AttemptUUID(oc)
+			if !ok || !oc.GetComplete() || !oc.GetBookkeeperDeleted() || !bkGone(t, ctx, li.GetLedgerId()) {
+				t.Fatalf("seed %d (%s): ledger %d after the rerun: %v", seed, how, li.GetLedgerId(), oc)
+			}
+			want[format.DataKey(u, li.GetLedgerId())], want[format.IndexKey(u, li.GetLedgerId())] = true, true
+		}
+		if len(want) != 2*len(ids) {
+			t.Fatalf("seed %d: %d referenced objects for %d ledgers", seed, len(want), len(ids))
+		}
+		got := bucketKeysOf(t, ctx, b.s3, b.bucket, ids)
+		for _, k := range got {
+			if !want[k] && !slices.Contains(leftovers, k) {
+				t.Fatalf("seed %d (%s): object %s is referenced by no ledger and not listed as left over (superseded %v)", seed, how, k, superseded)
+			}
+		}
+		for k := range want {
+			if !slices.Contains(got, k) {
+				t.Fatalf("seed %d (%s): referenced object %s missing", seed, how, k)
+			}
+		}
+		if ups := uploadsOf(t, ctx, b.s3, b.bucket, ids); len(ups) > 0 {
+			t.Fatalf("seed %d (%s): incomplete multipart uploads left: %v", seed, how, ups)
+		}
+		t.Logf("seed %d: %s (killed %v); rerun offloaded %d, superseded %v, leftovers %v", seed, how, killed, res.Totals.Offloaded, superseded, leftovers)
+	}
+	if killedMidway < seeds/2 {
+		t.Fatalf("only %d of %d runs were killed before they finished", killedMidway, seeds)
+	}
+	read, err := j.ReadAll(ctx, b.Broker, topic, testenv.ReadOptions{Expect: int(prod.Count)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, prod, read, false)
+}
+
+// mlName is a topic's managed-ledger name.
+func mlName(topic string) string {
+	n, err := mlmeta.MLNameForTopic(topic)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// ledgerOfKey returns the ledger id an offload object key names.
+func ledgerOfKey(key string) (int64, bool) {
+	_, id, _, err := format.ParseKey(key)
+	return id, err == nil
+}
+
+// bucketKeysOf lists the bucket's objects of the given ledgers.
+func bucketKeysOf(t testing.TB, ctx context.Context, s3 *testenv.S3, bucket string, ids map[int64]bool) []string {
+	t.Helper()
+	var out []string
+	p := awss3.NewListObjectsV2Paginator(s3.Client(), &awss3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			if id, ok := ledgerOfKey(aws.ToString(o.Key)); ok && ids[id] {
+				out = append(out, aws.ToString(o.Key))
+			}
+		}
+	}
+	return out
+}
+
+// uploadsOf lists the bucket's incomplete multipart uploads of the given ledgers.
+func uploadsOf(t testing.TB, ctx context.Context, s3 *testenv.S3, bucket string, ids map[int64]bool) []string {
+	t.Helper()
+	res, err := s3.Client().ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, u := range res.Uploads {
+		if id, ok := ledgerOfKey(aws.ToString(u.Key)); ok && ids[id] {
+			out = append(out, aws.ToString(u.Key)+" "+aws.ToString(u.UploadId))
+		}
+	}
+	return out
 }
