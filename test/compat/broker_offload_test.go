@@ -233,6 +233,23 @@ func TestBrokerReadsGoOffloadS3(t *testing.T) {
 	t.Logf("broker restart took %s", b.StartTimes[len(b.StartTimes)-1].Round(time.Millisecond))
 	readAllFromStore(t, ctx, b, topic, prod)
 	checkOffloaded(t, ctx, b, topic, ids, true)
+
+	// The generic "S3" driver (jclouds' s3 API) reads them too. It takes
+	// its credentials from ACCESS_KEY_ID/ACCESS_KEY_SECRET (as aliyun-oss
+	// does; AWS_* gives "Couldn't get the access key id") and signs V2
+	// unless told otherwise, which versitygw refuses.
+	t.Run("driver S3", func(t *testing.T) {
+		o := testenv.S3Offload(srv, brokerBucket)
+		o.Driver = "S3"
+		o.Env = []string{"ACCESS_KEY_ID=" + srv.AccessKey, "ACCESS_KEY_SECRET=" + srv.SecretKey}
+		o.JVMArgs = append(o.JVMArgs, "-Djclouds.s3.signer-version=4")
+		b := sharedBrokerWith(t, testenv.BrokerOptions{Offload: o})
+		read, err := sharedJava(t).ReadAll(ctx, b, topic, testenv.ReadOptions{Expect: int(prod.Count), Timeout: 30 * time.Second})
+		if err != nil {
+			t.Fatalf("%v\nbroker log:\n%s", err, grepFile(b.LogPath(), "Exception", 20))
+		}
+		sameMessages(t, prod, read, true)
+	})
 }
 
 // grepFile returns the last n lines of path containing sub.
