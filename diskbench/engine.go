@@ -362,6 +362,15 @@ func (r *runner) runPoint(ctx context.Context, spec *pointSpec) (Result, error) 
 		prev := runtime.GOMAXPROCS(need)
 		defer runtime.GOMAXPROCS(prev)
 	}
+	// Under Options.Settle the warm-up is the longest the point may take
+	// to settle; it may also spend a larger share of the point's bytes.
+	var st *settler
+	if s := r.opts.Settle; s != nil && spec.warmup > 0 {
+		st = newSettler(*s)
+		if spec.maxBytes > 0 {
+			spec.warmupBytes = int64(float64(spec.maxBytes) * st.s.MaxShare)
+		}
+	}
 	p.base = time.Now()
 	p.measureNs.Store(int64(spec.warmup))
 	var wg sync.WaitGroup
@@ -400,6 +409,18 @@ loop:
 			p.halt("canceled", ctx.Err())
 			break loop
 		case now := <-tick.C:
+			if st != nil && phase == PhaseWarmup && !st.ended {
+				elapsed := p.now()
+				if elapsed >= p.measureNs.Load() {
+					// Warm-up ended by the time cap or the byte share.
+					st.ended, st.endWritten = true, p.written.Load()
+				} else if st.observe(time.Duration(elapsed), p.moved.Load()) {
+					p.endWarmup()
+					st.ended, st.settled, st.endWritten = true, true, p.written.Load()
+					// Go ≥ 1.23 timers: Reset discards a pending expiry.
+					deadline.Reset(spec.duration)
+				}
+			}
 			if phase == PhaseWarmup && p.now() >= p.measureNs.Load() {
 				phase = PhaseMeasure
 			}
@@ -460,6 +481,13 @@ loop:
 		res.SamplesBytesPerSec = append(res.SamplesBytesPerSec, float64(p.secBytes[i].Load()))
 	}
 	res.StdevOverMean = cv(res.SamplesBytesPerSec)
+	if st != nil {
+		res.Settle = st.info()
+		if !st.settled {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("throughput was still changing when the %.1f s warm-up ended (per-second rates %s): the figure may include a cache or burst; give the point more time or bytes",
+				time.Duration(measureNs).Seconds(), fmtRates(st.samples)))
+		}
+	}
 	if p.stopReason == "byte budget" && window < spec.duration {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("stopped after %.1fs of %.1fs: byte budget spent (raise --max-bytes for a longer measurement)",
 			window.Seconds(), spec.duration.Seconds()))

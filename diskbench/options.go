@@ -82,6 +82,10 @@ type Options struct {
 	// a garbage collection that starts while a worker is blocked waits for
 	// that I/O to return (a slow fdatasync delays the other goroutines).
 	RaiseGOMAXPROCS bool
+	// Settle, when set, makes each point's warm-up last until its
+	// throughput has settled (past caches and bursts), with Warmup as the
+	// longest it may take; see Settle. Default (nil): a fixed warm-up.
+	Settle *Settle
 }
 
 // Prealloc says how a writer's file is prepared before writing (the plain

@@ -104,6 +104,9 @@ type Result struct {
 	SamplesBytesPerSec []float64 `json:"samples_bytes_per_sec,omitempty"`
 	StdevOverMean      float64   `json:"stdev_over_mean"`
 
+	// Settle describes the warm-up when it ran under Options.Settle.
+	Settle *SettleInfo `json:"settle,omitempty"`
+
 	// DirectIO reports whether reads used O_DIRECT (randread).
 	DirectIO bool `json:"direct_io,omitempty"`
 	// Warnings lists conditions that make the figure less trustworthy

@@ -1,0 +1,166 @@
+package diskbench
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
+)
+
+// Settle defaults (Options.Settle fields left at zero).
+const (
+	DefaultSettleMinWarmup = 2 * time.Second
+	DefaultSettleWindow    = 3
+	DefaultSettleTolerance = 0.10
+	DefaultSettleMaxShare  = 0.6
+)
+
+// Settle makes every point's warm-up last until its throughput has settled
+// instead of a fixed time: past the page cache, a virtual disk's host cache
+// and an SSD's fast (SLC) region, which make the first seconds of a
+// buffered write run look several times faster than the disk sustains.
+//
+// The engine keeps one throughput sample per second of the warm-up. The
+// warm-up ends at the first second n ≥ MinWarmup at which at least
+// MinBytes have been written and the median of the last Window samples is
+// within Tolerance of the median of the Window samples before them (the
+// rate has stopped falling or rising). The point's Options.Warmup (or the
+// Sweep's computed one) is the longest a warm-up may last, and it may spend
+// at most MaxShare of the point's byte share; a warm-up ended by either cap
+// is reported as not settled, with a warning. The measured window (Duration)
+// starts when the warm-up ends. Result.Settle describes the warm-up: its
+// per-second rates, the burst rate of its first two seconds and the second
+// at which the rate fell (the knee), if it did.
+type Settle struct {
+	// MinWarmup is the shortest warm-up. Default 2 s.
+	MinWarmup time.Duration
+	// Window is the number of one-second samples compared. Default 3 (so
+	// at least 6 s of warm-up).
+	Window int
+	// Tolerance is the largest relative change between the two windows'
+	// medians that counts as settled. Default 0.10.
+	Tolerance float64
+	// MinBytes must be written before the warm-up may end (a known cache
+	// size to get past). Default 0.
+	MinBytes int64
+	// MaxShare is the largest share of the point's byte budget the warm-up
+	// may spend. Default 0.6.
+	MaxShare float64
+}
+
+func (s Settle) withDefaults() Settle {
+	if s.MinWarmup <= 0 {
+		s.MinWarmup = DefaultSettleMinWarmup
+	}
+	if s.Window <= 0 {
+		s.Window = DefaultSettleWindow
+	}
+	if s.Tolerance <= 0 {
+		s.Tolerance = DefaultSettleTolerance
+	}
+	if s.MaxShare <= 0 || s.MaxShare > 0.95 {
+		s.MaxShare = DefaultSettleMaxShare
+	}
+	return s
+}
+
+// SettleInfo describes a warm-up run under Options.Settle.
+type SettleInfo struct {
+	// Settled is false when the warm-up ended at its time cap or byte share
+	// with the rate still changing.
+	Settled bool `json:"settled"`
+	// WarmupBytes is what the warm-up wrote (or read).
+	WarmupBytes int64 `json:"warmup_bytes"`
+	// BurstBytesPerSec is the mean rate of the warm-up's first two seconds.
+	BurstBytesPerSec float64 `json:"burst_bytes_per_sec"`
+	// KneeSec is the second of the warm-up at which the rate first fell
+	// below (1 − 2 × Tolerance) of the burst rate; 0 when it never did.
+	KneeSec float64 `json:"knee_sec,omitempty"`
+	// SamplesBytesPerSec are the warm-up's per-second rates.
+	SamplesBytesPerSec []float64 `json:"samples_bytes_per_sec,omitempty"`
+}
+
+// settler watches a warm-up's throughput for Settle.
+type settler struct {
+	s          Settle
+	samples    []float64
+	lastSec    int
+	lastMoved  int64
+	ended      bool
+	settled    bool
+	endWritten int64
+}
+
+func newSettler(s Settle) *settler { return &settler{s: s.withDefaults()} }
+
+// observe takes the bytes moved so far at elapsed and reports whether the
+// warm-up may end now. Samples are taken at the first observation after
+// each whole second.
+func (st *settler) observe(elapsed time.Duration, moved int64) bool {
+	sec := int(elapsed / time.Second)
+	if sec <= st.lastSec {
+		return false
+	}
+	// Spread what moved since the last sample over the seconds it covers.
+	n := sec - st.lastSec
+	per := float64(moved-st.lastMoved) / float64(n)
+	for range n {
+		st.samples = append(st.samples, per)
+	}
+	st.lastSec, st.lastMoved = sec, moved
+	return elapsed >= st.s.MinWarmup && moved >= st.s.MinBytes && st.stable()
+}
+
+// stable compares the medians of the last two windows of samples.
+func (st *settler) stable() bool {
+	w := st.s.Window
+	if len(st.samples) < 2*w {
+		return false
+	}
+	last := median(st.samples[len(st.samples)-w:])
+	prev := median(st.samples[len(st.samples)-2*w : len(st.samples)-w])
+	if prev <= 0 {
+		return false
+	}
+	d := last/prev - 1
+	return d <= st.s.Tolerance && d >= -st.s.Tolerance
+}
+
+func (st *settler) info() *SettleInfo {
+	in := &SettleInfo{Settled: st.settled, WarmupBytes: st.endWritten, SamplesBytesPerSec: slices.Clone(st.samples)}
+	if n := min(2, len(st.samples)); n > 0 {
+		in.BurstBytesPerSec = mean(st.samples[:n])
+		for i, v := range st.samples {
+			if v < (1-2*st.s.Tolerance)*in.BurstBytesPerSec {
+				in.KneeSec = float64(i + 1)
+				break
+			}
+		}
+	}
+	return in
+}
+
+// median of v (not modified); 0 for none.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(v))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func fmtRates(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = units.DecimalRate(x)
+	}
+	if len(parts) > 12 {
+		parts = append(parts[:4], append([]string{"…"}, parts[len(parts)-6:]...)...)
+	}
+	return strings.Join(parts, ", ")
+}
