@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,30 +21,38 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
-// Bench defaults (the issue's bounds for `bookieagent recommend`).
+// Bench defaults (`bookieagent recommend` and `serve --bench-on-start`).
 const (
-	DefaultBenchTime  = 60 * time.Second
-	DefaultBenchBytes = 2 * GiB
-	// minPointTime and minPointBytes are the least a point needs to give a
-	// figure (diskbench skips points measured for less than 0.5 s).
-	minPointTime  = 1 * time.Second
-	minPointBytes = 16 * MiB
-	// tier thresholds: optional points run only when every point of the
-	// plan gets at least this much time.
-	tier2PointTime = 1800 * time.Millisecond
-	tier3PointTime = 2500 * time.Millisecond
+	// DefaultBenchTime bounds the whole benchmark: every write benchPoint runs
+	// past the disk's caches and is measured DefaultRounds times.
+	DefaultBenchTime = 5 * time.Minute
+	// DefaultBenchBytes bounds the bytes written in total. Each run also
+	// stays within its disk's free space (diskbench's 256 MiB reserve
+	// kept); files are removed after every run, so the disk never holds
+	// more than one run's files.
+	DefaultBenchBytes = 64 * GiB
+	// DefaultRounds is how often each decisive benchPoint is measured (rounds
+	// interleaved, so slow drift hits every candidate of a comparison).
+	DefaultRounds = 3
 	// journalEntry is the journal points' entry size; journalDeepInFlight
 	// the entries in flight of the threshold and buffer points (4 MiB: a
 	// group can fill any threshold measured while the previous one syncs).
 	journalEntry        = 64 * KiB
 	journalDeepInFlight = 64
-	// randReadFile is the file random reads run on; 64 MiB keeps the
-	// layout cheap under a 2 GiB budget.
-	randReadFile = 64 * MiB
+	// randReadFile is the file random reads run on.
+	randReadFile = 256 * MiB
+	// Per-run planning figures.
+	runOverhead    = 400 * time.Millisecond // files, checks, cleanup per run
+	maxMeasure     = 10 * time.Second
+	minMeasure     = 1 * time.Second
+	minRunBytes    = 16 * MiB
+	settleWindow   = 2
+	settleTol      = 0.10
+	probeMeasure   = 3 * time.Second
+	journalWarmCap = 8 * time.Second
 )
 
-// ScratchPrefix names the scratch directories the agent creates next to a
-// live bookie's directories.
+// ScratchPrefix names the scratch directories the agent benchmarks in.
 const ScratchPrefix = ".bookieagent-scratch"
 
 // BenchOptions configure PrepareBench.
@@ -49,15 +60,24 @@ type BenchOptions struct {
 	// JournalDirs and LedgerDirs are the bookie directories; each is
 	// treated as one disk. Both are required.
 	JournalDirs, LedgerDirs []string
-	// TimeBudget bounds the whole benchmark. Zero means DefaultBenchTime
-	// (60 s); a negative value is an error.
+	// TimeBudget bounds the whole benchmark. Zero means DefaultBenchTime;
+	// a negative value is an error.
 	TimeBudget time.Duration
 	// MaxBytes bounds the bytes written in total. Zero means
-	// DefaultBenchBytes (2 GiB); a negative value is an error.
+	// DefaultBenchBytes; a negative value is an error.
 	MaxBytes int64
-	// CPUs is the bookie's CPU count (caps the journal writer sweep).
-	// Default 1.
+	// Rounds is how often each decisive benchPoint is measured. Zero means
+	// DefaultRounds.
+	Rounds int
+	// CPUs is the bookie's CPU count (evidence only; journal threads
+	// mostly wait on fdatasync). Default 1.
 	CPUs int
+	// AllowLiveBookie benchmarks a disk that holds a live bookie, in a
+	// scratch directory outside the bookie's directories on the same
+	// filesystem; the bookie's files are never touched, but its disk
+	// carries the benchmark's load. Without it such a disk is refused
+	// (ErrLiveBookie).
+	AllowLiveBookie bool
 	// RaiseGOMAXPROCS is passed to diskbench (diskbench.Options): set it
 	// only in a program that owns its process. Default off.
 	RaiseGOMAXPROCS bool
@@ -66,7 +86,7 @@ type BenchOptions struct {
 	// Logger receives progress at debug level. Default: discard.
 	Logger *slog.Logger
 	// Progress, when set, receives diskbench's progress events with the
-	// step name ("journal /mnt/j: group 256KiB").
+	// step name ("journal /mnt/j: journals 1 … round 2/3").
 	Progress func(step string, ev diskbench.ProgressEvent)
 	// Sweep runs one diskbench plan. Default diskbench.Sweep; tests inject
 	// faults through it.
@@ -77,49 +97,45 @@ type BenchOptions struct {
 type BenchDisk struct {
 	Role Role
 	Disk Disk
-	// Scratch is true when BenchDir is a scratch directory the agent
-	// creates (and removes) because Dir holds a live bookie.
-	Scratch bool
+	// Live is true when Dir held bookie data when the benchmark was
+	// prepared (benchmarked beside it only with AllowLiveBookie).
+	Live bool
 	// FreeBytes is what statfs reports available.
 	FreeBytes uint64
-}
-
-// BenchStep is one diskbench Sweep call of the plan.
-type BenchStep struct {
-	Name   string
-	Disk   int // index into Prepared.Disks
-	Plan   diskbench.Plan
-	Points int
-	// Bytes the step's layout needs on top of its points (random reads).
-	LayoutBytes int64
+	// found is what bookiedir found (for Live), or nothing.
+	found []string
 }
 
 // PreparedBench is a validated benchmark: directories checked, scratch
-// directories chosen, the plan fitted to the budget. Nothing has been
-// written yet.
+// directories chosen. Nothing has been written yet; Run measures the
+// disks' rates first and fits the rest of the plan to the budget with them.
 type PreparedBench struct {
 	o     BenchOptions
 	Disks []BenchDisk
-	Steps []BenchStep
-	// Dropped lists optional steps left out to fit the budget.
-	Dropped []string
 }
 
 // PrepareBench validates every directory (exists, is a directory, is
-// writable, not on tmpfs/ramfs/overlayfs), looks for cookies, picks where
-// to write (the directory itself when it holds no bookie data, else a
-// scratch sibling on the same filesystem, else ErrLiveBookie), and fits the
-// sweep into the budget (ErrBudgetTooSmall when not even the essential
-// points fit). It writes nothing.
+// writable, not on tmpfs/ramfs/overlayfs), looks for cookies and bookie
+// data, and picks where to write: a scratch directory
+// .bookieagent-scratch-<pid> inside the directory when the directory itself
+// is not a bookie directory (BookKeeper only looks into <dir>/current, so
+// the scratch directory never stops a new bookie from formatting the
+// directory), else next to it on the same filesystem. A directory holding
+// bookie data is refused (ErrLiveBookie) unless AllowLiveBookie. It checks
+// that the budget can hold at least one round of the essential points
+// (ErrBudgetTooSmall). It writes nothing.
 func PrepareBench(ctx context.Context, o BenchOptions) (*PreparedBench, error) {
-	if o.TimeBudget < 0 || o.MaxBytes < 0 {
-		return nil, fmt.Errorf("%w: negative budget (%v, %d bytes)", ErrBudgetTooSmall, o.TimeBudget, o.MaxBytes)
+	if o.TimeBudget < 0 || o.MaxBytes < 0 || o.Rounds < 0 {
+		return nil, fmt.Errorf("%w: negative budget (%v, %d bytes, %d rounds)", ErrBudgetTooSmall, o.TimeBudget, o.MaxBytes, o.Rounds)
 	}
 	if o.TimeBudget == 0 {
 		o.TimeBudget = DefaultBenchTime
 	}
 	if o.MaxBytes == 0 {
 		o.MaxBytes = DefaultBenchBytes
+	}
+	if o.Rounds == 0 {
+		o.Rounds = DefaultRounds
 	}
 	if o.CPUs < 1 {
 		o.CPUs = 1
@@ -142,21 +158,35 @@ func PrepareBench(ctx context.Context, o BenchOptions) (*PreparedBench, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			bd, err := prepareDisk(ctx, rd.role, dir, o.Host)
+			bd, err := prepareDisk(ctx, rd.role, dir, o)
 			if err != nil {
 				return nil, err
 			}
 			p.Disks = append(p.Disks, bd)
 		}
 	}
-	if err := p.plan(); err != nil {
-		return nil, err
+	// The least a run can do: the probes and one round of the essential
+	// points at the shortest measurement.
+	pl := p.points(nil)
+	var need time.Duration
+	for _, pt := range pl {
+		if pt.tier == 1 {
+			need += pt.cost(minMeasure)
+		}
+	}
+	if o.TimeBudget < need {
+		return nil, fmt.Errorf("%w: %v over %d disks; one round of the essential points needs about %v",
+			ErrBudgetTooSmall, o.TimeBudget, len(p.Disks), need.Round(time.Second))
+	}
+	if minB := int64(len(pl)) * minRunBytes; o.MaxBytes < minB {
+		return nil, fmt.Errorf("%w: %s over %d disks; one round of the essential points needs at least %s",
+			ErrBudgetTooSmall, units.FormatBytes(o.MaxBytes), len(p.Disks), units.FormatBytes(minB))
 	}
 	return p, nil
 }
 
-func prepareDisk(ctx context.Context, role Role, dir string, host HostFS) (BenchDisk, error) {
-	d, err := bookiedir.Stat(ctx, dir, host)
+func prepareDisk(ctx context.Context, role Role, dir string, o BenchOptions) (BenchDisk, error) {
+	d, err := bookiedir.Stat(ctx, dir, o.Host)
 	if err != nil {
 		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, dir, err)
 	}
@@ -171,34 +201,40 @@ func prepareDisk(ctx context.Context, role Role, dir string, host HostFS) (Bench
 	if err != nil {
 		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, d.Path, err)
 	}
-	bd := BenchDisk{Role: role, Disk: Disk{Dir: d.Path, FSType: d.FSType, Device: d.Device, Cookies: cookies}, FreeBytes: d.FreeBytes}
-	if len(found) == 0 {
-		if err := d.CheckWritable(); err != nil {
-			return BenchDisk{}, fmt.Errorf("%s dir: %w", role, err)
-		}
-		bd.Disk.BenchDir = d.Path
-		return bd, nil
+	bd := BenchDisk{Role: role, FreeBytes: d.FreeBytes, Live: len(found) > 0, found: found,
+		Disk: Disk{Dir: d.Path, FSType: d.FSType, Device: d.Device, Cookies: cookies, TotalBytes: d.TotalBytes}}
+	if bd.Live && !o.AllowLiveBookie {
+		return BenchDisk{}, fmt.Errorf("%s dir %s: %w (%s): the benchmark would load a live bookie's disk; give --allow-live-bookie to measure beside it in a scratch directory (the bookie's files are never touched), or use --input with measurements saved earlier",
+			role, d.Path, ErrLiveBookie, strings.Join(found, ", "))
 	}
 	st, err := os.Stat(d.Path)
 	if err != nil {
 		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, d.Path, err)
 	}
-	scratch, err := scratchFor(d.Path, st)
+	scratch, err := scratchFor(d.Path, st, found)
 	if err != nil {
 		return BenchDisk{}, fmt.Errorf("%s dir %s: %w", role, d.Path, err)
 	}
-	bd.Disk.BenchDir, bd.Scratch = scratch, true
+	if !bd.Live {
+		// An empty (or non-bookie) directory must be writable itself.
+		if err := d.CheckWritable(); err != nil {
+			return BenchDisk{}, fmt.Errorf("%s dir: %w", role, err)
+		}
+	}
+	bd.Disk.BenchDir = scratch
 	return bd, nil
 }
 
-// scratchFor picks a scratch directory on the same filesystem as the live
-// bookie directory dir, outside every bookie directory: inside dir when the
-// bookie's dirs are dir's sub-directories (dir itself has no current/),
-// else next to dir. The parent must be writable and on the same device.
-func scratchFor(dir string, st os.FileInfo) (string, error) {
+// scratchFor picks a scratch directory on the same filesystem as dir,
+// outside every bookie directory: inside dir when dir itself is not a
+// bookie directory (it has no current/ and none of the bookie data found
+// lies directly in it: empty, or the parent of bookie directories), else
+// next to dir. The parent must be writable and on the same device.
+func scratchFor(dir string, st os.FileInfo, found []string) (string, error) {
 	name := fmt.Sprintf("%s-%d", ScratchPrefix, os.Getpid())
 	var cands []string
-	if _, err := os.Stat(filepath.Join(dir, "current")); errors.Is(err, fs.ErrNotExist) {
+	inside := !slices.ContainsFunc(found, func(p string) bool { return filepath.Dir(p) == dir })
+	if _, err := os.Stat(filepath.Join(dir, "current")); inside && errors.Is(err, fs.ErrNotExist) {
 		cands = append(cands, filepath.Join(dir, name))
 	}
 	if parent := filepath.Dir(dir); parent != dir {
@@ -227,194 +263,329 @@ func scratchFor(dir string, st os.FileInfo) (string, error) {
 		ErrLiveBookie, strings.Join(reasons, "; "))
 }
 
-// plan builds the steps in tiers and keeps the tiers that fit the budget.
-func (p *PreparedBench) plan() error {
-	type tiered struct {
-		tier int
-		step BenchStep
-	}
-	var all []tiered
-	nJournal := len(p.o.JournalDirs)
-	capN := max(1, min(MaxJournalDirsPerDisk, p.o.CPUs/2/nJournal))
-	for i, d := range p.Disks {
-		dir := d.Disk.BenchDir
-		base := diskbench.Options{Dir: dir}
-		label := func(s string) string { return fmt.Sprintf("%s %s: %s", d.Role, d.Disk.Dir, s) }
-		// Journal points run diskbench's BookKeeper journal model with
-		// Pulsar's journal settings, changed one at a time: the writers
-		// sweep at the default in-flight entries, then thresholds and
-		// write buffers with enough entries in flight (4 MiB) for groups to
-		// fill any threshold measured.
-		jp := func(writers []int, thresholdKiB, bufferKiB int64, inFlight int) diskbench.Plan {
-			st := diskbench.DefaultJournalSettings()
-			if thresholdKiB > 0 {
-				st.JournalBufferedWritesThreshold = thresholdKiB * KiB
-			}
-			if bufferKiB > 0 {
-				st.JournalWriteBufferSizeKB = int(bufferKiB)
-			}
-			return diskbench.Plan{Options: base, Journal: &diskbench.JournalParams{Model: diskbench.JournalModelBookKeeper,
-				Writers: writers, BlockSizes: []int64{journalEntry}, Settings: &st, InFlight: inFlight}}
-		}
-		ep := func(writers []int, bss []int64) diskbench.Plan {
-			return diskbench.Plan{Options: base, EntryLog: &diskbench.EntryLogParams{Writers: writers, BlockSizes: bss}}
-		}
-		switch d.Role {
-		case RoleJournal:
-			all = append(all,
-				tiered{1, BenchStep{Name: label("journals 1,2,4 × 64KiB entries, Pulsar's journal settings"), Disk: i, Plan: jp([]int{1, 2, 4}, 0, 0, 0), Points: 3}},
-				tiered{2, BenchStep{Name: label("journalBufferedWritesThreshold 512KiB, 64 × 64KiB in flight"), Disk: i, Plan: jp([]int{1}, 512, 0, journalDeepInFlight), Points: 1}},
-				tiered{2, BenchStep{Name: label("journalBufferedWritesThreshold 1MiB, 64 × 64KiB in flight"), Disk: i, Plan: jp([]int{1}, 1024, 0, journalDeepInFlight), Points: 1}},
-				tiered{3, BenchStep{Name: label("journalBufferedWritesThreshold 1MiB, journalWriteBufferSizeKB 256"), Disk: i, Plan: jp([]int{1}, 1024, 256, journalDeepInFlight), Points: 1}},
-				tiered{3, BenchStep{Name: label("journalBufferedWritesThreshold 1MiB, journalWriteBufferSizeKB 1024"), Disk: i, Plan: jp([]int{1}, 1024, 1024, journalDeepInFlight), Points: 1}},
-			)
-			if capN >= 4 {
-				all = append(all, tiered{2, BenchStep{Name: label("journals 8 × 64KiB entries"), Disk: i, Plan: jp([]int{8}, 0, 0, 0), Points: 1}})
-			}
-		case RoleLedger:
-			all = append(all,
-				tiered{1, BenchStep{Name: label("entry log 1MiB, 8MiB writes"), Disk: i, Plan: ep([]int{1}, []int64{1 * MiB, 8 * MiB}), Points: 2}},
-				tiered{2, BenchStep{Name: label("entry log 64KiB writes"), Disk: i, Plan: ep([]int{1}, []int64{64 * KiB}), Points: 1}},
-				tiered{2, BenchStep{Name: label("entry log 2 writers × 1MiB"), Disk: i, Plan: ep([]int{2}, []int64{1 * MiB}), Points: 1}},
-				tiered{2, BenchStep{Name: label("random reads 4KiB depth 16"), Disk: i, Points: 1, LayoutBytes: randReadFile,
-					Plan: diskbench.Plan{Options: base, RandRead: &diskbench.RandReadParams{BlockSizes: []int64{4 * KiB}, Depths: []int{16}, FileSize: randReadFile}}}},
-				tiered{3, BenchStep{Name: label("entry log 4 writers × 1MiB"), Disk: i, Plan: ep([]int{4}, []int64{1 * MiB}), Points: 1}},
-				tiered{4, BenchStep{Name: label("entry log 64MiB writes"), Disk: i, Plan: ep([]int{1}, []int64{64 * MiB}), Points: 1}},
-			)
-		}
-	}
-	fits := func(maxTier int) (time.Duration, int64) {
-		pts := 0
-		var layout int64
-		for _, t := range all {
-			if t.tier <= maxTier {
-				pts += t.step.Points
-				layout += t.step.LayoutBytes
-			}
-		}
-		per := p.o.TimeBudget / time.Duration(pts)
-		perB := (p.o.MaxBytes - layout) / int64(pts)
-		return per, perB
-	}
-	chosen := 0
-	for tier := 4; tier >= 1; tier-- {
-		per, perB := fits(tier)
-		need := map[int]time.Duration{1: minPointTime, 2: tier2PointTime, 3: tier3PointTime, 4: tier3PointTime}[tier]
-		okBytes := perB >= minPointBytes
-		if tier == 4 {
-			okBytes = perB >= 4*64*MiB
-		}
-		if per >= need && okBytes {
-			chosen = tier
-			break
-		}
-	}
-	if chosen == 0 {
-		per, perB := fits(1)
-		return fmt.Errorf("%w: %v and %s over %d disks leave %v and %s per essential point; need ≥ %v and ≥ %s",
-			ErrBudgetTooSmall, p.o.TimeBudget, units.FormatBytes(p.o.MaxBytes), len(p.Disks), per.Round(time.Millisecond), units.HumanBytes(float64(perB)), minPointTime, units.FormatBytes(minPointBytes))
-	}
-	for _, t := range all {
-		if t.tier <= chosen {
-			p.Steps = append(p.Steps, t.step)
-		} else {
-			p.Dropped = append(p.Dropped, t.step.Name)
-		}
-	}
-	// Each disk must have room for its share plus diskbench's reserve.
-	for i, d := range p.Disks {
-		var need int64
-		for _, s := range p.Steps {
-			if s.Disk == i {
-				need = max(need, p.o.MaxBytes*int64(s.Points)/int64(p.points())+s.LayoutBytes)
-			}
-		}
-		if uint64(need)+uint64(diskbench.ReserveBytes) > d.FreeBytes {
-			return fmt.Errorf("%s dir %s: %w: %s free, a step may write %s plus a %s reserve",
-				d.Role, d.Disk.Dir, diskbench.ErrInsufficientSpace, units.HumanBytes(float64(d.FreeBytes)), units.HumanBytes(float64(need)), units.FormatBytes(diskbench.ReserveBytes))
-		}
-	}
-	return nil
+// pointKind is what a benchPoint measures.
+type pointKind int
+
+const (
+	kindJournal pointKind = iota
+	kindEntryLog
+	kindRandRead
+	kindMixed
+)
+
+// benchPoint is one measurement of the plan, run once per round.
+type benchPoint struct {
+	name  string
+	disk  int // index into Disks (journal disk for kindMixed)
+	disk2 int // ledger disk of kindMixed
+	kind  pointKind
+	tier  int
+	probe bool
+	// journal
+	writers      int
+	thresholdKiB int64
+	bufferKiB    int64
+	inFlight     int
+	// entry log / random reads
+	blockSize int64
+	// rate is the expected bytes/s (from the probe); warm the expected
+	// warm-up.
+	rate float64
+	warm time.Duration
 }
 
-func (p *PreparedBench) points() int {
-	n := 0
-	for _, s := range p.Steps {
-		n += s.Points
+// cost is the expected wall time of one run at measurement m.
+func (pt benchPoint) cost(m time.Duration) time.Duration {
+	w := pt.warm
+	if w == 0 {
+		w = 2 * settleWindow * time.Second
 	}
-	return max(1, n)
+	if pt.kind == kindRandRead {
+		return time.Second + m + runOverhead + time.Duration(randReadFile/150_000_000)*time.Second
+	}
+	return w + m + runOverhead
+}
+
+// bytes is the expected bytes of one run at measurement m.
+func (pt benchPoint) bytes(m time.Duration) int64 {
+	if pt.kind == kindRandRead {
+		return randReadFile
+	}
+	r := pt.rate
+	if r == 0 {
+		r = 200e6
+	}
+	return int64(r * (pt.cost(m) - runOverhead).Seconds())
+}
+
+// points lists the plan's points per disk; rates come from the probe
+// results when given.
+func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
+	var out []benchPoint
+	for i, d := range p.Disks {
+		label := func(s string) string { return fmt.Sprintf("%s %s: %s", d.Role, d.Disk.Dir, s) }
+		switch d.Role {
+		case RoleJournal:
+			jr, jw := 0.0, time.Duration(0)
+			if r, ok := probe[i]; ok {
+				jr = r.BytesPerSec
+				jw = time.Duration(r.WarmupSec * float64(time.Second))
+			}
+			j := func(name string, tier, writers int, th, buf int64, inFlight int) benchPoint {
+				return benchPoint{name: label(name), disk: i, kind: kindJournal, tier: tier, writers: writers,
+					thresholdKiB: th, bufferKiB: buf, inFlight: inFlight, rate: jr * float64(writers), warm: jw}
+			}
+			pr := j("journals 1 × 64KiB entries, Pulsar's journal settings", 1, 1, 0, 0, 0)
+			pr.probe = true
+			out = append(out, pr,
+				j("journals 2 × 64KiB entries", 1, 2, 0, 0, 0),
+				j("journals 4 × 64KiB entries", 1, 4, 0, 0, 0),
+				j("journals 8 × 64KiB entries", 2, 8, 0, 0, 0),
+				j("journalBufferedWritesThreshold 512KiB, 64 × 64KiB in flight", 2, 1, 512, 0, journalDeepInFlight),
+				j("journalBufferedWritesThreshold 1MiB, 64 × 64KiB in flight", 2, 1, 1024, 0, journalDeepInFlight),
+				j("journalBufferedWritesThreshold 1MiB, journalWriteBufferSizeKB 256", 3, 1, 1024, 256, journalDeepInFlight),
+				j("journalBufferedWritesThreshold 1MiB, journalWriteBufferSizeKB 1024", 3, 1, 1024, 1024, journalDeepInFlight),
+			)
+		case RoleLedger:
+			er, ew := 0.0, time.Duration(0)
+			if r, ok := probe[i]; ok {
+				er = r.BytesPerSec
+				// After the probe the disk is past its burst; later runs
+				// follow each other closely, so they settle faster.
+				ew = min(max(time.Duration(r.WarmupSec*float64(time.Second))/2, 2*settleWindow*time.Second), 30*time.Second)
+			}
+			e := func(name string, tier, writers int, bs int64) benchPoint {
+				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: er, warm: ew}
+			}
+			pr := e("entry log 1 writer × 1MiB writes", 1, 1, MiB)
+			pr.probe = true
+			out = append(out, pr,
+				e("entry log 1 writer × 64KiB writes", 1, 1, 64*KiB),
+				e("entry log 1 writer × 8MiB writes", 1, 1, 8*MiB),
+				e("entry log 2 writers × 1MiB writes", 1, 2, MiB),
+				benchPoint{name: label("random reads 4KiB depth 16"), disk: i, kind: kindRandRead, tier: 2, blockSize: 4 * KiB},
+				e("entry log 4 writers × 1MiB writes", 2, 4, MiB),
+				e("entry log 1 writer × 64MiB writes", 3, 1, 64*MiB),
+			)
+		}
+	}
+	// Journal and ledgers sharing a device: both at once.
+	for i, j := range p.Disks {
+		for k, l := range p.Disks {
+			if j.Role == RoleJournal && l.Role == RoleLedger && sameDevice(j.Disk, l.Disk) {
+				jr := 0.0
+				if r, ok := probe[k]; ok {
+					jr = r.BytesPerSec
+				}
+				out = append(out, benchPoint{name: fmt.Sprintf("journal %s + ledger %s (shared device %s): 1 journal and 1 entry-log writer at once", j.Disk.Dir, l.Disk.Dir, j.Disk.Device.Disk),
+					disk: i, disk2: k, kind: kindMixed, tier: 1, writers: 1, blockSize: MiB, rate: jr})
+			}
+		}
+	}
+	return out
+}
+
+// BenchPlan is the plan Run fitted to the budget after the probes.
+type BenchPlan struct {
+	// MeasureSec is each run's measured time after its warm-up.
+	MeasureSec float64 `json:"measure_sec"`
+	// Rounds per tier (tier 1 holds the points the directory counts and
+	// writeBufferSizeBytes depend on).
+	Rounds map[int]int `json:"rounds"`
+	// Dropped lists points left out to fit the budget.
+	Dropped []string `json:"dropped,omitempty"`
+	// TimeBudgetSec and MaxBytes are the budgets.
+	TimeBudgetSec float64 `json:"time_budget_sec"`
+	MaxBytes      int64   `json:"max_bytes"`
 }
 
 // BenchResult is what Run measured.
 type BenchResult struct {
 	JournalDisks, LedgerDisks []Disk
+	Plan                      BenchPlan
 	BytesWritten              int64
 	Elapsed                   time.Duration
 	Warnings                  []string
 }
 
-// Run executes the plan: it creates scratch directories, runs each step
-// with its share of the time and bytes left, and removes the scratch
-// directories (diskbench unlinks its own files). A failing step stops the
-// run; its error is returned with the results so far.
+// fitPlan chooses the measurement time and the rounds per tier that fit
+// what is left of the budgets, preferring (in order) the essential points'
+// full rounds, a measurement of at least 5 s, then more tiers.
+func (p *PreparedBench) fitPlan(pts []benchPoint, timeLeft time.Duration, bytesLeft int64) (time.Duration, map[int]int, bool) {
+	R := p.o.Rounds
+	type cand struct {
+		rounds map[int]int
+		ms     []time.Duration
+	}
+	s := time.Second
+	cands := []cand{
+		{map[int]int{1: R, 2: R, 3: 1}, []time.Duration{10 * s, 8 * s, 6 * s, 5 * s}},
+		{map[int]int{1: R, 2: R}, []time.Duration{8 * s, 6 * s, 5 * s}},
+		{map[int]int{1: R, 2: 1}, []time.Duration{6 * s, 5 * s, 4 * s}},
+		{map[int]int{1: R}, []time.Duration{5 * s, 4 * s, 3 * s}},
+		{map[int]int{1: min(R, 2)}, []time.Duration{4 * s, 3 * s, 2 * s}},
+		{map[int]int{1: 1}, []time.Duration{3 * s, 2 * s, 1500 * time.Millisecond, minMeasure}},
+	}
+	for _, c := range cands {
+		for _, m := range c.ms {
+			var t time.Duration
+			var b int64
+			for _, pt := range pts {
+				n := c.rounds[pt.tier]
+				if pt.probe {
+					n-- // the probe was round 1
+				}
+				if n <= 0 {
+					continue
+				}
+				t += time.Duration(n) * pt.cost(m)
+				b += int64(n) * max(minRunBytes, pt.bytes(m))
+			}
+			if t <= timeLeft && b <= bytesLeft {
+				return m, c.rounds, true
+			}
+		}
+	}
+	return 0, nil, false
+}
+
+// Run creates the scratch directories, probes each disk (one journal and
+// one entry-log benchPoint, warmed up until their throughput settles), fits the
+// rest of the plan to the time and bytes left using the probed rates, runs
+// it in interleaved rounds and removes the scratch directories (diskbench
+// unlinks its own files). Before every run it checks that no bookie has
+// started using a directory that held no bookie data (a bookie pod
+// formatting the disk meanwhile): then it stops with ErrLiveBookie. A
+// failing run stops the benchmark; its error is returned with the results
+// so far.
 func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	start := time.Now()
 	deadline := start.Add(p.o.TimeBudget)
-	res = &BenchResult{}
+	res = &BenchResult{Plan: BenchPlan{TimeBudgetSec: p.o.TimeBudget.Seconds(), MaxBytes: p.o.MaxBytes}}
 	for i := range p.Disks {
-		d := &p.Disks[i]
-		if !d.Scratch {
-			continue
-		}
-		if err := os.Mkdir(d.Disk.BenchDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		dir := p.Disks[i].Disk.BenchDir
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return res, fmt.Errorf("create scratch dir: %w", err)
 		}
 		defer func(dir string) {
 			if rerr := os.Remove(dir); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				err = errors.Join(err, fmt.Errorf("remove scratch dir: %w", rerr))
 			}
-		}(d.Disk.BenchDir)
-	}
-	leftPts := p.points()
-	var layoutLeft int64
-	for _, s := range p.Steps {
-		layoutLeft += s.LayoutBytes
+		}(dir)
 	}
 	bytesLeft := p.o.MaxBytes
-	for _, s := range p.Steps {
+	var mu sync.Mutex
+	record := func(pt benchPoint, disk int, rep *diskbench.Report, mixed bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		bytesLeft -= rep.BytesWritten
+		res.BytesWritten += rep.BytesWritten
+		d := &p.Disks[disk].Disk
+		if mixed {
+			d.MixedResults = append(d.MixedResults, rep.Results...)
+		} else {
+			d.Results = append(d.Results, rep.Results...)
+		}
+		for _, w := range rep.Warnings {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %s", pt.name, w))
+		}
+	}
+	run := func(pt benchPoint, m, warmCap time.Duration, round, rounds int) error {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return err
 		}
-		remain := time.Until(deadline)
-		tb := remain * time.Duration(s.Points) / time.Duration(leftPts)
-		mb := (bytesLeft-layoutLeft)*int64(s.Points)/int64(leftPts) + s.LayoutBytes
-		leftPts -= s.Points
-		layoutLeft -= s.LayoutBytes
-		if tb < minPointTime/2 || mb < minPointBytes {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped %s: budget spent", s.Name))
-			continue
+		if err := p.checkNoNewBookie(); err != nil {
+			return err
 		}
-		plan := s.Plan
-		plan.TimeBudget = tb
-		plan.Options.MaxBytes = mb
-		plan.Options.Logger = p.o.Logger
-		plan.Options.RaiseGOMAXPROCS = p.o.RaiseGOMAXPROCS
-		if p.o.Progress != nil {
-			name := s.Name
-			plan.Options.Progress = func(ev diskbench.ProgressEvent) { p.o.Progress(name, ev) }
+		name := pt.name
+		if rounds > 1 {
+			name = fmt.Sprintf("%s, round %d/%d", pt.name, round, rounds)
 		}
-		p.o.Logger.Debug("bench step", "step", s.Name, "time_budget", tb, "max_bytes", mb)
+		share := max(minRunBytes, int64(float64(pt.bytes(m))*1.5))
+		mu.Lock()
+		share = min(share, bytesLeft)
+		mu.Unlock()
+		if left := time.Until(deadline); left < pt.cost(m)/2 || share < minRunBytes {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped %s: budget spent", name))
+			return nil
+		}
+		if pt.kind == kindMixed {
+			return p.runMixed(ctx, pt, m, warmCap, share, name, record)
+		}
+		plan := p.planFor(pt, m, warmCap, share)
+		plan.Options.Progress = p.progress(name)
+		p.o.Logger.Debug("bench run", "run", name, "measure", m, "warmup_cap", warmCap, "max_bytes", share)
 		rep, err := p.o.Sweep(ctx, plan)
 		if rep != nil {
-			bytesLeft -= rep.BytesWritten
-			res.BytesWritten += rep.BytesWritten
-			p.Disks[s.Disk].Disk.Results = append(p.Disks[s.Disk].Disk.Results, rep.Results...)
-			for _, w := range rep.Warnings {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %s", s.Name, w))
-			}
+			record(pt, pt.disk, rep, false)
 		}
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", s.Name, err)
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
+
+	// 1. Probes: the rates the rest of the plan is fitted with.
+	all := p.points(nil)
+	probe := map[int]diskbench.Result{}
+	for _, pt := range all {
+		if !pt.probe {
+			continue
+		}
+		warmCap := journalWarmCap
+		if pt.kind == kindEntryLog {
+			// Long enough to get past a virtual disk's host cache or an
+			// SSD's SLC region at the start of the first write run.
+			warmCap = min(max(p.o.TimeBudget/8, 8*time.Second), 45*time.Second)
+		}
+		m := min(probeMeasure, max(minMeasure, p.o.TimeBudget/40))
+		n := len(p.Disks[pt.disk].Disk.Results)
+		if err := run(pt, m, warmCap, 1, p.o.Rounds); err != nil {
+			return res, err
+		}
+		if rs := p.Disks[pt.disk].Disk.Results; len(rs) > n {
+			probe[pt.disk] = rs[n]
+		}
+	}
+	for i, d := range p.Disks {
+		if _, ok := probe[i]; !ok {
+			return res, fmt.Errorf("%w: the probe of %s disk %s gave no result", ErrBudgetTooSmall, d.Role, d.Disk.Dir)
+		}
+	}
+
+	// 2. Fit the plan with the probed rates.
+	pts := p.points(probe)
+	m, rounds, ok := p.fitPlan(pts, time.Until(deadline), bytesLeft)
+	if !ok {
+		// The probes alone are a (thin) measurement; say what is missing.
+		m, rounds = minMeasure, map[int]int{1: 1}
+		res.Warnings = append(res.Warnings, "the budget left after the probes holds less than one round of the essential points; raise --budget or --max-bytes")
+	}
+	res.Plan.MeasureSec = m.Seconds()
+	res.Plan.Rounds = rounds
+	for _, pt := range pts {
+		if rounds[pt.tier] == 0 {
+			res.Plan.Dropped = append(res.Plan.Dropped, pt.name)
+		}
+	}
+	p.o.Logger.Debug("bench plan", "measure", m, "rounds", rounds, "dropped", len(res.Plan.Dropped))
+
+	// 3. Rounds, interleaved: every benchPoint of round r before round r+1.
+	maxRounds := 0
+	for _, n := range rounds {
+		maxRounds = max(maxRounds, n)
+	}
+	for r := 1; r <= maxRounds; r++ {
+		for _, pt := range pts {
+			n := rounds[pt.tier]
+			if r > n || (pt.probe && r == 1) {
+				continue
+			}
+			warmCap := pt.cost(m) - m - runOverhead
+			warmCap = max(2*warmCap, 2*settleWindow*time.Second)
+			if err := run(pt, m, warmCap, r, n); err != nil {
+				return res, err
+			}
 		}
 	}
 	for _, d := range p.Disks {
@@ -426,4 +597,97 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// planFor builds the diskbench plan of one run.
+func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share int64) diskbench.Plan {
+	d := p.Disks[pt.disk]
+	settle := &diskbench.Settle{MinWarmup: min(2*time.Second, m), Window: settleWindow, Tolerance: settleTol}
+	base := diskbench.Options{Dir: d.Disk.BenchDir, Duration: m, Warmup: warmCap, MaxBytes: share,
+		Settle: settle, Logger: p.o.Logger, RaiseGOMAXPROCS: p.o.RaiseGOMAXPROCS, SysPath: p.o.Host.SysPath}
+	plan := diskbench.Plan{Options: base, TimeBudget: warmCap + m + 2*runOverhead}
+	switch pt.kind {
+	case kindJournal:
+		st := diskbench.DefaultJournalSettings()
+		if pt.thresholdKiB > 0 {
+			st.JournalBufferedWritesThreshold = pt.thresholdKiB * KiB
+		}
+		if pt.bufferKiB > 0 {
+			st.JournalWriteBufferSizeKB = int(pt.bufferKiB)
+		}
+		plan.Journal = &diskbench.JournalParams{Model: diskbench.JournalModelBookKeeper, Writers: []int{pt.writers},
+			BlockSizes: []int64{journalEntry}, Settings: &st, InFlight: pt.inFlight}
+	case kindEntryLog:
+		fileSize := share / int64(pt.writers)
+		fileSize -= fileSize % pt.blockSize
+		plan.EntryLog = &diskbench.EntryLogParams{Writers: []int{pt.writers}, BlockSizes: []int64{pt.blockSize},
+			FileSize: max(fileSize, pt.blockSize)}
+	case kindRandRead:
+		plan.Options.Settle = nil
+		plan.Options.Warmup = time.Second
+		plan.TimeBudget = time.Second + m + 2*runOverhead + time.Duration(randReadFile/50_000_000)*time.Second
+		plan.RandRead = &diskbench.RandReadParams{BlockSizes: []int64{pt.blockSize}, Depths: []int{16}, FileSize: randReadFile}
+	}
+	return plan
+}
+
+// runMixed runs the journal benchPoint and the entry-log benchPoint of a shared
+// device at the same time and records both under MixedResults.
+func (p *PreparedBench) runMixed(ctx context.Context, pt benchPoint, m, warmCap time.Duration, share int64, name string,
+	record func(benchPoint, int, *diskbench.Report, bool)) error {
+	jp := p.planFor(benchPoint{name: pt.name, disk: pt.disk, kind: kindJournal, writers: 1}, m, warmCap, share/8)
+	lp := p.planFor(benchPoint{name: pt.name, disk: pt.disk2, kind: kindEntryLog, writers: 1, blockSize: pt.blockSize}, m, warmCap, share)
+	jp.Options.Progress = p.progress(name + " (journal)")
+	if p.o.RaiseGOMAXPROCS {
+		// Both points at once: each worker keeps a P (diskbench raises per
+		// benchPoint and restores, which two concurrent points would undo).
+		need := 3 + 1 + 4
+		if prev := runtime.GOMAXPROCS(0); prev < need {
+			runtime.GOMAXPROCS(need)
+			defer runtime.GOMAXPROCS(prev)
+		}
+	}
+	var wg sync.WaitGroup
+	var jerr, lerr error
+	var jrep, lrep *diskbench.Report
+	wg.Add(2)
+	go func() { defer wg.Done(); jrep, jerr = p.o.Sweep(ctx, jp) }()
+	go func() { defer wg.Done(); lrep, lerr = p.o.Sweep(ctx, lp) }()
+	wg.Wait()
+	if jrep != nil {
+		record(pt, pt.disk, jrep, true)
+	}
+	if lrep != nil {
+		record(pt, pt.disk2, lrep, true)
+	}
+	if err := errors.Join(jerr, lerr); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+func (p *PreparedBench) progress(name string) diskbench.ProgressFunc {
+	if p.o.Progress == nil {
+		return nil
+	}
+	return func(ev diskbench.ProgressEvent) { p.o.Progress(name, ev) }
+}
+
+// checkNoNewBookie fails when a directory that held no bookie data at the
+// start now does: a bookie has been formatted there meanwhile.
+func (p *PreparedBench) checkNoNewBookie() error {
+	for _, d := range p.Disks {
+		if d.Live {
+			continue
+		}
+		found, err := bookiedir.FindBookieData(d.Disk.Dir)
+		if err != nil {
+			return fmt.Errorf("%s dir %s: %w", d.Role, d.Disk.Dir, err)
+		}
+		if len(found) > 0 {
+			return fmt.Errorf("%s dir %s: %w: a bookie started using it during the benchmark (%s); stopped so as not to compete with it",
+				d.Role, d.Disk.Dir, ErrLiveBookie, strings.Join(found, ", "))
+		}
+	}
+	return nil
 }

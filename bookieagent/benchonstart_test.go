@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
 	"github.com/tierkeeper/tierkeeper/internal/hostfs"
@@ -29,15 +28,18 @@ func TestPrepareBenchUsesSharedSafety(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(l, f), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, err := PrepareBench(ctx, BenchOptions{JournalDirs: []string{j}, LedgerDirs: []string{l}})
+		if _, err := PrepareBench(ctx, BenchOptions{JournalDirs: []string{j}, LedgerDirs: []string{l}}); !errors.Is(err, ErrLiveBookie) {
+			t.Errorf("%s: %v, want ErrLiveBookie", f, err)
+		}
+		p, err := PrepareBench(ctx, BenchOptions{JournalDirs: []string{j}, LedgerDirs: []string{l}, AllowLiveBookie: true})
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		if d := p.Disks[1]; !d.Scratch || d.Disk.BenchDir == l {
-			t.Errorf("%s: ledger dir benchmarked in place (%+v)", f, d)
+		if d := p.Disks[1]; !d.Live || strings.HasPrefix(d.Disk.BenchDir, l) {
+			t.Errorf("%s: ledger dir benchmarked inside the bookie's tree (%+v)", f, d)
 		}
-		if p.Disks[0].Scratch {
-			t.Errorf("%s: the empty journal dir got a scratch dir", f)
+		if d := p.Disks[0]; d.Live || filepath.Dir(d.Disk.BenchDir) != j {
+			t.Errorf("%s: the empty journal dir should get a scratch dir inside it: %+v", f, d)
 		}
 	}
 	d := mkdirs(t, "j", "l")
@@ -113,13 +115,11 @@ func TestBenchOnStartLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("done", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("writes up to 96 MiB")
-		}
 		d := mkdirs(t, "j", "l")
 		srv := newTestServer(t, d...)
+		f := &fakeSweep{rate: 150e6}
 		srv.BenchOnStart(ctx, BenchOnStartOptions{DirectMemoryBytes: 2 * GiB, DirectMemorySource: "test",
-			Bench: BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], TimeBudget: 6 * time.Second, MaxBytes: 96 * MiB, CPUs: 2}})
+			Bench: BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], CPUs: 2, Sweep: f.sweep}})
 		st := srv.Bench()
 		if st.Status != "done" || st.Recommendation == nil || st.FinishedAt == nil || st.FinishedAt.Before(*st.StartedAt) {
 			t.Fatalf("state %+v", st)

@@ -25,7 +25,42 @@ const (
 	// DefaultDiskUsageWarnThreshold is diskUsageWarnThreshold: above it major
 	// compaction pauses.
 	DefaultDiskUsageWarnThreshold = 0.90
+	// diskUsageLwmThreshold defaults to diskUsageThreshold in BookKeeper
+	// (ServerConfiguration.getDiskLowWaterMarkUsageThreshold): a read-only
+	// bookie turns writable again when the usage over all its ledger dirs'
+	// filesystems falls below it (LedgerDirsMonitor).
 )
+
+// ErrBadThreshold is returned for disk-usage thresholds BookKeeper would
+// refuse (outside (0, 1), warn or lwm above the threshold) or out of the
+// order lwm ≤ warn ≤ threshold.
+var ErrBadThreshold = errors.New("bad disk usage threshold")
+
+// CheckThresholds validates BookKeeper's disk-usage thresholds: each in
+// (0, 1) (DiskChecker and LedgerDirsMonitor refuse anything else), warn ≤
+// threshold and lwm ≤ threshold (else the bookie refuses to start), and,
+// when lwm is given (> 0), lwm ≤ warn, the order the Pulsar chart asks for.
+// lwm 0 means BookKeeper's default: the threshold.
+func CheckThresholds(threshold, warn, lwm float64) error {
+	bad := func(name string, v float64) error {
+		return fmt.Errorf("%w: %s %v: must be > 0 and < 1", ErrBadThreshold, name, v)
+	}
+	switch {
+	case !(threshold > 0 && threshold < 1):
+		return bad("diskUsageThreshold", threshold)
+	case !(warn > 0 && warn < 1):
+		return bad("diskUsageWarnThreshold", warn)
+	case lwm != 0 && !(lwm > 0 && lwm < 1):
+		return bad("diskUsageLwmThreshold", lwm)
+	case warn > threshold:
+		return fmt.Errorf("%w: diskUsageWarnThreshold %v > diskUsageThreshold %v (BookKeeper refuses to start)", ErrBadThreshold, warn, threshold)
+	case lwm > threshold:
+		return fmt.Errorf("%w: diskUsageLwmThreshold %v > diskUsageThreshold %v (BookKeeper refuses to start)", ErrBadThreshold, lwm, threshold)
+	case lwm > warn:
+		return fmt.Errorf("%w: diskUsageLwmThreshold %v > diskUsageWarnThreshold %v: want lwm ≤ warn ≤ threshold", ErrBadThreshold, lwm, warn)
+	}
+	return nil
+}
 
 // Role says what a configured directory holds.
 type Role string
@@ -80,6 +115,9 @@ type SamplerOptions struct {
 	// Threshold and WarnThreshold are BookKeeper's diskUsageThreshold and
 	// diskUsageWarnThreshold. Defaults 0.95 and 0.90.
 	Threshold, WarnThreshold float64
+	// LWMThreshold is diskUsageLwmThreshold. Default (0): Threshold, as in
+	// BookKeeper.
+	LWMThreshold float64
 	// StatfsTimeout bounds one statfs call, so a hung mount cannot stall
 	// sampling. Default 5 s.
 	StatfsTimeout time.Duration
@@ -160,8 +198,11 @@ func NewSampler(opts SamplerOptions) (*Sampler, error) {
 	if len(opts.Dirs) == 0 {
 		return nil, errors.New("sampler: no directories configured")
 	}
-	if opts.Threshold > 1 || opts.WarnThreshold > opts.Threshold {
-		return nil, fmt.Errorf("sampler: thresholds must satisfy warn %.2f ≤ threshold %.2f ≤ 1", opts.WarnThreshold, opts.Threshold)
+	if err := CheckThresholds(opts.Threshold, opts.WarnThreshold, opts.LWMThreshold); err != nil {
+		return nil, fmt.Errorf("sampler: %w", err)
+	}
+	if opts.LWMThreshold == 0 {
+		opts.LWMThreshold = opts.Threshold
 	}
 	mounts, merr := opts.Host.Mounts()
 	s := &Sampler{o: opts}
@@ -408,36 +449,68 @@ type MountReport struct {
 
 // Report is the node's capacity report.
 type Report struct {
-	GeneratedAt   time.Time     `json:"generated_at"`
-	Threshold     float64       `json:"disk_usage_threshold"`
-	WarnThreshold float64       `json:"disk_usage_warn_threshold"`
-	Mounts        []MountReport `json:"mounts"`
+	GeneratedAt   time.Time `json:"generated_at"`
+	Threshold     float64   `json:"disk_usage_threshold"`
+	WarnThreshold float64   `json:"disk_usage_warn_threshold"`
+	// LWMThreshold is diskUsageLwmThreshold.
+	LWMThreshold float64       `json:"disk_usage_lwm_threshold"`
+	Mounts       []MountReport `json:"mounts"`
+	// LedgerDirs is the capacity of every ledger directory (its mount's
+	// figures; dirs on one mount share them).
+	LedgerDirs []DirCapacity `json:"ledger_dirs"`
 	// LedgerHeadroomBytes sums HeadroomBytes over mounts holding ledger
 	// dirs; LedgerGrowthBytesPerSec sums their growth.
 	LedgerUsedBytes         uint64   `json:"ledger_used_bytes"`
 	LedgerHeadroomBytes     float64  `json:"ledger_headroom_bytes"`
 	LedgerWarnHeadroomBytes float64  `json:"ledger_warn_headroom_bytes"`
 	LedgerGrowthBytesPerSec *float64 `json:"ledger_growth_bytes_per_sec"`
-	// SecondsToReadOnly is when the bookie turns read-only: all ledger dirs
-	// past the threshold, with new writes moving to the dirs that still
-	// have room, so total headroom ÷ total growth.
-	SecondsToReadOnly *float64  `json:"seconds_to_readonly"`
+	// SecondsToWarn and SecondsToReadOnly are the bookie's: the minimum
+	// over its ledger directories. DbLedgerStorage keeps each ledger in
+	// dir ledgerId mod N, so writes cannot move to dirs with room: the
+	// first dir to fill stops its share of the ledgers (and the bookie is
+	// read-only once all are past diskUsageThreshold). Nil when no ledger
+	// dir is growing.
+	SecondsToWarn     *float64 `json:"seconds_to_warn"`
+	SecondsToReadOnly *float64 `json:"seconds_to_readonly"`
+	// ReadOnly is true when every ledger dir is past diskUsageThreshold:
+	// BookKeeper then turns the bookie read-only (readOnlyModeEnabled).
+	ReadOnly bool `json:"read_only"`
+	// WritableAgainBytes is, while ReadOnly, what must be freed before the
+	// bookie turns writable again: the usage over all ledger filesystems
+	// together (sum of available ÷ sum of sizes) must fall below
+	// diskUsageLwmThreshold (LedgerDirsMonitor).
+	WritableAgainBytes float64 `json:"writable_again_bytes,omitempty"`
+	// SecondsToWritable is, while ReadOnly and the ledger usage shrinks,
+	// when that happens.
+	SecondsToWritable *float64  `json:"seconds_to_writable,omitempty"`
 	LastSample        time.Time `json:"last_sample"`
 	SampleErrors      []string  `json:"sample_errors,omitempty"`
+}
+
+// DirCapacity is one ledger directory's capacity.
+type DirCapacity struct {
+	Dir               string   `json:"dir"`
+	MountPoint        string   `json:"mount_point"`
+	Usage             float64  `json:"usage"`
+	SecondsToWarn     *float64 `json:"seconds_to_warn"`
+	SecondsToReadOnly *float64 `json:"seconds_to_readonly"`
+	AboveThreshold    bool     `json:"above_threshold"`
 }
 
 // Report builds the capacity report from the samples so far.
 func (s *Sampler) Report() Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := Report{GeneratedAt: s.o.Now().UTC(), Threshold: s.o.Threshold, WarnThreshold: s.o.WarnThreshold, LastSample: s.lastAt.UTC()}
+	r := Report{GeneratedAt: s.o.Now().UTC(), Threshold: s.o.Threshold, WarnThreshold: s.o.WarnThreshold, LWMThreshold: s.o.LWMThreshold,
+		LastSample: s.lastAt.UTC(), LedgerDirs: []DirCapacity{}}
 	ioBy := map[string]DiskStats{}
 	for _, d := range s.io {
 		ioBy[d.Name] = d
 	}
 	var lGrowth float64
 	lFit := false
-	anyLedger := false
+	ledgerMounts, fullMounts := 0, 0
+	var lSize, lAvail float64
 	for _, m := range s.mounts {
 		mr := MountReport{MountPoint: m.mount.MountPoint, Device: m.device, FSType: m.mount.FSType, Dirs: m.dirs, Error: m.lastErr}
 		if mr.FSType == "" {
@@ -486,10 +559,23 @@ func (s *Sampler) Report() Report {
 				}
 			}
 			if ledger {
-				anyLedger = true
+				ledgerMounts++
+				if mr.AboveThreshold {
+					fullMounts++
+				}
+				lSize += last.size
+				lAvail += last.avail
 				r.LedgerUsedBytes += mr.UsedBytes
 				r.LedgerHeadroomBytes += math.Max(0, mr.HeadroomBytes)
 				r.LedgerWarnHeadroomBytes += math.Max(0, mr.WarnHeadroomBytes)
+				r.SecondsToWarn = minPtr(r.SecondsToWarn, mr.SecondsToWarn)
+				r.SecondsToReadOnly = minPtr(r.SecondsToReadOnly, mr.SecondsToReadOnly)
+				for _, d := range m.dirs {
+					if d.Role == RoleLedger {
+						r.LedgerDirs = append(r.LedgerDirs, DirCapacity{Dir: d.Dir, MountPoint: mr.MountPoint, Usage: mr.Usage,
+							SecondsToWarn: mr.SecondsToWarn, SecondsToReadOnly: mr.SecondsToReadOnly, AboveThreshold: mr.AboveThreshold})
+					}
+				}
 			}
 		}
 		r.Mounts = append(r.Mounts, mr)
@@ -497,16 +583,27 @@ func (s *Sampler) Report() Report {
 	if s.ioErr != "" {
 		r.SampleErrors = append(r.SampleErrors, s.ioErr)
 	}
-	if anyLedger && lFit {
+	if lFit {
 		r.LedgerGrowthBytesPerSec = ptrF(lGrowth)
-		switch {
-		case r.LedgerHeadroomBytes <= 0:
-			r.SecondsToReadOnly = ptrF(0)
-		case lGrowth > 0:
-			r.SecondsToReadOnly = ptrF(r.LedgerHeadroomBytes / lGrowth)
+	}
+	if ledgerMounts > 0 && fullMounts == ledgerMounts {
+		r.ReadOnly = true
+		r.WritableAgainBytes = math.Max(0, (1-s.o.LWMThreshold)*lSize-lAvail)
+		if lFit && lGrowth < 0 {
+			r.SecondsToWritable = ptrF(r.WritableAgainBytes / -lGrowth)
 		}
 	}
 	return r
+}
+
+func minPtr(a, b *float64) *float64 {
+	switch {
+	case b == nil:
+		return a
+	case a == nil || *b < *a:
+		return ptrF(*b)
+	}
+	return a
 }
 
 // Stats returns the number of samples taken, how many had errors, and the

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +53,7 @@ func TestSecondsTo(t *testing.T) {
 // fakeFS is fault injection for statfs: scripted usage over a fake clock.
 type fakeFS struct {
 	mu    sync.Mutex
+	size  uint64 // default 1e6
 	avail uint64
 	err   error
 	block chan struct{}
@@ -71,7 +73,11 @@ func (f *fakeFS) statfs(ctx context.Context, _ string) (FSUsage, error) {
 	if err != nil {
 		return FSUsage{}, err
 	}
-	return FSUsage{Size: 1_000_000, Avail: avail, FSType: "xfs"}, nil
+	size := f.size
+	if size == 0 {
+		size = 1_000_000
+	}
+	return FSUsage{Size: size, Avail: avail, FSType: "xfs"}, nil
 }
 
 func TestSamplerGrowthAndFaults(t *testing.T) {
@@ -164,5 +170,104 @@ func TestSamplerRealStatfs(t *testing.T) {
 	}
 	if _, err := NewSampler(SamplerOptions{Dirs: []DirRole{{filepath.Join(dir, "missing"), RoleLedger}}}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing dir: %v", err)
+	}
+}
+
+// pathFS is statfs by path prefix: one fakeFS per mount.
+type pathFS map[string]*fakeFS
+
+func (p pathFS) statfs(ctx context.Context, path string) (FSUsage, error) {
+	for pre, f := range p {
+		if strings.HasPrefix(path, pre) {
+			u, err := f.statfs(ctx, path)
+			u.Size = f.size
+			return u, err
+		}
+	}
+	return FSUsage{}, errors.New("no such mount")
+}
+
+// TestCapacityPerLedgerDir: the bookie's time to read-only is the minimum
+// over its ledger dirs (issue 10: total headroom ÷ total growth, which with
+// unequal disks is optimistic — DbLedgerStorage pins a ledger to dir
+// ledgerId mod N); a bookie with every ledger dir past the threshold is
+// read-only and turns writable only below the low-water mark over all
+// ledger filesystems.
+func TestCapacityPerLedgerDir(t *testing.T) {
+	root := t.TempDir()
+	l1, l2, j := filepath.Join(root, "l1"), filepath.Join(root, "l2"), filepath.Join(root, "j")
+	for _, d := range []string{l1, l2, j} {
+		os.Mkdir(d, 0o755)
+	}
+	big, small, jfs := &fakeFS{avail: 300_000, size: 1_000_000}, &fakeFS{avail: 30_000, size: 100_000}, &fakeFS{avail: 10, size: 1_000_000}
+	now := time.Unix(1_700_000_000, 0)
+	s, err := NewSampler(SamplerOptions{
+		Dirs: []DirRole{{j, RoleJournal}, {l1, RoleLedger}, {l2, RoleLedger}},
+		// No mountinfo under an empty procfs root: each dir is its own mount.
+		Host:   HostFS{ProcPath: t.TempDir(), SysPath: t.TempDir()},
+		Statfs: pathFS{l1: big, l2: small, j: jfs}.statfs, Now: func() time.Time { return now },
+		Interval: time.Minute, Window: time.Hour, LWMThreshold: 0.85,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(dBig, dSmall int64) {
+		big.avail = uint64(int64(big.avail) + dBig)
+		small.avail = uint64(int64(small.avail) + dSmall)
+		s.Sample(context.Background())
+		now = now.Add(time.Minute)
+	}
+	for i := 0; i < 10; i++ {
+		step(-6000, -1200) // 100 and 20 B/s
+	}
+	r := s.Report()
+	// Last samples: big avail 240000 → RO at 50000: 1900 s; small avail
+	// 18000 → RO at 5000: 650 s. The pooled figure would be
+	// (190000+13000)/120 = 1692 s.
+	if r.SecondsToReadOnly == nil || math.Abs(*r.SecondsToReadOnly-650) > 1e-6 {
+		t.Errorf("bookie seconds to read-only %v, want 650 (the small dir's); dirs %+v", *r.SecondsToReadOnly, r.Mounts)
+	}
+	if len(r.LedgerDirs) != 2 || r.LedgerDirs[0].SecondsToReadOnly == nil {
+		t.Fatalf("ledger dirs %+v", r.LedgerDirs)
+	}
+	for _, m := range r.Mounts {
+		if m.Dirs[0].Role == RoleJournal && r.ReadOnly {
+			t.Error("a full journal mount made the bookie read-only")
+		}
+	}
+	// Both ledger dirs past 0.95: read-only; writable again below 0.85
+	// over both: available must exceed 0.15 × 1.1e6 = 165000.
+	big.avail, small.avail = 40_000, 4_000
+	s.Sample(context.Background())
+	r = s.Report()
+	if !r.ReadOnly || math.Abs(r.WritableAgainBytes-(165_000-44_000)) > 1e-6 {
+		t.Errorf("read-only %v, writable again after %v bytes; want true, 121000", r.ReadOnly, r.WritableAgainBytes)
+	}
+	// The journal mount past every threshold never makes it read-only.
+	jfs.avail = 1
+	big.avail = 600_000
+	s.Sample(context.Background())
+	if r = s.Report(); r.ReadOnly {
+		t.Error("read-only with a ledger dir below the threshold")
+	}
+}
+
+func TestCheckThresholds(t *testing.T) {
+	for _, c := range []struct {
+		full, warn, lwm float64
+		ok              bool
+	}{
+		{0.95, 0.90, 0, true}, {0.95, 0.90, 0.85, true}, {0.95, 0.95, 0.95, true},
+		{1.0, 0.90, 0, false}, // issue 10: a threshold of 1.0 was accepted
+		{0, 0.9, 0, false}, {0.95, 0.97, 0, false}, {0.95, 0.90, 0.96, false},
+		{0.95, 0.90, 0.92, false}, {0.95, -0.1, 0, false}, {0.95, 0.9, 1.2, false},
+	} {
+		err := CheckThresholds(c.full, c.warn, c.lwm)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrBadThreshold)) {
+			t.Errorf("CheckThresholds(%v, %v, %v) = %v, want ok=%v", c.full, c.warn, c.lwm, err, c.ok)
+		}
+	}
+	if _, err := NewSampler(SamplerOptions{Dirs: []DirRole{{t.TempDir(), RoleLedger}}, Threshold: 1}); !errors.Is(err, ErrBadThreshold) {
+		t.Errorf("sampler with threshold 1: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ type collector struct {
 	toWarn, toRO, headroom, warnHead *prometheus.Desc
 	threshold, dirInfo, errored      *prometheus.Desc
 	bookieToRO, ledgerHeadroom       *prometheus.Desc
+	bookieToWarn, bookieRO, writable *prometheus.Desc
 	samples, sampleErrs, lastSample  *prometheus.Desc
 	reads, writes, readB, writeB     *prometheus.Desc
 	readT, writeT, ioT, ioTW         *prometheus.Desc
@@ -27,8 +28,9 @@ type collector struct {
 // Per mount (labels mountpoint, device, fstype): size/avail/used bytes,
 // usage ratio (1 − avail/size), growth bytes/s and seconds to the warn and
 // read-only thresholds (only when usage is growing), headroom bytes. Per
-// device: /proc/diskstats counters as *_total. Per bookie: seconds to
-// read-only over all ledger mounts.
+// device: /proc/diskstats counters as *_total. Per bookie: seconds to the
+// warn and read-only thresholds (minimum over ledger dirs), read-only
+// state and the bytes to free before it turns writable again.
 func NewCollector(s *Sampler) prometheus.Collector {
 	m := []string{"mountpoint", "device", "fstype"}
 	d := []string{"device"}
@@ -47,9 +49,12 @@ func NewCollector(s *Sampler) prometheus.Collector {
 		headroom:       desc("mount_readonly_headroom_bytes", "avail − (1 − diskUsageThreshold) × size: bytes left before the dirs on this mount stop taking writes.", m),
 		warnHead:       desc("mount_warn_headroom_bytes", "avail − (1 − diskUsageWarnThreshold) × size.", m),
 		errored:        desc("mount_sample_error", "1 when the last statfs of this mount failed.", []string{"mountpoint"}),
-		threshold:      desc("disk_usage_threshold_ratio", "BookKeeper's thresholds the agent reports against (level=readonly: diskUsageThreshold, level=warn: diskUsageWarnThreshold).", []string{"level"}),
+		threshold:      desc("disk_usage_threshold_ratio", "BookKeeper's thresholds the agent reports against (level=readonly: diskUsageThreshold, level=warn: diskUsageWarnThreshold, level=lwm: diskUsageLwmThreshold).", []string{"level"}),
 		dirInfo:        desc("dir_info", "A configured bookie directory and the mount holding it.", []string{"dir", "role", "mountpoint"}),
-		bookieToRO:     desc("bookie_seconds_to_readonly", "Seconds until every ledger dir is past diskUsageThreshold (total ledger headroom ÷ total ledger growth); absent when not growing.", nil),
+		bookieToRO:     desc("bookie_seconds_to_readonly", "Seconds until the first ledger dir passes diskUsageThreshold (the minimum over ledger dirs: DbLedgerStorage pins each ledger to dir ledgerId mod N); absent when none is growing.", nil),
+		bookieToWarn:   desc("bookie_seconds_to_warn", "Seconds until the first ledger dir passes diskUsageWarnThreshold (minimum over ledger dirs); absent when none is growing.", nil),
+		bookieRO:       desc("bookie_readonly", "1 when every ledger dir is past diskUsageThreshold (BookKeeper turns the bookie read-only).", nil),
+		writable:       desc("bookie_writable_again_bytes", "While read-only: bytes to free before the usage over all ledger filesystems falls below diskUsageLwmThreshold and the bookie turns writable again.", nil),
 		ledgerHeadroom: desc("bookie_ledger_headroom_bytes", "Bytes the ledger mounts can still take before diskUsageThreshold.", nil),
 		samples:        desc("samples_total", "Capacity samples taken.", nil),
 		sampleErrs:     desc("sample_errors_total", "Samples in which at least one statfs or diskstats read failed.", nil),
@@ -68,7 +73,7 @@ func NewCollector(s *Sampler) prometheus.Collector {
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.size, c.avail, c.used, c.usage, c.growth, c.toWarn, c.toRO, c.headroom, c.warnHead,
-		c.errored, c.threshold, c.dirInfo, c.bookieToRO, c.ledgerHeadroom, c.samples, c.sampleErrs, c.lastSample,
+		c.errored, c.threshold, c.dirInfo, c.bookieToRO, c.bookieToWarn, c.bookieRO, c.writable, c.ledgerHeadroom, c.samples, c.sampleErrs, c.lastSample,
 		c.reads, c.writes, c.readB, c.writeB, c.readT, c.writeT, c.ioT, c.ioTW} {
 		ch <- d
 	}
@@ -85,6 +90,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(c.threshold, r.Threshold, "readonly")
 	g(c.threshold, r.WarnThreshold, "warn")
+	g(c.threshold, r.LWMThreshold, "lwm")
 	seenDev := map[string]bool{}
 	for _, m := range r.Mounts {
 		for _, d := range m.Dirs {
@@ -130,6 +136,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if r.SecondsToReadOnly != nil {
 		g(c.bookieToRO, *r.SecondsToReadOnly)
 	}
+	if r.SecondsToWarn != nil {
+		g(c.bookieToWarn, *r.SecondsToWarn)
+	}
+	ro := 0.0
+	if r.ReadOnly {
+		ro = 1
+	}
+	g(c.bookieRO, ro)
+	g(c.writable, r.WritableAgainBytes)
 	n, e, last := c.s.Stats()
 	cnt(c.samples, float64(n))
 	cnt(c.sampleErrs, float64(e))

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/tierkeeper/tierkeeper/internal/units"
@@ -88,9 +87,19 @@ func header(e *errWriter, r *Recommendation, prefix string) {
 		e.printf("%s%s disk %s%s: %s (%s)%s\n", prefix, d.Role, d.Dir, dev, d.Class, d.ClassBasis, live)
 	}
 	m := r.Memory
-	e.printf("%sdirect memory %s (%s): journal %s, headroom %s, entry-log buffers %s, write cache %s, read cache %s\n", prefix,
-		units.FormatBytes(m.DirectBytes), m.DirectSource, units.HumanBytes(float64(m.JournalBytes)), units.HumanBytes(float64(m.HeadroomBytes)),
-		units.HumanBytes(float64(m.EntryLogBufBytes)), units.HumanBytes(float64(m.WriteCacheBytes)), units.HumanBytes(float64(m.ReadCacheBytes)))
+	if m.DirectBytes > 0 {
+		e.printf("%sdirect memory %s (%s): journal %s, headroom %s, entry-log buffers %s, write cache %s, read cache %s\n", prefix,
+			units.FormatBytes(m.DirectBytes), m.DirectSource, units.HumanBytes(float64(m.JournalBytes)), units.HumanBytes(float64(m.HeadroomBytes)),
+			units.HumanBytes(float64(m.EntryLogBufBytes)), units.HumanBytes(float64(m.WriteCacheBytes)), units.HumanBytes(float64(m.ReadCacheBytes)))
+	} else {
+		var keys []string
+		for _, s := range r.Settings {
+			if s.NeedsInput != "" {
+				keys = append(keys, s.Key)
+			}
+		}
+		e.printf("%sdirect memory UNKNOWN: %s have no value; give %s\n", prefix, strings.Join(keys, ", "), NeedsDirectMemory)
+	}
 	e.printf("%snative memory for RocksDB (outside the JVM limits): ~%s\n", prefix, units.HumanBytes(float64(m.RocksDBNative)))
 	for _, w := range r.Warnings {
 		e.printf("%sWARNING: %s\n", prefix, w)
@@ -101,6 +110,9 @@ func settingComments(e *errWriter, s Setting, prefix string) {
 	e.printf("\n")
 	if s.NewBookiesOnly {
 		e.printf("%s%s — NEW OR RE-FORMATTED BOOKIES ONLY: the cookie fixes directory counts when a bookie is created\n", prefix, s.Key)
+	}
+	if s.Scope == ScopeAutoRecovery {
+		e.printf("%sread by AutoRecovery (a bookie with autoRecoveryDaemonEnabled, or the autorecovery pods)\n", prefix)
 	}
 	e.printf("%srule: %s\n", prefix, s.Rule)
 	for _, ev := range s.Evidence {
@@ -118,6 +130,10 @@ func renderConf(w io.Writer, r *Recommendation) error {
 			continue
 		}
 		settingComments(e, s, "# ")
+		if s.NeedsInput != "" {
+			e.printf("# %s= (needs %s)\n", s.Key, s.NeedsInput)
+			continue
+		}
 		if s.Current != "" && s.Current != s.Value {
 			e.printf("# This bookie keeps its current value (%d dir(s)); for a new or re-formatted bookie use:\n#   %s=%s\n",
 				len(strings.Split(s.Current, ",")), s.Key, s.Value)
@@ -145,27 +161,6 @@ func renderRocks(w io.Writer, r *Recommendation) error {
 		}
 		settingComments(e, s, "  # ")
 		e.printf("  %s=%s\n", s.Key, s.Value)
-	}
-	return e.err
-}
-
-func renderHelm(w io.Writer, r *Recommendation) error {
-	e := &errWriter{w: w}
-	e.printf("# Helm values for the Apache Pulsar chart (bookkeeper.configData is applied to bookkeeper.conf).\n")
-	e.printf("# The chart does not template entry_location_rocksdb.conf: mount the file printed by\n")
-	e.printf("# `bookieagent recommend --format rocksdb` into conf/ (e.g. from a ConfigMap) or its values\n")
-	e.printf("# below for dbStorage_rocksDB_* are ignored.\n")
-	header(e, r, "# ")
-	e.printf("bookkeeper:\n  configData:\n")
-	for _, s := range r.Settings {
-		if s.File != FileBookKeeper {
-			continue
-		}
-		settingComments(e, s, "    # ")
-		if s.Current != "" && s.Current != s.Value {
-			e.printf("    # This bookie keeps its current value; for new or re-formatted bookies use:\n    #   %s: %s\n", s.Key, strconv.Quote(s.Value))
-		}
-		e.printf("    %s: %s\n", s.Key, strconv.Quote(s.Effective()))
 	}
 	return e.err
 }

@@ -2,11 +2,9 @@ package bookieagent
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -17,13 +15,15 @@ import (
 // Rule constants. Each cites the row of disk-tuning.md §3 it implements;
 // "Heur." marks our own choice where the document gives a range.
 const (
-	// JournalNearBest: a journal count qualifies when its aggregate MB/s is
-	// within 10% of the best measured count ("within ~5–10% of the best").
-	JournalNearBest = 0.90
+	// JournalDirGain: a journal count qualifies when the best count does
+	// not clearly beat it by more than 10% ("within ~5–10% of the best").
+	JournalDirGain = 1.10
 	// JournalP99Factor: ... and its p99 add latency is at most 2× the
 	// single-journal p99 ("≤ 2× the N=1 p99").
 	JournalP99Factor = 2.0
 	// MaxJournalDirsPerDisk caps journal dirs per disk ("cap ... at 8").
+	// There is no CPU cap: a journal's two threads (journal, force write)
+	// mostly wait on fdatasync.
 	MaxJournalDirsPerDisk = 8
 	// LevelOff is the share of the peak at which a sweep counts as levelled
 	// off (writeBufferSizeBytes: "~95% of peak"; journal group size).
@@ -40,22 +40,24 @@ const (
 	// latency; 1–2 ms on NVMe; more only on high-latency disks").
 	GroupWaitMinMs = 1
 	GroupWaitMaxMs = 20
-	// LedgerDirGain: add a ledger dir on one disk while the next writer
-	// count still gains more than 10% ("while (b) ... still gains >10%").
+	// LedgerDirGain: a ledger-dir count qualifies while the next count
+	// still gains more than 10% ("while (b) ... still gains >10%").
 	LedgerDirGain = 1.10
 	// FlushThreadBytesPerSec is what one DbLedgerStorage flush thread
 	// sustains (BK PR #1289, ~500 MB/s); faster disks need more dirs.
 	FlushThreadBytesPerSec = 500e6
 	// MaxLedgerDirsPerDisk caps ledger dirs per disk (Heur.).
 	MaxLedgerDirsPerDisk = 4
-	// FlushEntrylogSeconds: flushEntrylogBytes ≈ 100 ms of measured write
+	// FlushEntrylogSeconds: flushEntrylogBytes ≈ 100 ms of sustained write
 	// bandwidth, clamped to 32–64 MiB ("32–64 MiB, or ≈ 50–100 ms").
 	FlushEntrylogSeconds = 0.1
 	FlushEntrylogMin     = 32 * MiB
 	FlushEntrylogMax     = 64 * MiB
-	// CompactionShare: compactionRateByBytes = 10% of the per-dir write
-	// bandwidth (lower end of "10–20% of the measured ledger-disk write
-	// bandwidth left over at peak ingest"; ingest is unknown to the agent).
+	// CompactionShare: the ledger disk's compaction may take 10% of its
+	// sustained write bandwidth, divided among the dirs on the disk (each
+	// dir compacts on its own GC thread with its own rate limiter) — the
+	// lower end of "10–20% of the measured ledger-disk write bandwidth left
+	// over at peak ingest"; ingest is unknown to the agent.
 	CompactionShare = 0.10
 	// HDDMaxIOPS: a disk with fewer 4 KiB random-read IOPS is treated as a
 	// spinning disk whatever sysfs says (Heur.; HDDs do 100–500).
@@ -89,6 +91,10 @@ const (
 	ReadBufferMax     = 1 * MiB
 	// RereplicationBatch is rereplicationEntryBatchSize (Pulsar; WeChat).
 	RereplicationBatch = 100
+	// MixedP99Factor: a journal whose p99 add latency rises by more than
+	// this under a concurrent entry-log writer on the same device is
+	// reported as disturbed (Heur.).
+	MixedP99Factor = 2.0
 )
 
 // Config file names a Setting belongs to.
@@ -96,6 +102,17 @@ const (
 	FileBookKeeper = "bookkeeper.conf"
 	FileRocksDB    = "entry_location_rocksdb.conf"
 )
+
+// Scopes: which process reads a bookkeeper.conf setting (the Pulsar chart
+// gives each its own ConfigMap).
+const (
+	ScopeBookie       = "bookie"
+	ScopeAutoRecovery = "autorecovery"
+)
+
+// NeedsDirectMemory is Setting.NeedsInput for the settings that are shares
+// of the bookie JVM's direct memory.
+const NeedsDirectMemory = "-XX:MaxDirectMemorySize (--max-direct-memory, or $BOOKIE_MEM / $PULSAR_MEM)"
 
 // Disk is one directory given to the agent (--journal-dir / --ledger-dir),
 // treated as one disk, with what was measured on it.
@@ -106,13 +123,19 @@ type Disk struct {
 	FSType string `json:"fs_type,omitempty"`
 	// Device is the block device behind Dir, when sysfs could tell.
 	Device *BlockDevice `json:"device,omitempty"`
-	// BenchDir is where the measurements ran (Dir, or a scratch sibling on
-	// the same filesystem when Dir holds a live bookie).
+	// TotalBytes is the filesystem's size (statfs), 0 when not recorded.
+	TotalBytes uint64 `json:"total_bytes,omitempty"`
+	// BenchDir is where the measurements ran (a scratch directory).
 	BenchDir string `json:"bench_dir,omitempty"`
 	// Cookies are the bookie cookies found in Dir or its sub-directories.
 	Cookies []Cookie `json:"cookies,omitempty"`
-	// Results are diskbench results measured on this disk.
+	// Results are diskbench results measured on this disk; a point
+	// measured in several rounds appears once per round.
 	Results []diskbench.Result `json:"results"`
+	// MixedResults were measured while the other role's disk on the same
+	// device was written at the same time (journal and ledgers sharing a
+	// device).
+	MixedResults []diskbench.Result `json:"mixed_results,omitempty"`
 }
 
 // Input is everything Recommend needs. It is what `bookieagent recommend`
@@ -122,21 +145,29 @@ type Input struct {
 	LedgerDisks  []Disk `json:"ledger_disks"`
 	// CPUs is the number of CPUs the bookie may use.
 	CPUs int `json:"cpus"`
-	// DirectMemoryBytes is the bookie JVM's -XX:MaxDirectMemorySize.
+	// CPUsSource says where CPUs came from.
+	CPUsSource string `json:"cpus_source,omitempty"`
+	// DirectMemoryBytes is the bookie JVM's -XX:MaxDirectMemorySize; 0
+	// when unknown (the settings that depend on it then say so).
 	DirectMemoryBytes int64 `json:"direct_memory_bytes"`
 	// DirectMemorySource says where DirectMemoryBytes came from.
 	DirectMemorySource string `json:"direct_memory_source"`
 	// EntrySizeBytes is the median entry size, when known (0 = unknown).
 	EntrySizeBytes int64 `json:"entry_size_bytes,omitempty"`
+	// Bench is the plan the measurements were taken with, when recorded.
+	Bench *BenchPlan `json:"bench,omitempty"`
 }
 
 // Setting is one recommended configuration value with its evidence.
 type Setting struct {
 	File string `json:"file"`
+	// Scope is the process that reads it (bookie, autorecovery).
+	Scope string `json:"scope,omitempty"`
 	// Section is the RocksDB options-file section, e.g. `CFOptions "default"`.
 	Section string `json:"section,omitempty"`
 	Key     string `json:"key"`
-	Value   string `json:"value"`
+	// Value is the recommendation; empty when NeedsInput is set.
+	Value string `json:"value"`
 	// PulsarDefault is the value Pulsar's shipped config uses.
 	PulsarDefault string `json:"pulsar_default"`
 	// Rule states how Value follows from the evidence.
@@ -149,6 +180,9 @@ type Setting struct {
 	// Current is the value a live bookie's cookie fixes, when one was found.
 	// The rendered config keeps Current active and shows Value as a comment.
 	Current string `json:"current,omitempty"`
+	// NeedsInput names what the agent needs to give a value (the JVM's
+	// direct memory); Value is then empty.
+	NeedsInput string `json:"needs_input,omitempty"`
 }
 
 // Effective returns the value to put into a config applied to this node
@@ -172,13 +206,17 @@ type DiskSummary struct {
 	LiveBookie bool `json:"live_bookie"`
 	// RecommendedDirs is the number of bookie dirs for this disk.
 	RecommendedDirs int `json:"recommended_dirs"`
-	// PeakBytesPerSec is the best write throughput measured on the disk.
+	// PeakBytesPerSec is the best sustained write throughput measured on
+	// the disk (median over rounds).
 	PeakBytesPerSec float64 `json:"peak_bytes_per_sec"`
 	// RandReadIOPS is the best small-block random-read IOPS (0 = not run).
 	RandReadIOPS float64 `json:"randread_iops,omitempty"`
+	// TotalBytes is the disk's size, when recorded.
+	TotalBytes uint64 `json:"total_bytes,omitempty"`
 }
 
-// MemoryPlan is the direct-memory budget behind the cache sizes.
+// MemoryPlan is the direct-memory budget behind the cache sizes. All
+// zero but DirectSource when direct memory is unknown.
 type MemoryPlan struct {
 	DirectBytes       int64  `json:"direct_bytes"`
 	DirectSource      string `json:"direct_source"`
@@ -198,6 +236,25 @@ type Recommendation struct {
 	Memory   MemoryPlan    `json:"memory"`
 	Settings []Setting     `json:"settings"`
 	Warnings []string      `json:"warnings,omitempty"`
+	// Layout is the recommended directory layout per disk, for the Helm
+	// values (one volume per directory).
+	Layout Layout `json:"layout"`
+}
+
+// Layout lists the bookie directories per disk: Recommended for new or
+// re-formatted bookies, Current as a live bookie's cookie has them.
+type Layout struct {
+	Journal []DiskDirs `json:"journal"`
+	Ledgers []DiskDirs `json:"ledgers"`
+}
+
+// DiskDirs is one disk's directories.
+type DiskDirs struct {
+	Disk        string   `json:"disk"`
+	Device      string   `json:"device,omitempty"`
+	TotalBytes  uint64   `json:"total_bytes,omitempty"`
+	Recommended []string `json:"recommended"`
+	Current     []string `json:"current,omitempty"`
 }
 
 // Setting returns the setting with key, or false.
@@ -213,51 +270,74 @@ func (r *Recommendation) Setting(key string) (Setting, bool) {
 // Recommend derives bookie settings from measurements and node facts. It is
 // a pure function: the same Input always gives the same Recommendation.
 // It fails with ErrNoMeasurements when a disk lacks the results a rule
-// needs, ErrNoDirectMemory without a direct-memory size, and
-// ErrDirectMemoryTooSmall when the minimum caches do not fit.
+// needs and ErrDirectMemoryTooSmall when the minimum caches do not fit.
+// Without a direct-memory size the settings that are shares of it carry
+// NeedsInput instead of a value, and the rest are given.
 func Recommend(in Input) (*Recommendation, error) {
 	if len(in.JournalDisks) == 0 || len(in.LedgerDisks) == 0 {
 		return nil, fmt.Errorf("%w: need at least one journal and one ledger disk", ErrNoMeasurements)
 	}
-	if in.DirectMemoryBytes <= 0 {
-		return nil, ErrNoDirectMemory
-	}
-	cpus := in.CPUs
-	if cpus < 1 {
-		cpus = 1
-	}
+	cpus := max(1, in.CPUs)
 	r := &Recommendation{}
 	var settings []Setting
 	allDisks := append(append([]Disk{}, in.JournalDisks...), in.LedgerDisks...)
+	jCookie := firstCookie(in.JournalDisks, in.LedgerDisks)
+	lCookie := firstCookie(in.LedgerDisks, in.JournalDisks)
+
+	// Shared-device mixed measurements, by journal disk and ledger disk.
+	type pair struct{ j, l int }
+	mixed := map[pair]mixedFigures{}
+	for i, j := range in.JournalDisks {
+		for k, l := range in.LedgerDisks {
+			if sameDevice(j, l) {
+				if m, ok := mixedOf(j, l); ok {
+					mixed[pair{i, k}] = m
+				}
+			}
+		}
+	}
 
 	// ---- journal disks ----
-	perDiskCap := max(1, min(MaxJournalDirsPerDisk, cpus/2/len(in.JournalDisks)))
 	var jDirs []string
 	var jEv []string
-	var jLatP50 []float64
+	var jLatP50 []string
 	var jAgg float64
+	gw := GroupWaitMinMs
 	thresh := JournalThresholdMin
 	var threshEv []string
 	wbKB := int64(64)
 	var wbEv []string
-	for _, d := range in.JournalDisks {
+	for i, d := range in.JournalDisks {
 		sum := summarize("journal", d, allDisks)
 		sweep := journalWritersSweep(d.Results)
 		if len(sweep) == 0 {
 			return nil, fmt.Errorf("%w: journal disk %s has no journal results", ErrNoMeasurements, d.Dir)
 		}
-		n, ev := pickJournalCount(sweep, perDiskCap)
+		base := 1
+		if jCookie != nil {
+			base = max(1, countOnDisk(jCookie.JournalDirs, d.Dir, len(in.JournalDisks)))
+		}
+		n, ev := pickJournalCount(sweep, base)
 		jEv = append(jEv, fmt.Sprintf("%s: %s", diskLabel(d), ev))
 		sum.RecommendedDirs = n
-		jDirs = append(jDirs, subDirs(d.Dir, n)...)
-		for _, res := range sweep {
-			if res.Writers == n {
-				jAgg += res.BytesPerSec
-			}
-			sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, res.BytesPerSec)
+		dirs := subDirs(d.Dir, n)
+		jDirs = append(jDirs, dirs...)
+		r.Layout.Journal = append(r.Layout.Journal, DiskDirs{Disk: d.Dir, Device: sum.Device, TotalBytes: d.TotalBytes, Recommended: dirs})
+		jAgg += rateRounds(sweep[n]).median()
+		for _, rs := range sweep {
+			sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, rateRounds(rs).median())
 		}
-		if p50, ok := syncP50(sweep); ok {
-			jLatP50 = append(jLatP50, p50)
+		p50, ok := syncP50(sweep)
+		basis := "1 journal alone"
+		for k := range in.LedgerDisks {
+			if m, has := mixed[pair{i, k}]; has && m.syncP50Mixed > p50 {
+				p50, ok, basis = m.syncP50Mixed, true, fmt.Sprintf("1 journal while ledger %s on the same device is written", in.LedgerDisks[k].Dir)
+			}
+		}
+		if ok {
+			ms := int(math.Ceil(p50 / 1e6))
+			gw = max(gw, min(GroupWaitMaxMs, max(GroupWaitMinMs, ms)))
+			jLatP50 = append(jLatP50, fmt.Sprintf("%s: p50 fdatasync %s (%s)", diskLabel(d), fmtNs(p50), basis))
 		}
 		t, tev := pickGroupThreshold(d.Results)
 		threshEv = append(threshEv, fmt.Sprintf("%s: %s", diskLabel(d), tev))
@@ -267,45 +347,43 @@ func Recommend(in Input) (*Recommendation, error) {
 		wbKB = max(wbKB, kb)
 		r.Disks = append(r.Disks, sum)
 	}
-	jCookie := firstCookie(in.JournalDisks, in.LedgerDisks)
+	jEv = append(jEv, fmt.Sprintf("%d CPUs (%s): each journal dir adds a journal and a force-write thread, which mostly wait on fdatasync, so the count is not capped by CPUs", cpus, orDefault(in.CPUsSource, "as given")))
+	if n := len(jDirs); n > 2*cpus {
+		jEv = append(jEv, fmt.Sprintf("%d journal dirs on %d CPUs: watch the bookie's CPU use under load", n, cpus))
+	}
 	js := Setting{
 		File: FileBookKeeper, Key: "journalDirectories", Value: strings.Join(jDirs, ","),
 		PulsarDefault: "data/bookkeeper/journal (1 dir)",
-		Rule: fmt.Sprintf("per journal disk: smallest writer count within %.0f%% of the best aggregate MB/s whose p99 add latency (BookKeeper journal model; plain model: commit) ≤ %.0f× the 1-writer p99; capped at min(%d, CPUs/2 ÷ journal disks) = %d; N>1 → N sub-directories",
-			(1-JournalNearBest)*100, JournalP99Factor, MaxJournalDirsPerDisk, perDiskCap),
+		Rule: fmt.Sprintf("per journal disk: the smallest journal count that the best count (by median over rounds, with p99 add latency ≤ %.0f× the 1-journal p99) does not clearly beat by >%.0f%%; changed from the current count (cookie, else Pulsar's 1) only when the rounds separate the two; at most %d per disk; N>1 → N sub-directories",
+			JournalP99Factor, (JournalDirGain-1)*100, MaxJournalDirsPerDisk),
 		Evidence:       jEv,
 		NewBookiesOnly: true,
 	}
 	if jCookie != nil {
 		js.Current = strings.Join(jCookie.JournalDirs, ",")
 		js.Evidence = append(js.Evidence, fmt.Sprintf("live bookie: cookie %s fixes %d journal dir(s): %s", jCookie.Path, len(jCookie.JournalDirs), js.Current))
+		for i := range r.Layout.Journal {
+			r.Layout.Journal[i].Current = jCookie.JournalDirs
+		}
 	}
 	settings = append(settings, js)
-
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "journalWriteBufferSizeKB", Value: strconv.FormatInt(wbKB, 10), PulsarDefault: "64",
-		Rule:     fmt.Sprintf("raise from 64 only if a larger write buffer (BookKeeper journal model; plain model: write size) beats 64 KiB by >%.0f%% at the same group threshold; then the smallest size within %.0f%% of the best, 64–1024", (JournalWriteBufferGain-1)*100, (1-LevelOff)*100),
+		Rule:     fmt.Sprintf("raise from 64 only if a larger write buffer (BookKeeper journal model; plain model: write size) clearly beats 64 KiB by >%.0f%% at the same group threshold; then the smallest size within %.0f%% of the best, 64–1024", (JournalWriteBufferGain-1)*100, (1-LevelOff)*100),
 		Evidence: wbEv,
 	})
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "journalBufferedWritesThreshold", Value: strconv.FormatInt(thresh, 10), PulsarDefault: "524288",
-		Rule:     fmt.Sprintf("smallest journalBufferedWritesThreshold (BookKeeper journal model; plain model: group size) reaching %.0f%% of the best MB/s with 1 journal, clamped to %s–%s (largest over journal disks)", LevelOff*100, units.FormatBytes(JournalThresholdMin), units.FormatBytes(JournalThresholdMax)),
+		Rule:     fmt.Sprintf("smallest journalBufferedWritesThreshold (BookKeeper journal model; plain model: group size) reaching %.0f%% of the best MB/s with 1 journal, clamped to %s–%s (largest over journal disks); Pulsar's 512 KiB kept unless the choice clearly beats it", LevelOff*100, units.FormatBytes(JournalThresholdMin), units.FormatBytes(JournalThresholdMax)),
 		Evidence: threshEv,
 	})
-	gw := GroupWaitMinMs
-	var gwEv []string
-	for i, p := range jLatP50 {
-		ms := int(math.Ceil(p / 1e6))
-		gw = max(gw, min(GroupWaitMaxMs, max(GroupWaitMinMs, ms)))
-		gwEv = append(gwEv, fmt.Sprintf("%s: p50 fdatasync %s (1 writer)", diskLabel(in.JournalDisks[i]), fmtNs(p)))
-	}
 	if len(jLatP50) == 0 {
-		gwEv = append(gwEv, "no sync latency measured; Pulsar default kept")
+		jLatP50 = append(jLatP50, "no sync latency measured; Pulsar default kept")
 	}
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "journalMaxGroupWaitMSec", Value: strconv.Itoa(gw), PulsarDefault: "1",
-		Rule:     fmt.Sprintf("≈ the device's p50 sync latency, rounded up to whole ms, clamped to %d–%d (slowest journal disk)", GroupWaitMinMs, GroupWaitMaxMs),
-		Evidence: gwEv,
+		Rule:     fmt.Sprintf("≈ the device's p50 fdatasync latency (under the mixed load when journal and ledgers share a device), rounded up to whole ms, clamped to %d–%d (slowest journal disk)", GroupWaitMinMs, GroupWaitMaxMs),
+		Evidence: jLatP50,
 	})
 	align := int64(4096)
 	var alEv []string
@@ -333,48 +411,63 @@ func Recommend(in Input) (*Recommendation, error) {
 	compRate := math.Inf(1)
 	var lAgg float64
 	anyHDD := false
-	for _, d := range in.LedgerDisks {
+	var dirsPerDisk []int
+	for k, d := range in.LedgerDisks {
 		sum := summarize("ledger", d, allDisks)
 		if sum.Class == "hdd" {
 			anyHDD = true
 		}
-		bsSweep := entryLogBlockSweep(d.Results)
-		if len(bsSweep) == 0 {
+		sizes := entryLogSizes(d.Results)
+		if len(sizes) == 0 {
 			return nil, fmt.Errorf("%w: ledger disk %s has no entrylog results", ErrNoMeasurements, d.Dir)
 		}
-		bs, peak, bev := pickEntryLogBuffer(bsSweep)
+		bs, bev := pickEntryLogBuffer(sizes)
 		bufEv = append(bufEv, fmt.Sprintf("%s: %s", diskLabel(d), bev))
 		wbBytes = max(wbBytes, bs)
-		for _, res := range bsSweep {
-			bufCands = append(bufCands, res.BlockSize)
+		for s := range sizes {
+			bufCands = append(bufCands, s)
 		}
-		atChosen := 0.0
-		for _, res := range bsSweep {
-			if res.BlockSize == bs {
-				atChosen = res.BytesPerSec
-			}
+		base := 1
+		if lCookie != nil {
+			base = max(1, countOnDisk(lCookie.LedgerDirs, d.Dir, len(in.LedgerDisks)))
 		}
-		n, diskBW, lev := pickLedgerCount(d.Results, atChosen)
+		n, diskBW, lev := pickLedgerCount(d.Results, base, sizes[bs].median())
 		lEv = append(lEv, fmt.Sprintf("%s: %s", diskLabel(d), lev))
 		sum.RecommendedDirs = n
-		sum.PeakBytesPerSec = math.Max(peak, diskBW)
-		lDirs = append(lDirs, subDirs(d.Dir, n)...)
-		lAgg += diskBW
-		perDir := diskBW / float64(n)
+		sum.TotalBytes = d.TotalBytes
+		for _, v := range sizes {
+			sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, v.median())
+		}
+		sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, diskBW)
+		dirs := subDirs(d.Dir, n)
+		lDirs = append(lDirs, dirs...)
+		r.Layout.Ledgers = append(r.Layout.Ledgers, DiskDirs{Disk: d.Dir, Device: sum.Device, TotalBytes: d.TotalBytes, Recommended: dirs})
+		dirsPerDisk = append(dirsPerDisk, n)
+		// The bandwidth ledger writes get: alone, or while the journal on
+		// the same device writes too.
+		sustained, basis := diskBW, "sustained"
+		for i := range in.JournalDisks {
+			if m, ok := mixed[pair{i, k}]; ok && m.logMixed.median() < sustained {
+				sustained, basis = m.logMixed.median(), fmt.Sprintf("sustained while journal %s on the same device is written", in.JournalDisks[i].Dir)
+			}
+		}
+		lAgg += sustained
+		perDir := sustained / float64(n)
 		fb := roundUp(int64(perDir*FlushEntrylogSeconds), MiB)
 		fb = min(FlushEntrylogMax, max(FlushEntrylogMin, fb))
-		flushEv = append(flushEv, fmt.Sprintf("%s: %s per dir × %.0f ms = %s", diskLabel(d), units.DecimalRate(perDir), FlushEntrylogSeconds*1000, units.HumanBytes(perDir*FlushEntrylogSeconds)))
+		flushEv = append(flushEv, fmt.Sprintf("%s: %s %s ÷ %d dirs = %s per dir × %.0f ms = %s", diskLabel(d), units.DecimalRate(sustained), basis, n,
+			units.DecimalRate(perDir), FlushEntrylogSeconds*1000, units.HumanBytes(perDir*FlushEntrylogSeconds)))
 		flushBytes = max(flushBytes, fb)
-		cr := perDir * CompactionShare
-		compEv = append(compEv, fmt.Sprintf("%s: %s per dir (%s ÷ %d dirs) × %.0f%% = %s", diskLabel(d), units.DecimalRate(perDir), units.DecimalRate(diskBW), n, CompactionShare*100, units.DecimalRate(cr)))
+		cr := sustained * CompactionShare / float64(n)
+		compEv = append(compEv, fmt.Sprintf("%s: %s %s × %.0f%% = %s for the disk, ÷ %d dirs = %s per dir",
+			diskLabel(d), units.DecimalRate(sustained), basis, CompactionShare*100, units.DecimalRate(sustained*CompactionShare), n, units.DecimalRate(cr)))
 		compRate = math.Min(compRate, cr)
 		r.Disks = append(r.Disks, sum)
 	}
-	lCookie := firstCookie(in.LedgerDisks, in.JournalDisks)
 	ls := Setting{
 		File: FileBookKeeper, Key: "ledgerDirectories", Value: strings.Join(lDirs, ","),
 		PulsarDefault: "data/bookkeeper/ledgers (1 dir)",
-		Rule: fmt.Sprintf("per ledger disk: add a dir while the next entry-log writer count gains >%.0f%%; at least ⌈MB/s ÷ %.0f MB/s⌉ (one DbLedgerStorage flush thread per dir); at most %d; N>1 → N sub-directories",
+		Rule: fmt.Sprintf("per ledger disk: the smallest measured entry-log writer count (one entry logger and flush thread per dir) that the best does not clearly beat by >%.0f%%, changed from the current count (cookie, else Pulsar's 1) only when the rounds separate the two; raised to ⌈MB/s ÷ %.0f MB/s⌉ (one flush thread's limit) only up to a measured count that is not clearly slower; at most %d; N>1 → N sub-directories",
 			(LedgerDirGain-1)*100, FlushThreadBytesPerSec/1e6, MaxLedgerDirsPerDisk),
 		Evidence:       lEv,
 		NewBookiesOnly: true,
@@ -384,26 +477,38 @@ func Recommend(in Input) (*Recommendation, error) {
 		ls.Current = strings.Join(lCookie.LedgerDirs, ",")
 		effLedgerDirs = len(lCookie.LedgerDirs)
 		ls.Evidence = append(ls.Evidence, fmt.Sprintf("live bookie: cookie %s fixes %d ledger dir(s): %s (ledger dirs may only grow, with allowStorageExpansion; ledgerId mod N placement makes any change unsafe for existing data)", lCookie.Path, effLedgerDirs, ls.Current))
+		for i := range r.Layout.Ledgers {
+			r.Layout.Ledgers[i].Current = lCookie.LedgerDirs
+		}
 	}
 
 	// ---- memory plan ----
-	mp, memEv, err := planMemory(in, effLedgerDirs, wbBytes, bufCands)
-	if err != nil {
-		return nil, err
-	}
-	if mp.EntryLogBufBytes/int64(2*effLedgerDirs) < wbBytes {
-		bufEv = append(bufEv, fmt.Sprintf("memory-limited: 2 × %d dirs × %s > %.0f%% of direct memory %s; reduced to %s",
-			effLedgerDirs, units.FormatBytes(wbBytes), EntryLogBufferShare*100, units.FormatBytes(in.DirectMemoryBytes), units.FormatBytes(mp.EntryLogBufBytes/int64(2*effLedgerDirs))))
-		wbBytes = mp.EntryLogBufBytes / int64(2*effLedgerDirs)
+	haveMem := in.DirectMemoryBytes > 0
+	var mp MemoryPlan
+	var memEv []string
+	if haveMem {
+		var err error
+		mp, memEv, err = planMemory(in, effLedgerDirs, wbBytes, bufCands)
+		if err != nil {
+			return nil, err
+		}
+		if mp.EntryLogBufBytes/int64(2*effLedgerDirs) < wbBytes {
+			bufEv = append(bufEv, fmt.Sprintf("memory-limited: 2 × %d dirs × %s > %.0f%% of direct memory %s; reduced to %s",
+				effLedgerDirs, units.FormatBytes(wbBytes), EntryLogBufferShare*100, units.FormatBytes(in.DirectMemoryBytes), units.FormatBytes(mp.EntryLogBufBytes/int64(2*effLedgerDirs))))
+			wbBytes = mp.EntryLogBufBytes / int64(2*effLedgerDirs)
+		}
+	} else {
+		mp = MemoryPlan{DirectSource: "unknown", LedgerDirs: effLedgerDirs}
+		bufEv = append(bufEv, fmt.Sprintf("direct memory unknown: 2 × %d dirs × %s of direct buffers (entry logger + compaction logger) not checked against -XX:MaxDirectMemorySize", effLedgerDirs, units.FormatBytes(wbBytes)))
 	}
 	flushBytes = max(flushBytes, wbBytes)
 
 	settings = append(settings, ls)
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "writeBufferSizeBytes", Value: strconv.FormatInt(wbBytes, 10), PulsarDefault: "65536",
-		Rule: fmt.Sprintf("smallest entry-log write size reaching %.0f%% of the peak (1 writer), largest over ledger disks; 2 × ledger dirs × size ≤ %.0f%% of direct memory",
-			LevelOff*100, EntryLogBufferShare*100),
-		Evidence: bufEv,
+		Rule: fmt.Sprintf("the entry logger's write(2) size into the page cache (the disk I/O size is set by writeback and the fdatasync every flushEntrylogBytes): Pulsar's 64 KiB unless a larger size clearly beats it by >%.0f%% in the sustained sweep (then the smallest within %.0f%% of the best, largest over ledger disks); 2 × ledger dirs × size ≤ %.0f%% of direct memory",
+			(1/LevelOff-1)*100, (1-LevelOff)*100, EntryLogBufferShare*100),
+		Evidence: append(bufEv, "one data point: WeChat runs 64 MiB in production (its disks, not this one)"),
 	})
 	rb := int64(ReadBufferDefault)
 	rbEv := []string{"entry size unknown: Pulsar's 4096 (also the WeChat report's value on SSD)"}
@@ -418,22 +523,28 @@ func Recommend(in Input) (*Recommendation, error) {
 	})
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "flushEntrylogBytes", Value: strconv.FormatInt(flushBytes, 10), PulsarDefault: "33554432",
-		Rule:     fmt.Sprintf("≈ %.0f ms of measured per-dir write bandwidth rounded up to MiB, clamped to %s–%s, ≥ writeBufferSizeBytes (largest over ledger disks)", FlushEntrylogSeconds*1000, units.FormatBytes(FlushEntrylogMin), units.FormatBytes(FlushEntrylogMax)),
+		Rule:     fmt.Sprintf("≈ %.0f ms of sustained per-dir write bandwidth rounded up to MiB, clamped to %s–%s, ≥ writeBufferSizeBytes (largest over ledger disks)", FlushEntrylogSeconds*1000, units.FormatBytes(FlushEntrylogMin), units.FormatBytes(FlushEntrylogMax)),
 		Evidence: flushEv,
 	})
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "dbStorage_writeCacheMaxSizeMb", Value: strconv.FormatInt(mp.WriteCacheBytes/MiB, 10), PulsarDefault: "(25% of direct memory)",
-		Rule:     "half of (direct memory − journal 5% − headroom − entry-log buffers), total over all ledger dirs (BK splits it evenly)",
-		Evidence: append(memEv, fmt.Sprintf("per ledger dir: %s, two halves of %s", units.HumanBytes(float64(mp.WriteCacheBytes)/float64(effLedgerDirs)), units.HumanBytes(float64(mp.WriteCacheBytes)/float64(2*effLedgerDirs)))),
-	})
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "dbStorage_readAheadCacheMaxSizeMb", Value: strconv.FormatInt(mp.ReadCacheBytes/MiB, 10), PulsarDefault: "(25% of direct memory)",
-		Rule: "the other half of the cache budget, total over all ledger dirs",
-		Evidence: []string{
+	wc := Setting{File: FileBookKeeper, Key: "dbStorage_writeCacheMaxSizeMb", PulsarDefault: "(25% of direct memory)",
+		Rule: "half of (direct memory − journal 5% − headroom − entry-log buffers), total over all ledger dirs (BK splits it evenly)"}
+	rc := Setting{File: FileBookKeeper, Key: "dbStorage_readAheadCacheMaxSizeMb", PulsarDefault: "(25% of direct memory)",
+		Rule: "the other half of the cache budget, total over all ledger dirs"}
+	if haveMem {
+		wc.Value = strconv.FormatInt(mp.WriteCacheBytes/MiB, 10)
+		wc.Evidence = append(memEv, fmt.Sprintf("per ledger dir: %s, two halves of %s", units.HumanBytes(float64(mp.WriteCacheBytes)/float64(effLedgerDirs)), units.HumanBytes(float64(mp.WriteCacheBytes)/float64(2*effLedgerDirs))))
+		rc.Value = strconv.FormatInt(mp.ReadCacheBytes/MiB, 10)
+		rc.Evidence = []string{
 			fmt.Sprintf("BookKeeper's start-up check: write %d MiB + read %d MiB = %d MiB ≤ direct memory %d MiB", mp.WriteCacheBytes/MiB, mp.ReadCacheBytes/MiB, (mp.WriteCacheBytes+mp.ReadCacheBytes)/MiB, in.DirectMemoryBytes/MiB),
 			fmt.Sprintf("per ledger dir: %s", units.HumanBytes(float64(mp.ReadCacheBytes)/float64(effLedgerDirs))),
-		},
-	})
+		}
+	} else {
+		for _, s := range []*Setting{&wc, &rc} {
+			s.NeedsInput = NeedsDirectMemory
+			s.Evidence = []string{"a share of the bookie JVM's direct memory, which was not given"}
+		}
+	}
+	settings = append(settings, wc, rc)
 	compBytes := max(int64(1000000), int64(compRate)/MiB*MiB)
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "isThrottleByBytes", Value: "true", PulsarDefault: "false",
@@ -442,12 +553,38 @@ func Recommend(in Input) (*Recommendation, error) {
 	})
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "compactionRateByBytes", Value: strconv.FormatInt(compBytes, 10), PulsarDefault: "1000000",
-		Rule:     fmt.Sprintf("%.0f%% of the per-dir measured entry-log write bandwidth, rounded down to MiB/s, slowest ledger disk (each dir compacts on its own thread)", CompactionShare*100),
+		Rule:     fmt.Sprintf("%.0f%% of the ledger disk's sustained write bandwidth, divided among the dirs on that disk (each dir compacts on its own GC thread and rate limiter), rounded down to MiB/s, slowest disk", CompactionShare*100),
 		Evidence: compEv,
 	})
+	gc := planGC(in.LedgerDisks, dirsPerDisk, compBytes)
 	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "rereplicationEntryBatchSize", Value: strconv.Itoa(RereplicationBatch), PulsarDefault: "100",
-		Rule:     "100 entries in parallel per ledger being re-replicated (BK code default 10)",
+		File: FileBookKeeper, Key: "gcWaitTime", Value: strconv.FormatInt(gc.gcWaitMs, 10), PulsarDefault: "900000",
+		Rule:     "the GC cycle: keep Pulsar's 15 min; the compaction intervals are whole cycles of it",
+		Evidence: gc.gcEv,
+	})
+	settings = append(settings, Setting{
+		File: FileBookKeeper, Key: "minorCompactionInterval", Value: strconv.FormatInt(gc.minorSec, 10), PulsarDefault: "3600",
+		Rule:     fmt.Sprintf("at least Pulsar's 3600 s and at least the worst-case minor pass (%.1f × dir capacity ÷ compactionRateByBytes), in whole gcWaitTime cycles", MinorCompactionThresh),
+		Evidence: gc.minorEv,
+	})
+	settings = append(settings, Setting{
+		File: FileBookKeeper, Key: "minorCompactionThreshold", Value: strconv.FormatFloat(MinorCompactionThresh, 'f', -1, 64), PulsarDefault: "0.2",
+		Rule:     "keep Pulsar's 0.2: minor compaction only picks nearly empty entry logs, cheap to rewrite",
+		Evidence: []string{compactionThresholdEvidence(MinorCompactionThresh), "must stay below majorCompactionThreshold (GarbageCollectorThread refuses to start otherwise)"},
+	})
+	settings = append(settings, Setting{
+		File: FileBookKeeper, Key: "majorCompactionInterval", Value: strconv.FormatInt(gc.majorSec, 10), PulsarDefault: "86400",
+		Rule:     fmt.Sprintf("at least Pulsar's 86400 s and at least the worst-case major pass (%.1f × dir capacity ÷ compactionRateByBytes), in whole gcWaitTime cycles, > minorCompactionInterval", MajorCompactionThresh),
+		Evidence: gc.majorEv,
+	})
+	settings = append(settings, Setting{
+		File: FileBookKeeper, Key: "majorCompactionThreshold", Value: strconv.FormatFloat(MajorCompactionThresh, 'f', -1, 64), PulsarDefault: "0.5",
+		Rule:     "keep Pulsar's 0.5: above it a compaction rewrites more bytes than it frees",
+		Evidence: []string{compactionThresholdEvidence(MajorCompactionThresh)},
+	})
+	settings = append(settings, Setting{
+		File: FileBookKeeper, Scope: ScopeAutoRecovery, Key: "rereplicationEntryBatchSize", Value: strconv.Itoa(RereplicationBatch), PulsarDefault: "100",
+		Rule:     "100 entries in parallel per ledger being re-replicated (BK code default 10); read by the AutoRecovery process",
 		Evidence: []string{"Pulsar's shipped value; the WeChat deployment used 100 to speed up recovery"},
 	})
 
@@ -458,6 +595,9 @@ func Recommend(in Input) (*Recommendation, error) {
 	case anyHDD:
 		rw = RocksWriteBufferDefault
 		rwEv = []string{"an HDD-class ledger disk: keep Pulsar's 64 MiB (the 128 MB report is from SSDs)"}
+	case !haveMem:
+		rw = RocksWriteBufferDefault
+		rwEv = []string{"direct memory unknown (our proxy for the pod's size): keep Pulsar's 64 MiB; give -XX:MaxDirectMemorySize to consider 128 MiB"}
 	case rocksNative(effLedgerDirs, RocksWriteBufferSSD) > in.DirectMemoryBytes:
 		rw = RocksWriteBufferDefault
 		rwEv = []string{fmt.Sprintf("SSD-class, but 128 MiB memtables would need %s of native memory, more than the %s direct memory (our proxy for the pod's size): keep Pulsar's 64 MiB",
@@ -468,7 +608,7 @@ func Recommend(in Input) (*Recommendation, error) {
 		effLedgerDirs, units.HumanBytes(RocksBlockCacheDefault), RocksMaxWriteBufferCount, units.FormatBytes(rw), units.HumanBytes(float64(mp.RocksDBNative))))
 	settings = append(settings, Setting{
 		File: FileBookKeeper, Key: "dbStorage_rocksDB_writeBufferSizeMB", Value: strconv.FormatInt(rw/MiB, 10), PulsarDefault: "64",
-		Rule:     "same as write_buffer_size in entry_location_rocksdb.conf; ignored when that file exists (Pulsar ≥ 2.11 / BK ≥ 4.15 ship it)",
+		Rule:     "same as write_buffer_size in entry_location_rocksdb.conf; BookKeeper ignores it when that file exists (Pulsar ≥ 2.11 ships it), but the Pulsar image's update-rocksdb-conf-from-env.py writes it into the file from the environment (the Helm chart runs it)",
 		Evidence: rwEv[:1],
 	})
 	settings = append(settings, Setting{
@@ -486,14 +626,53 @@ func Recommend(in Input) (*Recommendation, error) {
 		Rule:     "keep Pulsar's value unless the locations index is known to be larger",
 		Evidence: []string{"index size is a property of the data, not the disk; disk-tuning §3: hold a large part of the locations index (can reach ~2 GB)"},
 	})
+	for i := range settings {
+		if settings[i].Scope == "" && settings[i].File == FileBookKeeper {
+			settings[i].Scope = ScopeBookie
+		}
+	}
 
 	r.Memory = mp
 	r.Settings = settings
-	if mp.RocksDBNative > in.DirectMemoryBytes {
+	if haveMem && mp.RocksDBNative > in.DirectMemoryBytes {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("RocksDB needs ~%s of native memory outside the JVM limits; the pod's memory limit must cover heap + direct memory + this + page cache", units.HumanBytes(float64(mp.RocksDBNative))))
 	}
-	r.Warnings = append(warnings(in, r, jAgg, lAgg), r.Warnings...)
+	var mixedW []string
+	for pr, m := range mixed {
+		j, l := in.JournalDisks[pr.j], in.LedgerDisks[pr.l]
+		w := fmt.Sprintf("journal %s and ledger %s share device %s; measured at once: journal %s (alone %s), p99 add %s (alone %s); entry log %s (alone %s)",
+			j.Dir, l.Dir, j.Device.Disk, m.journalMixed.describe(), m.journalAlone.describe(), fmtNs(m.p99Mixed), fmtNs(m.p99Alone), m.logMixed.describe(), m.logAlone.describe())
+		if m.p99Alone > 0 && m.p99Mixed > MixedP99Factor*m.p99Alone {
+			w += fmt.Sprintf(": the ledger writes raise the journal's p99 %.1f× — put the journal on its own device", m.p99Mixed/m.p99Alone)
+		}
+		mixedW = append(mixedW, w)
+	}
+	slices.Sort(mixedW)
+	r.Warnings = append(append(warnings(in, r, jAgg, lAgg, len(mixed) > 0), mixedW...), r.Warnings...)
 	return r, nil
+}
+
+// countOnDisk counts the cookie's dirs on the disk of dir: dir itself or
+// below it; when the cookie's paths are the bookie pod's (none match), an
+// even share of them over the disks.
+func countOnDisk(dirs []string, dir string, disks int) int {
+	n := 0
+	for _, d := range dirs {
+		if d == dir || strings.HasPrefix(d, strings.TrimSuffix(dir, "/")+"/") {
+			n++
+		}
+	}
+	if n == 0 {
+		return (len(dirs) + disks - 1) / max(1, disks)
+	}
+	return n
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // planMemory lays out direct memory: journal 5%, headroom, entry-log
@@ -561,7 +740,7 @@ func rocksNative(dirs int, writeBuffer int64) int64 {
 }
 
 // warnings collects conditions an operator should know about.
-func warnings(in Input, r *Recommendation, jAgg, lAgg float64) []string {
+func warnings(in Input, r *Recommendation, jAgg, lAgg float64, mixedMeasured bool) []string {
 	var w []string
 	all := append(append([]Disk{}, in.JournalDisks...), in.LedgerDisks...)
 	budgetCut := map[string][]float64{}
@@ -589,8 +768,8 @@ func warnings(in Input, r *Recommendation, jAgg, lAgg float64) []string {
 	}
 	for _, j := range in.JournalDisks {
 		for _, l := range in.LedgerDisks {
-			if sameDevice(j, l) {
-				w = append(w, fmt.Sprintf("journal %s and ledger %s share device %s: under mixed load journal p99 rises (run diskbench's mixed workload to see how much)", j.Dir, l.Dir, j.Device.Disk))
+			if sameDevice(j, l) && !mixedMeasured {
+				w = append(w, fmt.Sprintf("journal %s and ledger %s share device %s: not measured under mixed load (re-run the benchmark with both directories)", j.Dir, l.Dir, j.Device.Disk))
 			}
 		}
 	}
@@ -708,494 +887,6 @@ func summarize(role string, d Disk, all []Disk) DiskSummary {
 		s.Device = d.Device.Disk
 	}
 	return s
-}
-
-// journalConfig identifies a journal measurement apart from what a sweep
-// varies: the model, the write (plain) or entry (bookkeeper) size, the
-// plain model's group size in writes, the bookkeeper model's settings and
-// in-flight entries.
-type journalConfig struct {
-	model    diskbench.JournalModel
-	bs       int64
-	sync     int
-	settings diskbench.JournalSettings
-	inFlight int
-}
-
-func journalConfigOf(r diskbench.Result) journalConfig {
-	if bkResult(r) {
-		return journalConfig{model: diskbench.JournalModelBookKeeper, bs: r.BlockSize, settings: *r.JournalSettings, inFlight: r.InFlight}
-	}
-	return journalConfig{model: diskbench.JournalModelPlain, bs: r.BlockSize, sync: syncEvery(r)}
-}
-
-// group is the configuration's group size in bytes: the plain model's
-// writes per fdatasync × write size, the bookkeeper model's
-// journalBufferedWritesThreshold.
-func (k journalConfig) group() int64 {
-	if k.model == diskbench.JournalModelBookKeeper {
-		return k.settings.JournalBufferedWritesThreshold
-	}
-	return k.bs * int64(k.sync)
-}
-
-// describe names the configuration in evidence.
-func (k journalConfig) describe() string {
-	if k.model == diskbench.JournalModelBookKeeper {
-		return fmt.Sprintf("%s entries, BookKeeper journal model (journalBufferedWritesThreshold %s, journalWriteBufferSizeKB %d, journalMaxGroupWaitMSec %d), %d in flight per journal",
-			units.FormatBytes(k.bs), units.FormatBytes(k.settings.JournalBufferedWritesThreshold), k.settings.JournalWriteBufferSizeKB,
-			k.settings.JournalMaxGroupWaitMSec, k.inFlight)
-	}
-	return fmt.Sprintf("%s writes, fdatasync every %d", units.FormatBytes(k.bs), k.sync)
-}
-
-// bkResult reports whether r was measured with diskbench's BookKeeper
-// journal model (older reports, and the plain model, lack its settings).
-func bkResult(r diskbench.Result) bool {
-	return r.Workload == diskbench.WorkloadJournal && r.Model == diskbench.JournalModelBookKeeper && r.JournalSettings != nil
-}
-
-func syncEvery(r diskbench.Result) int { return max(1, r.SyncEvery) }
-
-// journalWritersSweep picks the journal configuration measured at the most
-// writer counts (ties: the bookkeeper model, then the smallest group) and
-// returns its results sorted by writers, one per count (the best if
-// repeated).
-func journalWritersSweep(rs []diskbench.Result) []diskbench.Result {
-	by := map[journalConfig]map[int]diskbench.Result{}
-	for _, r := range rs {
-		if r.Workload != diskbench.WorkloadJournal || !usable(r) || r.Writers < 1 {
-			continue
-		}
-		k := journalConfigOf(r)
-		if by[k] == nil {
-			by[k] = map[int]diskbench.Result{}
-		}
-		if old, ok := by[k][r.Writers]; !ok || r.BytesPerSec > old.BytesPerSec {
-			by[k][r.Writers] = r
-		}
-	}
-	var best journalConfig
-	bestN := 0
-	better := func(k journalConfig) bool {
-		if (k.model == diskbench.JournalModelBookKeeper) != (best.model == diskbench.JournalModelBookKeeper) {
-			return k.model == diskbench.JournalModelBookKeeper
-		}
-		if k.group() != best.group() {
-			return k.group() < best.group()
-		}
-		return k.bs < best.bs
-	}
-	for k, m := range by {
-		if len(m) > bestN || (len(m) == bestN && better(k)) {
-			best, bestN = k, len(m)
-		}
-	}
-	var out []diskbench.Result
-	for _, r := range by[best] {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Writers < out[j].Writers })
-	return out
-}
-
-// commitP99 is the p99 latency a bookie add waits for in the journal: the
-// bookkeeper model's add latency (queued → acknowledged), else the plain
-// model's group commit (writes + fdatasync).
-func commitP99(r diskbench.Result) (int64, bool) {
-	switch {
-	case r.AddLatency != nil && r.AddLatency.Count > 0:
-		return r.AddLatency.P99Ns, true
-	case r.CommitLatency != nil && r.CommitLatency.Count > 0:
-		return r.CommitLatency.P99Ns, true
-	case r.SyncLatency != nil && r.SyncLatency.Count > 0:
-		w := int64(0)
-		if r.WriteLatency != nil {
-			w = r.WriteLatency.P99Ns
-		}
-		return r.SyncLatency.P99Ns + w, true
-	}
-	return 0, false
-}
-
-// pickJournalCount applies the journalDirectories rule to a writers sweep.
-func pickJournalCount(sweep []diskbench.Result, capN int) (int, string) {
-	var best float64
-	for _, r := range sweep {
-		best = math.Max(best, r.BytesPerSec)
-	}
-	base, hasBase := int64(0), false
-	if sweep[0].Writers == 1 {
-		base, hasBase = commitP99(sweep[0])
-	}
-	var parts []string
-	chosen, fastest := 0, 0
-	var fastestBW float64
-	for _, r := range sweep {
-		p99, ok := commitP99(r)
-		lat := "p99 n/a"
-		switch {
-		case ok && r.AddLatency != nil:
-			lat = "p99 add " + fmtNs(float64(p99))
-		case ok:
-			lat = "p99 commit " + fmtNs(float64(p99))
-		}
-		parts = append(parts, fmt.Sprintf("N=%d %s %s", r.Writers, units.DecimalRate(r.BytesPerSec), lat))
-		if r.Writers > capN {
-			continue
-		}
-		if hasBase && ok && float64(p99) > JournalP99Factor*float64(base) {
-			continue
-		}
-		if r.BytesPerSec > fastestBW {
-			fastestBW, fastest = r.BytesPerSec, r.Writers
-		}
-		if chosen == 0 && r.BytesPerSec >= JournalNearBest*best {
-			chosen = r.Writers
-		}
-	}
-	note := ""
-	if chosen == 0 {
-		// No count within the cap and the latency budget comes near the
-		// best: the fastest count that does meet them.
-		chosen = max(1, fastest)
-		note = fmt.Sprintf("; no count within the cap (%d) and the p99 budget reaches %.0f%% of the best, took the fastest that meets both", capN, JournalNearBest*100)
-	}
-	return chosen, fmt.Sprintf("%s: %s; best %s → N=%d%s",
-		journalConfigOf(sweep[0]).describe(), strings.Join(parts, ", "), units.DecimalRate(best), chosen, note)
-}
-
-// syncP50 returns the 1-writer p50 fdatasync latency of a writers sweep.
-func syncP50(sweep []diskbench.Result) (float64, bool) {
-	for _, r := range sweep {
-		if r.Writers == 1 {
-			switch {
-			case r.SyncLatency != nil && r.SyncLatency.Count > 0:
-				return float64(r.SyncLatency.P50Ns), true
-			case r.CommitLatency != nil && r.CommitLatency.Count > 0:
-				return float64(r.CommitLatency.P50Ns), true
-			}
-		}
-	}
-	return 0, false
-}
-
-// pickGroupThreshold applies the journalBufferedWritesThreshold rule to the
-// 1-writer journal results: best MB/s per group size, smallest group
-// reaching LevelOff of the best.
-func pickGroupThreshold(rs []diskbench.Result) (int64, string) {
-	if slices.ContainsFunc(rs, bkResult) {
-		return pickGroupThresholdBK(rs)
-	}
-	// The write size measured at the most group sizes (ties: the smaller).
-	groups := map[int64]map[int64]float64{} // bs -> group -> MB/s
-	for _, r := range rs {
-		if r.Workload == diskbench.WorkloadJournal && usable(r) && r.Writers == 1 {
-			if groups[r.BlockSize] == nil {
-				groups[r.BlockSize] = map[int64]float64{}
-			}
-			g := r.BlockSize * int64(syncEvery(r))
-			groups[r.BlockSize][g] = math.Max(groups[r.BlockSize][g], r.BytesPerSec)
-		}
-	}
-	var wbs int64 = -1
-	for bs, m := range groups {
-		if wbs < 0 || len(m) > len(groups[wbs]) || (len(m) == len(groups[wbs]) && bs < wbs) {
-			wbs = bs
-		}
-	}
-	by := groups[wbs]
-	if len(by) < 2 {
-		return JournalThresholdMin, "fewer than 2 group sizes measured; Pulsar default kept"
-	}
-	gs := slices.Sorted(maps.Keys(by))
-	best := slices.Max(slices.Collect(maps.Values(by)))
-	var parts []string
-	level := gs[len(gs)-1]
-	found := false
-	for _, g := range gs {
-		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(g), units.DecimalRate(by[g])))
-		if !found && by[g] >= LevelOff*best {
-			level, found = g, true
-		}
-	}
-	v := min(JournalThresholdMax, max(JournalThresholdMin, level))
-	still := ""
-	if level == gs[len(gs)-1] && len(gs) > 1 && by[gs[len(gs)-2]] < LevelOff*best {
-		still = " (still rising at the largest group measured)"
-	}
-	return v, fmt.Sprintf("%s writes, group size → MB/s (1 writer): %s; levels off at %s%s → %s", units.FormatBytes(wbs), strings.Join(parts, ", "), units.FormatBytes(level), still, units.FormatBytes(v))
-}
-
-// pickGroupThresholdBK is pickGroupThreshold for bookkeeper-model results:
-// 1-journal points that differ only in journalBufferedWritesThreshold
-// (the configuration measured at the most thresholds), best MB/s per
-// threshold, the smallest reaching LevelOff of the best.
-func pickGroupThresholdBK(rs []diskbench.Result) (int64, string) {
-	by := map[journalConfig]map[int64]float64{}
-	for _, r := range rs {
-		if bkResult(r) && usable(r) && r.Writers == 1 {
-			k := journalConfigOf(r)
-			th := k.settings.JournalBufferedWritesThreshold
-			k.settings.JournalBufferedWritesThreshold = 0
-			if by[k] == nil {
-				by[k] = map[int64]float64{}
-			}
-			by[k][th] = math.Max(by[k][th], r.BytesPerSec)
-		}
-	}
-	var key journalConfig
-	n := 0
-	for k, m := range by {
-		if len(m) > n || (len(m) == n && k.bs < key.bs) {
-			key, n = k, len(m)
-		}
-	}
-	if n < 2 {
-		return JournalThresholdMin, "fewer than 2 journalBufferedWritesThreshold values measured; Pulsar default kept"
-	}
-	m := by[key]
-	ths := slices.Sorted(maps.Keys(m))
-	best := slices.Max(slices.Collect(maps.Values(m)))
-	var parts []string
-	level := ths[len(ths)-1]
-	found := false
-	for _, th := range ths {
-		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(th), units.DecimalRate(m[th])))
-		if !found && m[th] >= LevelOff*best {
-			level, found = th, true
-		}
-	}
-	v := min(JournalThresholdMax, max(JournalThresholdMin, level))
-	still := ""
-	if level == ths[len(ths)-1] && m[ths[len(ths)-2]] < LevelOff*best {
-		still = " (still rising at the largest threshold measured)"
-	}
-	return v, fmt.Sprintf("%s entries, %d in flight, journalWriteBufferSizeKB %d: journalBufferedWritesThreshold → MB/s (1 journal): %s; levels off at %s%s → %s",
-		units.FormatBytes(key.bs), key.inFlight, key.settings.JournalWriteBufferSizeKB, strings.Join(parts, ", "), units.FormatBytes(level), still, units.FormatBytes(v))
-}
-
-// pickJournalWriteBufferBK is pickJournalWriteBuffer for bookkeeper-model
-// results: 1-journal points that differ only in journalWriteBufferSizeKB
-// (the largest threshold measured with at least two buffer sizes).
-func pickJournalWriteBufferBK(rs []diskbench.Result) (int64, string) {
-	by := map[journalConfig]map[int64]float64{}
-	for _, r := range rs {
-		if bkResult(r) && usable(r) && r.Writers == 1 {
-			k := journalConfigOf(r)
-			kb := int64(k.settings.JournalWriteBufferSizeKB)
-			k.settings.JournalWriteBufferSizeKB = 0
-			if by[k] == nil {
-				by[k] = map[int64]float64{}
-			}
-			by[k][kb] = math.Max(by[k][kb], r.BytesPerSec)
-		}
-	}
-	var key journalConfig
-	found := false
-	for k, m := range by {
-		if len(m) >= 2 && (!found || k.group() > key.group() || (k.group() == key.group() && k.bs < key.bs)) {
-			key, found = k, true
-		}
-	}
-	if !found {
-		return 64, "journalWriteBufferSizeKB not compared at equal settings; Pulsar default kept"
-	}
-	m := by[key]
-	kbs := slices.Sorted(maps.Keys(m))
-	best := slices.Max(slices.Collect(maps.Values(m)))
-	var parts []string
-	for _, kb := range kbs {
-		parts = append(parts, fmt.Sprintf("%d KiB %s", kb, units.DecimalRate(m[kb])))
-	}
-	ev := fmt.Sprintf("%s entries, %d in flight, journalBufferedWritesThreshold %s: journalWriteBufferSizeKB → MB/s (1 journal): %s",
-		units.FormatBytes(key.bs), key.inFlight, units.FormatBytes(key.settings.JournalBufferedWritesThreshold), strings.Join(parts, ", "))
-	base, ok := m[64]
-	if !ok {
-		return 64, ev + "; 64 KiB not measured, default kept"
-	}
-	if best <= JournalWriteBufferGain*base {
-		return 64, ev + fmt.Sprintf("; best is within %.0f%% of 64 KiB → keep 64", (JournalWriteBufferGain-1)*100)
-	}
-	for _, kb := range kbs {
-		if kb > 64 && m[kb] >= LevelOff*best {
-			v := min(1024, kb)
-			return v, ev + fmt.Sprintf("; %d KiB is within %.0f%% of the best and beats 64 KiB by %.0f%% → %d", kb, (1-LevelOff)*100, (m[kb]/base-1)*100, v)
-		}
-	}
-	return 64, ev
-}
-
-// pickJournalWriteBuffer compares write sizes at one group size (the
-// largest group measured with at least two write sizes, 1 writer).
-func pickJournalWriteBuffer(rs []diskbench.Result) (int64, string) {
-	if slices.ContainsFunc(rs, bkResult) {
-		return pickJournalWriteBufferBK(rs)
-	}
-	by := map[int64]map[int64]float64{} // group -> bs -> MB/s
-	for _, r := range rs {
-		if r.Workload == diskbench.WorkloadJournal && usable(r) && r.Writers == 1 {
-			g := r.BlockSize * int64(syncEvery(r))
-			if by[g] == nil {
-				by[g] = map[int64]float64{}
-			}
-			by[g][r.BlockSize] = math.Max(by[g][r.BlockSize], r.BytesPerSec)
-		}
-	}
-	var group int64 = -1
-	for g, m := range by {
-		if len(m) >= 2 && g > group {
-			group = g
-		}
-	}
-	if group < 0 {
-		return 64, "write sizes not compared at equal group size; Pulsar default kept"
-	}
-	m := by[group]
-	base, ok := m[64*KiB]
-	bss := slices.Sorted(maps.Keys(m))
-	best := slices.Max(slices.Collect(maps.Values(m)))
-	var parts []string
-	for _, bs := range bss {
-		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(bs), units.DecimalRate(m[bs])))
-	}
-	ev := fmt.Sprintf("group %s, write size → MB/s: %s", units.FormatBytes(group), strings.Join(parts, ", "))
-	if !ok {
-		return 64, ev + "; 64 KiB not measured, default kept"
-	}
-	if best <= JournalWriteBufferGain*base {
-		return 64, ev + fmt.Sprintf("; best is within %.0f%% of 64 KiB → keep 64", (JournalWriteBufferGain-1)*100)
-	}
-	for _, bs := range bss {
-		if bs > 64*KiB && m[bs] >= LevelOff*best {
-			kb := min(1024, max(64, bs/KiB))
-			return kb, ev + fmt.Sprintf("; %s is within %.0f%% of the best and beats 64 KiB by %.0f%% → %d", units.FormatBytes(bs), (1-LevelOff)*100, (m[bs]/base-1)*100, kb)
-		}
-	}
-	return 64, ev
-}
-
-// entryLogBlockSweep returns the 1-writer entry-log results, best per block
-// size, sorted by block size.
-func entryLogBlockSweep(rs []diskbench.Result) []diskbench.Result {
-	by := map[int64]diskbench.Result{}
-	for _, r := range rs {
-		if r.Workload == diskbench.WorkloadEntryLog && usable(r) && max(1, r.Writers) == 1 {
-			if old, ok := by[r.BlockSize]; !ok || r.BytesPerSec > old.BytesPerSec {
-				by[r.BlockSize] = r
-			}
-		}
-	}
-	out := make([]diskbench.Result, 0, len(by))
-	for _, r := range by {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].BlockSize < out[j].BlockSize })
-	return out
-}
-
-func pickEntryLogBuffer(sweep []diskbench.Result) (int64, float64, string) {
-	var peak float64
-	for _, r := range sweep {
-		peak = math.Max(peak, r.BytesPerSec)
-	}
-	var parts []string
-	chosen := int64(0)
-	for _, r := range sweep {
-		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(r.BlockSize), units.DecimalRate(r.BytesPerSec)))
-		if chosen == 0 && r.BytesPerSec >= LevelOff*peak {
-			chosen = r.BlockSize
-		}
-	}
-	return chosen, peak, fmt.Sprintf("write size → MB/s (1 writer): %s; peak %s; %.0f%% of peak first at %s",
-		strings.Join(parts, ", "), units.DecimalRate(peak), LevelOff*100, units.FormatBytes(chosen))
-}
-
-// pickLedgerCount applies the ledgerDirectories rule: walk the entry-log
-// writer counts (at the block size measured with the most counts) while
-// each step gains more than LedgerDirGain; then raise to the flush-thread
-// floor. It returns the count and the disk's aggregate MB/s at that count.
-func pickLedgerCount(rs []diskbench.Result, peak1 float64) (int, float64, string) {
-	by := map[int64]map[int]float64{}
-	for _, r := range rs {
-		if r.Workload == diskbench.WorkloadEntryLog && usable(r) {
-			w := max(1, r.Writers)
-			if by[r.BlockSize] == nil {
-				by[r.BlockSize] = map[int]float64{}
-			}
-			by[r.BlockSize][w] = math.Max(by[r.BlockSize][w], r.BytesPerSec)
-		}
-	}
-	var bs int64 = -1
-	for b, m := range by {
-		if _, ok := m[1]; !ok {
-			continue
-		}
-		if bs < 0 || len(m) > len(by[bs]) || (len(m) == len(by[bs]) && b > bs) {
-			bs = b
-		}
-	}
-	if bs < 0 || len(by[bs]) < 2 {
-		n := flushFloor(peak1)
-		return n, peak1, fmt.Sprintf("writer counts not swept; peak %s (1 writer) → %d dir(s) by the flush-thread floor", units.DecimalRate(peak1), n)
-	}
-	m := by[bs]
-	ws := slices.Sorted(maps.Keys(m))
-	var parts []string
-	for _, w := range ws {
-		parts = append(parts, fmt.Sprintf("N=%d %s", w, units.DecimalRate(m[w])))
-	}
-	n := 1
-	for i := 1; i < len(ws) && ws[i] <= MaxLedgerDirsPerDisk; i++ {
-		if m[ws[i]] > LedgerDirGain*m[n] {
-			n = ws[i]
-		} else {
-			break
-		}
-	}
-	bw := m[n]
-	ev := fmt.Sprintf("%s writes: %s → N=%d", units.FormatBytes(bs), strings.Join(parts, ", "), n)
-	if top := math.Max(bw, peak1); flushFloor(top) > n {
-		f := flushFloor(top)
-		// Never raise to or past a count measured clearly slower; below
-		// such a count only measured counts qualify.
-		bad := 0
-		for c := n + 1; c <= f; c++ {
-			if v, ok := m[c]; ok && v < JournalNearBest*m[n] {
-				bad = c
-				break
-			}
-		}
-		to := f
-		if bad > 0 {
-			to = n
-			for c := n + 1; c < bad; c++ {
-				if _, ok := m[c]; ok {
-					to = c
-				}
-			}
-		}
-		ev += fmt.Sprintf("; %s needs ⌈%s ÷ %.0f MB/s⌉ = %d flush threads (at most %d)", units.DecimalRate(top), units.DecimalRate(top), FlushThreadBytesPerSec/1e6, int(math.Ceil(top/FlushThreadBytesPerSec)), MaxLedgerDirsPerDisk)
-		if bad > 0 {
-			ev += fmt.Sprintf(", but N=%d measured %s (< %.0f%% of N=%d)", bad, units.DecimalRate(m[bad]), JournalNearBest*100, n)
-		}
-		if to > n {
-			ev += fmt.Sprintf(" → raised to %d", to)
-		} else {
-			ev += fmt.Sprintf(" → kept at %d", n)
-		}
-		n = to
-	}
-	bw = math.Max(bw, m[n])
-	if n == 1 {
-		// One writer: the figure at the chosen write size applies.
-		bw = math.Max(bw, peak1)
-	}
-	return n, bw, ev
-}
-
-func flushFloor(bw float64) int {
-	return max(1, min(MaxLedgerDirsPerDisk, int(math.Ceil(bw/FlushThreadBytesPerSec))))
 }
 
 func roundUp(v, unit int64) int64 {

@@ -6,10 +6,17 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/tierkeeper/tierkeeper/diskbench"
 )
+
+func settingStr(t *testing.T, r *Recommendation, key string) string {
+	t.Helper()
+	s, ok := r.Setting(key)
+	if !ok {
+		t.Fatalf("no setting %s", key)
+	}
+	return s.Effective()
+}
 
 func settingInt(t *testing.T, r *Recommendation, key string) int64 {
 	t.Helper()
@@ -59,8 +66,26 @@ func TestRecommendInvariants(t *testing.T) {
 			}
 		}
 		jd, _ := r.Setting("journalDirectories")
-		if n := len(strings.Split(jd.Value, ",")); n > max(1, in.CPUs/2)*len(in.JournalDisks) {
-			t.Errorf("%s: %d journal dirs exceed CPUs/2 = %d", name, n, in.CPUs/2)
+		if n := len(strings.Split(jd.Value, ",")); n > MaxJournalDirsPerDisk*len(in.JournalDisks) {
+			t.Errorf("%s: %d journal dirs exceed %d per disk", name, n, MaxJournalDirsPerDisk)
+		}
+		// What BookKeeper's GarbageCollectorThread and ServerConfiguration
+		// refuse to start with.
+		gcw := settingInt(t, r, "gcWaitTime")
+		minor, major := settingInt(t, r, "minorCompactionInterval"), settingInt(t, r, "majorCompactionInterval")
+		if minor*1000 < gcw || major*1000 < gcw || minor >= major || minor%(gcw/1000) != 0 || major%(gcw/1000) != 0 {
+			t.Errorf("%s: gcWaitTime %d ms, minor %d s, major %d s: not whole cycles, or minor ≥ major", name, gcw, minor, major)
+		}
+		if mt, _ := r.Setting("minorCompactionThreshold"); mt.Value >= settingStr(t, r, "majorCompactionThreshold") {
+			t.Errorf("%s: minor threshold %s ≥ major", name, mt.Value)
+		}
+		// Compaction of all dirs on a disk together stays within the
+		// share of that disk's sustained bandwidth.
+		rate := settingInt(t, r, "compactionRateByBytes")
+		for _, d := range r.Disks {
+			if d.Role == "ledger" && rate > 1000000 && float64(rate)*float64(d.RecommendedDirs) > CompactionShare*d.PeakBytesPerSec*1.0001 {
+				t.Errorf("%s: %d dirs × %d B/s compaction > %.0f%% of %s's %.0f B/s", name, d.RecommendedDirs, rate, CompactionShare*100, d.Dir, d.PeakBytesPerSec)
+			}
 		}
 	}
 }
@@ -91,10 +116,32 @@ func TestRecommendErrors(t *testing.T) {
 	} else if !strings.Contains(err.Error(), "MaxDirectMemorySize ≥") {
 		t.Errorf("error should say how much is needed: %v", err)
 	}
+	// Without direct memory the rest is given, and the settings that need
+	// it say so (issue 10: recommend refused to run at all).
 	none := in
-	none.DirectMemoryBytes = 0
-	if _, err := Recommend(none); !errors.Is(err, ErrNoDirectMemory) {
-		t.Errorf("no direct memory: %v", err)
+	none.DirectMemoryBytes, none.DirectMemorySource = 0, ""
+	r, err := Recommend(none)
+	if err != nil {
+		t.Fatalf("no direct memory: %v", err)
+	}
+	var needs []string
+	for _, s := range r.Settings {
+		if s.NeedsInput != "" {
+			needs = append(needs, s.Key)
+			if s.Value != "" {
+				t.Errorf("%s has a value without direct memory: %q", s.Key, s.Value)
+			}
+		} else if s.Value == "" {
+			t.Errorf("%s has no value and does not say why", s.Key)
+		}
+	}
+	if strings.Join(needs, ",") != "dbStorage_writeCacheMaxSizeMb,dbStorage_readAheadCacheMaxSizeMb" {
+		t.Errorf("settings needing direct memory: %v", needs)
+	}
+	var b strings.Builder
+	if err := Render(&b, r, FormatConf); err != nil || !strings.Contains(b.String(), "# dbStorage_writeCacheMaxSizeMb= (needs -XX:MaxDirectMemorySize") ||
+		!strings.Contains(b.String(), "direct memory UNKNOWN: dbStorage_writeCacheMaxSizeMb, dbStorage_readAheadCacheMaxSizeMb have no value") {
+		t.Errorf("conf without direct memory does not name the missing input (%v):\n%s", err, b.String())
 	}
 	noJ := in
 	noJ.JournalDisks = []Disk{{Dir: "/j"}}
@@ -155,42 +202,6 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
-// TestHelmValuesParse: the Helm output is valid YAML whose configData holds
-// exactly the effective bookkeeper.conf values, as strings.
-func TestHelmValuesParse(t *testing.T) {
-	for _, name := range []string{"nvme", "nvme-live-bookie"} {
-		r, err := Recommend(loadProfile(t, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := Render(&b, r, FormatHelm); err != nil {
-			t.Fatal(err)
-		}
-		var v struct {
-			Bookkeeper struct {
-				ConfigData map[string]string `json:"configData"`
-			} `json:"bookkeeper"`
-		}
-		if err := yaml.UnmarshalStrict([]byte(b.String()), &v); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		n := 0
-		for _, s := range r.Settings {
-			if s.File != FileBookKeeper {
-				continue
-			}
-			n++
-			if got := v.Bookkeeper.ConfigData[s.Key]; got != s.Effective() {
-				t.Errorf("%s: configData.%s = %q, want %q", name, s.Key, got, s.Effective())
-			}
-		}
-		if len(v.Bookkeeper.ConfigData) != n {
-			t.Errorf("%s: %d configData keys, want %d", name, len(v.Bookkeeper.ConfigData), n)
-		}
-	}
-}
-
 // bkPoint is a bookkeeper-model journal result for the rule tests.
 func bkPoint(writers int, mbps float64, p99ms float64, mod func(*diskbench.JournalSettings), inFlight int) diskbench.Result {
 	s := diskbench.DefaultJournalSettings()
@@ -226,9 +237,10 @@ func TestRecommendBookKeeperJournalModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 4 journals reach 95% of the best (8 is over the 2× p99 budget).
+	// 8 journals are over the 2× p99 budget; the best within it is 4
+	// (760 MB/s), which does not beat 2 (700) by 10%: 2.
 	jd, _ := r.Setting("journalDirectories")
-	if n := len(strings.Split(jd.Value, ",")); n != 4 || !strings.Contains(strings.Join(jd.Evidence, " "), "p99 add") ||
+	if n := len(strings.Split(jd.Value, ",")); n != 2 || !strings.Contains(strings.Join(jd.Evidence, " "), "p99 add") ||
 		!strings.Contains(strings.Join(jd.Evidence, " "), "64KiB entries, BookKeeper journal model") {
 		t.Errorf("journalDirectories %q (%d dirs), evidence %v", jd.Value, n, jd.Evidence)
 	}

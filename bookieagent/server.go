@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/tierkeeper/tierkeeper/internal/bookiedir"
 	"github.com/tierkeeper/tierkeeper/internal/metrics"
 )
 
@@ -165,31 +163,33 @@ type BenchOnStartOptions struct {
 	// Input.
 	DirectMemoryBytes  int64
 	DirectMemorySource string
+	// CPUsSource says where Bench.CPUs came from.
+	CPUsSource string
 }
 
 // BenchOnStart is the DaemonSet's benchmark at start: it runs the recommend
-// benchmark once, but only when none of the journal and ledger directories
-// holds bookie data (bookiedir.FindBookieData) — on a live bookie's disks it
-// records "skipped" and writes nothing. Each step is recorded for
-// /recommendation: "running", then "done" with the recommendation, or
-// "failed" with the reason. It blocks until done; run it in a goroutine
-// next to Serve, with the same ctx.
+// benchmark once, with PrepareBench's rules (the same as `recommend`): a
+// disk holding a live bookie is not benchmarked unless
+// BenchOptions.AllowLiveBookie — it records "skipped" and writes nothing —,
+// and the benchmark runs in a scratch directory, stopping (status
+// "failed") as soon as a bookie starts using a directory that was empty.
+// Each step is recorded for /recommendation: "running", then "done" with
+// the recommendation, or "failed" with the reason. It blocks until done;
+// run it in a goroutine next to Serve, with the same ctx.
 func (s *Server) BenchOnStart(ctx context.Context, o BenchOnStartOptions) {
 	log := o.Bench.Logger
 	if log == nil {
 		log = s.o.Logger
 	}
-	for _, d := range append(append([]string{}, o.Bench.JournalDirs...), o.Bench.LedgerDirs...) {
-		found, err := bookiedir.FindBookieData(d)
-		if err != nil || len(found) > 0 {
-			reason := fmt.Sprintf("%s holds bookie data (%s): benchmarks never run on a live bookie's disk", d, strings.Join(found, ", "))
-			if err != nil {
-				reason = fmt.Sprintf("%s: %v", d, err)
-			}
-			log.Info("bench on start skipped", "reason", reason)
-			s.SetBench(BenchState{Status: "skipped", Reason: reason})
-			return
-		}
+	if o.Bench.Logger == nil {
+		o.Bench.Logger = log
+	}
+	prep, err := PrepareBench(ctx, o.Bench)
+	if errors.Is(err, ErrLiveBookie) {
+		reason := err.Error() + ": benchmarks never run on a live bookie's disk without --allow-live-bookie"
+		log.Info("bench on start skipped", "reason", reason)
+		s.SetBench(BenchState{Status: "skipped", Reason: reason})
+		return
 	}
 	start := time.Now().UTC()
 	s.SetBench(BenchState{Status: "running", StartedAt: &start})
@@ -198,7 +198,6 @@ func (s *Server) BenchOnStart(ctx context.Context, o BenchOnStartOptions) {
 		log.Warn("bench on start failed", "err", err)
 		s.SetBench(BenchState{Status: "failed", Reason: err.Error(), StartedAt: &start, FinishedAt: &end})
 	}
-	prep, err := PrepareBench(ctx, o.Bench)
 	if err != nil {
 		fail(err)
 		return
@@ -208,8 +207,8 @@ func (s *Server) BenchOnStart(ctx context.Context, o BenchOnStartOptions) {
 		fail(err)
 		return
 	}
-	rec, err := Recommend(Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks,
-		CPUs: max(1, o.Bench.CPUs), DirectMemoryBytes: o.DirectMemoryBytes, DirectMemorySource: o.DirectMemorySource})
+	rec, err := Recommend(Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, Bench: &res.Plan,
+		CPUs: max(1, o.Bench.CPUs), CPUsSource: o.CPUsSource, DirectMemoryBytes: o.DirectMemoryBytes, DirectMemorySource: o.DirectMemorySource})
 	if err != nil {
 		fail(err)
 		return

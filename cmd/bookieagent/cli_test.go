@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -53,7 +54,10 @@ func TestBadInput(t *testing.T) {
 	os.Mkdir(l, 0o755)
 	file := filepath.Join(root, "f")
 	os.WriteFile(file, nil, 0o644)
-	noMem := map[string]string{"BOOKIE_MEM": "", "PULSAR_MEM": ""}
+	live := filepath.Join(root, "live")
+	os.MkdirAll(filepath.Join(live, "current"), 0o755)
+	os.WriteFile(filepath.Join(live, "current", "VERSION"), []byte("4\nbookieHost: \"h:3181\"\njournalDir: \"/j\"\nledgerDirs: \"1\\t/l\"\n"), 0o644)
+	before := listTree(t, root)
 	cases := []struct {
 		name string
 		env  map[string]string
@@ -65,6 +69,10 @@ func TestBadInput(t *testing.T) {
 		{"file not dir", nil, []string{"recommend", "--journal-dir", file, "--ledger-dir", l, "--max-direct-memory", "4g"}, "not a directory", bookieagent.ErrNoDirectory},
 		{"tmpfs", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", "/dev/shm", "--max-direct-memory", "4g"}, "tmpfs", bookieagent.ErrUnsupportedFS},
 		{"budget", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--budget", "3s"}, "budget too small", bookieagent.ErrBudgetTooSmall},
+		{"rounds", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--rounds", "0"}, "--rounds", nil},
+		{"live bookie", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", live}, "--allow-live-bookie", bookieagent.ErrLiveBookie},
+		{"threshold 1", nil, []string{"report", "--ledger-dir", l, "--disk-usage-threshold", "1"}, "must be > 0 and < 1", bookieagent.ErrBadThreshold},
+		{"lwm above warn", nil, []string{"serve", "--listen", "127.0.0.1:0", "--ledger-dir", l, "--disk-usage-lwm-threshold", "0.93"}, "lwm ≤ warn ≤ threshold", bookieagent.ErrBadThreshold},
 		{"bytes budget", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--max-bytes", "8MiB"}, "budget too small", bookieagent.ErrBudgetTooSmall},
 		{"bad budget", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--budget", "soon"}, "--budget", nil},
 		{"bad size", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "four gigs"}, "unparseable size", bookieagent.ErrBadSize},
@@ -73,7 +81,6 @@ func TestBadInput(t *testing.T) {
 		{"zero max-bytes", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--max-bytes", "0"}, "--max-bytes 0: unparseable size: must be positive", bookieagent.ErrBadSize},
 		{"serve zero max-bytes", nil, []string{"serve", "--listen", "127.0.0.1:0", "--journal-dir", j, "--ledger-dir", l, "--bench-on-start", "--max-direct-memory", "4g", "--max-bytes", "0"}, "must be positive", bookieagent.ErrBadSize},
 		{"bad env", map[string]string{"BOOKIE_MEM": "-Xmx2q"}, []string{"recommend", "--journal-dir", j, "--ledger-dir", l}, "BOOKIE_MEM", bookieagent.ErrBadSize},
-		{"no memory", noMem, []string{"recommend", "--journal-dir", j, "--ledger-dir", l}, "--max-direct-memory", bookieagent.ErrNoDirectMemory},
 		{"no ledger dir", nil, []string{"recommend", "--journal-dir", j, "--max-direct-memory", "4g"}, "--ledger-dir", nil},
 		// Checked before the benchmark, which would otherwise run for a minute first.
 		{"save-input path", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--save-input", filepath.Join(root, "nope", "in.json")}, "--save-input", os.ErrNotExist},
@@ -81,7 +88,6 @@ func TestBadInput(t *testing.T) {
 		{"report missing", nil, []string{"report", "--ledger-dir", filepath.Join(root, "nope")}, "no such file", nil},
 		{"report output", nil, []string{"report", "--ledger-dir", l, "-o", "yaml"}, "--output", nil},
 		{"serve bad listen", nil, []string{"serve", "--listen", "127.0.0.1:notaport", "--ledger-dir", l}, "--listen", nil},
-		{"serve bench no memory", noMem, []string{"serve", "--listen", "127.0.0.1:0", "--journal-dir", j, "--ledger-dir", l, "--bench-on-start"}, "--bench-on-start", bookieagent.ErrNoDirectMemory},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,14 +115,19 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	for _, d := range []string{j, l} {
-		if ents, _ := os.ReadDir(d); len(ents) != 0 {
-			t.Errorf("%s: bad input left %v", d, ents)
-		}
+	if after := listTree(t, root); after != before {
+		t.Errorf("bad input changed the tree:\nbefore %s\nafter  %s", before, after)
 	}
-	if ents, _ := os.ReadDir(root); len(ents) != 3 {
-		t.Errorf("root has %d entries, want j, l, f", len(ents))
-	}
+}
+
+func listTree(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(root, func(p string, _ os.DirEntry, err error) error {
+		b.WriteString(strings.TrimPrefix(p, root) + " ")
+		return err
+	})
+	return b.String()
 }
 
 func TestReportTable(t *testing.T) {
@@ -125,7 +136,53 @@ func TestReportTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "MOUNT") || !strings.Contains(out, "journal:"+d) || !strings.Contains(out, "thresholds: warn 0.90, read-only 0.95") {
+	if !strings.Contains(out, "MOUNT") || !strings.Contains(out, "journal:"+d) || !strings.Contains(out, "thresholds: lwm 0.95, warn 0.90, full 0.95") {
 		t.Errorf("table:\n%s", out)
+	}
+}
+
+// TestDiffCLI: diff against a saved measurement; unknown and malformed keys
+// are errors with nothing on stdout.
+func TestDiffCLI(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "bookkeeper.conf")
+	os.WriteFile(conf, []byte("journalDirectory=/pulsar/data/bookkeeper/journal\nledgerDirectories=/pulsar/data/bookkeeper/ledgers\nwriteBufferSizeBytes=65536\ngcWaitTime=300000\n"), 0o644)
+	rocks := filepath.Join(dir, "entry_location_rocksdb.conf")
+	os.WriteFile(rocks, []byte("[CFOptions \"default\"]\n  write_buffer_size=67108864\n  max_write_buffer_number=4\n"), 0o644)
+	profile := "../../bookieagent/testdata/profiles/nvme.json"
+	out, _, err := runCLI(t, nil, "diff", "--conf", conf, "--rocksdb-conf", rocks, "--input", profile, "--mem", "-Xmx4g -XX:MaxDirectMemorySize=8g", "-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Applies on restart:", "gcWaitTime", "300000", "→ 900000", "CHANGE", "New or re-formatted bookies only",
+		"write_buffer_size [CFOptions \"default\"]", "ignored by BookKeeper"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = runCLI(t, nil, "diff", "--conf", conf, "--input", profile, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d bookieagent.DiffReport
+	if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.OnRestart) == 0 || len(d.NewBookiesOnly) != 2 {
+		t.Errorf("json: %v %+v", err, d)
+	}
+	typo := filepath.Join(dir, "typo.conf")
+	os.WriteFile(typo, []byte("gcWaitTme=1\n"), 0o644)
+	out, _, err = runCLI(t, nil, "diff", "--conf", typo, "--input", profile)
+	if !errors.Is(err, bookieagent.ErrBadConf) || !strings.Contains(err.Error(), "did you mean gcWaitTime?") || out != "" {
+		t.Errorf("unknown key: %v, stdout %q", err, out)
+	}
+	if _, _, err := runCLI(t, nil, "diff", "--conf", typo, "--input", profile, "--allow-unknown-keys", "-q"); err != nil {
+		t.Errorf("--allow-unknown-keys: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.conf")
+	os.WriteFile(bad, []byte("gcWaitTime=soon\n"), 0o644)
+	if out, _, err := runCLI(t, nil, "diff", "--conf", bad, "--input", profile, "-q"); !errors.Is(err, bookieagent.ErrBadConf) || out != "" {
+		t.Errorf("malformed value: %v, stdout %q", err, out)
+	}
+	if _, _, err := runCLI(t, nil, "diff", "--input", profile); err == nil || !strings.Contains(err.Error(), "--conf") {
+		t.Errorf("no --conf: %v", err)
 	}
 }

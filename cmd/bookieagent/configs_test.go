@@ -256,3 +256,57 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigsOnlyLedgerDirs: BookKeeper's thresholds apply to ledger dirs,
+// so every alert and capacity panel over per-mount figures is restricted to
+// mounts holding a ledger dir, and thresholds come from the agent's
+// metrics, not numbers in the rules (issue 10: the rules treated journal
+// mounts as if they could turn the bookie read-only).
+func TestConfigsOnlyLedgerDirs(t *testing.T) {
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `json:"alert"`
+				Expr  string `json:"expr"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	b, err := os.ReadFile(filepath.Join(configsDir, "bookieagent-alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	capacity := regexp.MustCompile(`tierkeeper_bookieagent_mount_(usage_ratio|avail_bytes|seconds_to|growth)`)
+	ledger := `dir_info{role="ledger"}`
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if capacity.MatchString(r.Expr) && !strings.Contains(r.Expr, ledger) {
+				t.Errorf("alert %s is not restricted to ledger dirs: %s", r.Alert, r.Expr)
+			}
+			if regexp.MustCompile(`0\.9[05]?\b`).MatchString(r.Expr) {
+				t.Errorf("alert %s hard-codes a threshold: %s", r.Alert, r.Expr)
+			}
+		}
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	b, _ = os.ReadFile(filepath.Join(configsDir, "bookieagent-dashboard.json"))
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			if capacity.MatchString(tg.Expr) && !strings.Contains(tg.Expr, ledger) {
+				t.Errorf("panel %q is not restricted to ledger dirs: %s", p.Title, tg.Expr)
+			}
+		}
+	}
+}

@@ -34,18 +34,28 @@ func newRecommendCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "recommend --journal-dir D... --ledger-dir D... [--max-direct-memory SIZE]",
 		Short: "Benchmark the bookie's disks and print settings with their evidence",
-		Long: `recommend runs a bounded diskbench sweep (default at most 60 s and 2 GiB written in
-total) on every journal and ledger directory and prints a bookkeeper.conf fragment
+		Long: `recommend benchmarks every journal and ledger directory with diskbench (default at
+most 5 minutes and 64 GiB written in total) and prints a bookkeeper.conf fragment
 (--format conf), an entry_location_rocksdb.conf fragment (rocksdb), Helm values for
 the Pulsar chart (helm) or JSON. Each value is preceded by its rule and evidence.
 
-A directory that already holds a bookie (a cookie in current/VERSION, journal or
-entry-log files) is never written to: the benchmark runs in a scratch directory on
-the same filesystem, or recommend refuses. Directory counts are marked "new or
-re-formatted bookies only" and the live bookie's current values stay active.
+Measurement: a probe per disk first (warmed up until its throughput settles, past the
+page cache, a virtual disk's host cache or an SSD's fast region); the rest of the plan
+is fitted to the budget with the probed rates; the points that decide directory counts
+and writeBufferSizeBytes run --rounds times, interleaved. A value changes from the
+current one (a live bookie's cookie, else Pulsar's) only when the rounds separate the
+two, and the evidence says so when they do not.
+
+The benchmark runs in a scratch directory .bookieagent-scratch-<pid> and stops if a
+bookie starts using a directory meanwhile. A directory that holds a bookie (a cookie in
+current/VERSION, journal or entry-log files) is refused unless --allow-live-bookie;
+then the scratch directory is beside it on the same filesystem and the bookie's files
+are never touched. Directory counts are marked "new or re-formatted bookies only" and a
+live bookie's current values stay active.
 
 Memory rules use the JVM's direct memory: --max-direct-memory, or the
--XX:MaxDirectMemorySize (else -Xmx) in $BOOKIE_MEM / $PULSAR_MEM.`,
+-XX:MaxDirectMemorySize (else -Xmx) in $BOOKIE_MEM / $PULSAR_MEM. Without it the
+settings that are shares of it are listed with what they need, and the rest is given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -62,95 +72,142 @@ Memory rules use the JVM's direct memory: --max-direct-memory, or the
 }
 
 func (o *recommendOptions) run(cmd *cobra.Command) error {
-	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
 	format, err := bookieagent.ParseFormat(o.format)
 	if err != nil {
 		return err
 	}
+	m, err := o.measure(cmd, o.quiet || format == bookieagent.FormatJSON)
+	if err != nil {
+		return err
+	}
+	rec, err := bookieagent.Recommend(m.in)
+	if err != nil {
+		return errors.Join(err, m.saveErr)
+	}
+	var out bytes.Buffer
+	if err := bookieagent.Render(&out, rec, format); err != nil {
+		return errors.Join(err, m.saveErr)
+	}
+	_, err = io.Copy(cmd.OutOrStdout(), &out)
+	return errors.Join(err, m.saveErr)
+}
+
+// measured is measure's result: the Input, and the error of writing
+// --save-input (reported after the output).
+type measured struct {
+	in      bookieagent.Input
+	saveErr error
+}
+
+// measure returns the recommendation's Input: read from --input, or
+// measured by the benchmark. --save-input is opened before the benchmark
+// (a path that cannot be written must not cost a whole run) and written
+// before the rules run, so a recommendation that fails (too little direct
+// memory, say) can be replayed with --input after fixing the flags; its
+// error comes back separately.
+func (o *recommendOptions) measure(cmd *cobra.Command, quiet bool) (measured, error) {
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	var in bookieagent.Input
 	var entrySize int64
+	var err error
 	if o.entrySize != "" {
 		if entrySize, err = units.ParseSize(o.entrySize); err != nil {
-			return fmt.Errorf("--entry-size: %w", err)
+			return measured{}, fmt.Errorf("--entry-size: %w", err)
 		}
 	}
-	// --save-input is opened before the benchmark: a path that cannot be
-	// written must not cost a whole run.
 	var save *cli.OutputFile
 	if o.saveInput != "" {
 		if save, err = cli.OpenOutput("--save-input", o.saveInput); err != nil {
-			return err
+			return measured{}, err
 		}
 		defer save.Discard()
 	}
-	var in bookieagent.Input
 	if o.input != "" {
 		b, err := os.ReadFile(o.input)
 		if err != nil {
-			return fmt.Errorf("--input: %w", err)
+			return measured{}, fmt.Errorf("--input: %w", err)
 		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&in); err != nil {
-			return fmt.Errorf("--input %s: %w", o.input, err)
+			return measured{}, fmt.Errorf("--input %s: %w", o.input, err)
 		}
-		if o.mem.maxDirect != "" {
+		if o.mem.given() {
 			if in.DirectMemoryBytes, in.DirectMemorySource, err = o.mem.resolve(); err != nil {
-				return err
+				return measured{}, err
 			}
+		}
+		// --cpus overrides the recorded count only when given (it used to
+		// be ignored without a word).
+		switch {
+		case cmd.Flags().Changed("cpus"):
+			if o.bench.cpus < 1 {
+				return measured{}, fmt.Errorf("--cpus %d: want at least 1", o.bench.cpus)
+			}
+			if in.CPUs != o.bench.cpus && !quiet {
+				fmt.Fprintf(stderr, "--cpus %d overrides the %d CPUs recorded in %s\n", o.bench.cpus, in.CPUs, o.input)
+			}
+			in.CPUs, in.CPUsSource = o.bench.cpus, "--cpus (overriding the recorded count)"
+		case !quiet:
+			fmt.Fprintf(stderr, "using the %d CPUs recorded in %s (give --cpus to override)\n", in.CPUs, o.input)
 		}
 	} else {
 		if err := o.dirs.validate(true); err != nil {
-			return err
+			return measured{}, err
 		}
 		budget, maxBytes, err := o.bench.parse()
 		if err != nil {
-			return err
+			return measured{}, err
 		}
 		direct, source, err := o.mem.resolve()
-		if err != nil {
-			return err
+		if errors.Is(err, bookieagent.ErrNoDirectMemory) {
+			// Not fatal: the settings that need it say so.
+			if !quiet {
+				fmt.Fprintf(stderr, "warning: %v; the write and read cache sizes will be left out\n", err)
+			}
+			direct, source, err = 0, "", nil
 		}
-		quiet := o.quiet || format == bookieagent.FormatJSON
+		if err != nil {
+			return measured{}, err
+		}
 		prep, err := bookieagent.PrepareBench(ctx, bookieagent.BenchOptions{
 			JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
-			TimeBudget: budget, MaxBytes: maxBytes, CPUs: o.bench.cpus, Host: o.dirs.host(), RaiseGOMAXPROCS: true,
-			Progress: progressPrinter(stderr, quiet),
+			TimeBudget: budget, MaxBytes: maxBytes, Rounds: o.bench.rounds, CPUs: o.bench.cpus, AllowLiveBookie: o.bench.allowLive,
+			Host: o.dirs.host(), RaiseGOMAXPROCS: true, Progress: progressPrinter(stderr, quiet),
 		})
 		if err != nil {
-			return err
+			return measured{}, err
 		}
 		if !quiet {
 			for _, d := range prep.Disks {
 				where := d.Disk.BenchDir
-				if d.Scratch {
-					where += " (scratch: " + d.Disk.Dir + " holds a live bookie)"
+				if d.Live {
+					where += " (beside the live bookie in " + d.Disk.Dir + ")"
 				}
 				fmt.Fprintf(stderr, "%s disk %s: benchmarking in %s\n", d.Role, d.Disk.Dir, where)
-			}
-			for _, s := range prep.Dropped {
-				fmt.Fprintf(stderr, "left out to fit the budget: %s\n", s)
 			}
 		}
 		res, err := prep.Run(ctx)
 		if err != nil {
-			return err
+			return measured{}, err
 		}
 		if !quiet {
-			fmt.Fprintf(stderr, "benchmark done: %s written in %s\n", units.HumanBytes(res.BytesWritten), res.Elapsed.Round(100*time.Millisecond))
+			fmt.Fprintf(stderr, "benchmark done: %s written in %s; %.0f s measured per run, rounds %v\n", units.HumanBytes(res.BytesWritten),
+				res.Elapsed.Round(100*time.Millisecond), res.Plan.MeasureSec, res.Plan.Rounds)
+			for _, s := range res.Plan.Dropped {
+				fmt.Fprintf(stderr, "left out to fit the budget: %s\n", s)
+			}
 			for _, w := range res.Warnings {
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}
 		}
-		in = bookieagent.Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, CPUs: o.bench.cpus,
-			DirectMemoryBytes: direct, DirectMemorySource: source}
+		in = bookieagent.Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, Bench: &res.Plan,
+			CPUs: o.bench.cpus, CPUsSource: o.bench.cpusSource(cmd.Flags()), DirectMemoryBytes: direct, DirectMemorySource: source}
 	}
 	if entrySize > 0 {
 		in.EntrySizeBytes = entrySize
 	}
-	// The measurements are saved before the rules run, so a recommendation
-	// that fails (too little direct memory, say) can be replayed with
-	// --input after fixing the flags.
 	var saveErr error
 	if save != nil {
 		saveErr = save.Write(func(w io.Writer) error {
@@ -162,16 +219,7 @@ func (o *recommendOptions) run(cmd *cobra.Command) error {
 			saveErr = fmt.Errorf("--save-input: %w", saveErr)
 		}
 	}
-	rec, err := bookieagent.Recommend(in)
-	if err != nil {
-		return errors.Join(err, saveErr)
-	}
-	var out bytes.Buffer
-	if err := bookieagent.Render(&out, rec, format); err != nil {
-		return errors.Join(err, saveErr)
-	}
-	_, err = io.Copy(cmd.OutOrStdout(), &out)
-	return errors.Join(err, saveErr)
+	return measured{in: in, saveErr: saveErr}, nil
 }
 
 // progressPrinter prints one line per finished point; on a terminal it

@@ -15,12 +15,11 @@ import (
 )
 
 type reportOptions struct {
-	dirs      dirOptions
-	output    string
-	sampleFor time.Duration
-	interval  time.Duration
-	threshold float64
-	warn      float64
+	dirs       dirOptions
+	output     string
+	sampleFor  time.Duration
+	interval   time.Duration
+	thresholds thresholdFlags
 }
 
 func newReportCmd() *cobra.Command {
@@ -40,8 +39,7 @@ also prints growth and the time to the warn and read-only thresholds.`,
 	fs.StringVarP(&o.output, "output", "o", "table", "table or json")
 	fs.DurationVar(&o.sampleFor, "sample-for", 0, "sample for this long to fit growth (0: one sample)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "sampling interval with --sample-for")
-	fs.Float64Var(&o.threshold, "disk-usage-threshold", bookieagent.DefaultDiskUsageThreshold, "the bookies' diskUsageThreshold")
-	fs.Float64Var(&o.warn, "disk-usage-warn-threshold", bookieagent.DefaultDiskUsageWarnThreshold, "the bookies' diskUsageWarnThreshold")
+	o.thresholds.addFlags(fs)
 	return cmd
 }
 
@@ -56,8 +54,11 @@ func (o *reportOptions) run(cmd *cobra.Command) error {
 	if o.sampleFor < 0 || (o.sampleFor > 0 && o.interval <= 0) {
 		return fmt.Errorf("--sample-for and --interval must be positive")
 	}
+	if err := o.thresholds.validate(); err != nil {
+		return err
+	}
 	s, err := bookieagent.NewSampler(bookieagent.SamplerOptions{Dirs: o.dirs.dirRoles(), Host: o.dirs.host(),
-		Interval: o.interval, Window: max(o.sampleFor, o.interval), Threshold: o.threshold, WarnThreshold: o.warn})
+		Interval: o.interval, Window: max(o.sampleFor, o.interval), Threshold: o.thresholds.threshold, WarnThreshold: o.thresholds.warn, LWMThreshold: o.thresholds.lwm})
 	if err != nil {
 		return err
 	}
@@ -98,14 +99,21 @@ func writeReportTable(w io.Writer, r bookieagent.Report) error {
 		for _, d := range m.Dirs {
 			dirs = append(dirs, string(d.Role)+":"+d.Dir)
 		}
+		ledger := false
+		for _, d := range m.Dirs {
+			ledger = ledger || d.Role == bookieagent.RoleLedger
+		}
 		state := "ok"
 		switch {
 		case m.Error != "":
 			state = "error"
-		case m.AboveThreshold:
-			state = "READ-ONLY"
-		case m.AboveWarn:
+		case m.AboveThreshold && ledger:
+			state = "FULL"
+		case m.AboveWarn && ledger:
 			state = "warn"
+		case m.AboveWarn:
+			// BookKeeper's thresholds apply to ledger (and index) dirs only.
+			state = "high"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\t%s\n", m.MountPoint, dash(m.Device), strings.Join(dirs, ","),
 			units.HumanBytes(m.SizeBytes), units.HumanBytes(m.UsedBytes), units.HumanBytes(m.AvailBytes), m.Usage*100, state,
@@ -114,9 +122,18 @@ func writeReportTable(w io.Writer, r bookieagent.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "thresholds: warn %.2f, read-only %.2f (usage = 1 - avail/size)\n", r.WarnThreshold, r.Threshold)
-	fmt.Fprintf(w, "ledger mounts: %s used, %s before read-only, bookie read-only in %s\n",
-		units.HumanBytes(r.LedgerUsedBytes), units.HumanBytes(r.LedgerHeadroomBytes), dur(r.LedgerGrowthBytesPerSec, r.SecondsToReadOnly))
+	fmt.Fprintf(w, "thresholds: lwm %.2f, warn %.2f, full %.2f (usage = 1 - avail/size; they apply to ledger dirs)\n", r.LWMThreshold, r.WarnThreshold, r.Threshold)
+	fmt.Fprintf(w, "ledger mounts: %s used, %s before the full threshold\n", units.HumanBytes(r.LedgerUsedBytes), units.HumanBytes(r.LedgerHeadroomBytes))
+	if r.ReadOnly {
+		fmt.Fprintf(w, "bookie: READ-ONLY (every ledger dir is full); writable again after freeing %s (usage over all ledger filesystems below %.2f)", units.HumanBytes(r.WritableAgainBytes), r.LWMThreshold)
+		if r.SecondsToWritable != nil {
+			fmt.Fprintf(w, ", in %s at the current shrink rate", dur(r.LedgerGrowthBytesPerSec, r.SecondsToWritable))
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "bookie: first ledger dir reaches warn in %s, full in %s (minimum over ledger dirs: DbLedgerStorage pins each ledger to one dir)\n",
+			dur(r.LedgerGrowthBytesPerSec, r.SecondsToWarn), dur(r.LedgerGrowthBytesPerSec, r.SecondsToReadOnly))
+	}
 	for _, e := range r.SampleErrors {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}

@@ -25,7 +25,7 @@ the time until the bookie turns read-only, once or as a DaemonSet server.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRecommendCmd(), newServeCmd(), newReportCmd())
+	root.AddCommand(newRecommendCmd(), newDiffCmd(), newServeCmd(), newReportCmd())
 	return root
 }
 
@@ -70,8 +70,12 @@ func (o *dirOptions) dirRoles() []bookieagent.DirRole {
 // memOptions resolve the JVM's direct memory.
 type memOptions struct {
 	maxDirect string
+	mem       string // diff's --mem: the JVM options themselves
 	jvmEnv    []string
 }
+
+// given reports whether a direct-memory flag was given.
+func (o *memOptions) given() bool { return o.maxDirect != "" || o.mem != "" }
 
 func (o *memOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.maxDirect, "max-direct-memory", "", "the bookie JVM's -XX:MaxDirectMemorySize (e.g. 4g); default: parsed from --jvm-env")
@@ -80,6 +84,16 @@ func (o *memOptions) addFlags(fs *pflag.FlagSet) {
 
 // resolve returns the direct-memory size and where it came from.
 func (o *memOptions) resolve() (int64, string, error) {
+	if o.mem != "" {
+		if o.maxDirect != "" {
+			return 0, "", fmt.Errorf("give --mem or --max-direct-memory, not both")
+		}
+		m, err := bookieagent.JVMDirectMemory(o.mem)
+		if err != nil {
+			return 0, "", fmt.Errorf("--mem: %w", err)
+		}
+		return m.DirectBytes, "--mem " + m.Source, nil
+	}
 	if o.maxDirect != "" {
 		v, err := units.ParseSize(o.maxDirect)
 		if err != nil {
@@ -107,29 +121,70 @@ func (o *memOptions) resolve() (int64, string, error) {
 		bookieagent.ErrNoDirectMemory, strings.Join(tried, ", "))
 }
 
-// benchFlags are the budget flags of recommend and serve.
+// startCPUs is GOMAXPROCS when the program started: since Go 1.25 the
+// runtime sets it from the container's CPU limit (cgroup cpu.max) and the
+// CPUs the process may run on, before any benchmark raises it.
+var startCPUs = runtime.GOMAXPROCS(0)
+
+// benchFlags are the benchmark flags of recommend and serve.
 type benchFlags struct {
-	budget   string
-	maxBytes units.Size
-	cpus     int
+	budget    string
+	maxBytes  units.Size
+	rounds    int
+	cpus      int
+	allowLive bool
 }
 
 func (o *benchFlags) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.budget, "budget", "60s", "wall-time budget of the whole benchmark")
+	fs.StringVar(&o.budget, "budget", bookieagent.DefaultBenchTime.String(), "wall-time budget of the whole benchmark (every write point runs past the disk's caches and is repeated --rounds times)")
 	o.maxBytes = units.Size(bookieagent.DefaultBenchBytes)
-	fs.Var(&o.maxBytes, "max-bytes", "bytes the benchmark may write in total (must be positive)")
-	fs.IntVar(&o.cpus, "cpus", runtime.NumCPU(), "CPUs the bookie may use (caps journal directories at CPUs/2)")
+	fs.Var(&o.maxBytes, "max-bytes", "bytes the benchmark may write in total (must be positive; files are removed after every run)")
+	fs.IntVar(&o.rounds, "rounds", bookieagent.DefaultRounds, "rounds of each decisive point (directory counts, writeBufferSizeBytes); a choice changes only when the rounds separate it from the current value")
+	fs.IntVar(&o.cpus, "cpus", startCPUs, "CPUs the bookie may use (evidence; default: this process's CPU limit, cgroup cpu.max — give the bookie pod's)")
+	fs.BoolVar(&o.allowLive, "allow-live-bookie", false, "benchmark a disk that holds a live bookie, in a scratch directory beside the bookie's directories (its files are never touched, but its disk carries the load)")
+}
+
+// cpusSource says where --cpus came from.
+func (o *benchFlags) cpusSource(fs *pflag.FlagSet) string {
+	if fs.Changed("cpus") {
+		return "--cpus"
+	}
+	return "GOMAXPROCS at start: this process's CPU limit (cgroup cpu.max) or CPU affinity"
 }
 
 // parse returns --budget and --max-bytes as a duration and a byte count.
 func (o *benchFlags) parse() (time.Duration, int64, error) {
 	budget, err := time.ParseDuration(o.budget)
 	if err != nil || budget <= 0 {
-		return 0, 0, fmt.Errorf("--budget %q: want a positive duration like 60s", o.budget)
+		return 0, 0, fmt.Errorf("--budget %q: want a positive duration like 5m", o.budget)
 	}
 	if o.maxBytes <= 0 {
 		// Zero used to mean the 2 GiB default without a word (issue 11, bug 8).
 		return 0, 0, fmt.Errorf("--max-bytes %s: %w: must be positive", o.maxBytes.String(), bookieagent.ErrBadSize)
 	}
+	if o.rounds < 1 || o.rounds > 20 {
+		return 0, 0, fmt.Errorf("--rounds %d: want 1..20", o.rounds)
+	}
+	if o.cpus < 1 {
+		return 0, 0, fmt.Errorf("--cpus %d: want at least 1", o.cpus)
+	}
 	return budget, o.maxBytes.Bytes(), nil
+}
+
+// thresholdFlags are BookKeeper's disk-usage thresholds (serve, report).
+type thresholdFlags struct {
+	threshold, warn, lwm float64
+}
+
+func (o *thresholdFlags) addFlags(fs *pflag.FlagSet) {
+	fs.Float64Var(&o.threshold, "disk-usage-threshold", bookieagent.DefaultDiskUsageThreshold, "the bookies' diskUsageThreshold (a ledger dir past it takes no writes; all past it: read-only)")
+	fs.Float64Var(&o.warn, "disk-usage-warn-threshold", bookieagent.DefaultDiskUsageWarnThreshold, "the bookies' diskUsageWarnThreshold (major compaction pauses)")
+	fs.Float64Var(&o.lwm, "disk-usage-lwm-threshold", 0, "the bookies' diskUsageLwmThreshold (a read-only bookie turns writable below it; default: BookKeeper's, the threshold)")
+}
+
+func (o *thresholdFlags) validate() error {
+	if err := bookieagent.CheckThresholds(o.threshold, o.warn, o.lwm); err != nil {
+		return fmt.Errorf("--disk-usage-*: %w", err)
+	}
+	return nil
 }

@@ -20,8 +20,7 @@ type serveOptions struct {
 	listen       string
 	interval     time.Duration
 	window       time.Duration
-	threshold    float64
-	warn         float64
+	thresholds   thresholdFlags
 	benchOnStart bool
 	logLevel     string
 }
@@ -41,8 +40,11 @@ counters (/proc/diskstats) every --interval, fits growth over --window, and serv
   /recommendation  the last benchmark's recommendation (404 when none ran)
   /healthz         200 while samples are fresh
 
---bench-on-start runs the recommend benchmark once at start, but only when none of
-the directories holds bookie data; on a live bookie's disks it is skipped.`,
+--bench-on-start runs the recommend benchmark once at start, with recommend's rules: in
+a scratch directory, stopped as soon as a bookie starts using a directory, and on a
+disk holding a live bookie only with --allow-live-bookie (else /recommendation says
+"skipped"). The benchmark owns the process's GOMAXPROCS while it runs, as recommend
+does, so both measure alike.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -53,9 +55,8 @@ the directories holds bookie data; on a live bookie's disks it is skipped.`,
 	fs.StringVar(&o.listen, "listen", ":9580", "address to serve HTTP on")
 	fs.DurationVar(&o.interval, "interval", 30*time.Second, "capacity sampling interval")
 	fs.DurationVar(&o.window, "window", 6*time.Hour, "growth is fitted over this much history (compaction makes usage a sawtooth: use hours)")
-	fs.Float64Var(&o.threshold, "disk-usage-threshold", bookieagent.DefaultDiskUsageThreshold, "the bookies' diskUsageThreshold (read-only point)")
-	fs.Float64Var(&o.warn, "disk-usage-warn-threshold", bookieagent.DefaultDiskUsageWarnThreshold, "the bookies' diskUsageWarnThreshold")
-	fs.BoolVar(&o.benchOnStart, "bench-on-start", false, "benchmark the disks once at start if they hold no bookie data yet")
+	o.thresholds.addFlags(fs)
+	fs.BoolVar(&o.benchOnStart, "bench-on-start", false, "benchmark the disks once at start (see above)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }
@@ -67,6 +68,9 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	}
 	if o.interval <= 0 || o.window < o.interval {
 		return fmt.Errorf("--interval must be positive and --window at least one interval")
+	}
+	if err := o.thresholds.validate(); err != nil {
+		return err
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -83,18 +87,24 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 		direct, directSrc, err := o.mem.resolve()
+		if errors.Is(err, bookieagent.ErrNoDirectMemory) {
+			log.Warn("bench on start without direct memory: the cache sizes will be left out", "err", err)
+			direct, directSrc, err = 0, "", nil
+		}
 		if err != nil {
 			return fmt.Errorf("--bench-on-start: %w", err)
 		}
-		bench = &bookieagent.BenchOnStartOptions{DirectMemoryBytes: direct, DirectMemorySource: directSrc,
+		bench = &bookieagent.BenchOnStartOptions{DirectMemoryBytes: direct, DirectMemorySource: directSrc, CPUsSource: o.bench.cpusSource(cmd.Flags()),
 			Bench: bookieagent.BenchOptions{JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
-				TimeBudget: budget, MaxBytes: maxBytes, CPUs: o.bench.cpus, Host: o.dirs.host(), Logger: log,
-				// Measured like recommend measures (the bench runs alone at start).
+				TimeBudget: budget, MaxBytes: maxBytes, Rounds: o.bench.rounds, CPUs: o.bench.cpus, AllowLiveBookie: o.bench.allowLive,
+				Host: o.dirs.host(), Logger: log,
+				// Measured as recommend measures: the process is the
+				// agent's, and /healthz tolerates a GC waiting on one I/O.
 				RaiseGOMAXPROCS: true}}
 	}
 	sampler, err := bookieagent.NewSampler(bookieagent.SamplerOptions{
 		Dirs: o.dirs.dirRoles(), Host: o.dirs.host(), Interval: o.interval, Window: o.window,
-		Threshold: o.threshold, WarnThreshold: o.warn, Logger: log,
+		Threshold: o.thresholds.threshold, WarnThreshold: o.thresholds.warn, LWMThreshold: o.thresholds.lwm, Logger: log,
 	})
 	if err != nil {
 		return err

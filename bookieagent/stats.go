@@ -1,0 +1,123 @@
+package bookieagent
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/tierkeeper/tierkeeper/internal/units"
+)
+
+// SpreadGate is the largest spread (max − min) ÷ median of a point's rounds
+// under which its figure counts as repeatable; a noisier point is reported
+// as such, and comparisons against it only count when they separate even
+// its extremes.
+const SpreadGate = 0.15
+
+// rounds is one point's figures over its repeated runs.
+type rounds struct {
+	v []float64
+}
+
+func (r *rounds) add(x float64) { r.v = append(r.v, x) }
+
+func (r rounds) n() int { return len(r.v) }
+
+func (r rounds) median() float64 {
+	if len(r.v) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(r.v))
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (r rounds) lo() float64 { return slices.Min(r.v) }
+func (r rounds) hi() float64 { return slices.Max(r.v) }
+
+// spread is (max − min) ÷ median; 0 for fewer than two rounds.
+func (r rounds) spread() float64 {
+	if len(r.v) < 2 || r.median() <= 0 {
+		return 0
+	}
+	return (r.hi() - r.lo()) / r.median()
+}
+
+// noisy reports a spread above SpreadGate.
+func (r rounds) noisy() bool { return r.spread() > SpreadGate }
+
+// beats reports whether a is clearly faster than b by more than gain
+// (1.10 = 10%): with repeated rounds of both, a's slowest round must beat
+// b's fastest by gain, so run-to-run noise cannot decide; with a single
+// round of either, the medians are compared (the noise is unknown, and the
+// evidence says so).
+func (a rounds) beats(b rounds, gain float64) bool {
+	if a.n() == 0 || b.n() == 0 {
+		return false
+	}
+	if a.n() >= 2 && b.n() >= 2 {
+		return a.lo() > b.hi()*gain
+	}
+	return a.median() > b.median()*gain
+}
+
+// describe renders the rounds as "412.3 MB/s (3 rounds 401–420, spread 5%)".
+func (r rounds) describe() string {
+	switch r.n() {
+	case 0:
+		return "not measured"
+	case 1:
+		return units.DecimalRate(r.v[0]) + " (1 round)"
+	}
+	s := fmt.Sprintf("%s (%d rounds %s–%s, spread %.0f%%", units.DecimalRate(r.median()), r.n(),
+		strings.TrimSuffix(units.DecimalRate(r.lo()), " MB/s"), strings.TrimSuffix(units.DecimalRate(r.hi()), " MB/s"), 100*r.spread())
+	if r.noisy() {
+		s += fmt.Sprintf(" > %.0f%%: noisy", 100*SpreadGate)
+	}
+	return s + ")"
+}
+
+// pickCount applies the directory-count rule shared by journal and ledger
+// directories to counts → rounds (ok reports which counts meet the
+// latency budget): the best count is the fastest (by median) that is ok;
+// the candidate is the smallest ok count the best does not clearly beat by
+// gain. The result moves away from base (the live cookie's count, else
+// Pulsar's 1) only when the evidence separates them: a larger count must
+// clearly beat base by gain; a smaller one must not be clearly beaten by
+// base. Otherwise base is kept and the note says the evidence does not
+// separate the two.
+func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n int, note string) {
+	counts := slices.Sorted(maps.Keys(by))
+	best := 0
+	for _, c := range counts {
+		if ok(c) && (best == 0 || by[c].median() > by[best].median()) {
+			best = c
+		}
+	}
+	if best == 0 {
+		return base, "no count meets the latency budget"
+	}
+	cand := best
+	for _, c := range counts {
+		if ok(c) && !by[best].beats(by[c], gain) {
+			cand = c
+			break
+		}
+	}
+	b, hasBase := by[base]
+	switch {
+	case cand == base:
+		return base, ""
+	case !hasBase:
+		return cand, fmt.Sprintf("the current count %d was not measured", base)
+	case cand > base && !by[cand].beats(b, gain):
+		return base, fmt.Sprintf("N=%d does not clearly beat N=%d by >%.0f%% (%s vs %s): the evidence does not separate them, N=%d kept",
+			cand, base, (gain-1)*100, by[cand].describe(), b.describe(), base)
+	case cand < base && b.beats(by[cand], gain):
+		return base, fmt.Sprintf("N=%d is clearly slower than N=%d: N=%d kept", cand, base, base)
+	}
+	return cand, ""
+}
