@@ -1,0 +1,230 @@
+package bookieagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/diskbench/fiocmp"
+)
+
+// BenchmarkRecommendRepeat is issue 10's repeatability check (`make
+// bench-bookieagent-repeat`): BA_REPEAT_RUNS (3) recommendations with the
+// default budget on BA_REPEAT_DIR/{journal,ledgers} (one disk), then fio
+// runs of BA_FIO_SECONDS (30) of the same patterns on the same disk. It
+// prints every numeric setting per run — directory counts and
+// writeBufferSizeBytes must be identical, every other value within ±15% of
+// the median — and the agent's sustained entry-log and journal throughput
+// against fio's. It fails when a goal is missed, and prints the load
+// average before and after (the figures mean something only on a quiet
+// machine). The measurements are saved as BA_REPEAT_DIR/run-N.json.
+func BenchmarkRecommendRepeat(b *testing.B) {
+	dir := os.Getenv("BA_REPEAT_DIR")
+	if dir == "" {
+		b.Skip("set BA_REPEAT_DIR (make bench-bookieagent-repeat does)")
+	}
+	runs := envInt("BA_REPEAT_RUNS", 3)
+	fioSec := envInt("BA_FIO_SECONDS", 30)
+	budget := DefaultBenchTime
+	if v := os.Getenv("BA_REPEAT_BUDGET"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		budget = d
+	}
+	j, l := filepath.Join(dir, "journal"), filepath.Join(dir, "ledgers")
+	for _, d := range []string{j, l} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fmt.Printf("load average before: %s", loadavg())
+	var recs []*Recommendation
+	var ins []Input
+	for i := 1; i <= runs; i++ {
+		p, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: []string{j}, LedgerDirs: []string{l},
+			TimeBudget: budget, CPUs: runtime.NumCPU(), RaiseGOMAXPROCS: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		res, err := p.Run(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, Bench: &res.Plan, CPUs: runtime.NumCPU(),
+			CPUsSource: "runtime.NumCPU", DirectMemoryBytes: 4 * GiB, DirectMemorySource: "--max-direct-memory 4g"}
+		js, _ := json.MarshalIndent(in, "", " ")
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("run-%d.json", i)), js, 0o644)
+		rec, err := Recommend(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Printf("run %d: %s, %s written, %.0f s per measurement, rounds %v, load %s", i, time.Since(start).Round(time.Second),
+			humanBytes(res.BytesWritten), res.Plan.MeasureSec, res.Plan.Rounds, loadavg())
+		recs = append(recs, rec)
+		ins = append(ins, in)
+	}
+
+	// 1. The settings across runs.
+	fmt.Printf("\n%-38s %s  check\n", "setting", strings.Repeat(fmt.Sprintf("%-14s", "run"), runs))
+	fail := false
+	for _, s := range recs[0].Settings {
+		var vals []string
+		for _, r := range recs {
+			v, _ := r.Setting(s.Key)
+			vals = append(vals, v.Effective())
+		}
+		check := "ok"
+		exact := s.NewBookiesOnly || s.Key == "writeBufferSizeBytes"
+		if exact {
+			for _, v := range vals {
+				if countOrValue(v) != countOrValue(vals[0]) {
+					check, fail = "DIFFERS (must be identical)", true
+				}
+			}
+		} else if spread, ok := numSpread(vals); ok && spread > 0.15 {
+			check, fail = fmt.Sprintf("SPREAD %.0f%% > 15%%", spread*100), true
+		}
+		line := fmt.Sprintf("%-38s ", s.Key)
+		for _, v := range vals {
+			line += fmt.Sprintf("%-14s", truncate(countOrValue(v), 13))
+		}
+		fmt.Println(line + " " + check)
+	}
+
+	// 2. Sustained throughput against fio on the same disk.
+	fio, err := exec.LookPath("fio")
+	if err != nil {
+		b.Fatalf("fio: %v (make deps installs it)", err)
+	}
+	agentLog := medianOver(ins, func(in Input) rounds { return entryLogSizes(in.LedgerDisks[0].Results)[MiB] })
+	dur := time.Duration(fioSec) * time.Second
+	fileSize := int64(agentLog*float64(fioSec)*1.5) + GiB
+	el, err := runFioCase(fio, l, fiocmp.Case{Workload: diskbench.WorkloadEntryLog, Writers: 1, BlockSize: MiB, FlushEvery: 32 * MiB, FileSize: fileSize}, dur)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("\n%-40s %12s %12s %7s\n", "sustained throughput", "agent", "fio", "ratio")
+	report := func(name string, agent, f float64) {
+		r := agent / f
+		mark := ""
+		if r < 0.85 || r > 1.15 {
+			mark, fail = "  OUT OF ±15%", true
+		}
+		fmt.Printf("%-40s %10.1f MB/s %7.1f MB/s %7.2f%s\n", name, agent/1e6, f/1e6, r, mark)
+	}
+	report(fmt.Sprintf("entry log 1 writer × 1MiB (fio %d s)", fioSec), agentLog, el.BytesPerSec)
+	for _, n := range []int{1, 2, 4} {
+		// The journal model's writes per fdatasync are its groups: fio
+		// writes groups of the mean size the model wrote, one fdatasync
+		// each, into sparse files (BookKeeper's journal files).
+		var group, written rounds
+		for _, in := range ins {
+			for _, r := range journalWritersSweep(in.JournalDisks[0].Results)[n] {
+				if r.JournalIO != nil && r.JournalIO.Groups > 0 && r.DurationSec > 0 {
+					group.add(r.JournalIO.MeanGroupBytes)
+					written.add(float64(r.JournalIO.WriteBytes) / r.DurationSec)
+				}
+			}
+		}
+		if group.n() == 0 {
+			continue
+		}
+		bs := max(4096, int64(group.median())/4096*4096)
+		m, err := runFioCase(fio, j, fiocmp.Case{Workload: diskbench.WorkloadJournal, Writers: n, BlockSize: bs, SyncEvery: 1,
+			FileSize: int64(written.median()*float64(fioSec)*1.5/float64(n)) + 256*MiB, Prealloc: diskbench.PreallocSparse}, time.Duration(max(20, fioSec*2/3))*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		report(fmt.Sprintf("journal %d × groups of %s (written)", n, humanBytes(bs)), written.median(), m.BytesPerSec)
+	}
+	fmt.Printf("load average after: %s", loadavg())
+	if fail {
+		b.Error("a repeatability or fio goal was missed (see above)")
+	}
+}
+
+func runFioCase(fio, dir string, c fiocmp.Case, d time.Duration) (fiocmp.Metrics, error) {
+	jf, err := os.CreateTemp("", "ba-repeat-*.fio")
+	if err != nil {
+		return fiocmp.Metrics{}, err
+	}
+	defer os.Remove(jf.Name())
+	jf.WriteString(fiocmp.JobFile(dir, c, d, 2*time.Second))
+	jf.Close()
+	defer func() {
+		m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf(".diskbench-fio-%d.*", os.Getpid())))
+		for _, f := range m {
+			os.Remove(f)
+		}
+	}()
+	out, err := exec.Command(fio, "--output-format=json", jf.Name()).Output()
+	if err != nil {
+		return fiocmp.Metrics{}, fmt.Errorf("fio: %w", err)
+	}
+	return fiocmp.ParseFioJSON(out, c.Workload)
+}
+
+func medianOver(ins []Input, f func(Input) rounds) float64 {
+	var all rounds
+	for _, in := range ins {
+		for _, v := range f(in).v {
+			all.add(v)
+		}
+	}
+	return all.median()
+}
+
+// countOrValue renders directory lists as their count.
+func countOrValue(v string) string {
+	if strings.Contains(v, "/") {
+		return fmt.Sprintf("%d dir(s)", len(strings.Split(v, ",")))
+	}
+	return v
+}
+
+// numSpread is (max − min) / median of numeric values.
+func numSpread(vals []string) (float64, bool) {
+	var f []float64
+	for _, v := range vals {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, false
+		}
+		f = append(f, x)
+	}
+	slices.Sort(f)
+	m := f[len(f)/2]
+	if m == 0 {
+		return 0, true
+	}
+	return (f[len(f)-1] - f[0]) / math.Abs(m), true
+}
+
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return string(bytes.TrimSpace(b)) + "\n"
+}
+
+func humanBytes(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/float64(GiB)) }
