@@ -1,14 +1,12 @@
 package compat
 
-// Stock brokers read ledgers that tierkeeper's own building blocks put in
-// an object store (issue 8 part 2; docs/brokers.md): messages are produced
-// through a stock Pulsar 4.0.8 broker, Go copies the closed ledgers from the
-// bookies into the store in Pulsar's format (bookkeeper/client →
-// offloader/format/upload), marks them offloaded (offloader/mlmeta
-// PrepareOffload/CompleteOffload/MarkBookkeeperDeleted), deletes the
-// BookKeeper copies (metadata.DeleteLedger), and the broker, restarted,
-// serves every message from the store: versitygw over S3, and the COS test
-// endpoint with both COS recipes.
+// Stock brokers read ledgers that tierkeeper put in an object store (issue
+// 8 part 2; docs/brokers.md): messages are produced through a stock Pulsar
+// 4.0.8 broker, tierkeeper's pipeline (offloader/pipeline) copies the
+// closed ledgers from the bookies into the store in Pulsar's format,
+// verifies and commits them and deletes the BookKeeper copies, and the
+// broker, restarted, serves every message from the store: versitygw over
+// S3, and the COS test endpoint with both COS recipes.
 
 import (
 	"context"
@@ -20,25 +18,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	cosstore "github.com/tierkeeper/tierkeeper/offloader/blob/cos"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
-	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/test/cosfake"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-// goOffload copies every closed, non-last ledger of topic from the bookies
-// to store with tierkeeper's building blocks, commits the offload in the
-// managed-ledger metadata with driver d, then marks and deletes the
-// BookKeeper copies. It returns the offloaded ledger ids.
+// goOffload offloads every closed, non-last ledger of topic from the
+// bookies to store with tierkeeper's pipeline (offloader/pipeline: copy,
+// verify in full, commit with driver d), then trims the BookKeeper copies
+// without a reload (the caller unloads the topic). It returns the
+// offloaded ledger ids.
 func goOffload(t *testing.T, ctx context.Context, topic string, store blob.Store, d mlmeta.Driver) []int64 {
 	t.Helper()
 	ml, err := mlmeta.MLNameForTopic(topic)
@@ -47,72 +40,29 @@ func goOffload(t *testing.T, ctx context.Context, topic string, store blob.Store
 	}
 	meta, _ := mlStore(t)
 	bk := bkStore(t, sharedBookies(t))
-	bkc := bkClient(t, bk, nil)
+	p, err := pipeline.New(pipeline.Deps{ML: meta, Ledgers: bk, Bookies: bkClient(t, bk, nil), Store: store},
+		pipeline.Options{Driver: d, BlockSize: formatBlock, Trim: true, TrimWithoutReload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	snap, err := meta.Get(ctx, ml)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := upload.New(store, &upload.Options{MaxBlockSize: formatBlock, Multipart: upload.MultipartAlways})
+	ids := pipeline.Candidates(snap.Info, -1, false)
+	tr, err := p.RunTopic(ctx, ml, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledgers := snap.Info.GetLedgerInfo()
-	var done []int64
-	for _, li := range ledgers[:len(ledgers)-1] {
-		id := li.GetLedgerId()
-		md, err := bk.ReadLedger(ctx, id)
-		if err != nil {
-			t.Fatal(err)
+	for _, lr := range tr.Ledgers {
+		if lr.Outcome != pipeline.OutcomeOffloaded || lr.Verify.Level != pipeline.LevelFull || !lr.Trim.Deleted {
+			t.Fatalf("ledger %d: %s, verify %+v, trim %+v", lr.LedgerID, lr.Outcome, lr.Verify, lr.Trim)
 		}
-		if !md.Closed() || md.LastEntryID+1 != li.GetEntries() {
-			t.Fatalf("ledger %d: BookKeeper state %v, %d entries; managed ledger says %d", id, md.State, md.LastEntryID+1, li.GetEntries())
+		if _, err := bk.ReadLedger(ctx, lr.LedgerID); err == nil {
+			t.Fatalf("BookKeeper ledger %d still there after the trim", lr.LedgerID)
 		}
-		attempt := uuid.New()
-		if _, _, err := meta.PrepareOffload(ctx, ml, id, attempt, d); err != nil {
-			t.Fatalf("prepare ledger %d: %v", id, err)
-		}
-		pb := md.Proto()
-		pb.Ctime = proto.Int64(md.Ctime) // the index carries the znode ctime, as Pulsar's does
-		imd, err := format.IndexMetadata(pb)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sess, err := u.Begin(ctx, upload.Request{UUID: attempt, Ledger: format.Ledger{ID: id, LastEntryID: md.LastEntryID, Length: md.Length},
-			Metadata: imd, ManagedLedgerName: ml})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := bkc.Open(md)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.ReadRange(ctx, 0, -1, client.StreamOptions{}, func(e client.Entry) error {
-			return sess.Add(ctx, e.EntryID, e.Payload)
-		}); err != nil {
-			t.Fatalf("ledger %d: copy: %v", id, err)
-		}
-		res, err := sess.Finish(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := upload.Verify(ctx, store, res, &upload.VerifyOptions{BlockHeaders: true}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := meta.CompleteOffload(ctx, ml, id, attempt); err != nil {
-			t.Fatalf("complete ledger %d: %v", id, err)
-		}
-		if _, err := meta.MarkBookkeeperDeleted(ctx, ml, id, attempt); err != nil {
-			t.Fatal(err)
-		}
-		if r, err := bk.DeleteLedger(ctx, id, metadata.Expect{LastEntryID: md.LastEntryID, Length: md.Length}); err != nil || r != metadata.Deleted {
-			t.Fatalf("delete BookKeeper ledger %d: %v %v", id, r, err)
-		}
-		if _, err := bk.ReadLedger(ctx, id); err == nil {
-			t.Fatalf("BookKeeper ledger %d still there after delete", id)
-		}
-		done = append(done, id)
 	}
-	return done
+	return ids
 }
 
 // checkOffloaded checks what the broker says about the offloaded ledgers:
