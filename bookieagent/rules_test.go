@@ -35,7 +35,7 @@ func settingInt(t *testing.T, r *Recommendation, key string) int64 {
 // independent of the goldens: BK's own start-up check, the memory budget,
 // and that every setting carries a rule and evidence.
 func TestRecommendInvariants(t *testing.T) {
-	for _, name := range []string{"nvme", "sata-ssd", "hdd", "nvme-memory-limited", "nvme-live-bookie", "vm-virtio-recorded"} {
+	for _, name := range []string{"nvme", "sata-ssd", "hdd", "nvme-memory-limited", "nvme-live-bookie", "vm-virtio-recorded", "vm-virtio-bookkeeper"} {
 		in := loadProfile(t, name)
 		r, err := Recommend(in)
 		if err != nil {
