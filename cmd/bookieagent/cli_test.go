@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 )
@@ -184,5 +187,40 @@ func TestDiffCLI(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, nil, "diff", "--input", profile); err == nil || !strings.Contains(err.Error(), "--conf") {
 		t.Errorf("no --conf: %v", err)
+	}
+}
+
+// TestClusterBadInput: a hanging agent and an unreachable ZooKeeper give a
+// clear error within their bounds, nothing on stdout.
+func TestClusterBadInput(t *testing.T) {
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hang)
+	start := time.Now()
+	out, _, err := runCLI(t, nil, "cluster", "--agents", srv.URL, "--agent-timeout", "1s", "--format", "helm")
+	if err == nil || !strings.Contains(err.Error(), "no answer within 1s") || out != "" {
+		t.Errorf("hanging agent: %v, stdout %q", err, out)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("hanging agent took %v", time.Since(start))
+	}
+	for _, args := range [][]string{
+		{"cluster", "--zk", "127.0.0.1:1", "--zk-connect-timeout", "1s"},
+		{"cluster", "--agents", "ftp://x"},
+		{"cluster", "--agents", srv.URL, "--remove", "a:1"},
+		{"cluster"},
+		{"cluster", "--zk", "127.0.0.1:1", "--format", "xml"},
+	} {
+		start := time.Now()
+		out, _, err := runCLI(t, nil, args...)
+		if err == nil || out != "" || time.Since(start) > 15*time.Second {
+			t.Errorf("%v: %v, stdout %q, %v", args, err, out, time.Since(start))
+		}
 	}
 }

@@ -25,7 +25,7 @@ the time until the bookie turns read-only, once or as a DaemonSet server.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRecommendCmd(), newDiffCmd(), newServeCmd(), newReportCmd())
+	root.AddCommand(newRecommendCmd(), newDiffCmd(), newServeCmd(), newReportCmd(), newClusterCmd())
 	return root
 }
 

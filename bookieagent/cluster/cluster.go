@@ -1,0 +1,526 @@
+// Package cluster is the bookie agent's cluster view: it reads a BookKeeper
+// cluster's metadata from ZooKeeper (bookies, every ledger's ensembles and
+// quorums, rack placement, the AutoRecovery under-replication tree), the
+// Pulsar managed ledgers that own the ledgers and their offload state, and
+// every bookie agent's /recommendation and /report; it merges the agents'
+// recommendations into one configuration (Merge) and plans a scale-in of
+// bookies (PlanScaleIn).
+//
+// Facts from BookKeeper 4.17.2 the plan follows: AutoRecovery's auditor
+// marks a ledger under-replicated at
+// <ledgers root>/underreplication/ledgers/<4 × 4 hex digits of the id>/urL<id
+// %010d> (ZkLedgerUnderreplicationManager), with the missing replicas in
+// the znode's text; <root>/underreplication/disable pauses it;
+// `bookkeeper shell decommissionbookie -bookieid ID` needs the bookie shut
+// down (BookKeeperAdmin.decommissionBookie refuses a registered one),
+// triggers an audit, waits until every ledger of the bookie is replicated
+// and deletes its cookie; a bookie turns read-only through its HTTP API
+// (PUT /api/v1/bookie/state/readonly {"readOnly":true}). Pulsar's
+// rack-aware placement reads the bookie → rack map from /bookies
+// (BookieRackAffinityMapping).
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/status"
+)
+
+// Sentinel errors.
+var (
+	// ErrAgent is wrapped by every failure to read an agent.
+	ErrAgent = errors.New("bookie agent")
+	// ErrBadRemove is returned for a scale-in that names unknown bookies
+	// or removes none or all.
+	ErrBadRemove = errors.New("bad scale-in")
+)
+
+// Options configure Read.
+type Options struct {
+	// Conn reads ZooKeeper; required for the ledger view (nil: agents
+	// only, for Merge).
+	Conn metadata.Conn
+	// LedgersRoot is the ledgers root znode. Default "/ledgers".
+	LedgersRoot string
+	// ML reads Pulsar's managed ledgers (offload state). Nil: not read.
+	ML *mlmeta.Store
+	// Agents maps bookie ids to agent base URLs ("http://10.0.0.1:9580").
+	Agents map[string]string
+	// AgentTemplate is an agent base URL with {host}, replaced by the host
+	// of a bookie id, for bookies not in Agents.
+	AgentTemplate string
+	// AgentURLs are agent base URLs: each is matched to the bookies whose
+	// id has its host; one matching none is read on its own (Merge only).
+	AgentURLs []string
+	// Client is the HTTP client. Default: one with Timeout.
+	Client *http.Client
+	// Timeout bounds each agent request. Default 10 s.
+	Timeout time.Duration
+	// Concurrency bounds ledger-metadata reads and agent requests in
+	// flight. Default 16.
+	Concurrency int
+	// Logger receives progress. Default: discard.
+	Logger *slog.Logger
+}
+
+// Ledger is what the plan needs of one ledger.
+type Ledger struct {
+	ID           int64              `json:"id"`
+	Ensemble     int                `json:"ensemble"`
+	WriteQuorum  int                `json:"write_quorum"`
+	AckQuorum    int                `json:"ack_quorum"`
+	State        string             `json:"state"`
+	Length       int64              `json:"length"`
+	LastEntryID  int64              `json:"last_entry_id"`
+	Segments     []metadata.Segment `json:"-"`
+	ManagedState string             `json:"managed_state"` // offloaded, bookkeeper, open, … or "none"
+	Topic        string             `json:"topic,omitempty"`
+}
+
+// BytesOn estimates the bytes of l a bookie stores: entries are striped
+// over each segment's ensemble, every entry on WriteQuorum of its
+// Ensemble bookies, so a bookie in a segment holds WriteQuorum ÷ Ensemble
+// of that segment's bytes (entry sizes taken as equal: the metadata has
+// only the length). Open ledgers have no length: ok is false.
+func (l Ledger) BytesOn(bookie string) (bytes float64, in bool, ok bool) {
+	if l.State != metadata.StateClosed.String() {
+		for _, s := range l.Segments {
+			if slices.Contains(s.Bookies, bookie) {
+				return 0, true, false
+			}
+		}
+		return 0, false, false
+	}
+	entries := l.LastEntryID + 1
+	for i, s := range l.Segments {
+		if !slices.Contains(s.Bookies, bookie) {
+			continue
+		}
+		in = true
+		end := entries
+		if i+1 < len(l.Segments) {
+			end = min(end, l.Segments[i+1].FirstEntryID)
+		}
+		if entries <= 0 || end <= s.FirstEntryID {
+			continue
+		}
+		seg := float64(l.Length) * float64(end-s.FirstEntryID) / float64(entries)
+		bytes += seg * float64(l.WriteQuorum) / float64(l.Ensemble)
+	}
+	return bytes, in, true
+}
+
+// Bookie is one bookie as the cluster sees it.
+type Bookie struct {
+	ID       string `json:"id"`
+	Writable bool   `json:"writable"`
+	ReadOnly bool   `json:"readonly"`
+	Rack     string `json:"rack,omitempty"`
+	// Agent is the agent URL the bookie's figures came from.
+	Agent          string                      `json:"agent,omitempty"`
+	AgentError     string                      `json:"agent_error,omitempty"`
+	Report         *bookieagent.Report         `json:"report,omitempty"`
+	Recommendation *bookieagent.Recommendation `json:"recommendation,omitempty"`
+}
+
+// UnderReplicated is one ledger AutoRecovery's auditor marked.
+type UnderReplicated struct {
+	Ledger   int64    `json:"ledger"`
+	Replicas []string `json:"missing_replicas"`
+}
+
+// View is the cluster as read.
+type View struct {
+	Bookies []Bookie `json:"bookies"`
+	Ledgers []Ledger `json:"-"`
+	// LedgerCount and the quorums in use: the largest ensemble, write
+	// and ack quorum of any ledger (and a ledger that has it).
+	LedgerCount   int   `json:"ledgers"`
+	MaxEnsemble   int   `json:"max_ensemble"`
+	MaxWrite      int   `json:"max_write_quorum"`
+	MaxAck        int   `json:"max_ack_quorum"`
+	MaxEnsembleOf int64 `json:"max_ensemble_ledger"`
+	// Racks is true when /bookies assigns racks.
+	Racks bool `json:"racks"`
+	// UnderReplicated lists the ledgers marked now (at most 1000 read).
+	UnderReplicated      []UnderReplicated `json:"under_replicated"`
+	AutoRecoveryDisabled bool              `json:"autorecovery_disabled"`
+	AuditorElected       bool              `json:"auditor_elected"`
+	// ManagedLedgers is the number of Pulsar managed ledgers read (-1:
+	// not read).
+	ManagedLedgers int `json:"managed_ledgers"`
+	// Agents are the agents read without a bookie (AgentURLs).
+	Agents []Bookie `json:"agents,omitempty"`
+	// Errors lists what could not be read (agents, managed ledgers).
+	Errors []string `json:"errors,omitempty"`
+}
+
+func (o *Options) defaults() {
+	if o.LedgersRoot == "" {
+		o.LedgersRoot = metadata.DefaultRoot
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: o.Timeout}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Read builds the view. ZooKeeper failures fail it (every call bounded by
+// ctx, see internal/zk); an agent that cannot be read, or managed ledgers
+// that cannot be, are recorded in the view and the Bookie.
+func Read(ctx context.Context, o Options) (*View, error) {
+	o.defaults()
+	v := &View{ManagedLedgers: -1}
+	if o.Conn != nil {
+		if err := readZK(ctx, o, v); err != nil {
+			return nil, err
+		}
+	}
+	if o.ML != nil && o.Conn != nil {
+		rep, err := status.Read(ctx, o.ML, status.Selector{}, status.ReadOptions{})
+		if err != nil {
+			v.Errors = append(v.Errors, fmt.Sprintf("managed ledgers: %v", err))
+		} else {
+			v.ManagedLedgers = len(rep.ManagedLedgers)
+			owner := map[int64][2]string{}
+			for _, ml := range rep.ManagedLedgers {
+				for _, l := range ml.Ledgers {
+					owner[l.LedgerID] = [2]string{l.State, ml.TopicOrName()}
+				}
+			}
+			for i := range v.Ledgers {
+				if w, ok := owner[v.Ledgers[i].ID]; ok {
+					v.Ledgers[i].ManagedState, v.Ledgers[i].Topic = w[0], w[1]
+				}
+			}
+			for _, e := range rep.Errors {
+				v.Errors = append(v.Errors, fmt.Sprintf("managed ledger %s: %s", e.Name, e.Error))
+			}
+		}
+	}
+	for i := range v.Ledgers {
+		if v.Ledgers[i].ManagedState == "" {
+			v.Ledgers[i].ManagedState = "none"
+		}
+	}
+	readAgents(ctx, o, v)
+	return v, nil
+}
+
+func readZK(ctx context.Context, o Options, v *View) error {
+	store, err := metadata.NewStore(ctx, o.Conn, metadata.StoreOptions{Root: o.LedgersRoot, Logger: o.Logger})
+	if err != nil {
+		return err
+	}
+	writable, readonly, err := store.Bookies(ctx)
+	if err != nil {
+		return fmt.Errorf("list bookies: %w", err)
+	}
+	for _, id := range writable {
+		v.Bookies = append(v.Bookies, Bookie{ID: id, Writable: true})
+	}
+	for _, id := range readonly {
+		v.Bookies = append(v.Bookies, Bookie{ID: id, ReadOnly: true})
+	}
+	ids, err := store.ListLedgers(ctx)
+	if err != nil {
+		return fmt.Errorf("list ledgers: %w", err)
+	}
+	o.Logger.Debug("reading ledger metadata", "ledgers", len(ids))
+	ledgers := make([]*Ledger, len(ids))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, o.Concurrency)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			m, err := store.ReadLedger(ctx, id)
+			if errors.Is(err, metadata.ErrNoSuchLedger) {
+				return // deleted meanwhile
+			}
+			if err != nil {
+				cancel(err)
+				return
+			}
+			ledgers[i] = &Ledger{ID: id, Ensemble: m.EnsembleSize, WriteQuorum: m.WriteQuorum, AckQuorum: m.AckQuorum,
+				State: m.State.String(), Length: m.Length, LastEntryID: m.LastEntryID, Segments: m.Segments}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return fmt.Errorf("read ledger metadata: %w", err)
+	}
+	for _, l := range ledgers {
+		if l == nil {
+			continue
+		}
+		v.Ledgers = append(v.Ledgers, *l)
+		if l.Ensemble > v.MaxEnsemble {
+			v.MaxEnsemble, v.MaxEnsembleOf = l.Ensemble, l.ID
+		}
+		v.MaxWrite, v.MaxAck = max(v.MaxWrite, l.WriteQuorum), max(v.MaxAck, l.AckQuorum)
+	}
+	v.LedgerCount = len(v.Ledgers)
+	if err := readRacks(ctx, o, v); err != nil {
+		return err
+	}
+	return readUnderReplication(ctx, o, v)
+}
+
+// readRacks reads Pulsar's /bookies rack map: {"group": {"bookie id":
+// {"rack": "/r1", "hostname": "…"}}}.
+func readRacks(ctx context.Context, o Options, v *View) error {
+	p := path.Join(path.Dir(o.LedgersRoot), "bookies")
+	data, _, err := tkzk.Get(ctx, o.Conn, p)
+	if errors.Is(err, zk.ErrNoNode) || (err == nil && len(data) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", p, err)
+	}
+	var groups map[string]map[string]struct {
+		Rack string `json:"rack"`
+	}
+	if err := json.Unmarshal(data, &groups); err != nil {
+		v.Errors = append(v.Errors, fmt.Sprintf("%s: not a rack map: %v", p, err))
+		return nil
+	}
+	for _, g := range groups {
+		for id, bi := range g {
+			for i := range v.Bookies {
+				if v.Bookies[i].ID == id || hostOf(v.Bookies[i].ID) == hostOf(id) && portOf(id) == portOf(v.Bookies[i].ID) {
+					v.Bookies[i].Rack = bi.Rack
+					v.Racks = v.Racks || bi.Rack != ""
+				}
+			}
+		}
+	}
+	return nil
+}
+
+var replicaRE = regexp.MustCompile(`replica:\s*"([^"]+)"`)
+
+// maxUnderReplicated bounds the under-replicated ledgers read.
+const maxUnderReplicated = 1000
+
+func readUnderReplication(ctx context.Context, o Options, v *View) error {
+	base := o.LedgersRoot + "/underreplication"
+	if _, _, err := tkzk.Get(ctx, o.Conn, base); errors.Is(err, zk.ErrNoNode) {
+		return nil // AutoRecovery never ran here
+	} else if err != nil {
+		return fmt.Errorf("read %s: %w", base, err)
+	}
+	if _, _, err := tkzk.Get(ctx, o.Conn, base+"/disable"); err == nil {
+		v.AutoRecoveryDisabled = true
+	} else if !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("read %s/disable: %w", base, err)
+	}
+	if kids, err := tkzk.Children(ctx, o.Conn, base+"/auditorelection"); err == nil {
+		v.AuditorElected = len(kids) > 0
+	} else if !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("read %s/auditorelection: %w", base, err)
+	}
+	var walk func(p string, depth int) error
+	walk = func(p string, depth int) error {
+		kids, err := tkzk.Children(ctx, o.Conn, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", p, err)
+		}
+		sort.Strings(kids)
+		for _, k := range kids {
+			if len(v.UnderReplicated) >= maxUnderReplicated {
+				return nil
+			}
+			if depth == 4 {
+				id, err := strconv.ParseInt(strings.TrimPrefix(k, "urL"), 10, 64)
+				if !strings.HasPrefix(k, "urL") || err != nil {
+					continue
+				}
+				data, _, err := tkzk.Get(ctx, o.Conn, p+"/"+k)
+				if err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return fmt.Errorf("read %s/%s: %w", p, k, err)
+				}
+				u := UnderReplicated{Ledger: id}
+				for _, m := range replicaRE.FindAllStringSubmatch(string(data), -1) {
+					u.Replicas = append(u.Replicas, m[1])
+				}
+				v.UnderReplicated = append(v.UnderReplicated, u)
+				continue
+			}
+			if len(k) == 4 {
+				if err := walk(p+"/"+k, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(base+"/ledgers", 0)
+}
+
+// agentURL is the agent base URL of a bookie, or "".
+func agentURL(o Options, id string) string {
+	if u, ok := o.Agents[id]; ok {
+		return strings.TrimRight(u, "/")
+	}
+	if o.AgentTemplate == "" {
+		return ""
+	}
+	return strings.TrimRight(strings.ReplaceAll(o.AgentTemplate, "{host}", hostOf(id)), "/")
+}
+
+func hostOf(id string) string {
+	if h, _, err := net.SplitHostPort(id); err == nil {
+		return h
+	}
+	return id
+}
+
+func portOf(id string) string {
+	if _, p, err := net.SplitHostPort(id); err == nil {
+		return p
+	}
+	return ""
+}
+
+func readAgents(ctx context.Context, o Options, v *View) {
+	type job struct {
+		b   *Bookie
+		url string
+	}
+	var jobs []job
+	agents := map[string]string{}
+	for k, u := range o.Agents {
+		agents[k] = u
+	}
+	for _, a := range o.AgentURLs {
+		matched := false
+		if u, err := url.Parse(a); err == nil {
+			for _, b := range v.Bookies {
+				if hostOf(b.ID) == u.Hostname() {
+					agents[b.ID], matched = a, true
+				}
+			}
+		}
+		if !matched {
+			v.Agents = append(v.Agents, Bookie{ID: a})
+		}
+	}
+	o.Agents = agents
+	for i := range v.Bookies {
+		if u := agentURL(o, v.Bookies[i].ID); u != "" {
+			jobs = append(jobs, job{&v.Bookies[i], u})
+		}
+	}
+	for i := range v.Agents {
+		jobs = append(jobs, job{&v.Agents[i], strings.TrimRight(v.Agents[i].ID, "/")})
+	}
+	sem := make(chan struct{}, o.Concurrency)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			j.b.Agent = j.url
+			var st bookieagent.BenchState
+			if err := getJSON(ctx, o, j.url+"/recommendation", &st, true); err != nil {
+				j.b.AgentError = err.Error()
+				return
+			}
+			if st.Recommendation != nil {
+				j.b.Recommendation = st.Recommendation
+			} else {
+				j.b.AgentError = fmt.Sprintf("%s/recommendation: status %s %s", j.url, st.Status, st.Reason)
+			}
+			var rep bookieagent.Report
+			if err := getJSON(ctx, o, j.url+"/report", &rep, false); err != nil {
+				j.b.AgentError = strings.TrimPrefix(j.b.AgentError+"; "+err.Error(), "; ")
+				return
+			}
+			j.b.Report = &rep
+		}()
+	}
+	wg.Wait()
+	for _, j := range jobs {
+		if j.b.AgentError != "" {
+			v.Errors = append(v.Errors, fmt.Sprintf("agent of %s: %s", j.b.ID, j.b.AgentError))
+		}
+	}
+	sort.Strings(v.Errors)
+}
+
+// getJSON GETs u within o.Timeout and decodes at most 16 MiB of JSON. A
+// 404 is accepted when notFoundOK (the agent's /recommendation before a
+// benchmark ran).
+func getJSON(ctx context.Context, o Options, u string, v any, notFoundOK bool) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrAgent, u, err)
+	}
+	resp, err := o.Client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: GET %s: no answer within %s", ErrAgent, u, o.Timeout)
+		}
+		return fmt.Errorf("%w: GET %s: %v", ErrAgent, u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && !(notFoundOK && resp.StatusCode == http.StatusNotFound) {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+		return fmt.Errorf("%w: GET %s: %s: %s", ErrAgent, u, resp.Status, strings.TrimSpace(string(b)))
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: GET %s: no complete answer within %s", ErrAgent, u, o.Timeout)
+		}
+		return fmt.Errorf("%w: GET %s: not an agent answer: %v", ErrAgent, u, err)
+	}
+	return nil
+}

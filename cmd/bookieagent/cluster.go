@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/bookieagent/cluster"
+	"github.com/tierkeeper/tierkeeper/internal/units"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+)
+
+type clusterOptions struct {
+	zk             string
+	zkConnect      time.Duration
+	zkSession      time.Duration
+	mlChroot       string
+	noML           bool
+	agents         []string
+	agentTemplate  string
+	agentTimeout   time.Duration
+	remove         []string
+	removeCount    int
+	rate           units.Size
+	workers        int
+	perLedger      float64
+	bookieHTTPPort int
+	format         string
+}
+
+func newClusterCmd() *cobra.Command {
+	o := &clusterOptions{}
+	cmd := &cobra.Command{
+		Use:   "cluster --zk ADDR [--agents URL,... | --agent-url 'http://{host}:9580'] [--remove ID,... | --remove-count K]",
+		Short: "Cluster view: merge the agents' recommendations, plan a scale-in of bookies",
+		Long: `cluster reads the BookKeeper cluster from ZooKeeper (--zk: host:port[/ledgers root], or a
+metadataServiceUri): the bookies, every ledger's ensembles and quorums, Pulsar's rack map
+(/bookies), AutoRecovery's under-replicated ledgers, and the managed ledgers that own the
+ledgers with their offload state; and every bookie agent's /recommendation and /report
+(--agents: base URLs, matched to bookies by host; --agent-url: a template with {host}).
+
+It prints the cluster's bytes per bookie, one configuration merged from the agents'
+recommendations (per key the minimum, maximum or median, as safe for every node; see
+docs/bookieagent.md), and with --remove or --remove-count a scale-in plan: whether the
+remaining bookies still cover the largest ensemble in use (and the racks), the bytes to
+re-replicate per removed bookie and how many belong to ledgers already offloaded (their
+BookKeeper copies can be deleted instead) or that could be offloaded first, an estimate
+at the measured rate, the ordered steps and a rollback note.
+
+--format helm prints the merged configuration as Helm values. Without --zk only the
+agents are read (merge). An infeasible plan is printed and the exit code is 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.zk, "zk", "", "ZooKeeper of the BookKeeper cluster: host:port[,host:port][/ledgers root] or a metadataServiceUri")
+	fs.DurationVar(&o.zkConnect, "zk-connect-timeout", 10*time.Second, "how long to wait for a ZooKeeper session")
+	fs.DurationVar(&o.zkSession, "zk-session-timeout", 30*time.Second, "ZooKeeper session timeout")
+	fs.StringVar(&o.mlChroot, "ml-chroot", "", "chroot of Pulsar's metadata store on the same ZooKeeper, if any")
+	fs.BoolVar(&o.noML, "no-managed-ledgers", false, "do not read Pulsar's managed ledgers (no offload figures)")
+	fs.StringSliceVar(&o.agents, "agents", nil, "bookie agent base URLs (http://host:9580), matched to bookies by host, or BOOKIE_ID=URL")
+	fs.StringVar(&o.agentTemplate, "agent-url", "", "agent base URL template for every bookie, {host} replaced by the bookie's host")
+	fs.DurationVar(&o.agentTimeout, "agent-timeout", 10*time.Second, "bound on each agent request")
+	fs.StringSliceVar(&o.remove, "remove", nil, "bookie ids to remove (scale-in plan)")
+	fs.IntVar(&o.removeCount, "remove-count", 0, "plan removing this many bookies, those with the least data to copy")
+	fs.Var(&o.rate, "rereplication-rate", "re-replication rate per second (e.g. 200MiB); default: measured by the agents")
+	fs.IntVar(&o.workers, "autorecovery-workers", 1, "AutoRecovery replication workers (autorecovery pods)")
+	fs.Float64Var(&o.perLedger, "per-ledger-seconds", cluster.DefaultPerLedgerSeconds, "AutoRecovery overhead per ledger")
+	fs.IntVar(&o.bookieHTTPPort, "bookie-http-port", 8000, "the bookies' HTTP port (read-only step)")
+	fs.StringVar(&o.format, "format", "text", "text, json or helm")
+	return cmd
+}
+
+func (o *clusterOptions) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	if o.format != "text" && o.format != "json" && o.format != "helm" {
+		return fmt.Errorf("--format %q: want text, json or helm", o.format)
+	}
+	if o.zk == "" && len(o.agents) == 0 {
+		return errors.New("give --zk (the cluster) and/or --agents")
+	}
+	if (len(o.remove) > 0 || o.removeCount > 0) && o.zk == "" {
+		return errors.New("a scale-in plan needs --zk")
+	}
+	if o.workers < 1 || o.rate < 0 || o.agentTimeout <= 0 {
+		return errors.New("--autorecovery-workers, --rereplication-rate and --agent-timeout must be positive")
+	}
+	explicit := map[string]string{}
+	var byHost []string
+	for _, a := range o.agents {
+		id, u := "", a
+		if i := strings.Index(a, "="); i > 0 && !strings.Contains(a[:i], "/") {
+			id, u = a[:i], a[i+1:]
+		}
+		if pu, err := url.Parse(u); err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
+			return fmt.Errorf("--agents %q: want an http(s) base URL like http://10.0.0.1:9580, or BOOKIE_ID=URL", a)
+		}
+		if id != "" {
+			explicit[id] = u
+		} else {
+			byHost = append(byHost, u)
+		}
+	}
+	copts := cluster.Options{AgentTemplate: o.agentTemplate, Timeout: o.agentTimeout,
+		Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if o.zk != "" {
+		servers, root, err := tkzk.ParseServiceURI(o.zk)
+		if err != nil {
+			return fmt.Errorf("--zk: %w", err)
+		}
+		s, err := tkzk.Connect(ctx, servers, tkzk.Options{SessionTimeout: o.zkSession, ConnectTimeout: o.zkConnect})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		copts.Conn, copts.LedgersRoot = s, root
+		if !o.noML {
+			copts.ML = mlmeta.New(s, &mlmeta.Options{Chroot: o.mlChroot})
+		}
+	}
+	copts.Agents, copts.AgentURLs = explicit, byHost
+	v, err := cluster.Read(ctx, copts)
+	if err != nil {
+		return err
+	}
+	recs := map[string]*bookieagent.Recommendation{}
+	for _, b := range append(append([]cluster.Bookie{}, v.Bookies...), v.Agents...) {
+		if b.Agent != "" {
+			recs[b.ID] = b.Recommendation
+		}
+	}
+	var merged *cluster.Merged
+	if len(recs) > 0 {
+		merged, err = cluster.Merge(recs)
+		if err != nil && o.format == "helm" {
+			return fmt.Errorf("--format helm: %w: %s", err, strings.Join(v.Errors, "; "))
+		}
+	}
+	var plan *cluster.Plan
+	if len(o.remove) > 0 || o.removeCount > 0 {
+		plan, err = cluster.PlanScaleIn(v, cluster.PlanOptions{Remove: o.remove, RemoveCount: o.removeCount,
+			RereplicationRate: float64(o.rate), Workers: o.workers, PerLedgerSeconds: o.perLedger, HTTPPort: o.bookieHTTPPort})
+		if err != nil {
+			return err
+		}
+	}
+	var out bytes.Buffer
+	switch o.format {
+	case "helm":
+		if merged == nil {
+			return fmt.Errorf("--format helm: %w: no agent gave a recommendation (give --agents or --agent-url): %s", cluster.ErrAgent, strings.Join(v.Errors, "; "))
+		}
+		err = bookieagent.Render(&out, merged.Recommendation, bookieagent.FormatHelm)
+	case "json":
+		enc := json.NewEncoder(&out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(struct {
+			View   *cluster.View   `json:"cluster"`
+			Merged *cluster.Merged `json:"merged,omitempty"`
+			Plan   *cluster.Plan   `json:"scale_in,omitempty"`
+		}{v, merged, plan})
+	default:
+		err = cluster.WriteText(&out, v, merged, plan)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(cmd.OutOrStdout(), &out); err != nil {
+		return err
+	}
+	if plan != nil && !plan.Feasible {
+		var failed []string
+		for _, c := range plan.Checks {
+			if !c.OK {
+				failed = append(failed, c.Name)
+			}
+		}
+		return fmt.Errorf("scale-in of %s is not feasible: %s", strings.Join(plan.Remove, ", "), strings.Join(failed, ", "))
+	}
+	return nil
+}
