@@ -109,25 +109,16 @@ func TestReplicasKillLoop(t *testing.T) {
 	var reps []*replica
 	for i := 1; i <= 3; i++ {
 		r := &replica{name: fmt.Sprintf("r%d", i)}
-		doc := fmt.Sprintf(`
-zookeeper: {servers: %q, session_timeout: 4s, connect_timeout: 10s}
-bookkeeper: {ledgers_root: %q}
-store:
-  type: s3
-  config:
-    bucket: %s
-    region: %s
-    endpoint: %s
-    addressing: path
-    credentials: {source: static, access_key_id: %s, secret_access_key: !env TK_S3_SECRET}
-  limits: {upload_bytes_per_second: 1048576}   # copies last seconds: kills land mid-copy
+		// Upload limit 1 MiB/s: copies last seconds, so kills land mid-copy.
+		doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 4s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
+			peer.zk.Addr, peer.bk.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
 http: {listen: "127.0.0.1:%d"}
 leases: {id: %s}
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 10s, ledgers_in_flight: 1}
 discovery: {rescan_interval: 10s}
 policy:
   default: {after: 0s, deletion_lag: broker}
-`, peer.zk.Addr, peer.bk.LedgersRoot, bucket, s3.Region, s3.Endpoint, s3.AccessKey, testenv.FreePort(t), r.name)
+`, testenv.FreePort(t), r.name)
 		r.cfgPath = filepath.Join(dir, r.name+".yaml")
 		if err := os.WriteFile(r.cfgPath, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)

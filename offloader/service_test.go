@@ -77,21 +77,12 @@ func serviceConfig(t *testing.T, extra string) (*Config, *testenv.S3, string) {
 	t.Helper()
 	s3 := testenv.StartS3(t)
 	bucket := s3.NewBucket(t)
-	doc := fmt.Sprintf(`
-zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}
-bookkeeper: {ledgers_root: %q}
-store:
-  type: s3
-  config:
-    bucket: %s
-    region: %s
-    endpoint: %s
-    addressing: path
-    credentials: {source: static, access_key_id: %s, secret_access_key: %q}
+	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
+		peer.zk.Addr, peer.bk.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET") + `
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 20s}
 discovery: {rescan_interval: 10s}
-%s`, peer.zk.Addr, peer.bk.LedgersRoot, bucket, s3.Region, s3.Endpoint, s3.AccessKey, s3.SecretKey, extra)
-	c, err := Parse([]byte(doc), ParseOptions{})
+` + extra
+	c, err := Parse([]byte(doc), ParseOptions{Getenv: func(string) string { return s3.SecretKey }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,22 +48,13 @@ func BenchmarkSoak(b *testing.B) {
 	s3 := testenv.StartS3(b)
 	bucket := s3.NewBucket(b)
 	broker := testenv.StartBroker(b, bk, testenv.BrokerOptions{Offload: testenv.S3Offload(s3, bucket), MaxEntriesPerLedger: 1000})
-	doc := fmt.Sprintf(`
-zookeeper: {servers: %q, session_timeout: 10s}
-bookkeeper: {ledgers_root: %q}
-store:
-  type: s3
-  config:
-    bucket: %s
-    region: %s
-    endpoint: %s
-    addressing: path
-    credentials: {source: static, access_key_id: %s, secret_access_key: !env TK_S3_SECRET}
+	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n", zk.Addr, bk.LedgersRoot) +
+		storeYAML(s3, bucket, "TK_S3_SECRET") + fmt.Sprintf(`
 admin: {url: %q}
 scheduler: {interval: 2s, retry_initial: 2s, retry_max: 20s}
 policy:
   default: {after: 30s, deletion_lag: 20s}
-`, zk.Addr, bk.LedgersRoot, bucket, s3.Region, s3.Endpoint, s3.AccessKey, broker.WebURL)
+`, broker.WebURL)
 	cfg, err := Parse([]byte(doc), ParseOptions{Getenv: func(string) string { return s3.SecretKey }})
 	if err != nil {
 		b.Fatal(err)

@@ -1,30 +1,21 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
-	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 // TestPlan builds managed ledgers, BookKeeper ledger metadata, a bookie
 // under disk pressure (a real bookie agent) and a Pulsar namespace policy
 // in a real ZooKeeper, and checks the plan's order, rules and reasons.
 func TestPlan(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
-	sess, err := tzk.Connect(context.Background(), []string{z.Addr}, tzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	c := mltest.NewCreator(sess.Conn)
+	z, c := mltest.ZooKeeper(t)
 	now := time.Now()
 	h := time.Hour
 	must := func(err error) {

@@ -10,22 +10,14 @@ import (
 
 	"github.com/google/uuid"
 
-	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
-	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 func TestSweepCommand(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
-	sess, err := tzk.Connect(context.Background(), []string{z.Addr}, tzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	c := mltest.NewCreator(sess.Conn)
+	z, c := mltest.ZooKeeper(t)
 	now := time.Now()
 	if err := c.CreateML("t/ns/persistent/a", mltest.Info(mltest.Ledger{ID: 5, Entries: 1, Size: 1, Closed: now, Offloaded: now}, mltest.Ledger{ID: 6})); err != nil {
 		t.Fatal(err)

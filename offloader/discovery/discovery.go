@@ -165,16 +165,18 @@ type ScanStats struct {
 // with the entry (Errors) and counted.
 func (d *Discovery) Scan(ctx context.Context) (ScanStats, error) {
 	st := ScanStats{Started: time.Now()}
+	// Watches first, then the listing: a node created after its parent's
+	// watch is armed fires it; one created before is in the listing.
+	if !d.o.NoWatches {
+		if err := d.watchTree(ctx); err != nil {
+			return st, err
+		}
+	}
 	nss, err := d.store.ListNamespaces(ctx)
 	if err != nil {
 		return st, fmt.Errorf("discovery: list namespaces: %w", err)
 	}
 	st.Namespaces = len(nss)
-	if !d.o.NoWatches {
-		if err := d.watchTree(ctx, nss); err != nil {
-			return st, err
-		}
-	}
 	var names []string
 	for _, ns := range nss {
 		mls, err := d.listNamespace(ctx, ns)
@@ -258,73 +260,95 @@ func (d *Discovery) LastScan() ScanStats {
 
 func (d *Discovery) path(ml string) string { return d.o.Chroot + mlmeta.Path(ml) }
 
-// watchTree arms child watches on the root, every tenant and every
-// namespace-level node (whose children include "persistent" once the
-// namespace's first topic exists), so new tenants, namespaces and domain
-// nodes trigger a rescan at once instead of at the next periodic one.
-func (d *Discovery) watchTree(ctx context.Context, nss []string) error {
+// watchTree arms child watches on the root, every tenant, every node below
+// a tenant (a v2 namespace, or a v1 cluster) and every v1 namespace node,
+// so that a new tenant, namespace or the "persistent" domain node of a
+// namespace's first topic triggers a rescan at once instead of at the next
+// periodic one. The nodes appear one by one as the broker creates the
+// path, so each level is watched before the level below it exists.
+func (d *Discovery) watchTree(ctx context.Context) error {
 	root := d.o.Chroot + mlmeta.Root
-	paths := []string{root}
-	seen := map[string]bool{root: true}
-	add := func(p string) {
-		if !seen[p] {
-			seen[p] = true
-			paths = append(paths, p)
-		}
-	}
-	kids, err := tzk.Children(ctx, d.conn, root)
+	tenants, err := tzk.Children(ctx, d.conn, root)
 	if errors.Is(err, gozk.ErrNoNode) {
 		// No topic yet anywhere: watch for the root to appear.
-		d.mu.Lock()
-		armed := d.tree[root]
-		d.mu.Unlock()
-		if armed {
-			return nil
-		}
-		r, err := tzk.Do(ctx, func() (watchResult, error) {
-			_, _, ch, err := d.conn.ExistsW(root)
-			return watchResult{ch: ch}, err
-		})
-		if err != nil {
-			return fmt.Errorf("discovery: watch %s: %w", root, err)
-		}
-		d.mu.Lock()
-		d.tree[root] = true
-		d.mu.Unlock()
-		go d.forward(r.ch, "tree:"+root)
-		return nil
+		return d.arm(ctx, root, true)
 	}
 	if err != nil {
 		return fmt.Errorf("discovery: list %s: %w", root, err)
 	}
-	for _, t := range kids {
-		add(root + "/" + t)
+	if err := d.arm(ctx, root, false); err != nil {
+		return err
 	}
-	for _, ns := range nss {
-		parts := strings.Split(ns, "/")
-		for i := 1; i <= len(parts); i++ {
-			add(root + "/" + strings.Join(parts[:i], "/"))
+	for _, t := range tenants {
+		tp := root + "/" + t
+		if err := d.arm(ctx, tp, false); err != nil {
+			return err
 		}
-	}
-	for _, p := range paths {
-		d.mu.Lock()
-		armed := d.tree[p]
-		d.mu.Unlock()
-		if armed {
-			continue
-		}
-		_, ch, err := childrenW(ctx, d.conn, p)
-		if errors.Is(err, gozk.ErrNoNode) {
-			continue
-		}
+		xs, err := d.childrenOrNone(ctx, tp)
 		if err != nil {
-			return fmt.Errorf("discovery: watch %s: %w", p, err)
+			return err
 		}
-		d.mu.Lock()
-		d.tree[p] = true
-		d.mu.Unlock()
-		go d.forward(ch, "tree:"+p)
+		for _, x := range xs {
+			xp := tp + "/" + x
+			if err := d.arm(ctx, xp, false); err != nil {
+				return err
+			}
+			ys, err := d.childrenOrNone(ctx, xp)
+			if err != nil {
+				return err
+			}
+			for _, y := range ys {
+				if y == mlmeta.DomainPersistent {
+					continue // a v2 namespace's domain node: listNamespace watches it
+				}
+				if err := d.arm(ctx, xp+"/"+y, false); err != nil { // a v1 namespace
+					return err
+				}
+			}
+		}
 	}
+	return nil
+}
+
+func (d *Discovery) childrenOrNone(ctx context.Context, p string) ([]string, error) {
+	kids, err := tzk.Children(ctx, d.conn, p)
+	if errors.Is(err, gozk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("discovery: list %s: %w", p, err)
+	}
+	return kids, nil
+}
+
+// arm sets a child watch on p (an exists watch when missing is true),
+// once per path until it fires.
+func (d *Discovery) arm(ctx context.Context, p string, missing bool) error {
+	d.mu.Lock()
+	armed := d.tree[p]
+	d.tree[p] = true
+	d.mu.Unlock()
+	if armed {
+		return nil
+	}
+	r, err := tzk.Do(ctx, func() (watchResult, error) {
+		if missing {
+			_, _, ch, err := d.conn.ExistsW(p)
+			return watchResult{ch: ch}, err
+		}
+		_, _, ch, err := d.conn.ChildrenW(p)
+		return watchResult{ch: ch}, err
+	})
+	if err != nil {
+		d.mu.Lock()
+		delete(d.tree, p)
+		d.mu.Unlock()
+		if errors.Is(err, gozk.ErrNoNode) {
+			return nil // gone meanwhile: its parent's watch covers it
+		}
+		return fmt.Errorf("discovery: watch %s: %w", p, err)
+	}
+	go d.forward(r.ch, "tree:"+p)
 	return nil
 }
 

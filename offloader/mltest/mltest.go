@@ -20,7 +20,9 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 // Ledger describes one ledger of a test managed ledger.
@@ -199,4 +201,19 @@ func (c *Creator) BookKeeperLedger(id int64, bookies ...string) error {
 		return err
 	}
 	return c.Create(p, data)
+}
+
+// ZooKeeper starts a real ZooKeeper (testenv) and returns it with a
+// Creator on a session that closes when t ends.
+func ZooKeeper(t testing.TB) (*testenv.ZooKeeper, *Creator) {
+	t.Helper()
+	z := testenv.StartZooKeeper(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess, err := tzk.Connect(ctx, []string{z.Addr}, tzk.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	return z, NewCreator(sess.Conn)
 }
