@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	s3api "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/prometheus/client_golang/prometheus"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
@@ -319,4 +320,65 @@ func checkConfigMetrics(t *testing.T, exposition string) {
 			}
 		}
 	}
+}
+
+// TestServiceParksWhenTheBucketIsGone: the store's bucket disappears; the
+// ledgers fail at their copy, back off, get parked with the error visible
+// in /status, and the service stays ready.
+func TestServiceParksWhenTheBucketIsGone(t *testing.T) {
+	peers(t)
+	ml := "acme/gone/persistent/a"
+	mlWrite(t, ml, 20, 10, 1000)
+	cfg, s3, bucket := serviceConfig(t, `
+policy:
+  default: {after: 0s}
+`)
+	cfg.Scheduler.ParkAfter = 2
+	if _, err := s3.Client().DeleteBucket(context.Background(), &s3api.DeleteBucketInput{Bucket: &bucket}); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc, err := New(ctx, cfg, Deps{Registerer: prometheus.NewRegistry(), Listener: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	var st Status
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		getJSON(t, "http://"+ln.Addr().String()+"/status", &st)
+		if st.Totals.ParkedLedgers > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no ledger parked within 2 minutes: %+v", st)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	var parked []string
+	for _, l := range st.Ledgers {
+		if l.State == "parked" {
+			parked = append(parked, fmt.Sprintf("%d:%s:%s", l.LedgerID, l.LastStep, l.LastErr))
+			if l.Failures != 2 || !strings.Contains(l.LastErr, "NoSuchBucket") {
+				t.Errorf("parked ledger %+v: want 2 failures and the store's NoSuchBucket", l)
+			}
+		}
+	}
+	var ts TopicStatus
+	for _, x := range st.Topics {
+		if x.ML == ml {
+			ts = x
+		}
+	}
+	if !st.Ready || !strings.Contains(ts.LastError, "parked until") || ts.LagBytes == 0 {
+		t.Errorf("status: ready %v, topic %+v; parked %v", st.Ready, ts, parked)
+	}
+	cancel()
+	<-done
 }
