@@ -9,7 +9,10 @@
 //   - registering on a registerer that already holds the same metric
 //     (a second blob store, bookie client or uploader on one registry)
 //     reuses the registered collector instead of failing or panicking:
-//     the instances then count into the same series.
+//     the instances then count into the same series. Counters, histograms
+//     and gauges moved with Inc/Dec/Add add up across instances; a gauge
+//     each instance Sets to its own figure is overwritten by the last one,
+//     so instances with such gauges need distinguishing labels.
 //
 // Constructors take a prometheus.Registerer in an option named Registerer;
 // nil means "do not register" (the metrics still work, nobody scrapes
