@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -258,6 +260,7 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	if err != nil {
 		return err
 	}
+	limitMemory(p.Options(), log)
 
 	doc := offloadDoc{Topic: topic, DryRun: o.dryRun, ManagedLedgers: []mlDoc{}}
 	start := time.Now()
@@ -316,6 +319,21 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 		return fmt.Errorf("%d of %d ledgers failed; first: %w", doc.Totals.Failed, doc.Totals.Ledgers, firstErr(failed))
 	}
 	return nil
+}
+
+// limitMemory sets the Go memory limit (unless GOMEMLIMIT does) so that the
+// garbage of the streamed entries is collected before the process grows
+// past (PartsInFlight + 2) × block size + 64 MiB: the pipeline's own
+// buffers (Options.MemoryBound) plus room for the rest of the heap; the
+// binary, stacks and runtime take the remaining ~24 MiB of the bound.
+func limitMemory(o pipeline.Options, log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := int64(o.PartsInFlight+2)*int64(o.BlockSize) + 40<<20
+	limit = max(limit, o.MemoryBound()+24<<20)
+	debug.SetMemoryLimit(limit)
+	log.Debug("go memory limit", "bytes", limit)
 }
 
 // firstErr is the first error of a join.

@@ -139,7 +139,9 @@ type Options struct {
 	// PartsInFlight is the parts uploading at once per ledger (default 2).
 	PartsInFlight int
 	// ReadWindowBytes bounds the BookKeeper reads in flight per ledger, in
-	// expected payload bytes (default 16 MiB).
+	// expected payload bytes (default the block size, at most 16 MiB: the
+	// window is the one buffer besides the blocks that grows with the
+	// entries).
 	ReadWindowBytes int64
 	// FullVerifyBytes: ledgers up to this length are compared entry by
 	// entry in full after the upload; longer ones in three windows of
@@ -171,9 +173,17 @@ const (
 	// DefaultFullVerifyBytes is the largest ledger verified entry by entry
 	// in full (256 MiB).
 	DefaultFullVerifyBytes = 256 << 20
-	// DefaultReadWindowBytes bounds BookKeeper reads in flight per ledger.
+	// DefaultReadWindowBytes caps the BookKeeper reads in flight per ledger.
 	DefaultReadWindowBytes = 16 << 20
 )
+
+// MemoryBound is the memory one ledger's pipeline holds at most, by
+// construction: the block buffers (PartsInFlight uploading, one being
+// filled) and the BookKeeper read window. A process running one pipeline
+// at a time can set its Go memory limit from it (the offload command does).
+func (o Options) MemoryBound() int64 {
+	return int64(o.PartsInFlight+1)*int64(o.BlockSize) + o.ReadWindowBytes
+}
 
 // Pipeline offloads ledgers. Safe for concurrent use on different
 // managed ledgers; serialize the ledgers of one managed ledger (RunTopic
@@ -207,7 +217,7 @@ func New(d Deps, o Options) (*Pipeline, error) {
 		o.PartsInFlight = 2
 	}
 	if o.ReadWindowBytes <= 0 {
-		o.ReadWindowBytes = DefaultReadWindowBytes
+		o.ReadWindowBytes = min(DefaultReadWindowBytes, int64(o.BlockSize))
 	}
 	if o.FullVerifyBytes == 0 {
 		o.FullVerifyBytes = DefaultFullVerifyBytes

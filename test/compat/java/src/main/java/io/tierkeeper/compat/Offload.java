@@ -180,6 +180,8 @@ final class Offload implements AutoCloseable {
         int batch = a.intv("batch", 100);
         Map<String, String> dm = a.keyValues("driver-metadata");
         String mlName = a.str("ml-name", null);
+        int random = a.intv("random", 0);
+        long seed = a.longv("seed", 1);
         try (Offload o = open(a)) {
             a.done();
             // As ManagedLedgerImpl does: the offloader's own driver metadata
@@ -188,6 +190,9 @@ final class Offload implements AutoCloseable {
             meta.putAll(dm);
             if (mlName != null) {
                 meta.put("ManagedLedgerName", mlName);
+            }
+            if (random > 0) {
+                return randomReads(o, ledgerId, uuid, meta, random, seed);
             }
             long t0 = System.nanoTime();
             try (ReadHandle rh = o.offloader.readOffloaded(ledgerId, uuid, meta).get(120, TimeUnit.SECONDS)) {
@@ -203,5 +208,40 @@ final class Offload implements AutoCloseable {
                 return m;
             }
         }
+    }
+
+    /**
+     * --random N: N single-entry reads of random entries, each on a fresh
+     * read handle (a consumer's first seek into an offloaded ledger: index
+     * GET, then the data the reader fetches to find the entry).
+     */
+    static Object randomReads(Offload o, long ledgerId, UUID uuid, Map<String, String> meta, int n, long seed)
+            throws Exception {
+        java.util.Random rnd = new java.util.Random(seed);
+        List<Object> seeks = new java.util.ArrayList<>();
+        long lac = -1;
+        long t0 = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            try (ReadHandle rh = o.offloader.readOffloaded(ledgerId, uuid, meta).get(120, TimeUnit.SECONDS)) {
+                lac = rh.getLastAddConfirmed();
+                long e = (long) (rnd.nextDouble() * (lac + 1));
+                long s0 = System.nanoTime();
+                try (org.apache.bookkeeper.client.api.LedgerEntries es = rh.read(e, e)) {
+                    Map<String, Object> m = new LinkedHashMap<>();
+                    m.put("entryId", e);
+                    m.put("length", es.getEntry(e).getLength());
+                    m.put("seconds", (System.nanoTime() - s0) / 1e9);
+                    seeks.add(m);
+                }
+            }
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("uuid", uuid.toString());
+        m.put("ledgerId", ledgerId);
+        m.put("lastEntryId", lac);
+        m.put("seeks", seeks);
+        m.put("seconds", (System.nanoTime() - t0) / 1e9);
+        m.putAll(o.config);
+        return m;
     }
 }

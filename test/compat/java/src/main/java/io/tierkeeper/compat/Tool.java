@@ -29,7 +29,7 @@ public final class Tool {
             "  ml-reopen           --zk ADDR --name ... [--mode open|readonly] [--no-read] [S3 options to read offloaded ledgers]",
             "  ml-offload          --zk ADDR --name ... S3 options",
             "  pulsar-offload      --zk ADDR --ledger ID [--uuid U] [--ml-name N] S3 options",
-            "  pulsar-read-offloaded --ledger ID --uuid U [--driver-metadata k=v,...] S3 options",
+            "  pulsar-read-offloaded --ledger ID --uuid U [--driver-metadata k=v,...] [--random N [--seed S]] S3 options",
             "  produce             --service-url pulsar://H:P --topic T [--count 100] [--seed 1] [--first-index 0]",
             "                      [--size 1024 | --sizes a,b,..] [--batch] [--out FILE]",
             "  read                --service-url pulsar://H:P --topic T [--expect N] [--timeout-seconds 60] [--out FILE]",

@@ -1,0 +1,27 @@
+# The offload pipeline (offloader/pipeline, cmd/offloader offload|status|verify)
+# and its demo. See docs/offload.md.
+
+# Benchmark knobs: ledger sizes in MiB (the first is the throughput ledger),
+# paired rounds, parts in flight, random seeks per block size, block sizes
+# (MiB) of the seek table.
+BENCH_OFFLOAD_MIB    ?= 1024,2048
+BENCH_OFFLOAD_ROUNDS ?= 3
+BENCH_OFFLOAD_PARTS  ?= 2
+BENCH_OFFLOAD_SEEKS  ?= 16
+BENCH_OFFLOAD_BLOCKS ?= 5,8,16,64
+
+.PHONY: test-offload bench-offload
+
+## test-offload: the pipeline, CLI and end-to-end offload suites (real peers).
+test-offload: deps compat-prepare
+	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 ./offloader/pipeline/ ./offloader/brokeradmin/ ./cmd/offloader/
+	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 -run 'TestOffload|TestBrokerReadsGoOffload' ./test/compat/
+
+## bench-offload: pipeline MB/s vs a raw multipart PUT and Pulsar's offloader on a >= 1 GiB ledger, peak RSS at 1 and 2 GiB, bytes Pulsar's reader fetches per random seek by block size (~15 min).
+bench-offload: deps compat-prepare
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_OFFLOAD_MIB=$(BENCH_OFFLOAD_MIB) TK_BENCH_ROUNDS=$(BENCH_OFFLOAD_ROUNDS) \
+	  TK_BENCH_PARTS=$(BENCH_OFFLOAD_PARTS) TK_BENCH_SEEKS=$(BENCH_OFFLOAD_SEEKS) TK_BENCH_SEEK_BLOCKS=$(BENCH_OFFLOAD_BLOCKS) \
+	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkOffload$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \
+	  | grep -E '^(Benchmark|    bench_test|ok|FAIL|---)' | sed 's/^    bench_test.go:[0-9]*: //'
+
+bench: bench-offload

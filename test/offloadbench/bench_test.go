@@ -1,0 +1,516 @@
+package offloadbench
+
+// make bench-offload
+// go test -run '^$' -bench BenchmarkOffload -benchtime 1x -timeout 60m ./test/offloadbench/
+//
+// On one ≥ 1 GiB ledger written by BookKeeper's Java client to three real
+// bookies (1 MiB entries, E=3 W=2 A=2), in the same run and alternating
+// the order every round:
+//
+//   tierkeeper  the real `offloader offload` process (select .. commit; copy
+//               MB/s from its own step timing, wall time and peak RSS of the
+//               process)
+//   raw         a multipart PUT of the same number of bytes from memory, same
+//               part size and parts in flight (blob.Parts), in a child
+//               process: the store's own speed, the ceiling
+//   pulsar      Pulsar 4.0.8's BlobStoreManagedLedgerOffloader.offload on the
+//               same ledger (Java tool pulsar-offload; its own timing, the
+//               JVM start and NAR load excluded), with its default 64 MiB
+//               blocks
+//
+// then the peak RSS of the offloader at every ledger size (flat?), and, for
+// each block size, what Pulsar's own reader (pulsar-read-offloaded, 1 MiB
+// read buffer as the broker's default) fetches from the store per random
+// seek (a fresh read handle, one entry) and for a full sequential read,
+// counted by a proxy in front of versitygw.
+//
+// Knobs: TK_BENCH_OFFLOAD_MIB (ledger sizes in MiB, default "1024,2048";
+// the first is the throughput ledger), TK_BENCH_ROUNDS (3), TK_BENCH_PARTS
+// (2), TK_BENCH_SEEKS (16), TK_BENCH_SEEK_BLOCKS (block sizes in MiB for
+// the seek table, default "5,8,16,64").
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
+	"github.com/tierkeeper/tierkeeper/offloader/format"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+const rawChildEnv = "TK_OFFLOADBENCH_RAW"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(rawChildEnv) != "" {
+		os.Exit(rawChild())
+	}
+	code := m.Run()
+	testenv.StopSharedS3()
+	os.Exit(code)
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func envInts(name string, def []int) []int {
+	var out []int
+	for _, s := range strings.Split(os.Getenv(name), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return def
+	}
+	return out
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// bench is the set-up shared by the measurements.
+type bench struct {
+	b       *testing.B
+	zk      *testenv.ZooKeeper
+	bk      *testenv.BookKeeperCluster
+	java    *testenv.JavaTools
+	s3      *testenv.S3
+	bucket  string
+	store   string // blob config file
+	bin     string // offloader binary
+	zkc     *tkzk.Session
+	parts   int
+	ledgers map[int]*testenv.WrittenLedger // by size in MiB
+}
+
+func BenchmarkOffload(b *testing.B) {
+	sizes := envInts("TK_BENCH_OFFLOAD_MIB", []int{1024, 2048})
+	rounds := envInt("TK_BENCH_ROUNDS", 3)
+	seeks := envInt("TK_BENCH_SEEKS", 16)
+	seekBlocks := envInts("TK_BENCH_SEEK_BLOCKS", []int{5, 8, 16, 64})
+	be := &bench{b: b, parts: envInt("TK_BENCH_PARTS", 2), ledgers: map[int]*testenv.WrittenLedger{}}
+	be.zk = testenv.StartZooKeeper(b)
+	be.bk = testenv.StartBookiesWith(b, be.zk, 3, testenv.BookieOptions{})
+	be.java = testenv.Java(b)
+	be.java.Timeout = 20 * time.Minute
+	be.s3 = testenv.StartS3(b)
+	be.bucket = be.s3.NewBucket(b)
+	be.store = be.storeFile(be.bucket)
+	be.bin = buildOffloader(b)
+	ctx := context.Background()
+	zs, err := tkzk.Connect(ctx, []string{be.zk.Addr}, tkzk.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer zs.Close()
+	be.zkc = zs
+	for _, mib := range sizes {
+		start := time.Now()
+		m := be.java.WriteLedgers(b, be.bk, testenv.WriteLedgersOptions{BigMiB: mib, Digests: []string{"CRC32C"}})
+		be.ledgers[mib] = &m.Ledgers[0]
+		b.Logf("wrote a %d MiB ledger (%d) with BookKeeper's Java client in %s", mib, m.Ledgers[0].LedgerID, time.Since(start).Round(time.Second))
+	}
+	for i := 0; i < b.N; i++ {
+		be.throughput(ctx, sizes[0], rounds)
+		be.rss(ctx, sizes)
+		be.seekTable(ctx, sizes[0], seekBlocks, seeks)
+	}
+}
+
+// buildOffloader builds cmd/offloader.
+func buildOffloader(b *testing.B) string {
+	p := filepath.Join(b.TempDir(), "offloader")
+	cmd := exec.Command("go", "build", "-o", p, "./cmd/offloader")
+	cmd.Dir = testenv.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return p
+}
+
+func (be *bench) storeFile(bucket string) string {
+	cfg := map[string]any{"type": "s3", "config": map[string]any{
+		"bucket": bucket, "region": be.s3.Region, "endpoint": be.s3.Endpoint, "addressing": "path",
+		"credentials": map[string]any{"source": "static", "access_key_id": be.s3.AccessKey, "secret_access_key": be.s3.SecretKey},
+	}}
+	raw, _ := json.Marshal(cfg)
+	p := filepath.Join(be.b.TempDir(), "store.json")
+	if err := os.WriteFile(p, raw, 0o600); err != nil {
+		be.b.Fatal(err)
+	}
+	return p
+}
+
+// managedLedger (re)writes a managed ledger holding the ledger, closed,
+// and an empty current ledger after it, with no offload context, and
+// returns its topic name.
+func (be *bench) managedLedger(l *testenv.WrittenLedger) string {
+	ml := fmt.Sprintf("bench/offload/persistent/ledger-%d", l.LedgerID)
+	info := &mlproto.ManagedLedgerInfo{LedgerInfo: []*mlproto.ManagedLedgerInfo_LedgerInfo{
+		{LedgerId: proto.Int64(l.LedgerID), Entries: proto.Int64(l.LastEntryID + 1), Size: proto.Int64(l.Length), Timestamp: proto.Int64(time.Now().UnixMilli())},
+		{LedgerId: proto.Int64(l.LedgerID + 1_000_000), Timestamp: proto.Int64(0)},
+	}}
+	data, err := mlmeta.Encode(info, mlmeta.EncodeOptions{})
+	if err != nil {
+		be.b.Fatal(err)
+	}
+	p := mlmeta.Path(ml)
+	if _, st, err := be.zkc.Conn.Get(p); err == nil {
+		if _, err := be.zkc.Conn.Set(p, data, st.Version); err != nil {
+			be.b.Fatal(err)
+		}
+	} else {
+		testenv.CreatePath(be.b, be.zkc.Conn, p, data)
+	}
+	return "persistent://bench/offload/ledger-" + strconv.FormatInt(l.LedgerID, 10)
+}
+
+// tkResult is one offloader run.
+type tkResult struct {
+	uuid        uuid.UUID
+	objectBytes int64
+	copySeconds float64
+	wall        float64
+	maxRSS      int64
+}
+
+// offload runs `offloader offload` on a fresh managed ledger of l.
+func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB int) tkResult {
+	topic := be.managedLedger(l)
+	args := []string{"offload", "-o", "json", "--zk", be.zk.Addr, "--store", be.store, "--parts-in-flight", strconv.Itoa(be.parts), topic}
+	if blockMiB > 0 {
+		args = append(args, "--block-size", fmt.Sprintf("%dMiB", blockMiB))
+	}
+	cmd := exec.CommandContext(ctx, be.bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		be.b.Fatalf("offloader: %v\n%s", err, errb.String())
+	}
+	wall := time.Since(start).Seconds()
+	var doc struct {
+		ManagedLedgers []struct {
+			Ledgers []struct {
+				UUID        string             `json:"uuid"`
+				ObjectBytes int64              `json:"objectBytes"`
+				Steps       map[string]float64 `json:"stepSeconds"`
+			} `json:"ledgers"`
+		} `json:"managedLedgers"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.ManagedLedgers) != 1 || len(doc.ManagedLedgers[0].Ledgers) != 1 {
+		be.b.Fatalf("offloader output: %v %s", err, out.String())
+	}
+	l0 := doc.ManagedLedgers[0].Ledgers[0]
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return tkResult{uuid: uuid.MustParse(l0.UUID), objectBytes: l0.ObjectBytes, copySeconds: l0.Steps["copy"], wall: wall, maxRSS: ru.Maxrss << 10}
+}
+
+// deleteObjects removes an attempt's objects (keeps the bucket small).
+func (be *bench) deleteObjects(ctx context.Context, id uuid.UUID, ledgerID int64) {
+	for _, k := range []string{format.DataKey(id, ledgerID), format.IndexKey(id, ledgerID)} {
+		_, _ = be.s3.Client().DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(be.bucket), Key: aws.String(k)})
+	}
+}
+
+// raw runs the raw multipart baseline in a child process.
+func (be *bench) raw(size int64, part int) (seconds float64, maxRSS int64) {
+	cfg, _ := json.Marshal(rawConfig{Endpoint: be.s3.Endpoint, Region: be.s3.Region, AccessKey: be.s3.AccessKey, SecretKey: be.s3.SecretKey,
+		Bucket: be.bucket, Bytes: size, Part: part, Parts: be.parts})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), rawChildEnv+"="+string(cfg))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		be.b.Fatalf("raw child: %v\n%s", err, errb.String())
+	}
+	var r struct {
+		Seconds float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &r); err != nil {
+		be.b.Fatalf("raw child output %q: %v", out.String(), err)
+	}
+	return r.Seconds, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+}
+
+// pulsar runs Pulsar's own offloader on the ledger (its default 64 MiB
+// blocks) and returns its offload seconds.
+func (be *bench) pulsar(ctx context.Context, l *testenv.WrittenLedger) float64 {
+	var r struct {
+		Seconds float64 `json:"seconds"`
+		UUID    string  `json:"uuid"`
+	}
+	args := append([]string{"--metadata-uri", be.bk.MetadataServiceURI(), "--ledger", strconv.FormatInt(l.LedgerID, 10), "--timeout-seconds", "1200"},
+		testenv.S3Args(be.s3, be.bucket)...)
+	if err := be.java.RunJSON(ctx, &r, "pulsar-offload", args...); err != nil {
+		be.b.Fatal(err)
+	}
+	be.deleteObjects(ctx, uuid.MustParse(r.UUID), l.LedgerID)
+	return r.Seconds
+}
+
+func mbps(bytes int64, seconds float64) float64 { return float64(bytes) / 1e6 / max(seconds, 1e-9) }
+
+func (be *bench) throughput(ctx context.Context, mib, rounds int) {
+	b := be.b
+	l := be.ledgers[mib]
+	b.Logf("throughput on the %d MiB ledger, %d rounds, order rotated every round; load before: %s", mib, rounds, loadavg())
+	// A warm-up run reads the ledger once (every command then meets the
+	// same bookie caches) and gives the data object's size for the raw
+	// baseline.
+	warm := be.offload(ctx, l, 0)
+	be.deleteObjects(ctx, warm.uuid, l.LedgerID)
+	var tks, tkWalls, raws, pulsars, rawRatio, pulsarRatio []float64
+	for r := 0; r < rounds; r++ {
+		var tk tkResult
+		var rawS, pulS float64
+		steps := []func(){
+			func() { tk = be.offload(ctx, l, 0); be.deleteObjects(ctx, tk.uuid, l.LedgerID) },
+			func() { rawS, _ = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) },
+			func() { pulS = be.pulsar(ctx, l) },
+		}
+		for i := range steps {
+			steps[(i+r)%len(steps)]()
+		}
+		tkm, rawm, pulm := mbps(l.Length, tk.copySeconds), mbps(tk.objectBytes, rawS), mbps(l.Length, pulS)
+		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs), raw multipart %.1f MB/s (%.2fs), Pulsar offloader %.1f MB/s (%.2fs); load %s",
+			r+1, tkm, tk.copySeconds, tk.wall, rawm, rawS, pulm, pulS, loadavg())
+		tks, tkWalls, raws, pulsars = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm)
+		rawRatio, pulsarRatio = append(rawRatio, tkm/rawm), append(pulsarRatio, tkm/pulm)
+	}
+	b.ReportMetric(median(tks), "tk-copy-MB/s")
+	b.ReportMetric(median(raws), "raw-MB/s")
+	b.ReportMetric(median(pulsars), "pulsar-MB/s")
+	b.ReportMetric(median(rawRatio), "tk/raw")
+	b.ReportMetric(median(pulsarRatio), "tk/pulsar")
+	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; Pulsar %.1f MB/s; tierkeeper/raw %.2f (goal >= 0.9), tierkeeper/Pulsar %.2f (goal >= 2)",
+		rounds, median(tks), median(tkWalls), median(raws), median(pulsars), median(rawRatio), median(pulsarRatio))
+}
+
+func (be *bench) rss(ctx context.Context, sizes []int) {
+	b := be.b
+	bound := int64(be.parts+2)*int64(pipeline.DefaultBlockSize) + 64<<20
+	var parts []string
+	var peak int64
+	for _, mib := range sizes {
+		l := be.ledgers[mib]
+		tk := be.offload(ctx, l, 0)
+		be.deleteObjects(ctx, tk.uuid, l.LedgerID)
+		peak = max(peak, tk.maxRSS)
+		parts = append(parts, fmt.Sprintf("%d MiB: %d MiB", mib, tk.maxRSS>>20))
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
+	b.Logf("RESULT peak RSS of the offloader process (block %d MiB, %d parts in flight): %s; bound (parts+2) x block + 64 MiB = %d MiB",
+		pipeline.DefaultBlockSize>>20, be.parts, strings.Join(parts, ", "), bound>>20)
+}
+
+// counter is a reverse proxy in front of versitygw that counts the bytes
+// of GET answers: index objects and data objects apart.
+type counter struct {
+	data, index, gets atomic.Int64
+}
+
+func (c *counter) proxy(target string) *httptest.Server {
+	u, _ := url.Parse(target)
+	rp := httputil.NewSingleHostReverseProxy(u) // keeps the signed Host header
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.Method == http.MethodGet {
+			c.gets.Add(1)
+			n := &c.data
+			if strings.HasSuffix(resp.Request.URL.Path, "-index") {
+				n = &c.index
+			}
+			resp.Body = &countingBody{ReadCloser: resp.Body, n: n}
+		}
+		return nil
+	}
+	return httptest.NewServer(rp)
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	k, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(k))
+	return k, err
+}
+
+func (be *bench) seekTable(ctx context.Context, mib int, blocks []int, seeks int) {
+	b := be.b
+	l := be.ledgers[mib]
+	var c counter
+	px := c.proxy(be.s3.Endpoint)
+	defer px.Close()
+	s3args := []string{"--s3-endpoint", px.URL, "--bucket", be.bucket, "--access-key", be.s3.AccessKey, "--secret-key", be.s3.SecretKey, "--region", be.s3.Region}
+	type row struct {
+		block               int
+		perSeek, seqBytes   float64
+		seekSec, seqSeconds float64
+	}
+	var rows []row
+	for _, bm := range blocks {
+		tk := be.offload(ctx, l, bm)
+		base := []string{"--ledger", strconv.FormatInt(l.LedgerID, 10), "--uuid", tk.uuid.String()}
+		c.data.Store(0)
+		c.index.Store(0)
+		var rnd struct {
+			Seeks []struct {
+				Seconds float64 `json:"seconds"`
+			} `json:"seeks"`
+		}
+		if err := be.java.RunJSON(ctx, &rnd, "pulsar-read-offloaded", append(append(base, "--random", strconv.Itoa(seeks), "--seed", "7"), s3args...)...); err != nil {
+			b.Fatal(err)
+		}
+		var secs []float64
+		for _, s := range rnd.Seeks {
+			secs = append(secs, s.Seconds)
+		}
+		perSeek := float64(c.data.Load()) / float64(len(rnd.Seeks))
+		c.data.Store(0)
+		var seq struct {
+			TotalBytes int64 `json:"totalBytes"`
+		}
+		start := time.Now()
+		if err := be.java.RunJSON(ctx, &seq, "pulsar-read-offloaded", append(append(base, "--batch", "50"), s3args...)...); err != nil {
+			b.Fatal(err)
+		}
+		seqWall := time.Since(start).Seconds()
+		if seq.TotalBytes != l.Length {
+			b.Fatalf("sequential read of %d bytes, the ledger has %d", seq.TotalBytes, l.Length)
+		}
+		rows = append(rows, row{block: bm, perSeek: perSeek, seqBytes: float64(c.data.Load()), seekSec: median(secs), seqSeconds: seqWall})
+		be.deleteObjects(ctx, tk.uuid, l.LedgerID)
+		b.Logf("block %2d MiB: %.1f MiB fetched per random seek (median seek %.0f ms), sequential read fetched %.0f MiB in %.1fs; load %s",
+			bm, perSeek/(1<<20), median(secs)*1000, float64(c.data.Load())/(1<<20), seqWall, loadavg())
+	}
+	var ref row
+	for _, r := range rows {
+		if r.block == 64 {
+			ref = r
+		}
+	}
+	for _, r := range rows {
+		if ref.perSeek > 0 {
+			b.Logf("RESULT block %2d MiB: %.2f MiB per seek (%.1fx fewer than 64 MiB), sequential read %.2fx the time of 64 MiB blocks",
+				r.block, r.perSeek/(1<<20), ref.perSeek/r.perSeek, r.seqSeconds/ref.seqSeconds)
+		}
+	}
+}
+
+// rawConfig is the raw baseline's job, passed to the child as JSON.
+type rawConfig struct {
+	Endpoint, Region, AccessKey, SecretKey, Bucket string
+	Bytes                                          int64
+	Part, Parts                                    int
+}
+
+// rawChild uploads Bytes bytes as one multipart object with Parts parts in
+// flight, each buffer filled by copying from memory (the raw counterpart of
+// the encoder's copy), and prints the seconds.
+func rawChild() int {
+	var c rawConfig
+	if err := json.Unmarshal([]byte(os.Getenv(rawChildEnv)), &c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx := context.Background()
+	cfg := s3store.DefaultConfig()
+	cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = c.Bucket, c.Region, c.Endpoint, "path"
+	cfg.Credentials.Source, cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey = s3store.SourceStatic, c.AccessKey, blob.Secret(c.SecretKey)
+	st, err := s3store.New(ctx, cfg, s3store.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	src := make([]byte, 8<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range src {
+		src[i] = byte(rng.Uint32())
+	}
+	key := "raw-" + uuid.NewString()
+	pool := format.NewPool(c.Part, c.Parts+1)
+	start := time.Now()
+	up, err := blob.StartParts(ctx, st, key, blob.PutOptions{ContentType: "application/octet-stream"}, blob.PartsOptions{InFlight: c.Parts})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	part := 0
+	for off := int64(0); off < c.Bytes; off += int64(c.Part) {
+		n := int(min(int64(c.Part), c.Bytes-off))
+		buf, err := pool.Get(ctx, n)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		for p := 0; p < n; {
+			p += copy(buf[p:], src[(off+int64(p))%int64(len(src)):])
+		}
+		part++
+		if err := up.Send(ctx, part, buf, func() { pool.Put(buf) }); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	if _, err := up.Complete(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	secs := time.Since(start).Seconds()
+	_ = st.Delete(ctx, key)
+	fmt.Printf(`{"seconds": %f}`+"\n", secs)
+	return 0
+}
