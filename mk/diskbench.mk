@@ -20,14 +20,14 @@ JOURNAL_ROUNDS   ?= 3
 JOURNAL_DURATION ?= 5s
 JOURNAL_CASES    ?= 1x4k,1x64k,2x4k,2x64k,4x4k,4x64k
 
-.PHONY: diskbench-bin test-diskbench bench-fio bench-diskbench bench-journal
+.PHONY: diskbench-bin demo-diskbench test-diskbench bench-fio bench-diskbench bench-journal
 
 diskbench-bin:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/diskbench ./cmd/diskbench
 
-## demo: a short diskbench sweep (≤ $(DEMO_BUDGET), ≤ min(2 GiB, 10% free)) of a temp dir on the local disk; table on stdout, chart in bin/diskbench-demo.svg.
-demo: diskbench-bin
+## demo-diskbench: a short diskbench sweep (≤ $(DEMO_BUDGET), ≤ min(2 GiB, 10% free)) of a temp dir on the local disk; table on stdout, chart in bin/diskbench-demo.svg.
+demo-diskbench: diskbench-bin
 	@mkdir -p $(DISKBENCH_DIR)
 	@d=$$(mktemp -d $(DISKBENCH_DIR)/demo.XXXXXX) && trap 'rmdir "$$d"' EXIT && \
 	  $(BIN)/diskbench sweep --dir "$$d" --time-budget $(DEMO_BUDGET) --svg $(DEMO_SVG)

@@ -12,6 +12,10 @@ BENCH_OFFLOAD_BLOCKS ?= 5,8,16,64
 
 .PHONY: test-offload bench-offload
 
+## demo: the main job on 127.0.0.1: ZooKeeper, 3 bookies, versitygw and a stock Pulsar broker; messages produced, closed ledgers offloaded (progress bars), all read back through the broker, a report (< 3 min after make deps).
+demo: deps compat-prepare build
+	@$(GO) run ./test/demo --offloader $(BIN)/offloader
+
 ## test-offload: the pipeline, CLI and end-to-end offload suites (real peers).
 test-offload: deps compat-prepare
 	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 ./offloader/pipeline/ ./offloader/brokeradmin/ ./cmd/offloader/

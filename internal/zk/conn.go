@@ -195,6 +195,9 @@ func (s *Session) watch(events <-chan gozk.Event) {
 			}
 			switch ev.State {
 			case gozk.StateDisconnected:
+				if s.Err() != nil {
+					continue // Close (or a loss already reported) disconnects
+				}
 				if timer == nil {
 					timeout = s.SessionTimeout()
 					s.log.Warn("zookeeper disconnected; session lost unless reconnected in time", "servers", s.servers, "within", timeout)
