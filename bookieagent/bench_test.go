@@ -313,7 +313,7 @@ func TestBenchLiveBookieUsesScratch(t *testing.T) {
 				t.Errorf("scratch dir %s not created: %v", plan.Dir, err)
 			}
 			// A unit test's budget: short real runs.
-			plan.Duration, plan.Warmup, plan.Settle = 300*time.Millisecond, 200*time.Millisecond, nil
+			plan.Duration, plan.Warmup, plan.Settle = time.Second, 300*time.Millisecond, nil
 			plan.MaxBytes = min(plan.MaxBytes, 24*MiB)
 			if plan.EntryLog != nil {
 				plan.EntryLog.FileSize = 24 * MiB
@@ -321,7 +321,7 @@ func TestBenchLiveBookieUsesScratch(t *testing.T) {
 			if plan.RandRead != nil {
 				plan.RandRead.FileSize = 16 * MiB
 			}
-			plan.TimeBudget = 3 * time.Second
+			plan.TimeBudget = 4 * time.Second
 			return diskbench.Sweep(ctx, plan)
 		}})
 	if err != nil {

@@ -109,6 +109,9 @@ func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n 
 	}
 	b, hasBase := by[base]
 	switch {
+	case cand == base && best != base:
+		return base, fmt.Sprintf("the fastest, N=%d at %s, does not clearly beat N=%d at %s by >%.0f%%: the evidence does not separate them, N=%d kept",
+			best, by[best].describe(), base, by[base].describe(), (gain-1)*100, base)
 	case cand == base:
 		return base, ""
 	case !hasBase:
