@@ -224,3 +224,33 @@ func TestClusterBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestRecommendInputCPUsAndNoMemory: with --input, --cpus overrides the
+// recorded count and says so (issue 10: ignored without a word); without
+// any direct-memory size the recommendation is still given, the cache
+// sizes name what they need (issue 10: recommend refused to run).
+func TestRecommendInputCPUsAndNoMemory(t *testing.T) {
+	profile := "../../bookieagent/testdata/profiles/vm-virtio-recorded.json"
+	out, errOut, err := runCLI(t, map[string]string{"BOOKIE_MEM": "", "PULSAR_MEM": ""}, "recommend", "--input", profile, "--cpus", "16", "--format", "conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "--cpus 16 overrides the 2 CPUs recorded") || !strings.Contains(out, "16 CPUs (--cpus") {
+		t.Errorf("--cpus with --input: stderr %q\n%s", errOut, out)
+	}
+	_, errOut, err = runCLI(t, nil, "recommend", "--input", profile, "--format", "conf")
+	if err != nil || !strings.Contains(errOut, "using the 2 CPUs recorded") {
+		t.Errorf("without --cpus: %v, stderr %q", err, errOut)
+	}
+	b, _ := os.ReadFile(profile)
+	var in bookieagent.Input
+	json.Unmarshal(b, &in)
+	in.DirectMemoryBytes, in.DirectMemorySource = 0, ""
+	noMem := filepath.Join(t.TempDir(), "nomem.json")
+	b, _ = json.Marshal(in)
+	os.WriteFile(noMem, b, 0o644)
+	out, _, err = runCLI(t, map[string]string{"BOOKIE_MEM": "", "PULSAR_MEM": ""}, "recommend", "--input", noMem, "-q")
+	if err != nil || !strings.Contains(out, "# dbStorage_writeCacheMaxSizeMb= (needs") || !strings.Contains(out, "\njournalDirectories=") {
+		t.Errorf("no direct memory: %v\n%s", err, out)
+	}
+}
