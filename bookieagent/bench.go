@@ -288,10 +288,10 @@ type benchPoint struct {
 	inFlight     int
 	// entry log / random reads
 	blockSize int64
-	// rate is the expected bytes/s (from the probe); warm the expected
-	// warm-up.
-	rate float64
-	warm time.Duration
+	// rate is the expected sustained bytes/s (from the probe), burst the
+	// probe's first seconds; warm the expected warm-up.
+	rate, burst float64
+	warm        time.Duration
 }
 
 // cost is the expected wall time of one run at measurement m.
@@ -304,6 +304,16 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 		return time.Second + m + runOverhead + time.Duration(randReadFile/150_000_000)*time.Second
 	}
 	return w + m + runOverhead
+}
+
+// share is the byte budget one run may spend: enough for a burst as fast
+// as the probe's through the whole warm-up cap and 1.5 × the expected
+// rate while measured, at least 2.5 × the expected bytes — a run stopped
+// by its share has not run past the burst.
+func (pt benchPoint) share(m, warmCap time.Duration) int64 {
+	b := int64(2.5 * float64(pt.bytes(m)))
+	b = max(b, int64(max(pt.burst, pt.rate)*warmCap.Seconds()+1.5*pt.rate*m.Seconds()))
+	return max(minRunBytes, b)
 }
 
 // bytes is the expected bytes of one run at measurement m.
@@ -326,14 +336,16 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 		label := func(s string) string { return fmt.Sprintf("%s %s: %s", d.Role, d.Disk.Dir, s) }
 		switch d.Role {
 		case RoleJournal:
-			jr, jw := 0.0, time.Duration(0)
+			jr, jb, jw := 0.0, 0.0, time.Duration(0)
 			if r, ok := probe[i]; ok {
-				jr = r.BytesPerSec
+				jr, jb = r.BytesPerSec, burstOf(r)
 				jw = time.Duration(r.WarmupSec * float64(time.Second))
 			}
 			j := func(name string, tier, writers int, th, buf int64, inFlight int) benchPoint {
+				// More journals rarely more than double one journal's rate
+				// on one device (fdatasync-bound); the share allows for more.
 				return benchPoint{name: label(name), disk: i, kind: kindJournal, tier: tier, writers: writers,
-					thresholdKiB: th, bufferKiB: buf, inFlight: inFlight, rate: jr * float64(writers), warm: jw}
+					thresholdKiB: th, bufferKiB: buf, inFlight: inFlight, rate: jr * float64(min(writers, 2)), burst: jb * float64(writers), warm: jw}
 			}
 			pr := j("journals 1 × 64KiB entries, Pulsar's journal settings", 1, 1, 0, 0, 0)
 			pr.probe = true
@@ -347,15 +359,15 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 				j("journalBufferedWritesThreshold 1MiB, journalWriteBufferSizeKB 1024", 3, 1, 1024, 1024, journalDeepInFlight),
 			)
 		case RoleLedger:
-			er, ew := 0.0, time.Duration(0)
+			er, eb, ew := 0.0, 0.0, time.Duration(0)
 			if r, ok := probe[i]; ok {
-				er = r.BytesPerSec
+				er, eb = r.BytesPerSec, burstOf(r)
 				// After the probe the disk is past its burst; later runs
 				// follow each other closely, so they settle faster.
 				ew = min(max(time.Duration(r.WarmupSec*float64(time.Second))/2, 2*settleWindow*time.Second), 30*time.Second)
 			}
 			e := func(name string, tier, writers int, bs int64) benchPoint {
-				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: er, warm: ew}
+				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: er, burst: eb, warm: ew}
 			}
 			pr := e("entry log 1 writer × 1MiB writes", 1, 1, MiB)
 			pr.probe = true
@@ -373,12 +385,13 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 	for i, j := range p.Disks {
 		for k, l := range p.Disks {
 			if j.Role == RoleJournal && l.Role == RoleLedger && sameDevice(j.Disk, l.Disk) {
-				jr := 0.0
+				lr, lb, lw := 0.0, 0.0, time.Duration(0)
 				if r, ok := probe[k]; ok {
-					jr = r.BytesPerSec
+					lr, lb = r.BytesPerSec, burstOf(r)
+					lw = min(max(time.Duration(r.WarmupSec*float64(time.Second))/2, 2*settleWindow*time.Second), 30*time.Second)
 				}
 				out = append(out, benchPoint{name: fmt.Sprintf("journal %s + ledger %s (shared device %s): 1 journal and 1 entry-log writer at once", j.Disk.Dir, l.Disk.Dir, j.Disk.Device.Disk),
-					disk: i, disk2: k, kind: kindMixed, tier: 1, writers: 1, blockSize: MiB, rate: jr})
+					disk: i, disk2: k, kind: kindMixed, tier: 1, writers: 1, blockSize: MiB, rate: lr, burst: lb, warm: lw})
 			}
 		}
 	}
@@ -501,10 +514,20 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 		if rounds > 1 {
 			name = fmt.Sprintf("%s, round %d/%d", pt.name, round, rounds)
 		}
-		share := max(minRunBytes, int64(float64(pt.bytes(m))*1.5))
+		share := pt.share(m, warmCap)
+		if pt.probe {
+			// Nothing is known yet: up to an eighth of the budget per disk.
+			share = max(share, p.o.MaxBytes/int64(8*len(p.Disks)))
+		}
 		mu.Lock()
 		share = min(share, bytesLeft)
 		mu.Unlock()
+		// Never more than the disk can hold beside diskbench's reserve.
+		for _, di := range []int{pt.disk, pt.disk2} {
+			if free := int64(p.Disks[di].FreeBytes) - diskbench.ReserveBytes - GiB; pt.kind == kindMixed || di == pt.disk {
+				share = min(share, max(minRunBytes, free))
+			}
+		}
 		if left := time.Until(deadline); left < pt.cost(m)/2 || share < minRunBytes {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped %s: budget spent", name))
 			return nil
@@ -581,8 +604,9 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 			if r > n || (pt.probe && r == 1) {
 				continue
 			}
+			// Twice the expected warm-up, within a tenth of the budget.
 			warmCap := pt.cost(m) - m - runOverhead
-			warmCap = max(2*warmCap, 2*settleWindow*time.Second)
+			warmCap = max(min(2*warmCap, p.o.TimeBudget/10), 2*settleWindow*time.Second)
 			if err := run(pt, m, warmCap, r, n); err != nil {
 				return res, err
 			}
@@ -671,6 +695,15 @@ func (p *PreparedBench) progress(name string) diskbench.ProgressFunc {
 		return nil
 	}
 	return func(ev diskbench.ProgressEvent) { p.o.Progress(name, ev) }
+}
+
+// burstOf is the probe's burst rate: its warm-up's first seconds, or its
+// measured rate.
+func burstOf(r diskbench.Result) float64 {
+	if r.Settle != nil {
+		return max(r.Settle.BurstBytesPerSec, r.BytesPerSec)
+	}
+	return r.BytesPerSec
 }
 
 // checkNoNewBookie fails when a directory that held no bookie data at the
