@@ -70,26 +70,15 @@ func goOffload(t *testing.T, ctx context.Context, topic string, store blob.Store
 // topic, internalStats (its in-memory view).
 func checkOffloaded(t *testing.T, ctx context.Context, b *testenv.Broker, topic string, ids []int64, stats bool) {
 	t.Helper()
-	want := map[int64]bool{}
-	for _, id := range ids {
-		want[id] = true
-	}
 	info, err := b.InternalInfo(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	stored := map[int64]bool{}
 	for _, l := range info.Ledgers {
-		if l.IsOffloaded != want[l.LedgerID] {
-			t.Fatalf("internal-info: ledger %d isOffloaded %v, want %v", l.LedgerID, l.IsOffloaded, want[l.LedgerID])
-		}
-		if l.IsOffloaded {
-			n++
-		}
+		stored[l.LedgerID] = l.IsOffloaded
 	}
-	if n != len(ids) {
-		t.Fatalf("internal-info lists %d offloaded ledgers, want %d (%v)", n, len(ids), ids)
-	}
+	sameOffloaded(t, "internal-info", stored, ids)
 	if !stats {
 		return
 	}
@@ -97,17 +86,28 @@ func checkOffloaded(t *testing.T, ctx context.Context, b *testenv.Broker, topic 
 	if err != nil {
 		t.Fatal(err)
 	}
-	n = 0
+	mem := map[int64]bool{}
 	for _, l := range st.Ledgers {
-		if l.Offloaded != want[l.LedgerID] {
-			t.Fatalf("internalStats: ledger %d offloaded %v, want %v", l.LedgerID, l.Offloaded, want[l.LedgerID])
-		}
-		if l.Offloaded {
-			n++
+		mem[l.LedgerID] = l.Offloaded
+	}
+	sameOffloaded(t, "internalStats", mem, ids)
+}
+
+// sameOffloaded checks that exactly the ledgers ids are offloaded in got
+// (ledger id → offloaded), and that got lists them all.
+func sameOffloaded(t *testing.T, what string, got map[int64]bool, ids []int64) {
+	t.Helper()
+	want := map[int64]bool{}
+	for _, id := range ids {
+		want[id] = true
+		if _, ok := got[id]; !ok {
+			t.Fatalf("%s does not list ledger %d", what, id)
 		}
 	}
-	if n != len(ids) {
-		t.Fatalf("internalStats lists %d offloaded ledgers, want %d", n, len(ids))
+	for id, off := range got {
+		if off != want[id] {
+			t.Fatalf("%s: ledger %d offloaded %v, want %v", what, id, off, want[id])
+		}
 	}
 }
 

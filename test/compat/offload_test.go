@@ -74,7 +74,7 @@ type offloadBroker struct {
 	store  string // blob config file for the offloader
 }
 
-// It is the package's sharedBroker (same configuration: aws-s3 on
+// sharedOffloadBroker is the package's sharedBroker (same configuration: aws-s3 on
 // brokerBucket, deletion lag never): a cluster has one running broker at a
 // time, a second one would split the namespace bundles with it.
 func sharedOffloadBroker(t testing.TB) *offloadBroker {

@@ -336,10 +336,7 @@ func (c *BookKeeperCluster) startAll(t testing.TB, idx []int) error {
 		c.mu.Lock()
 		bk := c.bookies[i]
 		bk.gen++
-		name := fmt.Sprintf("bookie%d", i)
-		if bk.gen > 1 {
-			name = fmt.Sprintf("bookie%d-%d", i, bk.gen)
-		}
+		name := generationName(fmt.Sprintf("bookie%d", i), bk.gen)
 		c.mu.Unlock()
 		opts := append(JVMOptions(c.opts.Heap, true), "-XX:MaxDirectMemorySize="+c.opts.DirectMemory, "-Dtk.loglevel=INFO")
 		cds, done := c.build.CDS("bookie")

@@ -356,10 +356,7 @@ func (br *Broker) start(t testing.TB) error {
 	t.Helper()
 	br.mu.Lock()
 	br.gen++
-	name := "broker"
-	if br.gen > 1 {
-		name = fmt.Sprintf("broker-%d", br.gen)
-	}
+	name := generationName("broker", br.gen)
 	br.mu.Unlock()
 	opts := br.jvmOptions()
 	cds, done := br.build.CDS(brokerCDSRole)
@@ -615,6 +612,15 @@ func (br *Broker) topicCall(ctx context.Context, method, topic, suffix string, b
 	return br.AdminDo(ctx, method, p+suffix, body, out)
 }
 
+// topicGet GETs a topic's admin path suffix and decodes the answer as T.
+func topicGet[T any](ctx context.Context, br *Broker, topic, suffix string) (*T, error) {
+	var v T
+	if _, err := br.topicCall(ctx, http.MethodGet, topic, suffix, nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // Unload closes the topic on the broker (all partitions of a partitioned
 // topic); the next client reopens it from the stored metadata.
 func (br *Broker) Unload(ctx context.Context, topic string) error {
@@ -664,11 +670,7 @@ type InternalInfoLedger struct {
 // InternalInfo returns the stored managed-ledger info of a (non-partitioned
 // or partition) topic.
 func (br *Broker) InternalInfo(ctx context.Context, topic string) (*InternalInfo, error) {
-	var v InternalInfo
-	if _, err := br.topicCall(ctx, http.MethodGet, topic, "/internal-info", nil, &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return topicGet[InternalInfo](ctx, br, topic, "/internal-info")
 }
 
 // InternalStats is GET .../internalStats: the broker's in-memory view of
@@ -697,11 +699,7 @@ type InternalStatsLedger struct {
 // InternalStats returns the broker's internal stats of a (non-partitioned
 // or partition) topic.
 func (br *Broker) InternalStats(ctx context.Context, topic string) (*InternalStats, error) {
-	var v InternalStats
-	if _, err := br.topicCall(ctx, http.MethodGet, topic, "/internalStats", nil, &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return topicGet[InternalStats](ctx, br, topic, "/internalStats")
 }
 
 // OffloadPrefix asks the broker's own offloader to offload every closed
@@ -720,9 +718,5 @@ type OffloadStatus struct {
 
 // OffloadStatus returns the state of the broker's last offload of topic.
 func (br *Broker) OffloadStatus(ctx context.Context, topic string) (*OffloadStatus, error) {
-	var v OffloadStatus
-	if _, err := br.topicCall(ctx, http.MethodGet, topic, "/offload", nil, &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return topicGet[OffloadStatus](ctx, br, topic, "/offload")
 }

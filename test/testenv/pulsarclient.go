@@ -91,19 +91,27 @@ func (o ProduceOptions) args() []string {
 	if o.FirstIndex != 0 {
 		a = append(a, "--first-index", strconv.FormatInt(o.FirstIndex, 10))
 	}
-	if len(o.Sizes) > 0 {
-		s := make([]string, len(o.Sizes))
-		for i, n := range o.Sizes {
-			s[i] = strconv.Itoa(n)
-		}
-		a = append(a, "--sizes", strings.Join(s, ","))
-	} else if o.Size > 0 {
-		a = append(a, "--size", strconv.Itoa(o.Size))
-	}
+	a = append(a, sizeArgs(o.Size, o.Sizes)...)
 	if o.Batch {
 		a = append(a, "--batch")
 	}
 	return append(a, o.Extra...)
+}
+
+// sizeArgs are the tool's payload size flags: --sizes a,b,.. (cycled) when
+// sizes is set, else --size N when size > 0.
+func sizeArgs(size int, sizes []int) []string {
+	if len(sizes) > 0 {
+		s := make([]string, len(sizes))
+		for i, n := range sizes {
+			s[i] = strconv.Itoa(n)
+		}
+		return []string{"--sizes", strings.Join(s, ",")}
+	}
+	if size > 0 {
+		return []string{"--size", strconv.Itoa(size)}
+	}
+	return nil
 }
 
 // Produce sends messages to topic on b with Pulsar's Java client and waits
@@ -218,15 +226,7 @@ func (j *JavaTools) StartProducer(t testing.TB, b *Broker, topic string, o KeepP
 	if o.Seed != 0 {
 		a = append(a, "--seed", strconv.FormatInt(o.Seed, 10))
 	}
-	if len(o.Sizes) > 0 {
-		s := make([]string, len(o.Sizes))
-		for i, n := range o.Sizes {
-			s[i] = strconv.Itoa(n)
-		}
-		a = append(a, "--sizes", strings.Join(s, ","))
-	} else if o.Size > 0 {
-		a = append(a, "--size", strconv.Itoa(o.Size))
-	}
+	a = append(a, sizeArgs(o.Size, o.Sizes)...)
 	maxDur := o.MaxDuration
 	if maxDur <= 0 {
 		maxDur = 10 * time.Minute

@@ -109,6 +109,15 @@ func freePort() (int, error) {
 	return 0, errors.New("free port: 100 tries gave ports already handed out")
 }
 
+// generationName names the log of a server's gen-th process: "name" for
+// the first, "name-2", "name-3"... for restarts.
+func generationName(name string, gen int) string {
+	if gen > 1 {
+		return fmt.Sprintf("%s-%d", name, gen)
+	}
+	return name
+}
+
 // Process is a child process started by Start. Its combined output goes to
 // LogPath; the log tail is printed when the test fails.
 type Process struct {

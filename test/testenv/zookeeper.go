@@ -101,10 +101,7 @@ func (z *ZooKeeper) start(t testing.TB) error {
 	t.Helper()
 	z.mu.Lock()
 	z.gen++
-	name := "zookeeper"
-	if z.gen > 1 {
-		name = fmt.Sprintf("zookeeper-%d", z.gen)
-	}
+	name := generationName("zookeeper", z.gen)
 	z.mu.Unlock()
 	opts := append(JVMOptions(z.heap, true),
 		"-Dzookeeper.admin.enableServer=false",
