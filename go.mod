@@ -21,6 +21,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	github.com/tencentyun/cos-go-sdk-v5 v0.7.70
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/sync v0.22.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
 	golang.org/x/time v0.16.0

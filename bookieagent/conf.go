@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/tierkeeper/tierkeeper/internal/suggest"
 )
 
 // ErrBadConf is returned for a bookkeeper.conf or RocksDB options file
@@ -146,46 +148,22 @@ func knownKey(k string) bool {
 // suggestKey returns the known key closest to k (case-insensitively, at
 // most 3 edits), or "".
 func suggestKey(k string) string {
-	best, bestD := "", 4
-	lk := strings.ToLower(k)
-	for _, set := range [][]string{pulsarConfKeys, bookkeeperKeys} {
-		for _, c := range set {
-			if d := editDistance(lk, strings.ToLower(c), bestD); d < bestD {
-				best, bestD = c, d
-			}
+	lower := func(ks []string) []string {
+		out := make([]string, len(ks))
+		for i, c := range ks {
+			out[i] = strings.ToLower(c)
 		}
+		return out
 	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, or limit when it
-// is at least limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d >= limit || -d >= limit {
-		return limit
+	pk, bk := lower(pulsarConfKeys), lower(bookkeeperKeys)
+	best, d := suggest.Closest(strings.ToLower(k), pk, bk)
+	if d < 0 || d > 3 {
+		return ""
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	if i := slices.Index(pk, best); i >= 0 {
+		return pulsarConfKeys[i]
 	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		low := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			low = min(low, cur[j])
-		}
-		if low >= limit {
-			return limit
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], limit)
+	return bookkeeperKeys[slices.Index(bk, best)]
 }
 
 // RocksConf is a parsed RocksDB options file (entry_location_rocksdb.conf):

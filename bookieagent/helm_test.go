@@ -18,14 +18,8 @@ import (
 // directory keys from bookkeeper.volumes, then bookkeeper.configData. A key
 // present twice is an error, as the rendered YAML would hold it twice.
 func chartBookieConfigMap(v HelmValues) (map[string]string, error) {
-	data := map[string]string{}
-	var dup []string
-	set := func(k, val string) {
-		if _, ok := data[k]; ok {
-			dup = append(dup, k)
-		}
-		data[k] = val
-	}
+	cm := configMap{}
+	set := cm.set
 	chartCommon(set)
 	set("autoRecoveryDaemonEnabled", "false")
 	set("journalMaxBackups", "0")
@@ -45,10 +39,30 @@ func chartBookieConfigMap(v HelmValues) (map[string]string, error) {
 	for k, val := range v.Bookkeeper.ConfigData {
 		set(k, val)
 	}
-	if len(dup) > 0 {
-		return nil, fmt.Errorf("duplicate ConfigMap keys %v", dup)
+	return cm.done()
+}
+
+// configMap collects ConfigMap data and the keys set twice.
+type configMap struct {
+	data map[string]string
+	dup  []string
+}
+
+func (c *configMap) set(k, v string) {
+	if c.data == nil {
+		c.data = map[string]string{}
 	}
-	return data, nil
+	if _, ok := c.data[k]; ok {
+		c.dup = append(c.dup, k)
+	}
+	c.data[k] = v
+}
+
+func (c *configMap) done() (map[string]string, error) {
+	if len(c.dup) > 0 {
+		return nil, fmt.Errorf("duplicate ConfigMap keys %v", c.dup)
+	}
+	return c.data, nil
 }
 
 // chartCommon is _bookkeeper.tpl's pulsar.bookkeeper.config.common.
@@ -62,22 +76,12 @@ func chartCommon(set func(k, v string)) {
 }
 
 func chartAutorecoveryConfigMap(v HelmValues) (map[string]string, error) {
-	data := map[string]string{}
-	var dup []string
-	set := func(k, val string) {
-		if _, ok := data[k]; ok {
-			dup = append(dup, k)
-		}
-		data[k] = val
-	}
-	chartCommon(set)
+	cm := configMap{}
+	chartCommon(cm.set)
 	for k, val := range v.Autorecovery.ConfigData {
-		set(k, val)
+		cm.set(k, val)
 	}
-	if len(dup) > 0 {
-		return nil, fmt.Errorf("duplicate ConfigMap keys %v", dup)
-	}
-	return data, nil
+	return cm.done()
 }
 
 // applyConfigFromEnv is what Pulsar's bin/apply-config-from-env.py does to

@@ -252,24 +252,35 @@ func levelOff(by map[int64]rounds, def int64) (int64, string) {
 	return v, ev + " → " + units.FormatBytes(v)
 }
 
-// pickGroupThresholdBK is pickGroupThreshold for bookkeeper-model results:
-// 1-journal points that differ only in journalBufferedWritesThreshold
-// (the configuration measured at the most thresholds).
-func pickGroupThresholdBK(rs []diskbench.Result) (int64, string) {
+// bkSweep groups the 1-journal bookkeeper-model results by their
+// configuration apart from one setting, which vary reads and clears: the
+// rounds per value of that setting.
+func bkSweep(rs []diskbench.Result, vary func(*diskbench.JournalSettings) int64) map[journalConfig]map[int64]rounds {
 	by := map[journalConfig]map[int64]rounds{}
 	for _, r := range rs {
 		if bkResult(r) && usable(r) && r.Writers == 1 {
 			k := journalConfigOf(r)
-			th := k.settings.JournalBufferedWritesThreshold
-			k.settings.JournalBufferedWritesThreshold = 0
+			x := vary(&k.settings)
 			if by[k] == nil {
 				by[k] = map[int64]rounds{}
 			}
-			v := by[k][th]
+			v := by[k][x]
 			v.add(r.BytesPerSec)
-			by[k][th] = v
+			by[k][x] = v
 		}
 	}
+	return by
+}
+
+// pickGroupThresholdBK is pickGroupThreshold for bookkeeper-model results:
+// 1-journal points that differ only in journalBufferedWritesThreshold
+// (the configuration measured at the most thresholds).
+func pickGroupThresholdBK(rs []diskbench.Result) (int64, string) {
+	by := bkSweep(rs, func(s *diskbench.JournalSettings) int64 {
+		th := s.JournalBufferedWritesThreshold
+		s.JournalBufferedWritesThreshold = 0
+		return th
+	})
 	var key journalConfig
 	n := 0
 	for k, m := range by {
@@ -314,20 +325,11 @@ func pickBuffer(m map[int64]rounds, ev string) (int64, string) {
 // results: 1-journal points that differ only in journalWriteBufferSizeKB
 // (the largest threshold measured with at least two buffer sizes).
 func pickJournalWriteBufferBK(rs []diskbench.Result) (int64, string) {
-	by := map[journalConfig]map[int64]rounds{}
-	for _, r := range rs {
-		if bkResult(r) && usable(r) && r.Writers == 1 {
-			k := journalConfigOf(r)
-			kb := int64(k.settings.JournalWriteBufferSizeKB)
-			k.settings.JournalWriteBufferSizeKB = 0
-			if by[k] == nil {
-				by[k] = map[int64]rounds{}
-			}
-			v := by[k][kb]
-			v.add(r.BytesPerSec)
-			by[k][kb] = v
-		}
-	}
+	by := bkSweep(rs, func(s *diskbench.JournalSettings) int64 {
+		kb := int64(s.JournalWriteBufferSizeKB)
+		s.JournalWriteBufferSizeKB = 0
+		return kb
+	})
 	var key journalConfig
 	found := false
 	for k, m := range by {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tierkeeper/tierkeeper/internal/suggest"
 )
 
 // Strict YAML: the document is parsed into a node tree first, so that every
@@ -210,35 +212,9 @@ func unknownKey(k *yaml.Node, path string, fields map[string]reflect.StructField
 		known = append(known, name)
 	}
 	sort.Strings(known)
-	best, bestD := "", 1<<30
-	for _, name := range known {
-		if d := editDistance(k.Value, name); d < bestD {
-			best, bestD = name, d
-		}
-	}
+	best, bestD := suggest.Closest(k.Value, known)
 	if best != "" && bestD <= max(2, len(k.Value)/3) {
 		return fmt.Errorf("line %d: unknown key %q %s (did you mean %q?)", k.Line, k.Value, where, best)
 	}
 	return fmt.Errorf("line %d: unknown key %q %s (known: %s)", k.Line, k.Value, where, strings.Join(known, ", "))
-}
-
-// editDistance is the Levenshtein distance of a and b (for suggestions).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
@@ -258,36 +259,23 @@ func readZK(ctx context.Context, o Options, v *View) error {
 	}
 	o.Logger.Debug("reading ledger metadata", "ledgers", len(ids))
 	ledgers := make([]*Ledger, len(ids))
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, o.Concurrency)
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Concurrency)
 	for i, id := range ids {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			m, err := store.ReadLedger(ctx, id)
+		g.Go(func() error {
+			m, err := store.ReadLedger(gctx, id)
 			if errors.Is(err, metadata.ErrNoSuchLedger) {
-				return // deleted meanwhile
+				return nil // deleted meanwhile
 			}
 			if err != nil {
-				cancel(err)
-				return
+				return err
 			}
 			ledgers[i] = &Ledger{ID: id, Ensemble: m.EnsembleSize, WriteQuorum: m.WriteQuorum, AckQuorum: m.AckQuorum,
 				State: m.State.String(), Length: m.Length, LastEntryID: m.LastEntryID, Segments: m.Segments}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
+	if err := g.Wait(); err != nil {
 		return fmt.Errorf("read ledger metadata: %w", err)
 	}
 	for _, l := range ledgers {

@@ -24,34 +24,6 @@ import (
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-// agentServer serves a real bookieagent Server whose /recommendation holds
-// rec and whose ledger mount reports usage (1 TiB disk).
-func agentServer(t *testing.T, rec *bookieagent.Recommendation, usage float64) string {
-	t.Helper()
-	l := t.TempDir()
-	s, err := bookieagent.NewSampler(bookieagent.SamplerOptions{
-		Dirs: []bookieagent.DirRole{{Dir: l, Role: bookieagent.RoleLedger}},
-		Statfs: func(context.Context, string) (bookieagent.FSUsage, error) {
-			return bookieagent.FSUsage{Size: 1 << 40, Avail: uint64((1 - usage) * (1 << 40)), FSType: "xfs"}, nil
-		},
-		Host: bookieagent.HostFS{ProcPath: t.TempDir(), SysPath: t.TempDir()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = s.Sample(context.Background())
-	srv, err := bookieagent.NewServer(bookieagent.ServerOptions{Sampler: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec != nil {
-		srv.SetBench(bookieagent.BenchState{Status: "done", Recommendation: rec})
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs.URL
-}
-
 func profileRec(t *testing.T, name string) *bookieagent.Recommendation {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "profiles", name+".json"))
@@ -126,9 +98,9 @@ func TestClusterRealBookies(t *testing.T) {
 	defer hung.Close()
 	defer close(hang)
 	agents := map[string]string{
-		ids[0]: agentServer(t, profileRec(t, "nvme"), 0.40),
-		ids[1]: agentServer(t, profileRec(t, "sata-ssd"), 0.50),
-		ids[2]: agentServer(t, profileRec(t, "nvme"), 0.30),
+		ids[0]: mltest.AgentServer(t, 0.40, profileRec(t, "nvme")),
+		ids[1]: mltest.AgentServer(t, 0.50, profileRec(t, "sata-ssd")),
+		ids[2]: mltest.AgentServer(t, 0.30, profileRec(t, "nvme")),
 		ids[3]: hung.URL,
 	}
 	read := func() *View {

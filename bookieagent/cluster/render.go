@@ -13,7 +13,8 @@ import (
 // WriteText writes the view, the merged configuration (when m is not nil)
 // and the plan (when p is not nil) for a person to read.
 func WriteText(w io.Writer, v *View, m *Merged, p *Plan) error {
-	ew := &errWriter{w: w}
+	var out strings.Builder
+	ew := printer{&out}
 	if v.LedgerCount > 0 || len(v.Bookies) > 0 {
 		writable, ro := 0, 0
 		for _, b := range v.Bookies {
@@ -105,19 +106,14 @@ func WriteText(w io.Writer, v *View, m *Merged, p *Plan) error {
 		}
 		ew.printf("  rollback: %s\n", p.Rollback)
 	}
-	return ew.err
+	_, err := io.WriteString(w, out.String())
+	return err
 }
 
-type errWriter struct {
-	w   io.Writer
-	err error
-}
+// printer formats into a builder, which cannot fail.
+type printer struct{ b *strings.Builder }
 
-func (e *errWriter) printf(format string, a ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, a...)
-	}
-}
+func (p printer) printf(format string, a ...any) { fmt.Fprintf(p.b, format, a...) }
 
 func dash(s string) string {
 	if s == "" {

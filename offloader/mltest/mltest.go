@@ -157,6 +157,13 @@ func Parallel(ctx context.Context, n, conc int, fn func(i int) error) error {
 // returns its /report URL. It stops with t.
 func Agent(t testing.TB, ledgerUsage float64) string {
 	t.Helper()
+	return AgentServer(t, ledgerUsage, nil) + "/report"
+}
+
+// AgentServer is Agent returning the server's base URL; a non-nil rec is
+// what its /recommendation serves (status done).
+func AgentServer(t testing.TB, ledgerUsage float64, rec *bookieagent.Recommendation) string {
+	t.Helper()
 	jdir, ldir := t.TempDir(), t.TempDir()
 	s, err := bookieagent.NewSampler(bookieagent.SamplerOptions{
 		Dirs: []bookieagent.DirRole{{Dir: jdir, Role: bookieagent.RoleJournal}, {Dir: ldir, Role: bookieagent.RoleLedger}},
@@ -181,9 +188,12 @@ func Agent(t testing.TB, ledgerUsage float64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rec != nil {
+		srv.SetBench(bookieagent.BenchState{Status: "done", Recommendation: rec})
+	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return hs.URL + "/report"
+	return hs.URL
 }
 
 // BookKeeperLedger writes a closed ledger's v3 metadata znode (hierarchical
