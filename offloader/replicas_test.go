@@ -117,6 +117,7 @@ leases: {id: %s}
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 10s, ledgers_in_flight: 1}
 discovery: {rescan_interval: 10s}
 policy:
+  include: [acme/replicas]
   default: {after: 0s, deletion_lag: broker}
 `, testenv.FreePort(t), r.name)
 		r.cfgPath = filepath.Join(dir, r.name+".yaml")
