@@ -173,7 +173,7 @@ func TestBrokerKeepProducing(t *testing.T) {
 	if err := p.WaitAcked(n+150, 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Stop()
+	res, err := p.Terminate() // SIGTERM: the report still comes, every ack recorded
 	if err != nil {
 		t.Fatal(err)
 	}

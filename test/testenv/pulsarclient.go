@@ -288,10 +288,20 @@ func (p *RunningProducer) WaitAcked(n int, timeout time.Duration) error {
 
 // Stop asks the producer to stop (stop file), waits up to 90 s for its
 // outstanding sends and returns what it reports plus every acknowledged
-// message. Safe to call more than once.
+// message. Safe to call more than once (also after Terminate).
 func (p *RunningProducer) Stop() (*ProducerResult, error) {
+	return p.end(func() { _ = os.WriteFile(p.stop, nil, 0o644) })
+}
+
+// Terminate is Stop by SIGTERM, as a service manager stops a producer: the
+// JVM's shutdown hook finishes the outstanding sends and the report.
+func (p *RunningProducer) Terminate() (*ProducerResult, error) {
+	return p.end(func() { _ = p.cmd.Process.Signal(syscall.SIGTERM) })
+}
+
+func (p *RunningProducer) end(ask func()) (*ProducerResult, error) {
 	p.once.Do(func() {
-		_ = os.WriteFile(p.stop, nil, 0o644)
+		ask()
 		select {
 		case <-p.done:
 		case <-time.After(90 * time.Second):

@@ -39,6 +39,8 @@ import org.apache.pulsar.client.api.Reader;
 final class Client {
     static final String PROP_SEED = "tk-seed";
     static final String PROP_INDEX = "tk-index";
+    /** Counted down by Tool.main once the result (or the error) is written. */
+    static final CountDownLatch RESULT_PRINTED = new CountDownLatch(1);
 
     private Client() {}
 
@@ -297,11 +299,12 @@ final class Client {
             throw new Args.UsageException("--rate must be positive");
         }
         AtomicBoolean stop = new AtomicBoolean();
-        CountDownLatch finished = new CountDownLatch(1);
+        // On SIGTERM the hook stops the loop and holds the JVM until Tool.main
+        // has printed the result (RESULT_PRINTED), at most 90 s.
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             stop.set(true);
             try {
-                finished.await(30, TimeUnit.SECONDS);
+                RESULT_PRINTED.await(90, TimeUnit.SECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -389,8 +392,6 @@ final class Client {
             res.put("seconds", (System.nanoTime() - start) / 1e9);
             res.put("out", out);
             return res;
-        } finally {
-            finished.countDown();
         }
     }
 

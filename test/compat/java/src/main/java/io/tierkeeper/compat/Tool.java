@@ -85,6 +85,8 @@ public final class Tool {
             e.printStackTrace(System.err);
             code = 1;
         }
+        System.err.flush();
+        Client.RESULT_PRINTED.countDown();
         // BookKeeper/Netty/ZooKeeper leave non-daemon threads behind.
         Runtime.getRuntime().halt(code);
     }
