@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -42,9 +41,7 @@ never printed.`),
 			}
 			li := toLedgerInfo(store, md)
 			if g.json() {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(li)
+				return writeJSON(cmd.OutOrStdout(), li)
 			}
 			printLedgerInfo(cmd.OutOrStdout(), li)
 			return nil

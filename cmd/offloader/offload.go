@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -304,9 +303,7 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	}
 	out := cmd.OutOrStdout()
 	if g.json() {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(doc); err != nil {
+		if err := writeJSON(out, doc); err != nil {
 			return err
 		}
 	} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -122,9 +121,7 @@ func (o *planOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Comm
 	doc := buildPlanDoc(res)
 	out := cmd.OutOrStdout()
 	if g.json() {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		return writeJSON(out, doc)
 	}
 	return printPlan(out, doc, o.limit)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,9 +93,7 @@ func (o *runOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Comma
 		if o.printConfig {
 			doc.Effective = cfg
 		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(doc); err != nil {
+		if err := writeJSON(out, doc); err != nil {
 			return err
 		}
 	} else if err := printChecks(out, o.config, res, cfg, o.printConfig); err != nil {

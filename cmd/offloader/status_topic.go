@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -133,9 +132,7 @@ func (o *statusOptions) runTopic(cmd *cobra.Command, g *globalOptions, topic str
 	}
 	out := cmd.OutOrStdout()
 	if g.json() {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(doc); err != nil {
+		if err := writeJSON(out, doc); err != nil {
 			return err
 		}
 	} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -57,9 +56,7 @@ func (o *sweepOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Com
 	res, serr := offloader.Sweep(ctx, cfg, o.dryRun, g.logger(cmd.ErrOrStderr()))
 	out := cmd.OutOrStdout()
 	if g.json() {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(out, res); err != nil {
 			return err
 		}
 		return serr

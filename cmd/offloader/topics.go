@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,9 +98,7 @@ func (o *topicsOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Co
 	}
 	out := cmd.OutOrStdout()
 	if g.json() {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(doc); err != nil {
+		if err := writeJSON(out, doc); err != nil {
 			return err
 		}
 	} else if err := printTopics(out, doc, o.summary); err != nil {
