@@ -1,0 +1,117 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+)
+
+// offload --dry-run plans from the stored state and writes nothing;
+// status renders every ledger's state; the last ledger is refused with an
+// error naming it. (The real copy, with bookies, a store and a stock
+// broker, is tested in test/compat.)
+func TestOffloadDryRunAndStatus(t *testing.T) {
+	z, cr := mltest.ZooKeeper(t)
+	now := time.Now()
+	ml := "public/default/persistent/dry-run"
+	info := mltest.Info(
+		mltest.Ledger{ID: 1, Entries: 10, Size: 1000, Closed: now.Add(-3 * time.Hour), Offloaded: now.Add(-2 * time.Hour)},
+		mltest.Ledger{ID: 2, Entries: 10, Size: 1000, Closed: now.Add(-2 * time.Hour)},
+		mltest.Ledger{ID: 3, Entries: 10, Size: 1000, Closed: now.Add(-time.Hour)},
+		mltest.Ledger{ID: 4},
+	)
+	if err := cr.CreateML(ml, info); err != nil {
+		t.Fatal(err)
+	}
+	if err := cr.Create("/ledgers/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{2, 3} {
+		if err := cr.BookKeeperLedger(id, "127.0.0.1:3181"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := filepath.Join(t.TempDir(), "store.yaml")
+	if err := os.WriteFile(store, []byte(fmt.Sprintf("type: fs\nconfig: {dir: %q}\n", t.TempDir())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, st, err := cr.Conn.Get("/managed-ledgers/" + ml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"offload", "--zk", z.Addr, "--store", store, "--driver", "aws-s3"}
+	out, _, err := run(t, append(common, "--dry-run", "--delete-bookkeeper", "--trim-without-reload", "--deletion-lag", "3h", "dry-run")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"dry run: nothing was written", "2       bookkeeper  10", "offload", "trim-pending"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = run(t, append(common, "--dry-run", "-o", "json", "dry-run")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		DryRun         bool `json:"dryRun"`
+		ManagedLedgers []struct {
+			Plan []struct {
+				LedgerID int64  `json:"ledgerId"`
+				Action   string `json:"action"`
+			} `json:"plan"`
+		} `json:"managedLedgers"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || !doc.DryRun || len(doc.ManagedLedgers) != 1 {
+		t.Fatalf("dry run JSON: %v\n%s", err, out)
+	}
+	if p := doc.ManagedLedgers[0].Plan; len(p) != 2 || p[0].LedgerID != 2 || p[0].Action != "offload" || p[1].LedgerID != 3 {
+		t.Fatalf("plan %+v", p)
+	}
+	if _, _, err := run(t, append(common, "--ledger", "4", "dry-run")...); err == nil || !strings.Contains(err.Error(), "current ledger") {
+		t.Fatalf("offload of the last ledger: %v", err)
+	}
+	if _, _, err := run(t, append(common, "--ledger", "2", "--until-ledger", "3", "dry-run")...); err == nil {
+		t.Fatal("--ledger with --until-ledger accepted")
+	}
+	if _, _, err := run(t, append(common, "--delete-bookkeeper", "dry-run")...); err == nil || !strings.Contains(err.Error(), "--admin-url") {
+		t.Fatalf("--delete-bookkeeper without an admin URL: %v", err)
+	}
+	after, st2, _ := cr.Conn.Get("/managed-ledgers/" + ml)
+	if string(after) != string(before) || st2.Version != st.Version {
+		t.Fatal("a dry run or a refused run changed the metadata")
+	}
+
+	out, _, err = run(t, "status", "--zk", z.Addr, "-o", "json", "dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sd struct {
+		ManagedLedgers []struct {
+			Ledgers []struct {
+				LedgerID   int64  `json:"ledgerId"`
+				State      string `json:"state"`
+				ReadsFrom  string `json:"readsFrom"`
+				BookKeeper string `json:"bookkeeper"`
+			} `json:"ledgers"`
+		} `json:"managedLedgers"`
+	}
+	if err := json.Unmarshal([]byte(out), &sd); err != nil || len(sd.ManagedLedgers) != 1 || len(sd.ManagedLedgers[0].Ledgers) != 4 {
+		t.Fatalf("status JSON: %v\n%s", err, out)
+	}
+	ls := sd.ManagedLedgers[0].Ledgers
+	if ls[0].State != "offloaded" || ls[0].ReadsFrom != "object store (bucket b)" || ls[0].BookKeeper != "deleted" ||
+		ls[1].State != "bookkeeper" || ls[1].ReadsFrom != "bookkeeper" || ls[1].BookKeeper != "present" || ls[3].State != "open" {
+		t.Fatalf("status %+v", ls)
+	}
+	out, _, err = run(t, "status", "--zk", z.Addr, "dry-run")
+	if err != nil || !strings.Contains(out, "READS FROM") || !strings.Contains(out, "object store (bucket b)") {
+		t.Fatalf("status text: %v\n%s", err, out)
+	}
+}
