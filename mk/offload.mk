@@ -8,7 +8,9 @@ BENCH_OFFLOAD_MIB    ?= 1024,2048
 BENCH_OFFLOAD_ROUNDS ?= 3
 BENCH_OFFLOAD_PARTS  ?= 2
 BENCH_OFFLOAD_SEEKS  ?= 16
-BENCH_OFFLOAD_BLOCKS ?= 5,8,16,64
+BENCH_OFFLOAD_BLOCKS ?= 5,8,10,12,16,64
+# Run only some parts: a comma list of throughput, rss, seeks (default all).
+BENCH_OFFLOAD_ONLY   ?=
 
 .PHONY: test-offload bench-offload
 
@@ -24,7 +26,7 @@ test-offload: deps compat-prepare
 ## bench-offload: pipeline MB/s vs a raw multipart PUT and Pulsar's offloader on a >= 1 GiB ledger, peak RSS at 1 and 2 GiB, bytes Pulsar's reader fetches per random seek by block size (~15 min).
 bench-offload: deps compat-prepare
 	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_OFFLOAD_MIB=$(BENCH_OFFLOAD_MIB) TK_BENCH_ROUNDS=$(BENCH_OFFLOAD_ROUNDS) \
-	  TK_BENCH_PARTS=$(BENCH_OFFLOAD_PARTS) TK_BENCH_SEEKS=$(BENCH_OFFLOAD_SEEKS) TK_BENCH_SEEK_BLOCKS=$(BENCH_OFFLOAD_BLOCKS) \
+	  TK_BENCH_PARTS=$(BENCH_OFFLOAD_PARTS) TK_BENCH_SEEKS=$(BENCH_OFFLOAD_SEEKS) TK_BENCH_SEEK_BLOCKS=$(BENCH_OFFLOAD_BLOCKS) TK_BENCH_ONLY=$(BENCH_OFFLOAD_ONLY) \
 	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkOffload$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \
 	  | grep -E '^(Benchmark|    bench_test|ok|FAIL|---)' | sed 's/^    bench_test.go:[0-9]*: //'
 

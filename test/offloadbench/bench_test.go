@@ -27,7 +27,8 @@ package offloadbench
 // Knobs: TK_BENCH_OFFLOAD_MIB (ledger sizes in MiB, default "1024,2048";
 // the first is the throughput ledger), TK_BENCH_ROUNDS (3), TK_BENCH_PARTS
 // (2), TK_BENCH_SEEKS (16), TK_BENCH_SEEK_BLOCKS (block sizes in MiB for
-// the seek table, default "5,8,16,64").
+// the seek table, default "5,8,16,64"), TK_BENCH_ONLY (a comma list of
+// throughput, rss, seeks: run only those).
 
 import (
 	"bytes"
@@ -109,6 +110,33 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// cpuStat returns the machine's busy and total jiffies (/proc/stat).
+func cpuStat() (busy, total int64) {
+	b, _ := os.ReadFile("/proc/stat")
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}
+
+// busyDuring runs fn and returns the share of the machine's CPU time that
+// was busy meanwhile (every process, not only fn's).
+func busyDuring(fn func()) float64 {
+	b0, t0 := cpuStat()
+	fn()
+	b1, t1 := cpuStat()
+	if t1 == t0 {
+		return 0
+	}
+	return float64(b1-b0) / float64(t1-t0)
+}
+
 func loadavg() string {
 	b, _ := os.ReadFile("/proc/loadavg")
 	f := strings.Fields(string(b))
@@ -160,10 +188,18 @@ func BenchmarkOffload(b *testing.B) {
 		be.ledgers[mib] = &m.Ledgers[0]
 		b.Logf("wrote a %d MiB ledger (%d) with BookKeeper's Java client in %s", mib, m.Ledgers[0].LedgerID, time.Since(start).Round(time.Second))
 	}
+	only := os.Getenv("TK_BENCH_ONLY")
+	want := func(part string) bool { return only == "" || strings.Contains(only, part) }
 	for i := 0; i < b.N; i++ {
-		be.throughput(ctx, sizes[0], rounds)
-		be.rss(ctx, sizes)
-		be.seekTable(ctx, sizes[0], seekBlocks, seeks)
+		if want("throughput") {
+			be.throughput(ctx, sizes[0], rounds)
+		}
+		if want("rss") {
+			be.rss(ctx, sizes)
+		}
+		if want("seeks") {
+			be.seekTable(ctx, sizes[0], seekBlocks, seeks)
+		}
 	}
 }
 
@@ -299,6 +335,24 @@ func (be *bench) pulsar(ctx context.Context, l *testenv.WrittenLedger) float64 {
 	return r.Seconds
 }
 
+// bkRead reads the ledger from the bookies alone (offloader ledger read
+// --verify-only: digests checked, nothing stored) and returns the seconds.
+func (be *bench) bkRead(ctx context.Context, l *testenv.WrittenLedger) float64 {
+	cmd := exec.CommandContext(ctx, be.bin, "ledger", "read", "--verify-only", "-o", "json", "--zk", be.zk.Addr, "--ledger", strconv.FormatInt(l.LedgerID, 10))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		be.b.Fatalf("ledger read: %v\n%s", err, errb.String())
+	}
+	var r struct {
+		Seconds float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		be.b.Fatalf("ledger read output: %v %s", err, out.String())
+	}
+	return r.Seconds
+}
+
 func mbps(bytes int64, seconds float64) float64 { return float64(bytes) / 1e6 / max(seconds, 1e-9) }
 
 func (be *bench) throughput(ctx context.Context, mib, rounds int) {
@@ -310,22 +364,26 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	// baseline.
 	warm := be.offload(ctx, l, 0)
 	be.deleteObjects(ctx, warm.uuid, l.LedgerID)
-	var tks, tkWalls, raws, pulsars, rawRatio, pulsarRatio []float64
+	var tks, tkWalls, raws, pulsars, bks, rawRatio, pulsarRatio []float64
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
-		var rawS, pulS float64
+		var rawS, pulS, bkS, tkBusy, rawBusy float64
 		steps := []func(){
-			func() { tk = be.offload(ctx, l, 0); be.deleteObjects(ctx, tk.uuid, l.LedgerID) },
-			func() { rawS, _ = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) },
+			func() { bkS = be.bkRead(ctx, l) },
+			func() {
+				tkBusy = busyDuring(func() { tk = be.offload(ctx, l, 0) })
+				be.deleteObjects(ctx, tk.uuid, l.LedgerID)
+			},
+			func() { rawBusy = busyDuring(func() { rawS, _ = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) }) },
 			func() { pulS = be.pulsar(ctx, l) },
 		}
 		for i := range steps {
 			steps[(i+r)%len(steps)]()
 		}
-		tkm, rawm, pulm := mbps(l.Length, tk.copySeconds), mbps(tk.objectBytes, rawS), mbps(l.Length, pulS)
-		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs), raw multipart %.1f MB/s (%.2fs), Pulsar offloader %.1f MB/s (%.2fs); load %s",
-			r+1, tkm, tk.copySeconds, tk.wall, rawm, rawS, pulm, pulS, loadavg())
-		tks, tkWalls, raws, pulsars = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm)
+		tkm, rawm, pulm, bkm := mbps(l.Length, tk.copySeconds), mbps(tk.objectBytes, rawS), mbps(l.Length, pulS), mbps(l.Length, bkS)
+		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs; machine CPU %.0f%% busy), raw multipart %.1f MB/s (%.2fs; CPU %.0f%% busy), Pulsar offloader %.1f MB/s (%.2fs), bookie read alone %.1f MB/s; load %s",
+			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, loadavg())
+		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)
 		rawRatio, pulsarRatio = append(rawRatio, tkm/rawm), append(pulsarRatio, tkm/pulm)
 	}
 	b.ReportMetric(median(tks), "tk-copy-MB/s")
@@ -333,8 +391,9 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b.ReportMetric(median(pulsars), "pulsar-MB/s")
 	b.ReportMetric(median(rawRatio), "tk/raw")
 	b.ReportMetric(median(pulsarRatio), "tk/pulsar")
-	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; Pulsar %.1f MB/s; tierkeeper/raw %.2f (goal >= 0.9), tierkeeper/Pulsar %.2f (goal >= 2)",
-		rounds, median(tks), median(tkWalls), median(raws), median(pulsars), median(rawRatio), median(pulsarRatio))
+	bk, raw := median(bks), median(raws)
+	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; Pulsar %.1f MB/s; tierkeeper/raw %.2f (goal >= 0.9), tierkeeper/Pulsar %.2f (goal >= 2); bookie read alone %.1f MB/s, so reading and uploading one after the other on these cores would give %.1f MB/s",
+		rounds, median(tks), median(tkWalls), raw, median(pulsars), median(rawRatio), median(pulsarRatio), bk, 1/(1/bk+1/raw))
 }
 
 func (be *bench) rss(ctx context.Context, sizes []int) {
