@@ -57,28 +57,14 @@ func run(bin string, count int) int {
 		return fail("offloader binary", fmt.Errorf("%w (run make build)", err))
 	}
 	fmt.Println("tierkeeper demo: offload a Pulsar topic's closed ledgers from BookKeeper to an S3 store, read it back through a stock broker")
-	var (
-		zk     *testenv.ZooKeeper
-		bk     *testenv.BookKeeperCluster
-		s3     *testenv.S3
-		bucket string
-		broker *testenv.Broker
-		java   *testenv.JavaTools
-	)
-	if err := scope.Do(func(tb testing.TB) {
-		zk = testenv.StartZooKeeper(tb)
-		c.say("ZooKeeper on %s", zk.Addr)
-		bk = testenv.StartBookies(tb, zk, 3)
-		c.say("3 BookKeeper bookies (%s)", strings.Join(bk.RunningBookies(), ", "))
-		s3 = testenv.StartS3(tb)
-		bucket = s3.NewBucket(tb)
-		c.say("versitygw S3 server on %s, bucket %s", s3.Endpoint, bucket)
-		broker = testenv.StartBroker(tb, bk, testenv.BrokerOptions{Offload: testenv.S3Offload(s3, bucket)})
-		c.say("stock Pulsar 4.0.8 broker on %s (admin %s), offloader aws-s3 on the bucket", broker.ServiceURL, broker.WebURL)
-		java = testenv.Java(tb)
-	}); err != nil {
+	var st *testenv.Stack
+	if err := scope.Do(func(tb testing.TB) { st = testenv.StartStack(tb, testenv.StackOptions{}) }); err != nil {
 		return fail("start servers", err)
 	}
+	zk, s3, bucket, broker, java := st.ZK, st.S3, st.Bucket, st.Broker, st.Java
+	c.say("ZooKeeper on %s, 3 bookies (%s)", zk.Addr, strings.Join(st.BK.RunningBookies(), ", "))
+	c.say("versitygw S3 server on %s, bucket %s", s3.Endpoint, bucket)
+	c.say("stock Pulsar 4.0.8 broker on %s (admin %s), its offloader (aws-s3) on the bucket", broker.ServiceURL, broker.WebURL)
 	defer testenv.StopSharedS3()
 
 	topic := "persistent://public/default/demo-orders"
