@@ -414,7 +414,7 @@ loop:
 				if elapsed >= p.measureNs.Load() {
 					// Warm-up ended by the time cap or the byte share.
 					st.ended, st.endWritten = true, p.written.Load()
-				} else if st.observe(time.Duration(elapsed), p.moved.Load()) {
+				} else if st.observe(time.Duration(elapsed), settleBytes(p)) {
 					p.endWarmup()
 					st.ended, st.settled, st.endWritten = true, true, p.written.Load()
 					// Go ≥ 1.23 timers: Reset discards a pending expiry.
@@ -510,6 +510,16 @@ loop:
 	r.log.Debug("point done", "workload", spec.workload, "point", spec.label, "bytes_per_sec", res.BytesPerSec,
 		"iops", res.IOPS, "stop", p.stopReason)
 	return res, nil
+}
+
+// settleBytes is what Settle watches: the bytes written (what reaches the
+// device; the BookKeeper journal's adds would count its entries twice in
+// moved), or read for a read point.
+func settleBytes(p *point) int64 {
+	if p.spec.workload == WorkloadRandRead {
+		return p.moved.Load()
+	}
+	return p.written.Load()
 }
 
 func mean(v []float64) float64 {

@@ -13,7 +13,7 @@ APT_PACKAGES += prometheus
 bookieagent-check-configs:
 	cd configs && promtool check rules bookieagent-alerts.yaml && promtool test rules bookieagent-alerts.test.yaml
 
-## bench-bookieagent: a real `bookieagent recommend` run on .cache/bench-bookieagent (default budget: ≤ 5 min, ≤ 64 GiB).
+## bench-bookieagent: a real `bookieagent recommend` run on .cache/bench-bookieagent (default budget: ≤ 5 min, ≤ 512 GiB).
 bench-bookieagent:
 	@mkdir -p $(CACHE)/bench-bookieagent/journal $(CACHE)/bench-bookieagent/ledgers
 	$(GO) build -o $(BIN)/bookieagent ./cmd/bookieagent

@@ -35,7 +35,7 @@ func newRecommendCmd() *cobra.Command {
 		Use:   "recommend --journal-dir D... --ledger-dir D... [--max-direct-memory SIZE]",
 		Short: "Benchmark the bookie's disks and print settings with their evidence",
 		Long: `recommend benchmarks every journal and ledger directory with diskbench (default at
-most 5 minutes and 64 GiB written in total) and prints a bookkeeper.conf fragment
+most 5 minutes and 512 GiB written in total) and prints a bookkeeper.conf fragment
 (--format conf), an entry_location_rocksdb.conf fragment (rocksdb), Helm values for
 the Pulsar chart (helm) or JSON. Each value is preceded by its rule and evidence.
 
