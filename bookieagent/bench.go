@@ -294,6 +294,9 @@ type benchPoint struct {
 	// probe's first seconds; warm the expected warm-up.
 	rate, burst float64
 	warm        time.Duration
+	// minBytes must be written before the warm-up may end: past the burst
+	// region the probe found (Settle.MinBytes).
+	minBytes int64
 }
 
 // cost is the expected wall time of one run at measurement m.
@@ -305,6 +308,9 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 	if pt.kind == kindRandRead {
 		return time.Second + m + runOverhead + time.Duration(randReadFile/150_000_000)*time.Second
 	}
+	if pt.minBytes > 0 && pt.burst > 0 {
+		w = max(w, time.Duration(float64(pt.minBytes)/pt.burst*float64(time.Second))+2*time.Second)
+	}
 	return w + m + runOverhead
 }
 
@@ -315,6 +321,7 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 func (pt benchPoint) share(m, warmCap time.Duration) int64 {
 	b := int64(2.5 * float64(pt.bytes(m)))
 	b = max(b, int64(max(pt.burst, pt.rate)*warmCap.Seconds()+1.5*pt.rate*m.Seconds()))
+	b = max(b, pt.minBytes+int64(3*pt.rate*m.Seconds()))
 	return max(minRunBytes, b)
 }
 
@@ -361,15 +368,16 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 				j("journalBufferedWritesThreshold 1MiB, journalWriteBufferSizeKB 1024", 3, 1, 1024, 1024, journalDeepInFlight),
 			)
 		case RoleLedger:
-			er, eb, ew := 0.0, 0.0, time.Duration(0)
+			er, eb, ew, emin := 0.0, 0.0, time.Duration(0), int64(0)
 			if r, ok := probe[i]; ok {
-				er, eb = r.BytesPerSec, burstOf(r)
+				er, eb, emin = r.BytesPerSec, burstOf(r), burstBytes(r)
 				// After the probe the disk is past its burst; later runs
 				// follow each other closely, so they settle faster.
 				ew = min(max(time.Duration(r.WarmupSec*float64(time.Second))/2, 2*settleWindow*time.Second), 30*time.Second)
 			}
 			e := func(name string, tier, writers int, bs int64) benchPoint {
-				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: er, burst: eb, warm: ew}
+				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: er, burst: eb, warm: ew,
+					minBytes: emin}
 			}
 			pr := e("entry log 1 writer × 1MiB writes", 1, 1, MiB)
 			pr.probe = true
@@ -387,13 +395,13 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 	for i, j := range p.Disks {
 		for k, l := range p.Disks {
 			if j.Role == RoleJournal && l.Role == RoleLedger && sameDevice(j.Disk, l.Disk) {
-				lr, lb, lw := 0.0, 0.0, time.Duration(0)
+				lr, lb, lw, lmin := 0.0, 0.0, time.Duration(0), int64(0)
 				if r, ok := probe[k]; ok {
-					lr, lb = r.BytesPerSec, burstOf(r)
+					lr, lb, lmin = r.BytesPerSec, burstOf(r), burstBytes(r)
 					lw = min(max(time.Duration(r.WarmupSec*float64(time.Second))/2, 2*settleWindow*time.Second), 30*time.Second)
 				}
 				out = append(out, benchPoint{name: fmt.Sprintf("journal %s + ledger %s (shared device %s): 1 journal and 1 entry-log writer at once", j.Disk.Dir, l.Disk.Dir, j.Disk.Device.Disk),
-					disk: i, disk2: k, kind: kindMixed, tier: 1, writers: 1, blockSize: MiB, rate: lr, burst: lb, warm: lw})
+					disk: i, disk2: k, kind: kindMixed, tier: 1, writers: 1, blockSize: MiB, rate: lr, burst: lb, warm: lw, minBytes: lmin})
 			}
 		}
 	}
@@ -628,7 +636,7 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 // planFor builds the diskbench plan of one run.
 func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share int64) diskbench.Plan {
 	d := p.Disks[pt.disk]
-	settle := &diskbench.Settle{MinWarmup: min(2*time.Second, m), Window: settleWindow, Tolerance: settleTol}
+	settle := &diskbench.Settle{MinWarmup: min(2*time.Second, m), Window: settleWindow, Tolerance: settleTol, MinBytes: pt.minBytes}
 	base := diskbench.Options{Dir: d.Disk.BenchDir, Duration: m, Warmup: warmCap, MaxBytes: share,
 		Settle: settle, Logger: p.o.Logger, RaiseGOMAXPROCS: p.o.RaiseGOMAXPROCS, SysPath: p.o.Host.SysPath}
 	plan := diskbench.Plan{Options: base, TimeBudget: warmCap + m + 2*runOverhead}
@@ -662,7 +670,7 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 func (p *PreparedBench) runMixed(ctx context.Context, pt benchPoint, m, warmCap time.Duration, share int64, name string,
 	record func(benchPoint, int, *diskbench.Report, bool)) error {
 	jp := p.planFor(benchPoint{name: pt.name, disk: pt.disk, kind: kindJournal, writers: 1}, m, warmCap, share/2)
-	lp := p.planFor(benchPoint{name: pt.name, disk: pt.disk2, kind: kindEntryLog, writers: 1, blockSize: pt.blockSize}, m, warmCap, share)
+	lp := p.planFor(benchPoint{name: pt.name, disk: pt.disk2, kind: kindEntryLog, writers: 1, blockSize: pt.blockSize, minBytes: pt.minBytes}, m, warmCap, share)
 	jp.Options.Progress = p.progress(name + " (journal)")
 	if p.o.RaiseGOMAXPROCS {
 		// Both points at once: each worker keeps a P (diskbench raises per
@@ -706,6 +714,18 @@ func burstOf(r diskbench.Result) float64 {
 		return max(r.Settle.BurstBytesPerSec, r.BytesPerSec)
 	}
 	return r.BytesPerSec
+}
+
+// burstBytes is what later entry-log runs must write before they may end
+// their warm-up: 1.5 × the probe's warm-up bytes when its rate fell (a
+// burst region; a run that starts into a refilled host cache or SLC region
+// must get past it too, and a plateau before the knee looks settled), else
+// nothing.
+func burstBytes(r diskbench.Result) int64 {
+	if r.Settle == nil || r.Settle.KneeSec == 0 {
+		return 0
+	}
+	return r.Settle.WarmupBytes * 3 / 2
 }
 
 // checkNoNewBookie fails when a directory that held no bookie data at the

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
 	"github.com/tierkeeper/tierkeeper/internal/units"
@@ -19,8 +20,12 @@ const (
 	// not clearly beat it by more than 10% ("within ~5–10% of the best").
 	JournalDirGain = 1.10
 	// JournalP99Factor: ... and its p99 add latency is at most 2× the
-	// single-journal p99 ("≤ 2× the N=1 p99").
+	// single-journal p99 ("≤ 2× the N=1 p99"), or within JournalP99Floor.
 	JournalP99Factor = 2.0
+	// JournalP99Floor: a p99 add latency below 10 ms is within budget
+	// whatever the 1-journal p99 (Heur.: far inside a bookie add's budget;
+	// at 1–2 ms a 2× rule measures noise).
+	JournalP99Floor = 10 * time.Millisecond
 	// MaxJournalDirsPerDisk caps journal dirs per disk ("cap ... at 8").
 	// There is no CPU cap: a journal's two threads (journal, force write)
 	// mostly wait on fdatasync.
@@ -354,8 +359,8 @@ func Recommend(in Input) (*Recommendation, error) {
 	js := Setting{
 		File: FileBookKeeper, Key: "journalDirectories", Value: strings.Join(jDirs, ","),
 		PulsarDefault: "data/bookkeeper/journal (1 dir)",
-		Rule: fmt.Sprintf("per journal disk: the smallest journal count that the best count (by median over rounds, with p99 add latency ≤ %.0f× the 1-journal p99) does not clearly beat by >%.0f%%; changed from the current count (cookie, else Pulsar's 1) only when the rounds separate the two; at most %d per disk; N>1 → N sub-directories",
-			JournalP99Factor, (JournalDirGain-1)*100, MaxJournalDirsPerDisk),
+		Rule: fmt.Sprintf("per journal disk: the smallest journal count that the best count (by median over rounds, not clearly over a p99 add latency of max(%.0f× the 1-journal p99, %s)) does not clearly beat by >%.0f%%; changed from the current count (cookie, else Pulsar's 1) only when the rounds separate the two; at most %d per disk; N>1 → N sub-directories",
+			JournalP99Factor, fmtNs(float64(JournalP99Floor)), (JournalDirGain-1)*100, MaxJournalDirsPerDisk),
 		Evidence:       jEv,
 		NewBookiesOnly: true,
 	}
@@ -447,8 +452,14 @@ func Recommend(in Input) (*Recommendation, error) {
 		// the same device writes too.
 		sustained, basis := diskBW, "sustained"
 		for i := range in.JournalDisks {
-			if m, ok := mixed[pair{i, k}]; ok && m.logMixed.median() < sustained {
-				sustained, basis = m.logMixed.median(), fmt.Sprintf("sustained while journal %s on the same device is written", in.JournalDisks[i].Dir)
+			m, ok := mixed[pair{i, k}]
+			if !ok || m.logAlone.median() <= 0 {
+				continue
+			}
+			// One entry-log writer with and without the journal beside it:
+			// the disk's aggregate scaled by what the journal took.
+			if f := m.logMixed.median() / m.logAlone.median(); f < 1 && diskBW*f < sustained {
+				sustained, basis = diskBW*f, fmt.Sprintf("sustained × %.2f (1 writer with journal %s written at once ÷ alone)", f, in.JournalDisks[i].Dir)
 			}
 		}
 		lAgg += sustained

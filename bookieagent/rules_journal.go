@@ -121,47 +121,64 @@ func medianP99(rs []diskbench.Result) (float64, bool) {
 	return v.median(), v.n() > 0
 }
 
-// rateRounds is the rounds of BytesPerSec.
+// rateRounds is the rounds of the results' sustained rates.
 func rateRounds(rs []diskbench.Result) rounds {
 	var v rounds
 	for _, r := range rs {
-		v.add(r.BytesPerSec)
+		v.add(sustainedRate(r))
 	}
 	return v
 }
 
 // pickJournalCount applies the journalDirectories rule to a writers sweep
-// of one disk: the p99 budget, then pickCount against base.
+// of one disk: the p99 budget, then pickCount against base. A count is over
+// the budget only when it clearly is: its best round's p99 add latency
+// above JournalP99Factor × the worst 1-journal round's, and above
+// JournalP99Floor (sub-10 ms journal latencies are far inside any add
+// budget, and their p99 moves by a third from run to run).
 func pickJournalCount(sweep map[int][]diskbench.Result, base int) (int, string) {
 	counts := slices.Sorted(maps.Keys(sweep))
 	by := map[int]rounds{}
-	p99 := map[int]float64{}
+	p99 := map[int]rounds{}
 	var parts []string
 	for _, c := range counts {
 		by[c] = rateRounds(sweep[c])
 		lat := "p99 n/a"
-		if v, ok := medianP99(sweep[c]); ok {
+		var v rounds
+		for _, r := range sweep[c] {
+			if p, ok := commitP99(r); ok {
+				v.add(float64(p))
+			}
+		}
+		if v.n() > 0 {
 			p99[c] = v
 			kind := "commit"
 			if sweep[c][0].AddLatency != nil {
 				kind = "add"
 			}
-			lat = fmt.Sprintf("p99 %s %s", kind, fmtNs(v))
+			lat = fmt.Sprintf("p99 %s %s", kind, fmtNs(v.median()))
+			if v.n() > 1 {
+				lat += fmt.Sprintf(" (%s–%s)", fmtNs(v.lo()), fmtNs(v.hi()))
+			}
 		}
 		parts = append(parts, fmt.Sprintf("N=%d %s %s", c, by[c].describe(), lat))
 	}
 	one, hasOne := p99[1]
+	budget := 0.0
+	if hasOne {
+		budget = max(JournalP99Factor*one.hi(), float64(JournalP99Floor))
+	}
 	ok := func(c int) bool {
 		if c > MaxJournalDirsPerDisk {
 			return false
 		}
 		v, has := p99[c]
-		return !hasOne || !has || v <= JournalP99Factor*one
+		return !hasOne || !has || v.lo() <= budget
 	}
 	n, note := pickCount(by, ok, base, JournalDirGain)
 	for _, c := range counts {
 		if !ok(c) && c <= MaxJournalDirsPerDisk {
-			note = strings.TrimPrefix(note+fmt.Sprintf("; N=%d is over the p99 budget (%.0f× the 1-journal p99)", c, JournalP99Factor), "; ")
+			note = strings.TrimPrefix(note+fmt.Sprintf("; N=%d is over the p99 budget (max(%.0f× the 1-journal p99, %s) = %s)", c, JournalP99Factor, fmtNs(float64(JournalP99Floor)), fmtNs(budget)), "; ")
 		}
 	}
 	ev := fmt.Sprintf("%s: %s → N=%d", journalConfigOf(sweep[counts[0]][0]).describe(), strings.Join(parts, ", "), n)
@@ -203,7 +220,7 @@ func pickGroupThreshold(rs []diskbench.Result) (int64, string) {
 			}
 			g := r.BlockSize * int64(syncEvery(r))
 			v := groups[r.BlockSize][g]
-			v.add(r.BytesPerSec)
+			v.add(sustainedRate(r))
 			groups[r.BlockSize][g] = v
 		}
 	}
@@ -265,7 +282,7 @@ func bkSweep(rs []diskbench.Result, vary func(*diskbench.JournalSettings) int64)
 				by[k] = map[int64]rounds{}
 			}
 			v := by[k][x]
-			v.add(r.BytesPerSec)
+			v.add(sustainedRate(r))
 			by[k][x] = v
 		}
 	}
@@ -364,7 +381,7 @@ func pickJournalWriteBuffer(rs []diskbench.Result) (int64, string) {
 			}
 			kb := max(1, r.BlockSize/KiB)
 			v := by[g][kb]
-			v.add(r.BytesPerSec)
+			v.add(sustainedRate(r))
 			by[g][kb] = v
 		}
 	}

@@ -17,7 +17,7 @@ func entryLogSizes(rs []diskbench.Result) map[int64]rounds {
 	for _, r := range rs {
 		if r.Workload == diskbench.WorkloadEntryLog && usable(r) && max(1, r.Writers) == 1 {
 			v := by[r.BlockSize]
-			v.add(r.BytesPerSec)
+			v.add(sustainedRate(r))
 			by[r.BlockSize] = v
 		}
 	}
@@ -35,7 +35,7 @@ func entryLogWriters(rs []diskbench.Result) (int64, map[int]rounds) {
 				by[r.BlockSize] = map[int]rounds{}
 			}
 			v := by[r.BlockSize][w]
-			v.add(r.BytesPerSec)
+			v.add(sustainedRate(r))
 			by[r.BlockSize][w] = v
 		}
 	}
@@ -160,7 +160,7 @@ func mixedOf(j, l Disk) (mixedFigures, bool) {
 	var m mixedFigures
 	for _, r := range j.MixedResults {
 		if r.Workload == diskbench.WorkloadJournal && usable(r) {
-			m.journalMixed.add(r.BytesPerSec)
+			m.journalMixed.add(sustainedRate(r))
 			if p, ok := commitP99(r); ok {
 				m.p99Mixed = max(m.p99Mixed, float64(p))
 			}
@@ -171,7 +171,7 @@ func mixedOf(j, l Disk) (mixedFigures, bool) {
 	}
 	for _, r := range l.MixedResults {
 		if r.Workload == diskbench.WorkloadEntryLog && usable(r) {
-			m.logMixed.add(r.BytesPerSec)
+			m.logMixed.add(sustainedRate(r))
 		}
 	}
 	if m.journalMixed.n() == 0 || m.logMixed.n() == 0 {

@@ -228,7 +228,7 @@ func TestRecommendBookKeeperJournalModel(t *testing.T) {
 		}
 	}
 	in.JournalDisks[0].Results = []diskbench.Result{
-		bkPoint(1, 400, 2, nil, 16), bkPoint(2, 700, 3, nil, 16), bkPoint(4, 760, 3.5, nil, 16), bkPoint(8, 800, 9, nil, 16),
+		bkPoint(1, 400, 2, nil, 16), bkPoint(2, 700, 3, nil, 16), bkPoint(4, 760, 3.5, nil, 16), bkPoint(8, 800, 25, nil, 16),
 		bkPoint(1, 500, 4, th(512*KiB), 64), bkPoint(1, 900, 5, th(1*MiB), 64),
 		bkPoint(1, 1100, 6, thBuf(1*MiB, 256), 64), bkPoint(1, 1150, 6, thBuf(1*MiB, 1024), 64),
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tierkeeper/tierkeeper/diskbench"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -14,6 +15,16 @@ import (
 // as such, and comparisons against it only count when they separate even
 // its extremes.
 const SpreadGate = 0.15
+
+// sustainedRate is a result's figure for the rules: the median of its
+// per-second samples when it has at least 4 (a second of a burst that
+// leaked past the warm-up does not move it), else its mean rate.
+func sustainedRate(r diskbench.Result) float64 {
+	if len(r.SamplesBytesPerSec) >= 4 {
+		return rounds{v: r.SamplesBytesPerSec}.median()
+	}
+	return r.BytesPerSec
+}
 
 // rounds is one point's figures over its repeated runs.
 type rounds struct {
@@ -82,7 +93,9 @@ func (r rounds) describe() string {
 
 // pickCount applies the directory-count rule shared by journal and ledger
 // directories to counts → rounds (ok reports which counts meet the
-// latency budget): the best count is the fastest (by median) that is ok;
+// latency budget; where any count has repeated rounds, counts measured
+// once are not candidates): the best count is the fastest (by median)
+// that is ok;
 // the candidate is the smallest ok count the best does not clearly beat by
 // gain. The result moves away from base (the live cookie's count, else
 // Pulsar's 1) only when the evidence separates them: a larger count must
@@ -91,6 +104,11 @@ func (r rounds) describe() string {
 // separate the two.
 func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n int, note string) {
 	counts := slices.Sorted(maps.Keys(by))
+	// Where the comparison has repeated rounds, a count measured once
+	// cannot be separated from the others: it informs, it is not chosen.
+	repeated := slices.ContainsFunc(counts, func(c int) bool { return by[c].n() >= 2 })
+	okRounds := ok
+	ok = func(c int) bool { return okRounds(c) && (!repeated || by[c].n() >= 2 || c == base) }
 	best := 0
 	for _, c := range counts {
 		if ok(c) && (best == 0 || by[c].median() > by[best].median()) {
