@@ -19,9 +19,13 @@ import (
 // <root>/<managed-ledger name, URL-encoded> holding the replica id, created
 // by this replica's session. ZooKeeper deletes it when the session ends, so
 // a dead replica's topics are free again after its session timeout. A
-// replica considers its leases lost as soon as it has been disconnected for
-// half the session timeout (before the server can expire the session and
-// let another replica in), so two replicas never work on a topic at once.
+// replica considers its leases lost as soon as it has not heard from
+// ZooKeeper for half the session timeout (the server expires a session one
+// timeout after it last heard from the client, and only then can another
+// replica take the topic), so two replicas never work on a topic at once.
+// It counts from the last answer, not from the client noticing a
+// disconnection: on a connection that went silent (a partition) the client
+// notices only after two thirds of the timeout.
 type zkLeases struct {
 	sess *tzk.Session
 	root string
@@ -31,6 +35,7 @@ type zkLeases struct {
 	mu     sync.Mutex
 	lost   chan struct{}
 	closed bool
+	why    string
 	stop   chan struct{}
 }
 
@@ -41,12 +46,11 @@ func newZKLeases(sess *tzk.Session, root, id string, log *slog.Logger) *zkLeases
 	return l
 }
 
-// watch closes lost when the session is lost or disconnected for half the
-// session timeout.
+// watch closes lost when the session is lost or ZooKeeper has been silent
+// for half the session timeout.
 func (l *zkLeases) watch() {
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
-	var since time.Time
 	for {
 		select {
 		case <-l.stop:
@@ -55,15 +59,9 @@ func (l *zkLeases) watch() {
 			l.markLost("zookeeper session lost")
 			return
 		case <-t.C:
-			if l.sess.State() == gozk.StateHasSession {
-				since = time.Time{}
-				continue
-			}
-			if since.IsZero() {
-				since = time.Now()
-			}
-			if time.Since(since) > l.sess.SessionTimeout()/2 {
-				l.markLost(fmt.Sprintf("disconnected from zookeeper for %s (half the session timeout)", time.Since(since).Round(time.Millisecond)))
+			if silent := time.Since(l.sess.LastHeard()); silent > l.sess.SessionTimeout()/2 {
+				l.markLost(fmt.Sprintf("no answer from zookeeper for %s (half the session timeout; state %s)",
+					silent.Round(time.Millisecond), l.sess.State()))
 				return
 			}
 		}
@@ -74,10 +72,17 @@ func (l *zkLeases) markLost(why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {
-		l.closed = true
+		l.closed, l.why = true, why
 		l.log.Warn("leases lost; stopping work", "why", why)
 		close(l.lost)
 	}
+}
+
+// reason says why the leases were lost ("" while held).
+func (l *zkLeases) reason() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.why
 }
 
 // Lost implements scheduler.Leases.

@@ -15,6 +15,7 @@ import (
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -90,9 +91,10 @@ func TestReplicasKillLoop(t *testing.T) {
 	bin := buildOffloader(t)
 	const topics = 4
 	var mls []string
+	written := map[string]mltest.Written{}
 	for i := 0; i < topics; i++ {
 		ml := fmt.Sprintf("acme/replicas/persistent/t%d", i)
-		mlWrite(t, ml, 60, 10, 256<<10) // 5 closed ledgers of 2.5 MiB + the open one
+		written[ml] = peer.MLWrite(t, ml, 60, 10, 256<<10) // 5 closed ledgers of 2.5 MiB + the open one
 		mls = append(mls, ml)
 	}
 	s3 := testenv.StartS3(t)
@@ -111,7 +113,7 @@ func TestReplicasKillLoop(t *testing.T) {
 		r := &replica{name: fmt.Sprintf("r%d", i)}
 		// Upload limit 1 MiB/s: copies last seconds, so kills land mid-copy.
 		doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 4s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
-			peer.zk.Addr, peer.bk.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
+			peer.ZK.Addr, peer.BK.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
 http: {listen: "127.0.0.1:%d"}
 leases: {id: %s}
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 10s, ledgers_in_flight: 1}
@@ -138,7 +140,7 @@ policy:
 	for _, r := range reps {
 		start(r)
 	}
-	sess, err := tzk.Connect(context.Background(), []string{peer.zk.Addr}, tzk.Options{})
+	sess, err := tzk.Connect(context.Background(), []string{peer.ZK.Addr}, tzk.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,21 +235,8 @@ policy:
 	}
 	t.Logf("%d kills, %d copies interrupted by a kill; replicas that finished copies: %v", kills, interrupted, workers)
 	// Nothing lost: Pulsar's own managed-ledger code reads every entry,
-	// offloaded ones through the jcloud offloader.
+	// offloaded ones through the jcloud offloader, each entry as written.
 	for _, ml := range mls {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		var r struct {
-			ReadEntries []testenv.EntryDigest `json:"readEntries"`
-			ReadError   string                `json:"readError"`
-		}
-		err := peer.java.RunJSON(ctx, &r, "ml-reopen", append([]string{"--metadata-uri", peer.bk.MetadataServiceURI(),
-			"--zk", peer.zk.Addr, "--name", ml, "--mode", "readonly"}, testenv.S3Args(s3, bucket)...)...)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.ReadError != "" || len(r.ReadEntries) != 60 {
-			t.Errorf("%s: Pulsar read %d of 60 entries: %s", ml, len(r.ReadEntries), r.ReadError)
-		}
+		peer.PulsarReadsAll(t, s3, bucket, ml, written[ml])
 	}
 }

@@ -46,6 +46,10 @@ type Deps struct {
 	// Listener, when set, serves HTTP instead of listening on
 	// Config.HTTP.Listen (tests).
 	Listener net.Listener
+	// Failpoints, when set, is called at the pipeline's named failpoints
+	// of every ledger (fault-injection tests; `offloader run` takes them
+	// from $TIERKEEPER_FAILPOINTS).
+	Failpoints pipeline.Failpoints
 }
 
 // Service is the offload service: discovery, policy, scheduler, pipelines,
@@ -57,6 +61,7 @@ type Service struct {
 	reg   prometheus.Registerer
 	gath  prometheus.Gatherer
 	ln    net.Listener
+	fps   pipeline.Failpoints
 	store blob.Store
 	drv   mlmeta.Driver
 	pool  *format.Pool
@@ -119,8 +124,8 @@ func New(ctx context.Context, c *Config, d Deps) (*Service, error) {
 	if _, err := drv.Metadata(); err != nil {
 		return nil, fmt.Errorf("driver: %w", err)
 	}
-	s := &Service{cfg: c, rules: rules, log: d.Logger, reg: d.Registerer, gath: d.Gatherer, ln: d.Listener, drv: drv,
-		started: time.Now()}
+	s := &Service{cfg: c, rules: rules, log: d.Logger, reg: d.Registerer, gath: d.Gatherer, ln: d.Listener, fps: d.Failpoints,
+		drv: drv, started: time.Now()}
 	src, err := c.PressureSource(nil)
 	if err != nil {
 		return nil, err
@@ -238,6 +243,7 @@ func (s *Service) session(ctx context.Context) error {
 	leases := newZKLeases(sess, c.Leases.Root, c.Leases.ID, s.log)
 	defer leases.close()
 	runner := newPipelineRunner(ml, ledgers, bk, s.store, broker, s.pool, s.steps, s.drv, c, s.log, s.reg)
+	runner.deps.Failpoints = s.fps
 	sched := scheduler.New(runner, leases, scheduler.Options{
 		LedgersInFlight: c.Scheduler.LedgersInFlight,
 		Backoff:         retry.Backoff{Initial: c.Scheduler.RetryInitial.D(), Max: c.Scheduler.RetryMax.D()},
@@ -298,6 +304,7 @@ func (s *Service) session(ctx context.Context) error {
 		result = err // ctx ended (nil, after the safe-point stop) or leases lost
 		if errors.Is(err, scheduler.ErrLeasesLost) {
 			s.sessions.WithLabelValues("lost").Inc()
+			result = fmt.Errorf("%w: %s", err, leases.reason())
 		}
 	case err := <-errc:
 		result = err

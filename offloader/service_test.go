@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,57 +19,18 @@ import (
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-// Real peers shared by the package's service tests.
-var (
-	scope   = testenv.NewSharedTB("offloader")
-	envOnce sync.Once
-	envErr  error
-	peer    struct {
-		zk   *testenv.ZooKeeper
-		bk   *testenv.BookKeeperCluster
-		java *testenv.JavaTools
-	}
-)
+// Real peers shared by the package's service tests (mltest.Peers).
+var peer = mltest.NewPeers("offloader")
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	scope.Close()
-	testenv.StopSharedS3()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { peer.Main(m) }
 
 func peers(t *testing.T) {
 	t.Helper()
-	envOnce.Do(func() {
-		envErr = scope.Do(func(tb testing.TB) {
-			peer.zk = testenv.StartZooKeeper(tb)
-			peer.bk = testenv.StartBookies(tb, peer.zk, 3)
-			peer.java = testenv.Java(tb)
-		})
-	})
-	testenv.ReportShared(t, "zookeeper, bookies and java tools", envErr)
-}
-
-// mlWrite has Pulsar's managed-ledger library write entries into ml,
-// perLedger per ledger.
-func mlWrite(t *testing.T, name string, entries, perLedger, entrySize int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var w struct {
-		Entries []testenv.EntryDigest `json:"entries"`
-	}
-	if err := peer.java.RunJSON(ctx, &w, "ml-write", "--metadata-uri", peer.bk.MetadataServiceURI(), "--zk", peer.zk.Addr,
-		"--name", name, "--entries", fmt.Sprint(entries), "--entries-per-ledger", fmt.Sprint(perLedger), "--cursor", "sub",
-		"--entry-size", fmt.Sprint(entrySize)); err != nil {
-		t.Fatal(err)
-	}
-	if len(w.Entries) != entries {
-		t.Fatalf("ml-write wrote %d entries, want %d", len(w.Entries), entries)
-	}
+	peer.Need(t)
 }
 
 // serviceConfig is a config for the shared peers and a fresh bucket.
@@ -79,7 +39,7 @@ func serviceConfig(t *testing.T, extra string) (*Config, *testenv.S3, string) {
 	s3 := testenv.StartS3(t)
 	bucket := s3.NewBucket(t)
 	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
-		peer.zk.Addr, peer.bk.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET") + `
+		peer.ZK.Addr, peer.BK.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET") + `
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 20s}
 discovery: {rescan_interval: 10s}
 ` + extra
@@ -134,7 +94,7 @@ func TestServiceOffloadsByPolicy(t *testing.T) {
 	peers(t)
 	mls := []string{"acme/svc/persistent/a", "acme/svc/persistent/b", "acme/keep/persistent/c"}
 	for _, ml := range mls {
-		mlWrite(t, ml, 30, 10, 1000)
+		peer.MLWrite(t, ml, 30, 10, 1000)
 	}
 	cfg, _, _ := serviceConfig(t, `
 policy:
@@ -159,7 +119,7 @@ sweeper: {enabled: true, interval: 1h}
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
 
-	sess, err := tzk.Connect(ctx, []string{peer.zk.Addr}, tzk.Options{})
+	sess, err := tzk.Connect(ctx, []string{peer.ZK.Addr}, tzk.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +303,7 @@ func checkConfigMetrics(t *testing.T, exposition string) {
 func TestServiceParksWhenTheBucketIsGone(t *testing.T) {
 	peers(t)
 	ml := "acme/gone/persistent/a"
-	mlWrite(t, ml, 20, 10, 1000)
+	peer.MLWrite(t, ml, 20, 10, 1000)
 	cfg, s3, bucket := serviceConfig(t, `
 policy:
   include: [acme/gone]

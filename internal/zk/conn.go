@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
@@ -64,6 +66,7 @@ type Session struct {
 	mu        sync.Mutex
 	err       error
 	requested time.Duration // session timeout asked for
+	heard     *atomic.Int64 // unix nanos of the last bytes read from a server
 }
 
 // Connect opens a session to servers (host:port, each entry may hold a
@@ -86,7 +89,15 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 	}
 	name := strings.Join(list, ",")
 	cl := &clientLog{l: lg}
-	conn, events, err := gozk.Connect(list, opts.SessionTimeout, gozk.WithLogger(cl), gozk.WithLogInfo(true))
+	heard := &atomic.Int64{}
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return heardConn{Conn: c, at: heard}, nil
+	}
+	conn, events, err := gozk.Connect(list, opts.SessionTimeout, gozk.WithLogger(cl), gozk.WithLogInfo(true), gozk.WithDialer(dial))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", name, err)
 	}
@@ -103,7 +114,8 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 			case gozk.StateConnected:
 				reachedServer = true
 			case gozk.StateHasSession:
-				s := &Session{Conn: conn, servers: name, log: lg, cl: cl, lost: make(chan struct{}), requested: opts.SessionTimeout}
+				s := &Session{Conn: conn, servers: name, log: lg, cl: cl, lost: make(chan struct{}), requested: opts.SessionTimeout,
+					heard: heard}
 				go s.watch(events)
 				return s, nil
 			case gozk.StateAuthFailed:
@@ -137,6 +149,30 @@ func (s *Session) SessionTimeout() time.Duration {
 		return neg
 	}
 	return s.requested
+}
+
+// LastHeard returns when a server last sent this client anything (a reply,
+// a ping's answer, a watch event). The client pings every third of the
+// session timeout, so on a healthy session it is never older than that
+// plus a round trip. The server expires the session one session timeout
+// after it last heard from the client, which is about when the client last
+// heard from it: time since LastHeard is how close the session may be to
+// expiring, known before the client notices a disconnection (which takes
+// two thirds of the session timeout on a connection that went silent).
+func (s *Session) LastHeard() time.Time { return time.Unix(0, s.heard.Load()) }
+
+// heardConn records the time of every read that returned bytes.
+type heardConn struct {
+	net.Conn
+	at *atomic.Int64
+}
+
+func (c heardConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.at.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // Servers returns the server list as connected, comma-separated.

@@ -257,3 +257,90 @@ func TestSessionRealZooKeeper(t *testing.T) {
 		t.Errorf("Get after Close: %v", err)
 	}
 }
+
+// A network partition between the client and a live server (a fault proxy
+// holding every byte): the client hears nothing, LastHeard ages past half
+// the session timeout while the client still believes it is connected;
+// the server expires the session (its ephemeral node goes); once the
+// network heals, the client's reconnect is told so and the session ends
+// with the server's zk.ErrSessionExpired (not the client's own timeout).
+func TestSessionExpiresBehindPartition(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	px := testenv.StartFaultProxy(t, z.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const timeout = 4 * time.Second
+	s, err := Connect(ctx, []string{px.Addr}, Options{SessionTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	w, err := Connect(ctx, []string{z.Addr}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	if _, err := s.Create("/eph", nil, gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	ok, _, gone, err := w.ExistsW("/eph")
+	if err != nil || !ok {
+		t.Fatalf("watcher: exists %v %v", ok, err)
+	}
+	// Healthy: pings every third of the timeout keep LastHeard fresh.
+	time.Sleep(timeout / 2)
+	if age := time.Since(s.LastHeard()); age > timeout/3+time.Second {
+		t.Fatalf("LastHeard %v ago on a healthy session", age)
+	}
+
+	px.Partition()
+	parted := time.Now()
+	var silentAt time.Time
+	var stateThen gozk.State
+	for silentAt.IsZero() && time.Since(parted) < 3*timeout {
+		if time.Since(s.LastHeard()) > timeout/2 {
+			silentAt, stateThen = time.Now(), s.State()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if silentAt.IsZero() {
+		t.Fatal("LastHeard never aged past half the session timeout behind the partition")
+	}
+	if s.Err() != nil {
+		t.Fatalf("session already ended (%v) when LastHeard passed half the timeout", s.Err())
+	}
+	t.Logf("silent for half the timeout %v after the partition; client state then %v", silentAt.Sub(parted).Round(time.Millisecond), stateThen)
+	select {
+	case ev := <-gone:
+		if ev.Type != gozk.EventNodeDeleted {
+			t.Fatalf("watch event %+v", ev)
+		}
+	case <-time.After(4 * timeout):
+		t.Fatal("the server did not expire the partitioned session")
+	}
+	expired := time.Since(parted)
+	t.Logf("server expired the session %v after the partition", expired.Round(time.Millisecond))
+	if expired < timeout*2/3-200*time.Millisecond {
+		t.Errorf("expired %v after the partition, before the %v timeout could pass", expired, timeout)
+	}
+	if silentAt.After(time.Now()) || silentAt.Sub(parted) >= expired {
+		t.Errorf("LastHeard passed half the timeout only at %v, after the expiry at %v", silentAt.Sub(parted), expired)
+	}
+	px.Heal()
+	select {
+	case <-s.Lost():
+	case <-time.After(2 * timeout):
+		t.Fatalf("session not lost %v after the heal (state %v)", 2*timeout, s.State())
+	}
+	err = s.Err()
+	t.Logf("session ended %v after the partition: %v", time.Since(parted).Round(time.Millisecond), err)
+	if !errors.Is(err, ErrSessionLost) || !errors.Is(err, gozk.ErrSessionExpired) || !strings.Contains(err.Error(), px.Addr) {
+		t.Errorf("Err = %v, want ErrSessionLost with the server's ErrSessionExpired, naming %s", err, px.Addr)
+	}
+	if _, _, err := Get(ctx, s, "/"); !Unavailable(err) {
+		t.Errorf("Get on the expired session: %v", err)
+	}
+	if ok, _, err := w.Exists("/eph"); err != nil || ok {
+		t.Errorf("ephemeral node after the expiry: exists %v %v", ok, err)
+	}
+}

@@ -46,6 +46,19 @@ func (f FailpointFunc) Hit(ctx context.Context, name string, t Target) error { r
 // failpoint spec from (see ParseFailpoints).
 const FailpointEnv = "TIERKEEPER_FAILPOINTS"
 
+// FailpointsFromEnv parses $TIERKEEPER_FAILPOINTS (ParseFailpoints); nil
+// (no failpoints) when it is unset or empty.
+func FailpointsFromEnv() (Failpoints, error) {
+	fs, err := ParseFailpoints(os.Getenv(FailpointEnv))
+	if err != nil {
+		return nil, fmt.Errorf("$%s: %w", FailpointEnv, err)
+	}
+	if fs == nil {
+		return nil, nil
+	}
+	return fs, nil
+}
+
 // FailpointSet is a parsed failpoint spec. Safe for concurrent use.
 type FailpointSet struct {
 	mu    sync.Mutex

@@ -91,7 +91,7 @@ func runCrashing(p *Pipeline, ml string, ids []int64) (returned bool, err error)
 func TestCrashAtEveryFailpointResumes(t *testing.T) {
 	r := newRig(t, false)
 	name := uniqueML(t)
-	mlWrite(t, name, 7*280+5, 280, 20<<10) // 7 ledgers of 280 x 20 KiB (two 5 MiB blocks) + a last one
+	env.MLWrite(t, name, 7*280+5, 280, 20<<10) // 7 ledgers of 280 x 20 KiB (two 5 MiB blocks) + a last one
 	ids := Candidates(r.info(t, name).Info, -1, false)
 	if len(ids) != 7 {
 		t.Fatalf("candidates %v", ids)

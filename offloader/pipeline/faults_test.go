@@ -3,10 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,87 +17,26 @@ import (
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-// proxy forwards TCP connections to a server and can cut them all (a
-// network partition, for fault injection only).
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	cut    bool
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); p.partition(true) })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			if p.cut {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(s, c); s.Close() }()
-			go func() { _, _ = io.Copy(c, s); c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-// partition cuts every connection and refuses new ones (on), or lets them
-// through again (off).
-func (p *proxy) partition(on bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = on
-	if on {
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.conns = nil
-	}
-}
-
 // A ZooKeeper session lost between verify and commit (the network cut for
 // longer than the session timeout, so the server expires it): the commit
 // fails with an error naming ZooKeeper, nothing is committed, and the next
 // run (a new session) adopts the verified objects and commits them.
 func TestZooKeeperSessionLostBeforeCommit(t *testing.T) {
 	peers(t)
-	px := startProxy(t, env.zk.Addr)
-	r := newRigWith(t, rigOptions{zkAddr: px.addr(), sessionTimeout: 2 * time.Second})
+	px := testenv.StartFaultProxy(t, env.ZK.Addr)
+	r := newRigWith(t, rigOptions{zkAddr: px.Addr, sessionTimeout: 2 * time.Second})
 	name := uniqueML(t)
-	mlWrite(t, name, 25, 10, 4<<10)
+	env.MLWrite(t, name, 25, 10, 4<<10)
 	ids := Candidates(r.info(t, name).Info, -1, false)
 	p := r.pipeline(t, func(d *Deps, _ *Options) {
 		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ Target) error {
 			if n == FPAfterVerify {
-				px.partition(true)
+				px.Cut()
 				select {
 				case <-r.sess.Lost():
 				case <-time.After(20 * time.Second):
 				}
-				px.partition(false)
+				px.Heal()
 			}
 			return nil
 		})
@@ -136,7 +72,7 @@ func TestS3KilledMidUpload(t *testing.T) {
 	s3 := testenv.StartPrivateS3(t)
 	r := newRigWith(t, rigOptions{s3: s3, s3Attempts: 2})
 	name := uniqueML(t)
-	mlWrite(t, name, 300+5, 300, 20<<10) // one ledger of 300 x 20 KiB: two 5 MiB blocks
+	env.MLWrite(t, name, 300+5, 300, 20<<10) // one ledger of 300 x 20 KiB: two 5 MiB blocks
 	id := Candidates(r.info(t, name).Info, -1, false)[0]
 	p := r.pipeline(t, func(d *Deps, _ *Options) {
 		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ Target) error {
@@ -174,12 +110,12 @@ func TestS3KilledMidUpload(t *testing.T) {
 func TestBookieKilledMidRead(t *testing.T) {
 	r := newRig(t, false)
 	name := uniqueML(t)
-	mlWrite(t, name, 2*200+5, 200, 16<<10)
+	env.MLWrite(t, name, 2*200+5, 200, 16<<10)
 	ids := Candidates(r.info(t, name).Info, -1, false)
 	killed := map[int]bool{}
 	t.Cleanup(func() {
 		for i := range killed {
-			env.bk.StartBookie(t, i)
+			env.BK.StartBookie(t, i)
 		}
 	})
 	kill := func(n int) Failpoints {
@@ -187,7 +123,7 @@ func TestBookieKilledMidRead(t *testing.T) {
 			if fp == FPMidCopy {
 				for i := 0; len(killed) < n; i++ {
 					if !killed[i] {
-						env.bk.KillBookie(i)
+						env.BK.KillBookie(i)
 						killed[i] = true
 					}
 				}
@@ -209,7 +145,7 @@ func TestBookieKilledMidRead(t *testing.T) {
 	}
 	t.Logf("two bookies down: %v", err)
 	for i := range killed {
-		env.bk.StartBookie(t, i)
+		env.BK.StartBookie(t, i)
 		delete(killed, i)
 	}
 	if lr, err := r.pipeline(t, nil).Run(context.Background(), Target{ML: name, LedgerID: ids[1]}); err != nil || lr.Outcome != OutcomeOffloaded {
@@ -227,7 +163,7 @@ func TestBookieKilledMidRead(t *testing.T) {
 func TestConcurrentRolloversLoseNothing(t *testing.T) {
 	r := newRig(t, false)
 	name := uniqueML(t)
-	mlWrite(t, name, 5*40+5, 40, 1<<10)
+	env.MLWrite(t, name, 5*40+5, 40, 1<<10)
 	real := Candidates(r.info(t, name).Info, -1, false)
 	const rollovers = 1000
 	const firstFake = 1_000_000

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,42 +24,25 @@ import (
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-// Real peers for the package, started once on first use: ZooKeeper, three
-// bookies, Pulsar's own managed-ledger code (the Java tool: ml-write makes
-// the managed ledgers, ml-reopen reads them back through Pulsar's reader,
-// offloaded ledgers through the jcloud offloader), versitygw.
+// Real peers for the package, started once on first use (mltest.Peers):
+// ZooKeeper, three bookies, Pulsar's own managed-ledger code (the Java
+// tool: ml-write makes the managed ledgers, ml-reopen reads them back
+// through Pulsar's reader, offloaded ledgers through the jcloud offloader),
+// versitygw.
 var (
-	scope   = testenv.NewSharedTB("pipeline")
-	envOnce sync.Once
-	envErr  error
-	env     struct {
-		zk   *testenv.ZooKeeper
-		bk   *testenv.BookKeeperCluster
-		java *testenv.JavaTools
-	}
+	env   = mltest.NewPeers("pipeline")
 	mlSeq atomic.Int64
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	scope.Close()
-	testenv.StopSharedS3()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m) }
 
 func peers(t *testing.T) {
 	t.Helper()
-	envOnce.Do(func() {
-		envErr = scope.Do(func(tb testing.TB) {
-			env.zk = testenv.StartZooKeeper(tb)
-			env.bk = testenv.StartBookies(tb, env.zk, 3)
-			env.java = testenv.Java(tb)
-		})
-	})
-	testenv.ReportShared(t, "zookeeper, bookies and java tools", envErr)
+	env.Need(t)
 }
 
 var nonName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
@@ -68,69 +50,6 @@ var nonName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 // uniqueML returns a fresh managed-ledger name.
 func uniqueML(t *testing.T) string {
 	return fmt.Sprintf("tierkeeper/pipeline/persistent/%s-%d", nonName.ReplaceAllString(t.Name(), "_"), mlSeq.Add(1))
-}
-
-// written is what ml-write reports.
-type written struct {
-	Entries []testenv.EntryDigest `json:"entries"`
-}
-
-// mlWrite has Pulsar's managed-ledger library write entries, perLedger per
-// ledger, of size bytes each (-1: the tool's size table up to 64 KiB).
-func mlWrite(t *testing.T, name string, entries, perLedger, size int) written {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	args := []string{"--metadata-uri", env.bk.MetadataServiceURI(), "--zk", env.zk.Addr, "--name", name,
-		"--entries", fmt.Sprint(entries), "--entries-per-ledger", fmt.Sprint(perLedger), "--cursor", "sub"}
-	if size >= 0 {
-		args = append(args, "--entry-size", fmt.Sprint(size))
-	}
-	var w written
-	if err := env.java.RunJSON(ctx, &w, "ml-write", args...); err != nil {
-		t.Fatal(err)
-	}
-	if len(w.Entries) != entries {
-		t.Fatalf("ml-write wrote %d entries, want %d", len(w.Entries), entries)
-	}
-	return w
-}
-
-// reopened is what ml-reopen reports.
-type reopened struct {
-	ReadEntries []testenv.EntryDigest `json:"readEntries"`
-	ReadError   string                `json:"readError"`
-	Ledgers     []struct {
-		LedgerID int64 `json:"ledgerId"`
-		Offload  *struct {
-			UUID              string `json:"uuid"`
-			Complete          bool   `json:"complete"`
-			BookkeeperDeleted bool   `json:"bookkeeperDeleted"`
-		} `json:"offloadContext"`
-	} `json:"ledgers"`
-}
-
-// pulsarReadsAll has Pulsar's managed-ledger code (read-only cursor, with
-// the jcloud offloader on the S3 bucket) read every entry and checks each
-// one against what was written.
-func pulsarReadsAll(t *testing.T, s3 *testenv.S3, bucket, name string, w written) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	args := append([]string{"--metadata-uri", env.bk.MetadataServiceURI(), "--zk", env.zk.Addr, "--name", name, "--mode", "readonly"},
-		testenv.S3Args(s3, bucket)...)
-	var r reopened
-	if err := env.java.RunJSON(ctx, &r, "ml-reopen", args...); err != nil {
-		t.Fatal(err)
-	}
-	if r.ReadError != "" || len(r.ReadEntries) != len(w.Entries) {
-		t.Fatalf("Pulsar read %d of %d entries: %s", len(r.ReadEntries), len(w.Entries), r.ReadError)
-	}
-	for i, e := range r.ReadEntries {
-		if x := w.Entries[i]; e.LedgerID != x.LedgerID || e.EntryID != x.EntryID || e.SHA256 != x.SHA256 {
-			t.Fatalf("entry %d: Pulsar read %+v, written %+v", i, e, x)
-		}
-	}
 }
 
 // rig is one pipeline's dependencies on the shared peers.
@@ -169,7 +88,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if o.zkAddr == "" {
-		o.zkAddr = env.zk.Addr
+		o.zkAddr = env.ZK.Addr
 	}
 	if o.sessionTimeout == 0 {
 		o.sessionTimeout = 10 * time.Second

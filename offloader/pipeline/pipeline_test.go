@@ -20,7 +20,7 @@ import (
 func TestOffloadTopicPulsarReadsBack(t *testing.T) {
 	r := newRig(t, true)
 	name := uniqueML(t)
-	w := mlWrite(t, name, 310, 100, 64<<10) // 100+100+100+10 entries of 64 KiB: two blocks of 5 MiB each
+	w := env.MLWrite(t, name, 310, 100, 64<<10) // 100+100+100+10 entries of 64 KiB: two blocks of 5 MiB each
 	ctx := context.Background()
 	snap := r.info(t, name)
 	cands := Candidates(snap.Info, -1, false)
@@ -55,7 +55,7 @@ func TestOffloadTopicPulsarReadsBack(t *testing.T) {
 		}
 	}
 	r.checkInvariants(t, name)
-	pulsarReadsAll(t, r.s3, r.bucket, name, w)
+	env.PulsarReadsAll(t, r.s3, r.bucket, name, w)
 
 	// Again: nothing to do, nothing written.
 	raw, ver := r.raw(t, name)
@@ -102,7 +102,7 @@ func TestOffloadTopicPulsarReadsBack(t *testing.T) {
 	if st := mlmeta.States(r.info(t, name).Info); st[0] != mlmeta.StateOffloadedBKDeleted || st[2] != mlmeta.StateOffloadedBKDeleted {
 		t.Fatalf("states after trim: %v", st)
 	}
-	pulsarReadsAll(t, r.s3, r.bucket, name, w)
+	env.PulsarReadsAll(t, r.s3, r.bucket, name, w)
 	// VerifyLedger without a BookKeeper copy: objects against the index.
 	rep, err := p.VerifyLedger(ctx, Target{ML: name, LedgerID: cands[1]}, VerifyOptions{})
 	if err != nil || rep.Level != LevelObjects || rep.Entries != 100 {

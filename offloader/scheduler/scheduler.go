@@ -32,7 +32,7 @@ import (
 )
 
 // ErrLeasesLost is returned by Run when the leases were lost.
-var ErrLeasesLost = errors.New("scheduler: leases lost (ZooKeeper session gone); work stopped")
+var ErrLeasesLost = errors.New("scheduler: leases lost; work stopped")
 
 // Job is one run of the pipeline on some ledgers of one topic.
 type Job struct {
@@ -68,7 +68,8 @@ type Leases interface {
 	TryAcquire(ctx context.Context, ml string) (held bool, holder string, err error)
 	// Release gives the lease of ml back.
 	Release(ctx context.Context, ml string)
-	// Lost is closed when every lease is lost at once (session gone).
+	// Lost is closed when every lease is lost at once (the session is
+	// gone, or may be about to expire).
 	Lost() <-chan struct{}
 }
 
