@@ -80,10 +80,7 @@ ledger failed.`),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args[0]) },
 	}
 	f := cmd.Flags()
-	o.env.zk.addFlags(f)
-	o.env.ml.addFlags(f)
-	o.env.store.addFlags(f)
-	o.env.admin.addFlags(f)
+	o.env.addFlags(f, true)
 	f.Int64Var(&o.ledger, "ledger", -1, "only this ledger `id`")
 	f.Int64Var(&o.untilLedger, "until-ledger", -1, "only ledgers with ids up to this `id`")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print what would be done; write nothing")
@@ -193,21 +190,20 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	if err := o.validate(); err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
-	log := g.logger(stderr)
-	e, err := openEnv(ctx, g, &o.env, log)
+	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
+	e, err := openEnv(cmd, g, &o.env)
 	if err != nil {
 		return err
 	}
 	defer e.close()
+	log := e.log
 	drv, err := pipeline.DriverForStore(e.storeCfg, o.driver)
 	if err != nil {
 		return fmt.Errorf("--store: %w", err)
 	}
-	fps, err := pipeline.ParseFailpoints(os.Getenv(pipeline.FailpointEnv))
+	fps, err := pipeline.FailpointsFromEnv()
 	if err != nil {
-		return fmt.Errorf("$%s: %w", pipeline.FailpointEnv, err)
+		return err
 	}
 	names, err := e.ml.TopicManagedLedgers(ctx, topic)
 	if err != nil {
@@ -245,10 +241,8 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	}
 
 	bar := newOffloadProgress(stderr, !g.json(), toCopy)
-	deps := pipeline.Deps{ML: e.ml, Ledgers: e.ledgers, Bookies: e.bk, Store: e.store, Logger: log, Observer: bar}
-	if fps != nil {
-		deps.Failpoints = fps
-	}
+	deps := pipeline.Deps{ML: e.ml, Ledgers: e.ledgers, Bookies: e.bk, Store: e.store, Logger: log, Observer: bar,
+		Failpoints: fps}
 	if e.admin != nil {
 		deps.Broker = e.admin
 	}
@@ -301,13 +295,8 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	if doc.Totals.Seconds > 0 {
 		doc.Totals.MBPerSec = float64(doc.Totals.Bytes) / 1e6 / doc.Totals.Seconds
 	}
-	out := cmd.OutOrStdout()
-	if g.json() {
-		if err := writeJSON(out, doc); err != nil {
-			return err
-		}
-	} else {
-		printOffload(out, doc)
+	if err := printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error { printOffload(w, doc); return nil }); err != nil {
+		return err
 	}
 	if failed != nil {
 		if ctx.Err() != nil {

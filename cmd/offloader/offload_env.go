@@ -1,13 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
@@ -112,10 +112,23 @@ type envOptions struct {
 	needBlob bool
 }
 
+// addFlags adds the flags of ZooKeeper, the managed-ledger chroot, the
+// store and, with admin, the broker admin API.
+func (o *envOptions) addFlags(f *pflag.FlagSet, admin bool) {
+	o.zk.addFlags(f)
+	o.ml.addFlags(f)
+	o.store.addFlags(f)
+	if admin {
+		o.admin.addFlags(f)
+	}
+}
+
 // openEnv connects to ZooKeeper (bounded by the session timeout) and opens
-// the stores the command needs. The store config is read first, so a bad
-// file fails before any connection is made.
-func openEnv(ctx context.Context, g *globalOptions, o *envOptions, log *slog.Logger) (*env, error) {
+// the stores the command needs, logging to the command's stderr (e.log).
+// The store config is read first, so a bad file fails before any
+// connection is made.
+func openEnv(cmd *cobra.Command, g *globalOptions, o *envOptions) (*env, error) {
+	ctx, log := cmd.Context(), g.logger(cmd.ErrOrStderr())
 	e := &env{log: log}
 	if o.needBlob {
 		if o.store.path == "" {

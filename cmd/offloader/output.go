@@ -2,7 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tierkeeper/tierkeeper/offloader"
 )
 
 // writeJSON prints v as the command's indented JSON result.
@@ -10,4 +15,29 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printResult prints a command's result on w: v as JSON with -o json,
+// else the text rendering.
+func printResult(w io.Writer, g *globalOptions, v any, text func(io.Writer) error) error {
+	if g.json() {
+		return writeJSON(w, v)
+	}
+	return text(w)
+}
+
+// configOption is the --config flag of the service commands (run, plan,
+// sweep): the service config file.
+type configOption struct{ path string }
+
+func (c *configOption) addFlag(f *pflag.FlagSet) {
+	f.StringVar(&c.path, "config", "", "service config `file` (YAML)")
+}
+
+// load reads and validates the config (offloader.Load).
+func (c *configOption) load() (*offloader.Config, error) {
+	if c.path == "" {
+		return nil, errors.New("--config is required")
+	}
+	return offloader.Load(c.path)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -20,7 +19,7 @@ import (
 func init() { addCommand(newPlanCmd) }
 
 type planOptions struct {
-	config string
+	config configOption
 	limit  int
 }
 
@@ -43,7 +42,7 @@ whose usage cannot be read). Nothing is written anywhere.`),
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, cmd) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.config, "config", "", "service config `file` (YAML)")
+	o.config.addFlag(f)
 	f.IntVar(&o.limit, "limit", 50, "show at most this many candidates in text output (0: all)")
 	return cmd
 }
@@ -104,13 +103,10 @@ type planTotalsJSON struct {
 }
 
 func (o *planOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Command) error {
-	if o.config == "" {
-		return errors.New("--config is required")
-	}
 	if o.limit < 0 {
 		return fmt.Errorf("--limit %d: want 0 (all) or more", o.limit)
 	}
-	cfg, err := offloader.Load(o.config)
+	cfg, err := o.config.load()
 	if err != nil {
 		return err
 	}
@@ -119,11 +115,7 @@ func (o *planOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Comm
 		return err
 	}
 	doc := buildPlanDoc(res)
-	out := cmd.OutOrStdout()
-	if g.json() {
-		return writeJSON(out, doc)
-	}
-	return printPlan(out, doc, o.limit)
+	return printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error { return printPlan(w, doc, o.limit) })
 }
 
 func buildPlanDoc(res *offloader.PlanResult) planJSON {

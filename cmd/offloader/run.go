@@ -11,12 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/offloader"
+	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 )
 
 func init() { addCommand(newRunCmd) }
 
 type runOptions struct {
-	config      string
+	config      configOption
 	check       bool
 	printConfig bool
 }
@@ -42,6 +43,10 @@ then stop at their next step boundary (every step is crash-safe, so a
 restart resumes from ZooKeeper); the process exits within stop_timeout plus
 the bound of the step in progress (its ZooKeeper, bookie or store call).
 
+Fault injection (tests): $TIERKEEPER_FAILPOINTS stops, delays or kills the
+process at the pipeline's named failpoints, as for offloader offload
+(docs/offload.md).
+
 --check validates the config, then checks that ZooKeeper, the store, the
 admin URL and the bookie usage source answer (each bounded in time, saying
 what it waited for), prints one line per check and exits: 0 when all pass,
@@ -52,7 +57,7 @@ what it waited for), prints one line per check and exits: 0 when all pass,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, cmd) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.config, "config", "", "service config `file` (YAML)")
+	o.config.addFlag(f)
 	f.BoolVar(&o.check, "check", false, "validate the config and the reachability of its peers, then exit")
 	f.BoolVar(&o.printConfig, "print-config", false, "with --check: also print the effective config (secrets redacted)")
 	return cmd
@@ -67,16 +72,17 @@ type checkJSON struct {
 }
 
 func (o *runOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Command) error {
-	if o.config == "" {
-		return errors.New("--config is required")
-	}
-	cfg, err := offloader.Load(o.config)
+	cfg, err := o.config.load()
 	if err != nil {
 		return err
 	}
 	log := g.logger(cmd.ErrOrStderr())
 	if !o.check {
-		svc, err := offloader.New(ctx, cfg, offloader.Deps{Logger: log})
+		fps, err := pipeline.FailpointsFromEnv()
+		if err != nil {
+			return err
+		}
+		svc, err := offloader.New(ctx, cfg, offloader.Deps{Logger: log, Failpoints: fps})
 		if err != nil {
 			return err
 		}
@@ -87,16 +93,13 @@ func (o *runOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Comma
 	for _, r := range res {
 		ok = ok && r.OK
 	}
-	out := cmd.OutOrStdout()
-	if g.json() {
-		doc := checkJSON{Config: o.config, OK: ok, Checks: res}
-		if o.printConfig {
-			doc.Effective = cfg
-		}
-		if err := writeJSON(out, doc); err != nil {
-			return err
-		}
-	} else if err := printChecks(out, o.config, res, cfg, o.printConfig); err != nil {
+	doc := checkJSON{Config: o.config.path, OK: ok, Checks: res}
+	if o.printConfig {
+		doc.Effective = cfg
+	}
+	if err := printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error {
+		return printChecks(w, o.config.path, res, cfg, o.printConfig)
+	}); err != nil {
 		return err
 	}
 	if !ok {

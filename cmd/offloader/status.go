@@ -68,10 +68,7 @@ prints the document as the service serves it.`),
 	f.StringVar(&o.service, "service", "", "base `URL` of a running offload service (http://host:8090)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "with --service: bound of the request")
 	f.BoolVar(&o.all, "all", false, "with --service: list every topic, not only those with lag or errors")
-	o.env.zk.addFlags(f)
-	o.env.ml.addFlags(f)
-	o.env.store.addFlags(f)
-	o.env.admin.addFlags(f)
+	o.env.addFlags(f, true)
 	return cmd
 }
 

@@ -65,9 +65,8 @@ type objectsDoc struct {
 
 func (o *statusOptions) runTopic(cmd *cobra.Command, g *globalOptions, topic string) error {
 	ctx := cmd.Context()
-	log := g.logger(cmd.ErrOrStderr())
 	o.env.needBlob = o.env.store.path != ""
-	e, err := openEnv(ctx, g, &o.env, log)
+	e, err := openEnv(cmd, g, &o.env)
 	if err != nil {
 		return err
 	}
@@ -130,13 +129,8 @@ func (o *statusOptions) runTopic(cmd *cobra.Command, g *globalOptions, topic str
 		}
 		doc.ManagedLedgers = append(doc.ManagedLedgers, md)
 	}
-	out := cmd.OutOrStdout()
-	if g.json() {
-		if err := writeJSON(out, doc); err != nil {
-			return err
-		}
-	} else {
-		printStatus(out, doc)
+	if err := printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error { printStatus(w, doc); return nil }); err != nil {
+		return err
 	}
 	if len(rep.Errors) > 0 {
 		return fmt.Errorf("%d managed ledgers could not be read: %s", len(rep.Errors), rep.Errors[0].Error)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,7 +15,7 @@ import (
 func init() { addCommand(newSweepCmd) }
 
 type sweepOptions struct {
-	config string
+	config configOption
 	dryRun bool
 }
 
@@ -40,16 +39,13 @@ Pulsar cluster alone. --dry-run (or sweeper.dry_run) only counts.`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), g, cmd) },
 	}
-	cmd.Flags().StringVar(&o.config, "config", "", "service config `file` (YAML)")
+	o.config.addFlag(cmd.Flags())
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "count what would be removed, remove nothing")
 	return cmd
 }
 
 func (o *sweepOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Command) error {
-	if o.config == "" {
-		return errors.New("--config is required")
-	}
-	cfg, err := offloader.Load(o.config)
+	cfg, err := o.config.load()
 	if err != nil {
 		return err
 	}

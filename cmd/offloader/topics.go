@@ -96,12 +96,7 @@ func (o *topicsOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Co
 	if err != nil {
 		return zkFailed(conn, err)
 	}
-	out := cmd.OutOrStdout()
-	if g.json() {
-		if err := writeJSON(out, doc); err != nil {
-			return err
-		}
-	} else if err := printTopics(out, doc, o.summary); err != nil {
+	if err := printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error { return printTopics(w, doc, o.summary) }); err != nil {
 		return err
 	}
 	if n := len(doc.Errors); n > 0 {

@@ -48,9 +48,7 @@ Nothing is written. Exit status 1 when any ledger fails.`),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args[0]) },
 	}
 	f := cmd.Flags()
-	o.env.zk.addFlags(f)
-	o.env.ml.addFlags(f)
-	o.env.store.addFlags(f)
+	o.env.addFlags(f, false)
 	f.Int64Var(&o.ledger, "ledger", -1, "only this ledger `id`")
 	f.BoolVar(&o.sample, "sample", false, "compare three windows of entries instead of all")
 	return cmd
@@ -74,10 +72,8 @@ type verifyLedgerDoc struct {
 }
 
 func (o *verifyOptions) run(cmd *cobra.Command, g *globalOptions, topic string) error {
-	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
-	log := g.logger(stderr)
-	e, err := openEnv(ctx, g, &o.env, log)
+	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
+	e, err := openEnv(cmd, g, &o.env)
 	if err != nil {
 		return err
 	}
@@ -121,7 +117,7 @@ func (o *verifyOptions) run(cmd *cobra.Command, g *globalOptions, topic string) 
 		return fmt.Errorf("%s has no offloaded ledger to verify", topic)
 	}
 	bar := newOffloadProgress(stderr, !g.json(), total)
-	p, err := pipeline.New(pipeline.Deps{ML: e.ml, Ledgers: e.ledgers, Bookies: e.bk, Store: e.store, Logger: log, Observer: bar},
+	p, err := pipeline.New(pipeline.Deps{ML: e.ml, Ledgers: e.ledgers, Bookies: e.bk, Store: e.store, Logger: e.log, Observer: bar},
 		pipeline.Options{Driver: drv})
 	if err != nil {
 		return err
@@ -145,13 +141,8 @@ func (o *verifyOptions) run(cmd *cobra.Command, g *globalOptions, topic string) 
 		}
 	}
 	bar.finish()
-	out := cmd.OutOrStdout()
-	if g.json() {
-		if err := writeJSON(out, doc); err != nil {
-			return err
-		}
-	} else {
-		printVerify(out, doc)
+	if err := printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error { printVerify(w, doc); return nil }); err != nil {
+		return err
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
