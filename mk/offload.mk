@@ -12,7 +12,7 @@ BENCH_OFFLOAD_BLOCKS ?= 5,8,10,12,16,64
 # Run only some parts: a comma list of throughput, rss, seeks (default all).
 BENCH_OFFLOAD_ONLY   ?=
 
-.PHONY: test-offload bench-offload
+.PHONY: test-offload bench-offload bench-offload-producing
 
 ## demo: the main job on 127.0.0.1: ZooKeeper, 3 bookies, versitygw and a stock Pulsar broker; messages produced, closed ledgers offloaded (progress bars), all read back through the broker, a report (< 3 min after make deps).
 demo: deps compat-prepare build
@@ -31,3 +31,13 @@ bench-offload: deps compat-prepare
 	  | grep -E '^(Benchmark|    bench_test|ok|FAIL|---)' | sed 's/^    bench_test.go:[0-9]*: //'
 
 bench: bench-offload
+
+## bench-offload-producing: the producer's stall (max publish latency, longest ack gap, topic reloads) while offloads commit on its topic, with a stock broker; BENCH_BASE_REV=<rev> adds the offloader built at that revision (~10 min).
+BENCH_PRODUCING_ROUNDS ?= 3
+BENCH_BASE_REV         ?=
+bench-offload-producing: deps compat-prepare
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_ROUNDS=$(BENCH_PRODUCING_ROUNDS) TK_BENCH_BASE_REV=$(BENCH_BASE_REV) \
+	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkOffloadWhileProducing$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \
+	  | grep -E '^(Benchmark|    producing_test|ok|FAIL|---)' | sed 's/^    producing_test.go:[0-9]*: //'
+
+bench: bench-offload-producing

@@ -35,6 +35,12 @@ type Message struct {
 	Seed       int64  `json:"seed,omitempty"`
 	Length     int    `json:"length"`
 	SHA256     string `json:"sha256"`
+	// DueMs, SendMs and AckMs (keep-producing only): when the message was
+	// due by the producer's rate, handed to the client and acknowledged, in
+	// milliseconds since the producer started.
+	DueMs  float64 `json:"dueMs,omitempty"`
+	SendMs float64 `json:"sendMs,omitempty"`
+	AckMs  float64 `json:"ackMs,omitempty"`
 }
 
 // MessageLedger counts the messages of one ledger of one partition.
@@ -286,6 +292,32 @@ func (p *RunningProducer) WaitAcked(n int, timeout time.Duration) error {
 	}
 }
 
+// AckedSoFar returns the messages acknowledged so far, in
+// acknowledgement order (a record being written is left out).
+func (p *RunningProducer) AckedSoFar() ([]Message, error) {
+	b, err := os.ReadFile(p.out)
+	if err != nil {
+		return nil, err
+	}
+	var out []Message
+	for {
+		l, rest, ok := strings.Cut(string(b), "\n")
+		if !ok {
+			break // the last, unterminated line is still being written
+		}
+		b = []byte(rest)
+		if l == "" {
+			continue
+		}
+		var m Message
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			return nil, fmt.Errorf("keep-producing: acked record %q: %w", l, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 // Stop asks the producer to stop (stop file), waits up to 90 s for its
 // outstanding sends and returns what it reports plus every acknowledged
 // message. Safe to call more than once (also after Terminate).
@@ -319,22 +351,12 @@ func (p *RunningProducer) end(ask func()) (*ProducerResult, error) {
 			p.resErr = fmt.Errorf("keep-producing: decode result: %w (%.300q)", err, p.stdout.String())
 			return
 		}
-		b, err := os.ReadFile(p.out)
+		ms, err := p.AckedSoFar()
 		if err != nil {
 			p.resErr = err
 			return
 		}
-		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if l == "" {
-				continue
-			}
-			var m Message
-			if err := json.Unmarshal([]byte(l), &m); err != nil {
-				p.resErr = fmt.Errorf("keep-producing: acked record %q: %w", l, err)
-				return
-			}
-			r.AckedMessages = append(r.AckedMessages, m)
-		}
+		r.AckedMessages = ms
 		if int64(len(r.AckedMessages)) != r.Acked {
 			p.resErr = fmt.Errorf("keep-producing reports %d acked messages, recorded %d", r.Acked, len(r.AckedMessages))
 			return

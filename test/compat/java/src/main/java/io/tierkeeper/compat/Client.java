@@ -284,7 +284,9 @@ final class Client {
      * [--size N | --sizes ..] [--stop-file F] [--max-seconds 600] [--batch]:
      * sends at about --rate messages/s until SIGTERM, the stop file exists or
      * --max-seconds pass, then waits for outstanding sends. Every acknowledged
-     * message is appended to --out as one JSON line (flushed as it is acked);
+     * message is appended to --out as one JSON line (flushed as it is acked),
+     * with dueMs/sendMs/ackMs: when it was due by the rate, handed to the client
+     * and acknowledged, in ms since the start (publish latency = ackMs - dueMs);
      * failed sends are counted. Prints {sent, acked, failed, firstError, seconds, out}.
      */
     static Object keepProducing(Args a) throws Exception {
@@ -340,16 +342,19 @@ final class Client {
                     }
                     continue;
                 }
+                long due = next;
                 next += periodNanos;
                 long i = sent++;
                 byte[] b = Payloads.payload(seed, i, sizes[(int) (i % sizes.length)]);
                 String sha = Payloads.sha256Hex(b);
                 inFlight.acquire();
+                long sentAt = System.nanoTime();
                 p.newMessage().value(b)
                         .property(PROP_SEED, Long.toString(seed))
                         .property(PROP_INDEX, Long.toString(i))
                         .sendAsync()
                         .whenComplete((id, err) -> {
+                            long ackAt = System.nanoTime();
                             try {
                                 if (err != null) {
                                     failed.incrementAndGet();
@@ -364,6 +369,11 @@ final class Client {
                                 m.put("index", i);
                                 m.put("length", b.length);
                                 m.put("sha256", sha);
+                                // Milliseconds since the start: when the message was due
+                                // (the rate's schedule), handed to the client, acknowledged.
+                                m.put("dueMs", (due - start) / 1e6);
+                                m.put("sendMs", (sentAt - start) / 1e6);
+                                m.put("ackMs", (ackAt - start) / 1e6);
                                 String line = Tool.JSON.writeValueAsString(m);
                                 synchronized (w) {
                                     w.write(line);
