@@ -29,6 +29,8 @@ type pipelineRunner struct {
 	deps  pipeline.Deps
 	base  pipeline.Options
 	perJb int // parts in flight per ledger
+	// onResult, when set, sees every ledger result.
+	onResult func(*pipeline.LedgerResult)
 
 	mu    sync.Mutex
 	pipes map[policy.Settings]*pipeline.Pipeline
@@ -84,6 +86,9 @@ func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.O
 		return nil
 	}
 	for _, lr := range tr.Ledgers {
+		if r.onResult != nil && !errors.Is(lr.Err, context.Canceled) {
+			r.onResult(lr)
+		}
 		o := scheduler.Outcome{LedgerID: lr.LedgerID, Err: lr.Err}
 		if lr.Err == nil && j.Action == policy.ActionTrim && !lr.Trim.Deleted {
 			o.Err = errors.New("trim pending: " + lr.Trim.Note)

@@ -78,6 +78,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	status  Status
+	done    Done
 	sched   *scheduler.Scheduler
 	ready   bool
 	started time.Time
@@ -244,6 +245,7 @@ func (s *Service) session(ctx context.Context) error {
 	defer leases.close()
 	runner := newPipelineRunner(ml, ledgers, bk, s.store, broker, s.pool, s.steps, s.drv, c, s.log, s.reg)
 	runner.deps.Failpoints = s.fps
+	runner.onResult = s.record
 	sched := scheduler.New(runner, leases, scheduler.Options{
 		LedgersInFlight: c.Scheduler.LedgersInFlight,
 		Backoff:         retry.Backoff{Initial: c.Scheduler.RetryInitial.D(), Max: c.Scheduler.RetryMax.D()},
@@ -371,6 +373,30 @@ func (s *Service) sweepLoop(ctx context.Context, sw *sweeper.Sweeper) {
 	}
 }
 
+// record adds a ledger's result to Status.Done.
+func (s *Service) record(lr *pipeline.LedgerResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := &s.done
+	switch {
+	case lr.Err != nil:
+		d.FailedLedgers++
+	case lr.Outcome == pipeline.OutcomeOffloaded || lr.Outcome == pipeline.OutcomeAdopted:
+		d.OffloadedLedgers++
+		d.OffloadedBytes += lr.Bytes
+	}
+	for _, st := range lr.Steps {
+		if st.Step == pipeline.StepCopy && lr.Outcome == pipeline.OutcomeOffloaded {
+			d.CopiedBytes += lr.Bytes
+			d.CopySeconds += st.Duration.Seconds()
+		}
+	}
+	if lr.Trim.FreedBytes > 0 {
+		d.TrimmedLedgers++
+		d.FreedBytes += lr.Trim.FreedBytes
+	}
+}
+
 func (s *Service) setError(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -397,6 +423,27 @@ type Status struct {
 	Pressured       map[string]float64      `json:"pressuredBookies,omitempty"`
 	Warnings        []string                `json:"warnings,omitempty"`
 	Sweeper         *SweepStatus            `json:"sweeper,omitempty"`
+	// Done is what this replica did since it started.
+	Done Done `json:"done"`
+}
+
+// Done counts the ledgers this replica finished since it started (over
+// all its sessions).
+type Done struct {
+	// OffloadedLedgers/Bytes: committed by this replica (copied, or an
+	// earlier attempt's objects adopted); Bytes are ledger payload bytes.
+	OffloadedLedgers int   `json:"offloadedLedgers"`
+	OffloadedBytes   int64 `json:"offloadedBytes"`
+	// CopiedBytes were read from the bookies and uploaded, in CopySeconds
+	// of copy steps (summed over ledgers copied at once).
+	CopiedBytes int64   `json:"copiedBytes"`
+	CopySeconds float64 `json:"copySeconds"`
+	// TrimmedLedgers had their BookKeeper copy deleted, FreedBytes in all
+	// (once per replica on the bookies' disks).
+	TrimmedLedgers int   `json:"trimmedLedgers"`
+	FreedBytes     int64 `json:"freedBytes"`
+	// FailedLedgers counts failed ledger runs (retried later).
+	FailedLedgers int `json:"failedLedgers"`
 }
 
 // Totals sum the topics.
@@ -581,6 +628,7 @@ func (s *Service) Status() Status {
 	st := s.status
 	st.Ready = s.ready
 	st.StartedAt = s.started
+	st.Done = s.done
 	return st
 }
 

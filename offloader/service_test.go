@@ -177,6 +177,10 @@ sweeper: {enabled: true, interval: 1h}
 	if keep.Rule != "keep" || keep.NextAction != "none" || keep.LagBytes != 0 || st.Totals.LagBytes != 0 {
 		t.Errorf("status of the kept topic %+v; totals %+v", keep, st.Totals)
 	}
+	if d := st.Done; d.OffloadedLedgers != offloaded || d.OffloadedBytes <= 0 || d.CopiedBytes != d.OffloadedBytes ||
+		d.CopySeconds <= 0 || d.FailedLedgers != 0 {
+		t.Errorf("status done %+v, want %d ledgers offloaded (copied), none failed", d, offloaded)
+	}
 	if code, body := getText(t, base+"/readyz"); code != 200 || body != "ready\n" {
 		t.Errorf("readyz %d %q", code, body)
 	}

@@ -17,6 +17,9 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// writeJSONLine prints v as one compact JSON line.
+func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
 // printResult prints a command's result on w: v as JSON with -o json,
 // else the text rendering.
 func printResult(w io.Writer, g *globalOptions, v any, text func(io.Writer) error) error {

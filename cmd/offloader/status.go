@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ type statusOptions struct {
 	service string
 	timeout time.Duration
 	all     bool
+	watch   time.Duration
 	// TOPIC: the topic's ledgers from the metadata (status_topic.go).
 	env envOptions
 }
@@ -47,12 +49,19 @@ With --service: read a running service's /status (offloader run; http.listen
 in its config) and render it: totals (bytes on BookKeeper and offloaded,
 offload lag in bytes and age, trims due), ledgers running, backing off or
 parked with their last error, and per topic the rule, lag, next action and
-last error (topics with lag or an error; --all for every topic). -o json
-prints the document as the service serves it.`),
+last error (topics with lag or an error; --all for every topic), and what
+the replica did since it started (ledgers offloaded, copy rate, BookKeeper
+bytes freed). -o json prints the document as the service serves it.
+
+--watch INTERVAL re-reads and re-renders the status every INTERVAL until
+interrupted: in place on a terminal; otherwise each rendering after a
+timestamped separator; with -o json one compact document per line. A
+failed read is shown and the watch goes on (a restarting service).`),
 		Example: `  offloader status --zk zk1:2181 persistent://public/default/orders
   offloader status --zk zk1:2181 --store s3.yaml --admin-url http://broker:8080 orders -o json
   offloader status --service http://offloader.pulsar:8090
-  offloader status --service http://127.0.0.1:8090 --all -o json`,
+  offloader status --service http://127.0.0.1:8090 --all -o json
+  offloader status --service http://127.0.0.1:8090 --watch 1s`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -68,6 +77,7 @@ prints the document as the service serves it.`),
 	f.StringVar(&o.service, "service", "", "base `URL` of a running offload service (http://host:8090)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "with --service: bound of the request")
 	f.BoolVar(&o.all, "all", false, "with --service: list every topic, not only those with lag or errors")
+	f.DurationVar(&o.watch, "watch", 0, "with --service: re-render every `interval` until interrupted")
 	o.env.addFlags(f, true)
 	return cmd
 }
@@ -75,6 +85,12 @@ prints the document as the service serves it.`),
 func (o *statusOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Command) error {
 	if o.service == "" {
 		return errors.New("give a TOPIC (its ledgers, from ZooKeeper) or --service URL (a running offloader run)")
+	}
+	if o.watch < 0 {
+		return fmt.Errorf("--watch %s: want a positive interval", o.watch)
+	}
+	if o.watch > 0 {
+		return o.watchService(ctx, g, cmd.OutOrStdout())
 	}
 	st, raw, err := fetchServiceStatus(ctx, o.service, o.timeout)
 	if err != nil {

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
@@ -46,6 +50,74 @@ func fetchServiceStatus(ctx context.Context, base string, timeout time.Duration)
 	return &st, body, nil
 }
 
+// watchService renders the status every o.watch until ctx ends: in place
+// on a terminal (cut to its height), else each rendering after a
+// separator; with -o json one compact document per line.
+func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out io.Writer) error {
+	tick := time.NewTicker(o.watch)
+	defer tick.Stop()
+	tty := !g.json() && isTerminal(out)
+	drawn := 0 // lines of the last in-place rendering
+	for {
+		st, raw, err := fetchServiceStatus(ctx, o.service, o.timeout)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var b bytes.Buffer
+		switch {
+		case g.json() && err != nil:
+			_ = writeJSONLine(&b, map[string]string{"at": time.Now().Format(time.RFC3339), "error": err.Error()})
+		case g.json():
+			if cerr := json.Compact(&b, raw); cerr != nil {
+				return cerr
+			}
+			b.WriteByte('\n')
+		case err != nil:
+			fmt.Fprintf(&b, "%s  %v\n", time.Now().Format(time.TimeOnly), err)
+		default:
+			if err := printServiceStatus(&b, st, o.all); err != nil {
+				return err
+			}
+		}
+		switch {
+		case tty:
+			text := fitTerminal(out, b.String())
+			if drawn > 0 {
+				fmt.Fprintf(out, "\033[%dA\033[J", drawn)
+			}
+			fmt.Fprint(out, text)
+			drawn = strings.Count(text, "\n")
+		case g.json():
+			_, _ = out.Write(b.Bytes())
+		default:
+			fmt.Fprintf(out, "--- %s\n%s", time.Now().Format(time.TimeOnly), b.String())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// fitTerminal cuts text to the terminal's height, so an in-place redraw
+// can move back to its first line.
+func fitTerminal(w io.Writer, text string) string {
+	f, ok := w.(*os.File)
+	if !ok {
+		return text
+	}
+	_, h, err := term.GetSize(int(f.Fd()))
+	if err != nil || h < 3 {
+		return text
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) < h {
+		return text
+	}
+	return strings.Join(lines[:h-2], "") + fmt.Sprintf("\n… %d more lines (a taller terminal shows them)\n", len(lines)-(h-2))
+}
+
 // printServiceStatus renders a service status for people.
 func printServiceStatus(w io.Writer, st *offloader.Status, all bool) error {
 	ready := "ready"
@@ -61,8 +133,15 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool) error {
 	fmt.Fprintf(w, "%d topics; on BookKeeper %s, offloaded %s; lag %s in %d ledgers (oldest %s); trim due %s\n",
 		t.Topics, units.HumanBytes(t.BKBytes), units.HumanBytes(t.OffloadedBytes), units.HumanBytes(t.LagBytes), t.LagLedgers,
 		(time.Duration(t.LagSeconds) * time.Second).String(), units.HumanBytes(t.TrimBytes))
-	fmt.Fprintf(w, "ledgers: %d running, %d backing off, %d parked; last scan %d managed ledgers in %.1fs\n\n",
+	fmt.Fprintf(w, "ledgers: %d running, %d backing off, %d parked; last scan %d managed ledgers in %.1fs\n",
 		t.RunningLedgers, t.BackoffLedgers, t.ParkedLedgers, st.Scan.ManagedLedgers, st.Scan.Seconds)
+	d := st.Done
+	rate := "-"
+	if d.CopySeconds > 0 {
+		rate = fmt.Sprintf("%.1f MB/s", float64(d.CopiedBytes)/1e6/d.CopySeconds)
+	}
+	fmt.Fprintf(w, "done since start: %d ledgers offloaded (%s; copy %s), %d trimmed (%s freed on BookKeeper), %d failed runs\n\n",
+		d.OffloadedLedgers, units.HumanBytes(d.OffloadedBytes), rate, d.TrimmedLedgers, units.HumanBytes(d.FreedBytes), d.FailedLedgers)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tRULE\tON BK\tOFFLOADED\tLAG\tLAG AGE\tNEXT\tLAST ERROR")
 	topics := append([]offloader.TopicStatus(nil), st.Topics...)

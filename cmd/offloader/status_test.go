@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,5 +68,62 @@ func TestStatusCommand(t *testing.T) {
 	}
 	if _, _, err := run(t, "status", "--service", "http://127.0.0.1:1", "--timeout", "1s"); err == nil {
 		t.Error("unreachable service: no error")
+	}
+}
+
+// --watch re-reads until interrupted: each rendering after a separator
+// (not a terminal), one JSON document per line with -o json; a read that
+// fails is shown and the watch goes on.
+func TestStatusWatch(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		n++
+		i := n
+		mu.Unlock()
+		if i == 2 {
+			http.Error(w, "restarting", http.StatusServiceUnavailable)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(offloader.Status{Replica: fmt.Sprintf("r%d", i), Ready: true,
+			Done: offloader.Done{OffloadedLedgers: i, OffloadedBytes: 10 << 20, CopiedBytes: 10 << 20, CopySeconds: 0.5}})
+	}))
+	defer hs.Close()
+	watch := func(args ...string) string {
+		cmd := newRootCmd()
+		var out, errb bytes.Buffer
+		cmd.SetArgs(append([]string{"status", "--service", hs.URL, "--watch", "200ms"}, args...))
+		cmd.SetOut(&out)
+		cmd.SetErr(&errb)
+		ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+		defer cancel()
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			t.Fatalf("watch %v: %v (%s)", args, err, errb.String())
+		}
+		return out.String()
+	}
+	out := watch()
+	if c := strings.Count(out, "--- "); c < 3 {
+		t.Fatalf("%d renderings in 900ms at 200ms:\n%s", c, out)
+	}
+	for _, w := range []string{"replica r1: ready", "503 Service Unavailable", "replica r3: ready",
+		"done since start: 3 ledgers offloaded (10.0 MiB; copy 21.0 MB/s)"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("watch output misses %q:\n%s", w, out)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(watch("-o", "json")), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("%d JSON lines", len(lines))
+	}
+	for _, l := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil || (v["replica"] == nil && v["error"] == nil) {
+			t.Errorf("JSON line %q: %v", l, err)
+		}
+	}
+	if _, _, err := run(t, "status", "--service", hs.URL, "--watch", "-1s"); err == nil {
+		t.Error("negative --watch accepted")
 	}
 }

@@ -88,7 +88,8 @@ type Options struct {
 	// StopTimeout bounds the wait for jobs in flight when Run's ctx ends.
 	// Default 60s.
 	StopTimeout time.Duration
-	// Settle is how long a finished ledger is not run again, while the
+	// Settle is how long a finished ledger is not run again for the same
+	// action (a trim may follow an offload at once), while the
 	// policy's view catches up with the change. Default 30s.
 	Settle     time.Duration
 	Now        func() time.Time
@@ -112,6 +113,14 @@ type key struct {
 	id int64
 }
 
+// recentKey is a ledger and an action that finished on it: a trim may
+// follow an offload at once (the deletion lag says when), only the same
+// action is held back while the policy's view catches up.
+type recentKey struct {
+	key
+	action policy.Action
+}
+
 type ledgerState struct {
 	failures int
 	lastErr  string
@@ -132,9 +141,9 @@ type Scheduler struct {
 	busy     map[string]bool // topics with a job in flight
 	states   map[key]*ledgerState
 	running  map[key]bool
-	recent   map[key]time.Time // finished: not run again before this time
-	held     map[string]bool   // leases this replica holds
-	others   map[string]string // topics leased by another replica → holder
+	recent   map[recentKey]time.Time // finished: the same action not run again before this time
+	held     map[string]bool         // leases this replica holds
+	others   map[string]string       // topics leased by another replica → holder
 	inFlight int
 	wake     chan struct{}
 
@@ -178,7 +187,7 @@ func New(r Runner, l Leases, o Options) *Scheduler {
 	}
 	f := metrics.New(o.Registerer, "offloader")
 	s := &Scheduler{run: r, leases: l, o: o, log: o.Logger.With("component", "scheduler"),
-		busy: map[string]bool{}, states: map[key]*ledgerState{}, running: map[key]bool{}, recent: map[key]time.Time{},
+		busy: map[string]bool{}, states: map[key]*ledgerState{}, running: map[key]bool{}, recent: map[recentKey]time.Time{},
 		held: map[string]bool{}, others: map[string]string{}, wake: make(chan struct{}, 1)}
 	actions := metrics.Label{Name: "action", Values: []string{"offload", "trim"}}
 	s.jobs = f.CounterVec("scheduler_jobs_total", "Jobs (one topic, some ledgers) run, by action.", actions)
@@ -281,7 +290,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 		if full {
 			return
 		}
-		if busy || !s.eligible(key{c.ML, c.LedgerID}, now) {
+		if busy || !s.eligible(key{c.ML, c.LedgerID}, c.Action, now) {
 			continue
 		}
 		if s.leases != nil {
@@ -306,7 +315,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 			if len(j.Ledgers) >= s.o.MaxBatch {
 				break
 			}
-			if o.ML == c.ML && o.Action == c.Action && o.Settings == c.Settings && s.eligible(key{o.ML, o.LedgerID}, now) {
+			if o.ML == c.ML && o.Action == c.Action && o.Settings == c.Settings && s.eligible(key{o.ML, o.LedgerID}, o.Action, now) {
 				j.Ledgers = append(j.Ledgers, o.LedgerID)
 			}
 		}
@@ -326,17 +335,18 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-func (s *Scheduler) eligible(k key, now time.Time) bool {
+func (s *Scheduler) eligible(k key, a policy.Action, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running[k] {
 		return false
 	}
-	if until, ok := s.recent[k]; ok {
+	rk := recentKey{k, a}
+	if until, ok := s.recent[rk]; ok {
 		if now.Before(until) {
 			return false
 		}
-		delete(s.recent, k)
+		delete(s.recent, rk)
 	}
 	st := s.states[k]
 	return st == nil || !now.Before(st.nextTry)
@@ -375,7 +385,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job) {
 			delete(s.states, k)
 			// The policy's next candidates may still predate this change
 			// (discovery sees the commit a moment later): hold it back.
-			s.recent[k] = now.Add(s.o.Settle)
+			s.recent[recentKey{k, j.Action}] = now.Add(s.o.Settle)
 			if o.Skipped {
 				s.ledgers.WithLabelValues(j.Action.String(), "skipped").Inc()
 				continue

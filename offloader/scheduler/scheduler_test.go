@@ -242,3 +242,31 @@ func TestStopCancelsAfterTimeoutAndLostLeases(t *testing.T) {
 		t.Fatal("Run did not stop at once when the leases were lost")
 	}
 }
+
+// A finished ledger is held back from the same action for Settle (the
+// policy may still offer it from a view older than the change), but a
+// trim may follow its offload at once: the deletion lag alone says when.
+func TestSettleHoldsOnlyTheSameAction(t *testing.T) {
+	f := newFake()
+	s := New(f, nil, Options{LedgersInFlight: 1, Settle: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	jobs := func() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.order) }
+	s.Offer(cands("a:1"))
+	waitUntil(t, "offload done", func() bool { return jobs() == 1 })
+	s.Offer(cands("a:1"))              // a stale view: offload again
+	time.Sleep(300 * time.Millisecond) // Offer dispatches at once
+	if n := jobs(); n != 1 {
+		t.Fatalf("offload run again within Settle: %d jobs", n)
+	}
+	trim := cands("a:1")
+	trim[0].Action = policy.ActionTrim
+	s.Offer(trim)
+	waitUntil(t, "trim right after the offload", func() bool { return jobs() == 2 })
+	s.Offer(trim)
+	time.Sleep(300 * time.Millisecond) // Offer dispatches at once
+	if n := jobs(); n != 2 {
+		t.Fatalf("trim run again within Settle: %d jobs", n)
+	}
+}
