@@ -35,14 +35,7 @@ func connectZK(t *testing.T) *zk.Conn {
 	t.Helper()
 	zkOnce.Do(func() { zkErr = scope.Do(func(tb testing.TB) { zkSrv = testenv.StartZooKeeper(tb) }) })
 	testenv.ReportShared(t, "zookeeper", zkErr)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := tkzk.Connect(ctx, []string{zkSrv.Addr}, tkzk.Options{SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c.Conn
+	return zkSrv.Session(t, tkzk.Options{SessionTimeout: 10 * time.Second}).Conn
 }
 
 func layoutFor(m Manager) string {

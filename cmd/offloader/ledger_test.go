@@ -64,12 +64,7 @@ type fixture struct {
 func newFixture(t *testing.T, root string, ledgerID int64) *fixture {
 	t.Helper()
 	z := startZK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	conn, err := tkzk.Connect(ctx, []string{z.Addr}, tkzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := z.Session(t, tkzk.Options{})
 	defer conn.Close()
 	testenv.CreatePath(t, conn.Conn, root+"/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"))
 	cl := bookietest.StartCluster(t, 3)

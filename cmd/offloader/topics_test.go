@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -25,12 +24,7 @@ import (
 func topicsFixture(t *testing.T, chroot string) (addr string, attempt uuid.UUID) {
 	t.Helper()
 	z := startZK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := tkzk.Connect(ctx, []string{z.Addr}, tkzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := z.Session(t, tkzk.Options{})
 	defer c.Close()
 	closedAt := time.Now().Add(-3 * time.Hour).UnixMilli()
 	ledgers := func(first int64, n int) *mlproto.ManagedLedgerInfo {

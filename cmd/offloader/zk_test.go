@@ -175,13 +175,7 @@ func (w *killWriter) Write(p []byte) (int, error) {
 // ledger after go-zookeeper's 1 s reconnect pause (issue 11, bug 2).
 func TestLedgerListDetailsZooKeeperKilled(t *testing.T) {
 	z := testenv.StartZooKeeper(t) // its own: this test kills it
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := tkzk.Connect(ctx, []string{z.Addr}, tkzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := z.Session(t, tkzk.Options{})
 	root := "/kill/ledgers"
 	testenv.CreatePath(t, c.Conn, root+"/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"))
 	const n = 400
@@ -212,7 +206,7 @@ func TestLedgerListDetailsZooKeeperKilled(t *testing.T) {
 		t.Fatalf("%d lines, want %d", lines, n)
 	}
 	out := &killWriter{z: z}
-	_, err = runBounded(t, 60*time.Second, out, "ledger", "list", "--details", "--zk", z.Addr+root)
+	_, err := runBounded(t, 60*time.Second, out, "ledger", "list", "--details", "--zk", z.Addr+root)
 	took := time.Since(out.killed)
 	t.Logf("ledger list --details returned %s after the kill: %v", took.Round(time.Millisecond), err)
 	if err == nil || !tkzk.Unavailable(err) || !strings.Contains(err.Error(), "zookeeper "+z.Addr) ||

@@ -1,4 +1,4 @@
-package zk
+package zk_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
+
+	"github.com/tierkeeper/tierkeeper/internal/zk"
 
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -33,14 +35,14 @@ func TestParseServiceURI(t *testing.T) {
 		{"a:1/", []string{"a:1"}, ""},
 	}
 	for _, c := range cases {
-		s, p, err := ParseServiceURI(c.in)
+		s, p, err := zk.ParseServiceURI(c.in)
 		if err != nil || !reflect.DeepEqual(s, c.servers) || p != c.path {
 			t.Errorf("ParseServiceURI(%q) = %q %q %v, want %q %q", c.in, s, p, err, c.servers, c.path)
 		}
 	}
 	for _, in := range []string{"", "etcd://a:1/ledgers", "/ledgers", "a:1//x", "a:1/x/../y", "a:0", "a:65536",
 		"a:b", "a:+1", ":2181", "::1:2181", "a b:1", "u:pw@h:1", "2181", "a:1,,b:x"} {
-		if s, p, err := ParseServiceURI(in); !errors.Is(err, ErrBadAddress) {
+		if s, p, err := zk.ParseServiceURI(in); !errors.Is(err, zk.ErrBadAddress) {
 			t.Errorf("ParseServiceURI(%q) = %q %q %v, want ErrBadAddress", in, s, p, err)
 		} else if !strings.Contains(err.Error(), fmt.Sprintf("%q", in)) {
 			t.Errorf("error does not name the input: %v", err)
@@ -57,9 +59,9 @@ func FuzzParseServiceURI(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		servers, path, err := ParseServiceURI(in)
+		servers, path, err := zk.ParseServiceURI(in)
 		if err != nil {
-			if !errors.Is(err, ErrBadAddress) {
+			if !errors.Is(err, zk.ErrBadAddress) {
 				t.Fatalf("%q: error %v does not wrap ErrBadAddress", in, err)
 			}
 			return
@@ -76,12 +78,12 @@ func FuzzParseServiceURI(f *testing.F) {
 			t.Fatalf("%q: path %q", in, path)
 		}
 		canon := strings.Join(servers, ",") + path
-		s2, p2, err := ParseServiceURI(canon)
+		s2, p2, err := zk.ParseServiceURI(canon)
 		if err != nil || !reflect.DeepEqual(s2, servers) || p2 != path {
 			t.Fatalf("%q: canonical %q parses to %q %q %v", in, canon, s2, p2, err)
 		}
 		if len(in) <= 64 {
-			if a := testing.AllocsPerRun(1, func() { _, _, _ = ParseServiceURI(in) }); a > 40 {
+			if a := testing.AllocsPerRun(1, func() { _, _, _ = zk.ParseServiceURI(in) }); a > 40 {
 				t.Fatalf("%q: %v allocations", in, a)
 			}
 		}
@@ -90,14 +92,14 @@ func FuzzParseServiceURI(f *testing.F) {
 
 func TestUnavailable(t *testing.T) {
 	for _, err := range []error{gozk.ErrNoServer, gozk.ErrConnectionClosed, gozk.ErrSessionExpired, gozk.ErrClosing,
-		gozk.ErrSessionMoved, gozk.ErrAuthFailed, ErrSessionLost, ErrClosed, fmt.Errorf("read /x: %w", gozk.ErrNoServer)} {
-		if !Unavailable(err) {
+		gozk.ErrSessionMoved, gozk.ErrAuthFailed, zk.ErrSessionLost, zk.ErrClosed, fmt.Errorf("read /x: %w", gozk.ErrNoServer)} {
+		if !zk.Unavailable(err) {
 			t.Errorf("Unavailable(%v) = false", err)
 		}
 	}
 	for _, err := range []error{nil, gozk.ErrNoNode, gozk.ErrBadVersion, gozk.ErrNodeExists, context.Canceled,
 		context.DeadlineExceeded, errors.New("other")} {
-		if Unavailable(err) {
+		if zk.Unavailable(err) {
 			t.Errorf("Unavailable(%v) = true", err)
 		}
 	}
@@ -109,15 +111,15 @@ func TestDoReturnsWhenContextEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := Do(ctx, func() (int, error) { <-block; return 1, nil })
+	_, err := zk.Do(ctx, func() (int, error) { <-block; return 1, nil })
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 		t.Fatalf("Do = %v after %v", err, time.Since(start))
 	}
-	if v, err := Do(context.Background(), func() (int, error) { return 7, gozk.ErrNoNode }); v != 7 || err != gozk.ErrNoNode {
+	if v, err := zk.Do(context.Background(), func() (int, error) { return 7, gozk.ErrNoNode }); v != 7 || err != gozk.ErrNoNode {
 		t.Errorf("Do passes results through: %d %v", v, err)
 	}
 	called := false
-	if _, err := Do(ctx, func() (int, error) { called = true; return 0, nil }); err == nil || called {
+	if _, err := zk.Do(ctx, func() (int, error) { called = true; return 0, nil }); err == nil || called {
 		t.Errorf("done context: %v, called %v", err, called)
 	}
 }
@@ -125,21 +127,21 @@ func TestDoReturnsWhenContextEnds(t *testing.T) {
 func TestConnectUnreachable(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	start := time.Now()
-	s, err := Connect(context.Background(), []string{addr}, Options{ConnectTimeout: 1500 * time.Millisecond})
+	s, err := zk.Connect(context.Background(), []string{addr}, zk.Options{ConnectTimeout: 1500 * time.Millisecond})
 	took := time.Since(start)
 	if err == nil {
 		s.Close()
 		t.Fatal("connected to a closed port")
 	}
 	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
-	if !errors.Is(err, ErrConnectTimeout) || !strings.Contains(err.Error(), addr) ||
+	if !errors.Is(err, zk.ErrConnectTimeout) || !strings.Contains(err.Error(), addr) ||
 		!strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "1.5s") {
 		t.Errorf("unclear error: %v", err)
 	}
 	if took < 1400*time.Millisecond || took > 6*time.Second {
 		t.Errorf("returned after %v, want about the 1.5s connect timeout", took)
 	}
-	if _, err := Connect(context.Background(), []string{" , "}, Options{}); !errors.Is(err, ErrNoServers) {
+	if _, err := zk.Connect(context.Background(), []string{" , "}, zk.Options{}); !errors.Is(err, zk.ErrNoServers) {
 		t.Errorf("empty list: %v", err)
 	}
 }
@@ -163,9 +165,9 @@ func TestConnectSilentServer(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	_, err = Connect(context.Background(), []string{l.Addr().String()}, Options{ConnectTimeout: time.Second})
+	_, err = zk.Connect(context.Background(), []string{l.Addr().String()}, zk.Options{ConnectTimeout: time.Second})
 	t.Logf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
-	if !errors.Is(err, ErrConnectTimeout) || !strings.Contains(err.Error(), "established no session") {
+	if !errors.Is(err, zk.ErrConnectTimeout) || !strings.Contains(err.Error(), "established no session") {
 		t.Errorf("unclear error: %v", err)
 	}
 	if time.Since(start) > 6*time.Second {
@@ -174,7 +176,7 @@ func TestConnectSilentServer(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
-	if _, err := Connect(ctx, []string{l.Addr().String()}, Options{}); !errors.Is(err, context.Canceled) {
+	if _, err := zk.Connect(ctx, []string{l.Addr().String()}, zk.Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled connect: %v", err)
 	}
 }
@@ -183,8 +185,8 @@ func TestSessionRealZooKeeper(t *testing.T) {
 	z := testenv.StartZooKeeper(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	connect := func(timeout time.Duration) *Session {
-		s, err := Connect(ctx, []string{z.Addr}, Options{SessionTimeout: timeout})
+	connect := func(timeout time.Duration) *zk.Session {
+		s, err := zk.Connect(ctx, []string{z.Addr}, zk.Options{SessionTimeout: timeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,17 +197,17 @@ func TestSessionRealZooKeeper(t *testing.T) {
 	if _, err := long.Create("/x", []byte("v"), 0, gozk.WorldACL(gozk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	if d, _, err := Get(ctx, short, "/x"); err != nil || string(d) != "v" {
+	if d, _, err := zk.Get(ctx, short, "/x"); err != nil || string(d) != "v" {
 		t.Fatalf("Get = %q, %v", d, err)
 	}
-	if kids, err := Children(ctx, short, "/"); err != nil || len(kids) < 2 {
+	if kids, err := zk.Children(ctx, short, "/"); err != nil || len(kids) < 2 {
 		t.Fatalf("Children = %q, %v", kids, err)
 	}
-	st, err := Set(ctx, long, "/x", []byte("w"), 0)
+	st, err := zk.Set(ctx, long, "/x", []byte("w"), 0)
 	if err != nil || st.Version != 1 {
 		t.Fatalf("Set = %v, %v", st, err)
 	}
-	if _, err := Set(ctx, long, "/x", []byte("z"), 0); !errors.Is(err, gozk.ErrBadVersion) {
+	if _, err := zk.Set(ctx, long, "/x", []byte("z"), 0); !errors.Is(err, gozk.ErrBadVersion) {
 		t.Fatalf("stale Set: %v", err)
 	}
 	if got := short.SessionTimeout(); got != 2*time.Second {
@@ -226,10 +228,10 @@ func TestSessionRealZooKeeper(t *testing.T) {
 	if took := time.Since(killed); took < 2*time.Second {
 		t.Errorf("lost after %v, before its 2s timeout", took)
 	}
-	if err := short.Err(); !errors.Is(err, ErrSessionLost) || !strings.Contains(err.Error(), z.Addr) {
+	if err := short.Err(); !errors.Is(err, zk.ErrSessionLost) || !strings.Contains(err.Error(), z.Addr) {
 		t.Errorf("Err = %v", err)
 	}
-	if _, _, err := Get(ctx, short, "/x"); !Unavailable(err) {
+	if _, _, err := zk.Get(ctx, short, "/x"); !zk.Unavailable(err) {
 		t.Errorf("Get on a lost session: %v", err)
 	}
 	if long.Err() != nil {
@@ -238,7 +240,7 @@ func TestSessionRealZooKeeper(t *testing.T) {
 	z.Start(t)
 	var d []byte
 	for i := 0; i < 60; i++ {
-		if d, _, err = Get(ctx, long, "/x"); err == nil {
+		if d, _, err = zk.Get(ctx, long, "/x"); err == nil {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -249,11 +251,11 @@ func TestSessionRealZooKeeper(t *testing.T) {
 
 	long.Close()
 	<-long.Lost()
-	if err := long.Err(); !errors.Is(err, ErrClosed) || !Unavailable(err) {
+	if err := long.Err(); !errors.Is(err, zk.ErrClosed) || !zk.Unavailable(err) {
 		t.Errorf("Err after Close = %v", err)
 	}
 	long.Close() // idempotent
-	if _, _, err := Get(ctx, long, "/x"); !Unavailable(err) {
+	if _, _, err := zk.Get(ctx, long, "/x"); !zk.Unavailable(err) {
 		t.Errorf("Get after Close: %v", err)
 	}
 }
@@ -270,12 +272,12 @@ func TestSessionExpiresBehindPartition(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const timeout = 4 * time.Second
-	s, err := Connect(ctx, []string{px.Addr}, Options{SessionTimeout: timeout})
+	s, err := zk.Connect(ctx, []string{px.Addr}, zk.Options{SessionTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	w, err := Connect(ctx, []string{z.Addr}, Options{})
+	w, err := zk.Connect(ctx, []string{z.Addr}, zk.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,10 +336,10 @@ func TestSessionExpiresBehindPartition(t *testing.T) {
 	}
 	err = s.Err()
 	t.Logf("session ended %v after the partition: %v", time.Since(parted).Round(time.Millisecond), err)
-	if !errors.Is(err, ErrSessionLost) || !errors.Is(err, gozk.ErrSessionExpired) || !strings.Contains(err.Error(), px.Addr) {
+	if !errors.Is(err, zk.ErrSessionLost) || !errors.Is(err, gozk.ErrSessionExpired) || !strings.Contains(err.Error(), px.Addr) {
 		t.Errorf("Err = %v, want ErrSessionLost with the server's ErrSessionExpired, naming %s", err, px.Addr)
 	}
-	if _, _, err := Get(ctx, s, "/"); !Unavailable(err) {
+	if _, _, err := zk.Get(ctx, s, "/"); !zk.Unavailable(err) {
 		t.Errorf("Get on the expired session: %v", err)
 	}
 	if ok, _, err := w.Exists("/eph"); err != nil || ok {

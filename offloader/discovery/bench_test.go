@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -49,7 +50,7 @@ func BenchmarkScan(b *testing.B) {
 	nML := envInt("TIERKEEPER_BENCH_SCAN_MLS", 10000)
 	perML := envInt("TIERKEEPER_BENCH_SCAN_LEDGERS", 10)
 	z := testenv.StartZooKeeperWith(b, testenv.ZooKeeperOptions{Heap: "1g"})
-	s := connect(b, z.Addr)
+	s := z.Session(b, tzk.Options{ConnectTimeout: 10 * time.Second})
 	c := mltest.NewCreator(s.Conn)
 	ctx := context.Background()
 	start := time.Now()

@@ -16,16 +16,6 @@ import (
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-func connect(t testing.TB, addr string) *tzk.Session {
-	t.Helper()
-	s, err := tzk.Connect(context.Background(), []string{addr}, tzk.Options{ConnectTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
 func names(d *Discovery) string {
 	ts, errs := d.Snapshot()
 	out := ""
@@ -54,7 +44,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // periodic rescan.
 func TestDiscoveryFromEmpty(t *testing.T) {
 	z := testenv.StartZooKeeper(t)
-	s := connect(t, z.Addr)
+	s := z.Session(t, tzk.Options{ConnectTimeout: 10 * time.Second})
 	d := New(s, Options{RescanInterval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -69,7 +59,7 @@ func TestDiscoveryFromEmpty(t *testing.T) {
 
 func TestDiscoveryRealZooKeeper(t *testing.T) {
 	z := testenv.StartZooKeeper(t)
-	s := connect(t, z.Addr)
+	s := z.Session(t, tzk.Options{ConnectTimeout: 10 * time.Second})
 	c := mltest.NewCreator(s.Conn)
 	now := time.Now()
 	for _, ml := range []string{"t/ns/persistent/a", "t/ns/persistent/b", "u/c1/ns/persistent/v1topic"} {

@@ -24,16 +24,9 @@ import (
 // serves every subtest; the session-loss subtests crash and restart it, so
 // they run last.
 
-func connect(t *testing.T, addr string) *zk.Conn {
+func connect(t *testing.T, z *testenv.ZooKeeper) *zk.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := tkzk.Connect(ctx, []string{addr}, tkzk.Options{SessionTimeout: 4 * time.Second})
-	if err != nil {
-		t.Fatalf("connect %s: %v", addr, err)
-	}
-	t.Cleanup(c.Close)
-	return c.Conn
+	return z.Session(t, tkzk.Options{SessionTimeout: 4 * time.Second}).Conn
 }
 
 // create makes p with data, creating missing parents empty.
@@ -94,7 +87,7 @@ var drv = mlmeta.Driver{Name: "aws-s3", Bucket: "offload", ServiceEndpoint: "htt
 
 func TestRealZooKeeper(t *testing.T) {
 	z := testenv.StartZooKeeper(t)
-	admin := connect(t, z.Addr)
+	admin := connect(t, z)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -115,7 +108,7 @@ func TestRealZooKeeper(t *testing.T) {
 	create(t, admin, mlmeta.Path("pulsar/us-west/ns1/persistent/legacy")+"/c", []byte{8, 1})
 	create(t, admin, mlmeta.Root+"/empty-tenant/ns-without-topics", nil)
 
-	s := mlmeta.New(connect(t, z.Addr), &mlmeta.Options{RetryBackoff: 5 * time.Millisecond})
+	s := mlmeta.New(connect(t, z), &mlmeta.Options{RetryBackoff: 5 * time.Millisecond})
 
 	t.Run("list and read", func(t *testing.T) {
 		got, err := s.List(ctx)
@@ -183,7 +176,7 @@ func TestRealZooKeeper(t *testing.T) {
 
 	t.Run("CAS with a writer bumping the version mid-update", func(t *testing.T) {
 		const ml = "public/default/persistent/plain"
-		other := connect(t, z.Addr) // a second client, like a broker
+		other := connect(t, z) // a second client, like a broker
 		var once sync.Once
 		id := uuid.New()
 		res, err := s.UpdateOffloadContext(ctx, ml, 2, func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
@@ -226,7 +219,7 @@ func TestRealZooKeeper(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range ids {
 			ids[i] = uuid.New()
-			st := mlmeta.New(connect(t, z.Addr), &mlmeta.Options{MaxRetries: 50, RetryBackoff: time.Millisecond})
+			st := mlmeta.New(connect(t, z), &mlmeta.Options{MaxRetries: 50, RetryBackoff: time.Millisecond})
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -256,7 +249,7 @@ func TestRealZooKeeper(t *testing.T) {
 			ml := "public/default/persistent/loss-" + mode
 			create(t, admin, mlmeta.Path(ml), encode(t, brokerInfo(200, 4), mlproto.CompressionType_NONE))
 			before, _ := readInfo(t, admin, ml)
-			st := mlmeta.New(connect(t, z.Addr), nil)
+			st := mlmeta.New(connect(t, z), nil)
 			id := uuid.New()
 			var once sync.Once
 			uctx, ucancel := context.WithTimeout(ctx, 5*time.Second)
@@ -294,7 +287,7 @@ func TestRealZooKeeper(t *testing.T) {
 			if !z.Running() {
 				z.Start(t)
 			}
-			fresh := connect(t, z.Addr)
+			fresh := connect(t, z)
 			mid, _ := readInfo(t, fresh, ml)
 			got, had := mlmeta.AttemptUUID(mid.LedgerInfo[1].OffloadContext)
 			switch {
@@ -328,7 +321,7 @@ func TestRealZooKeeper(t *testing.T) {
 // remaining read after go-zookeeper's 1 s reconnect pause.
 func TestGetManyZooKeeperKilled(t *testing.T) {
 	z := testenv.StartZooKeeper(t)
-	admin := connect(t, z.Addr)
+	admin := connect(t, z)
 	const n = 1500
 	data := encode(t, brokerInfo(1, 3), mlproto.CompressionType_NONE)
 	testenv.CreatePath(t, admin, mlmeta.Path("public/default/persistent/t-0"), data)
@@ -345,7 +338,7 @@ func TestGetManyZooKeeperKilled(t *testing.T) {
 			ops = ops[:0]
 		}
 	}
-	s := mlmeta.New(connect(t, z.Addr), &mlmeta.Options{ListConcurrency: 8})
+	s := mlmeta.New(connect(t, z), &mlmeta.Options{ListConcurrency: 8})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if res, err := s.GetMany(ctx, names[:50], nil); err != nil || res[49].Err != nil {

@@ -218,12 +218,5 @@ func (c *Creator) BookKeeperLedger(id int64, bookies ...string) error {
 func ZooKeeper(t testing.TB) (*testenv.ZooKeeper, *Creator) {
 	t.Helper()
 	z := testenv.StartZooKeeper(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sess, err := tzk.Connect(ctx, []string{z.Addr}, tzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sess.Close)
-	return z, NewCreator(sess.Conn)
+	return z, NewCreator(z.Session(t, tzk.Options{}).Conn)
 }

@@ -31,11 +31,7 @@ func bkStore(t *testing.T, c *testenv.BookKeeperCluster) *metadata.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := tkzk.Connect(ctx, []string{c.ZK.Addr}, tkzk.Options{SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
+	conn := c.ZK.Session(t, tkzk.Options{SessionTimeout: 10 * time.Second})
 	s, err := metadata.NewStore(ctx, conn, metadata.StoreOptions{Root: c.LedgersRoot})
 	if err != nil {
 		t.Fatal(err)
@@ -308,13 +304,7 @@ func TestBKCompareAndDeleteSeenByJava(t *testing.T) {
 	}
 	// The znode is gone; nothing else under the root was touched.
 	p, _ := s.LedgerPath(w.LedgerID)
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	conn, err := tkzk.Connect(cctx, []string{c.ZK.Addr}, tkzk.Options{SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := c.ZK.Session(t, tkzk.Options{SessionTimeout: 10 * time.Second})
 	if ok, _, err := conn.Exists(p); err != nil || ok {
 		t.Fatalf("%s still exists: %v", p, err)
 	}

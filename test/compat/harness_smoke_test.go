@@ -16,8 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/go-zookeeper/zk"
 
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -268,11 +268,7 @@ func TestHarnessManagedLedger(t *testing.T) {
 	if err := j.RunJSON(ctx, &off, "ml-offload", args...); err != nil {
 		t.Fatal(err)
 	}
-	zc, _, err := zk.Connect([]string{zkSrv.Addr}, 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zc.Close()
+	zc := zkSrv.Session(t, tkzk.Options{SessionTimeout: 5 * time.Second})
 	var offloaded []mlLedger
 	for _, l := range off.Ledgers {
 		if l.OffloadContext != nil && l.OffloadContext.Complete {

@@ -72,13 +72,7 @@ type mlReopenResult struct {
 
 func mlStore(t *testing.T) (*mlmeta.Store, *zk.Conn) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := tkzk.Connect(ctx, []string{sharedZK(t).Addr}, tkzk.Options{SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := sharedZK(t).Session(t, tkzk.Options{SessionTimeout: 10 * time.Second})
 	return mlmeta.New(c, nil), c.Conn
 }
 

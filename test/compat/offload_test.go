@@ -162,10 +162,7 @@ func runOffload(ctx context.Context, t testing.TB, env []string, args ...string)
 // bkGone reports whether a ledger's BookKeeper metadata is gone.
 func bkGone(t testing.TB, ctx context.Context, id int64) bool {
 	t.Helper()
-	sess, err := tkzk.Connect(ctx, []string{sharedZK(t).Addr}, tkzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := sharedZK(t).Session(t, tkzk.Options{})
 	defer sess.Close()
 	st, err := metadata.NewStore(ctx, sess.Conn, metadata.StoreOptions{})
 	if err != nil {
@@ -512,11 +509,7 @@ func TestOffloadBadInput(t *testing.T) {
 	}
 	ledgers := prod.LedgerIDs()[-1]
 	mlPath := "/managed-ledgers/public/default/persistent/" + strings.TrimPrefix(topic, "persistent://public/default/")
-	sess, err := tkzk.Connect(ctx, []string{sharedZK(t).Addr}, tkzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := sharedZK(t).Session(t, tkzk.Options{})
 	snapshot := func() (string, int32) {
 		data, st, err := sess.Conn.Get(mlPath)
 		if err != nil {
@@ -609,11 +602,7 @@ func TestOffloadSIGKILLResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts := prod.LedgerIDs()
-	sess, err := tkzk.Connect(ctx, []string{sharedZK(t).Addr}, tkzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := sharedZK(t).Session(t, tkzk.Options{})
 	ml := mlmeta.New(sess.Conn, nil)
 	killedMidway := 0
 	for seed := 0; seed < seeds; seed++ {

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 )
 
 // BookKeeperCluster is a set of real BookKeeper bookies (the version Pulsar
@@ -374,10 +375,10 @@ func (c *BookKeeperCluster) startAll(t testing.TB, idx []int) error {
 	return nil
 }
 
-// zkConn opens a ZooKeeper session to the cluster's server (no logging).
-func (c *BookKeeperCluster) zkConn() (*zk.Conn, error) {
-	conn, _, err := zk.Connect([]string{c.ZK.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardZKLogger{}))
-	return conn, err
+// zkConn opens a ZooKeeper session to the cluster's server (no logging);
+// the caller closes it.
+func (c *BookKeeperCluster) zkConn() (*tkzk.Session, error) {
+	return session(context.Background(), c.ZK.Addr, tkzk.Options{SessionTimeout: 10 * time.Second})
 }
 
 // registrationOwner returns the ZK session owning <root>/available/<id>, or
@@ -460,7 +461,3 @@ func (c *BookKeeperCluster) AvailableBookies() ([]string, error) {
 	sort.Strings(ids)
 	return ids, nil
 }
-
-type discardZKLogger struct{}
-
-func (discardZKLogger) Printf(string, ...any) {}

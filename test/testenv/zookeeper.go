@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 )
 
 // ZooKeeper is a standalone ZooKeeper server (the 3.9.x jar Pulsar pins,
@@ -219,6 +222,31 @@ func (z *ZooKeeper) LogPath() string {
 		return ""
 	}
 	return z.proc.LogPath
+}
+
+// zkConnectTimeout bounds Session and session: the wait for an established
+// session with a server that serves.
+const zkConnectTimeout = 30 * time.Second
+
+// Session opens a session to the server through internal/zk (the
+// project's one way to ZooKeeper) with o, waiting at most 30 s for it, and
+// closes it when t ends; t fails if no session is established.
+func (z *ZooKeeper) Session(t testing.TB, o tkzk.Options) *tkzk.Session {
+	t.Helper()
+	s, err := session(t.Context(), z.Addr, o)
+	if err != nil {
+		t.Fatalf("connect to ZooKeeper %s: %v", z.Addr, err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// session opens a session to addr with o within zkConnectTimeout (and ctx);
+// the caller closes it.
+func session(ctx context.Context, addr string, o tkzk.Options) (*tkzk.Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, zkConnectTimeout)
+	defer cancel()
+	return tkzk.Connect(ctx, []string{addr}, o)
 }
 
 // CreatePath creates the znode p with data, creating missing parents empty.

@@ -7,28 +7,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
-
-func connectZK(t *testing.T, addr string) *zk.Conn {
-	t.Helper()
-	c, ev, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatalf("connect %s: %v", addr, err)
-	}
-	t.Cleanup(c.Close)
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case e := <-ev:
-			if e.State == zk.StateHasSession {
-				return c
-			}
-		case <-deadline:
-			t.Fatalf("no ZooKeeper session with %s", addr)
-		}
-	}
-}
 
 func TestZooKeeperCreateReadRestart(t *testing.T) {
 	start := time.Now()
@@ -42,7 +23,7 @@ func TestZooKeeperCreateReadRestart(t *testing.T) {
 		t.Fatalf("srvr = %q, %v", out, err)
 	}
 
-	c := connectZK(t, z.Addr)
+	c := z.Session(t, tkzk.Options{SessionTimeout: 4 * time.Second})
 	if _, err := c.Create("/tk", []byte("hello"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -62,7 +43,7 @@ func TestZooKeeperCreateReadRestart(t *testing.T) {
 	start = time.Now()
 	z.Restart(t)
 	t.Logf("restart took %s", time.Since(start).Round(time.Millisecond))
-	c2 := connectZK(t, z.Addr)
+	c2 := z.Session(t, tkzk.Options{SessionTimeout: 4 * time.Second})
 	got, _, err = c2.Get("/tk")
 	if err != nil || string(got) != "world" {
 		t.Fatalf("after restart: get = %q, %v", got, err)
@@ -78,7 +59,7 @@ func TestZooKeeperCreateReadRestart(t *testing.T) {
 		t.Fatal("server still answers after Kill")
 	}
 	z.Restart(t)
-	c3 := connectZK(t, z.Addr)
+	c3 := z.Session(t, tkzk.Options{SessionTimeout: 4 * time.Second})
 	got, _, err = c3.Get("/tk/child")
 	if err != nil || string(got) != "\x00\x01\x02\xff" {
 		t.Fatalf("after kill+restart: get = %q, %v", got, err)
@@ -91,7 +72,7 @@ func TestZooKeeperFreshEachTime(t *testing.T) {
 	if a.Addr == b.Addr || a.DataDir == b.DataDir {
 		t.Fatalf("servers share %s / %s", a.Addr, a.DataDir)
 	}
-	c := connectZK(t, b.Addr)
+	c := b.Session(t, tkzk.Options{SessionTimeout: 4 * time.Second})
 	if ok, _, err := c.Exists("/tk"); err != nil || ok {
 		t.Fatalf("fresh server has /tk (%v, %v)", ok, err)
 	}
