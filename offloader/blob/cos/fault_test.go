@@ -2,14 +2,11 @@ package cos
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
@@ -26,18 +23,6 @@ func faultStore(t *testing.T) (*Store, *faults.Proxy) {
 	return newFakeStore(t, f, Options{}), p
 }
 
-func randBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.NewChaCha8([32]byte{byte(n), 1}).Read(b)
-	return b
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestFaults(t *testing.T) {
 	faults.Common(t, func(t *testing.T) (faults.Store, *faults.Proxy) { return faultStore(t) }, attempts)
 }
@@ -45,7 +30,7 @@ func TestFaults(t *testing.T) {
 func TestFault4xxIsNotRetried(t *testing.T) {
 	s, p := faultStore(t)
 	p.Add(faults.Rule{Match: faults.PutObject, Kind: faults.Status, Status: 403, Code: "AccessDenied"})
-	_, err := s.Put(ctxT(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
+	_, err := s.Put(faults.Context(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
 	if !errors.Is(err, blob.ErrAccessDenied) {
 		t.Errorf("Put answered 403: %v, want ErrAccessDenied", err)
 	}
@@ -59,8 +44,8 @@ func TestFault4xxIsNotRetried(t *testing.T) {
 func TestFaultWrongPartCRCIsDetected(t *testing.T) {
 	s, p := faultStore(t)
 	p.Add(faults.Rule{Match: faults.UploadPart, Times: 1, Kind: faults.RewriteResponse, Rewrite: func(h http.Header) { h.Set("x-cos-hash-crc64ecma", "12345") }})
-	data := randBytes(blob.MinPartSize + 10)
-	if _, err := faults.Upload(ctxT(t), s, "mp", data); err != nil {
+	data := faults.RandBytes(blob.MinPartSize + 10)
+	if _, err := faults.Upload(faults.Context(t), s, "mp", data); err != nil {
 		t.Fatalf("upload with one lying part answer: %v", err)
 	}
 	if n := p.Count(func(r faults.Request) bool { return r.Method == "PUT" && r.Query.Has("partNumber") }); n != 3 {
@@ -74,8 +59,8 @@ func TestFaultWrongPartCRCIsDetected(t *testing.T) {
 func TestFaultWrongObjectCRCDeletesObject(t *testing.T) {
 	s, p := faultStore(t)
 	p.Add(faults.Rule{Match: faults.CompleteMultipart, Kind: faults.RewriteResponse, Rewrite: func(h http.Header) { h.Set("x-cos-hash-crc64ecma", "1") }})
-	data := randBytes(blob.MinPartSize + 10)
-	if _, err := faults.Upload(ctxT(t), s, "mp", data); !errors.Is(err, blob.ErrBadDigest) {
+	data := faults.RandBytes(blob.MinPartSize + 10)
+	if _, err := faults.Upload(faults.Context(t), s, "mp", data); !errors.Is(err, blob.ErrBadDigest) {
 		t.Fatalf("upload with a wrong completed CRC: %v, want ErrBadDigest", err)
 	}
 	blobtest.AssertAbsentOrEqual(t, s, "mp", nil)
@@ -85,12 +70,12 @@ func TestFaultWrongObjectCRCDeletesObject(t *testing.T) {
 // at the end instead of returning wrong data silently.
 func TestFaultDownloadCRCMismatch(t *testing.T) {
 	s, p := faultStore(t)
-	data := randBytes(10_000)
-	if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
+	data := faults.RandBytes(10_000)
+	if _, err := s.Put(faults.Context(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p.Add(faults.Rule{Match: faults.Method("GET", ""), Times: 1, Kind: faults.RewriteResponse, Rewrite: func(h http.Header) { h.Set("x-cos-hash-crc64ecma", "7") }})
-	rc, _, err := s.Get(ctxT(t), "k")
+	rc, _, err := s.Get(faults.Context(t), "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +95,11 @@ func TestContentMD5AndSSEHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := randBytes(blob.MinPartSize + 10)
-	if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data[:100]), 100, blob.PutOptions{}); err != nil {
+	data := faults.RandBytes(blob.MinPartSize + 10)
+	if _, err := s.Put(faults.Context(t), "k", bytes.NewReader(data[:100]), 100, blob.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := faults.Upload(ctxT(t), s, "mp", data); err != nil {
+	if _, err := faults.Upload(faults.Context(t), s, "mp", data); err != nil {
 		t.Fatal(err)
 	}
 	puts, inits := 0, 0
@@ -139,7 +124,7 @@ func TestContentMD5AndSSEHeaders(t *testing.T) {
 		t.Errorf("saw %d PUTs and %d object creations, want 3 and 2", puts, inits)
 	}
 	// cosfake stores and echoes the SSE header.
-	if a, err := s.Head(ctxT(t), "k"); err != nil || a.Size != 100 {
+	if a, err := s.Head(faults.Context(t), "k"); err != nil || a.Size != 100 {
 		t.Errorf("Head = %+v, %v", a, err)
 	}
 }

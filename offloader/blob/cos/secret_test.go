@@ -32,12 +32,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Fatal(err)
 	}
 	var errs []error
-	_, err = s.Put(ctxT(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
+	_, err = s.Put(faults.Context(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
 	errs = append(errs, err)
-	_, err = s.Head(ctxT(t), "k")
+	_, err = s.Head(faults.Context(t), "k")
 	errs = append(errs, err)
-	errs = append(errs, s.Iter(ctxT(t), "", func(blob.Attrs) error { return nil }))
-	_, err = s.CreateMultipart(ctxT(t), "mp", blob.PutOptions{})
+	errs = append(errs, s.Iter(faults.Context(t), "", func(blob.Attrs) error { return nil }))
+	_, err = s.CreateMultipart(faults.Context(t), "mp", blob.PutOptions{})
 	errs = append(errs, err)
 
 	// Valid keys, failing parts: retries are logged.
@@ -48,12 +48,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mp, err := gs.CreateMultipart(ctxT(t), "mp", blob.PutOptions{})
+	mp, err := gs.CreateMultipart(faults.Context(t), "mp", blob.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs = append(errs, mp.UploadPart(ctxT(t), 1, []byte("x")))
-	mp.Abort(ctxT(t))
+	errs = append(errs, mp.UploadPart(faults.Context(t), 1, []byte("x")))
+	mp.Abort(faults.Context(t))
 
 	for i, err := range errs {
 		if err == nil {

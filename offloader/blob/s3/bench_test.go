@@ -7,6 +7,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/internal/faults"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -20,7 +21,7 @@ func BenchmarkParts(b *testing.B) {
 		b.Fatal(err)
 	}
 	blobtest.BenchParts(b, s, 1, 4)
-	data := randBytes(1 << 20)
+	data := faults.RandBytes(1 << 20)
 	b.Run("Put1MiB", func(b *testing.B) {
 		b.SetBytes(1 << 20)
 		for i := 0; i < b.N; i++ {

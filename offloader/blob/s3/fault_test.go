@@ -2,8 +2,6 @@ package s3
 
 import (
 	"bytes"
-	"context"
-	"math/rand/v2"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -33,19 +31,6 @@ func faultStore(t *testing.T) (*Store, *faults.Proxy) {
 	return newTestStore(t, cfg, Options{}), p
 }
 
-func randBytes(n int) []byte {
-	b := make([]byte, n)
-	r := rand.NewChaCha8([32]byte{byte(n)})
-	r.Read(b)
-	return b
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestFaults(t *testing.T) {
 	faults.Common(t, func(t *testing.T) (faults.Store, *faults.Proxy) { return faultStore(t) }, attempts)
 }
@@ -53,8 +38,8 @@ func TestFaults(t *testing.T) {
 func TestFaultSlowDownExhausted(t *testing.T) {
 	s, p := faultStore(t)
 	p.Add(faults.Rule{Match: faults.PutObject, Kind: faults.Status, Status: 503, Code: "SlowDown"})
-	data := randBytes(1000)
-	_, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{})
+	data := faults.RandBytes(1000)
+	_, err := s.Put(faults.Context(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{})
 	if err == nil || !strings.Contains(err.Error(), "SlowDown") {
 		t.Fatalf("Put against permanent SlowDown: %v", err)
 	}
@@ -66,11 +51,11 @@ func TestFaultSlowDownExhausted(t *testing.T) {
 
 func TestContentMD5OnEveryUpload(t *testing.T) {
 	s, p := faultStore(t)
-	data := randBytes(blob.MinPartSize + 10)
-	if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data[:100]), 100, blob.PutOptions{}); err != nil {
+	data := faults.RandBytes(blob.MinPartSize + 10)
+	if _, err := s.Put(faults.Context(t), "k", bytes.NewReader(data[:100]), 100, blob.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := faults.Upload(ctxT(t), s, "mp", data); err != nil {
+	if _, err := faults.Upload(faults.Context(t), s, "mp", data); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
@@ -108,8 +93,8 @@ func TestSSEHeaders(t *testing.T) {
 		cfg := staticConfig(srv, "b")
 		cfg.Endpoint, cfg.SSE, cfg.Retry.MaxAttempts = ts.URL, tc.sse, 1
 		s := newTestStore(t, cfg, Options{})
-		s.Put(ctxT(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
-		s.CreateMultipart(ctxT(t), "k", blob.PutOptions{})
+		s.Put(faults.Context(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
+		s.CreateMultipart(faults.Context(t), "k", blob.PutOptions{})
 		reqs := p.Requests()
 		if len(reqs) != 2 {
 			t.Fatalf("%s: %d requests", tc.sse.Type, len(reqs))

@@ -47,14 +47,14 @@ func TestSecretsNeverLeak(t *testing.T) {
 	ts2 := newTestStore(t, withToken, Options{Logger: log})
 
 	var errs []error
-	_, err := s.Put(ctxT(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
+	_, err := s.Put(faults.Context(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
 	errs = append(errs, err)
-	_, err = s.Head(ctxT(t), "k")
+	_, err = s.Head(faults.Context(t), "k")
 	errs = append(errs, err)
-	errs = append(errs, s.Iter(ctxT(t), "", func(blob.Attrs) error { return nil }))
-	_, err = faults.Upload(ctxT(t), s, "mp", randBytes(10))
+	errs = append(errs, s.Iter(faults.Context(t), "", func(blob.Attrs) error { return nil }))
+	_, err = faults.Upload(faults.Context(t), s, "mp", faults.RandBytes(10))
 	errs = append(errs, err)
-	_, err = ts2.Put(ctxT(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
+	_, err = ts2.Put(faults.Context(t), "k", strings.NewReader("x"), 1, blob.PutOptions{})
 	errs = append(errs, err)
 
 	// With valid keys, failing parts make the SDK log retries.
@@ -62,10 +62,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 	good.Endpoint = ts.URL
 	good.Retry = cfg.Retry
 	gs := newTestStore(t, good, Options{Logger: log})
-	mp, err := gs.CreateMultipart(ctxT(t), "mp", blob.PutOptions{})
+	mp, err := gs.CreateMultipart(faults.Context(t), "mp", blob.PutOptions{})
 	if err == nil {
-		errs = append(errs, mp.UploadPart(ctxT(t), 1, []byte("x")))
-		mp.Abort(ctxT(t))
+		errs = append(errs, mp.UploadPart(faults.Context(t), 1, []byte("x")))
+		mp.Abort(faults.Context(t))
 	} else {
 		errs = append(errs, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/internal/faults"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -61,9 +62,9 @@ func uploadKilling(ctx context.Context, t *testing.T, s *Store, key string, data
 // carry the remaining parts over the outage and the object is whole.
 func TestServerKilledMidUploadAndRestartedRetries(t *testing.T) {
 	s, srv := privateStore(t, 20, time.Second)
-	data := randBytes(3*blob.MinPartSize + 10)
+	data := faults.RandBytes(3*blob.MinPartSize + 10)
 	restarted := make(chan error, 1)
-	_, a, err := uploadKilling(ctxT(t), t, s, "mp", data, func() {
+	_, a, err := uploadKilling(faults.Context(t), t, s, "mp", data, func() {
 		srv.Kill()
 		go func() {
 			time.Sleep(time.Second)
@@ -80,7 +81,7 @@ func TestServerKilledMidUploadAndRestartedRetries(t *testing.T) {
 		t.Errorf("attrs size %d, want %d", a.Size, len(data))
 	}
 	blobtest.AssertStored(t, s, "mp", data)
-	if ups, err := s.ListMultipart(ctxT(t), "mp"); err != nil || len(ups) != 0 {
+	if ups, err := s.ListMultipart(faults.Context(t), "mp"); err != nil || len(ups) != 0 {
 		t.Errorf("uploads left after success: %+v, %v", ups, err)
 	}
 }
@@ -91,8 +92,8 @@ func TestServerKilledMidUploadAndRestartedRetries(t *testing.T) {
 // (with the part stored before the crash) for a sweeper to abort.
 func TestServerKilledMidUploadStaysDown(t *testing.T) {
 	s, srv := privateStore(t, 3, 50*time.Millisecond)
-	data := randBytes(3*blob.MinPartSize + 10)
-	ctx := ctxT(t)
+	data := faults.RandBytes(3*blob.MinPartSize + 10)
+	ctx := faults.Context(t)
 	start := time.Now()
 	p, _, err := uploadKilling(ctx, t, s, "mp", data, srv.Kill)
 	if err == nil {
@@ -138,8 +139,8 @@ func TestServerKilledMidUploadStaysDown(t *testing.T) {
 // read that looks complete), and after the restart the object is intact.
 func TestServerKilledMidDownload(t *testing.T) {
 	s, srv := privateStore(t, 3, 50*time.Millisecond)
-	data := randBytes(64 << 20)
-	ctx := ctxT(t)
+	data := faults.RandBytes(64 << 20)
+	ctx := faults.Context(t)
 	if _, err := s.Put(ctx, "big", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}

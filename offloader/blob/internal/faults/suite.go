@@ -41,8 +41,8 @@ func Common(t *testing.T, setup Setup, attempts int) {
 	t.Run("SlowDownIsRetried", func(t *testing.T) {
 		s, p := setup(t)
 		p.Add(Rule{Match: PutObject, Times: 2, Kind: Status, Status: 503, Code: "SlowDown"})
-		data := randBytes(1000)
-		if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
+		data := RandBytes(1000)
+		if _, err := s.Put(Context(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
 			t.Fatalf("Put through two SlowDowns: %v", err)
 		}
 		if n := p.Count(func(r Request) bool { return r.Method == "PUT" }); n != 3 {
@@ -54,8 +54,8 @@ func Common(t *testing.T, setup Setup, attempts int) {
 	t.Run("500OnEveryPartAbortsCleanly", func(t *testing.T) {
 		s, p := setup(t)
 		p.Add(Rule{Match: UploadPart, Kind: Status, Status: 500, Code: "InternalError"})
-		data := randBytes(2*blob.MinPartSize + 10)
-		if _, err := Upload(ctxT(t), s, "mp", data); err == nil {
+		data := RandBytes(2*blob.MinPartSize + 10)
+		if _, err := Upload(Context(t), s, "mp", data); err == nil {
 			t.Fatal("upload succeeded though every part failed")
 		}
 		byPart := map[string]int{}
@@ -88,8 +88,8 @@ func Common(t *testing.T, setup Setup, attempts int) {
 	t.Run("CorruptPartIsRejectedAndRetried", func(t *testing.T) {
 		s, p := setup(t)
 		p.Add(Rule{Match: UploadPart, Times: 1, Kind: CorruptRequestBody})
-		data := randBytes(2*blob.MinPartSize + 10)
-		if _, err := Upload(ctxT(t), s, "mp", data); err != nil {
+		data := RandBytes(2*blob.MinPartSize + 10)
+		if _, err := Upload(Context(t), s, "mp", data); err != nil {
 			t.Fatalf("upload with one corrupted part: %v", err)
 		}
 		if n := p.Count(func(r Request) bool { return r.Method == "PUT" && r.Query.Has("partNumber") }); n != 4 {
@@ -101,12 +101,12 @@ func Common(t *testing.T, setup Setup, attempts int) {
 	t.Run("CorruptBodyAlwaysFailsCleanly", func(t *testing.T) {
 		s, p := setup(t)
 		p.Add(Rule{Match: func(r *http.Request) bool { return r.Method == "PUT" }, Kind: CorruptRequestBody})
-		data := randBytes(blob.MinPartSize + 10)
-		if _, err := s.Put(ctxT(t), "single", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); !errors.Is(err, blob.ErrBadDigest) {
+		data := RandBytes(blob.MinPartSize + 10)
+		if _, err := s.Put(Context(t), "single", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); !errors.Is(err, blob.ErrBadDigest) {
 			t.Errorf("Put with corrupted body: %v, want ErrBadDigest", err)
 		}
 		blobtest.AssertAbsentOrEqual(t, s, "single", nil)
-		if _, err := Upload(ctxT(t), s, "mp", data); !errors.Is(err, blob.ErrBadDigest) {
+		if _, err := Upload(Context(t), s, "mp", data); !errors.Is(err, blob.ErrBadDigest) {
 			t.Errorf("multipart with corrupted parts: %v, want ErrBadDigest", err)
 		}
 		blobtest.AssertAbsentOrEqual(t, s, "mp", nil)
@@ -117,13 +117,13 @@ func Common(t *testing.T, setup Setup, attempts int) {
 		s, p := setup(t)
 		p.Add(Rule{Match: PutObject, Times: 1, Kind: ResetBeforeForward})
 		p.Add(Rule{Match: UploadPart, Times: 1, Kind: ResetAfterForward})
-		data := randBytes(1000)
-		if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
+		data := RandBytes(1000)
+		if _, err := s.Put(Context(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
 			t.Fatalf("Put after a connection reset: %v", err)
 		}
 		blobtest.AssertStored(t, s, "k", data)
-		big := randBytes(blob.MinPartSize + 10)
-		if _, err := Upload(ctxT(t), s, "mp", big); err != nil {
+		big := RandBytes(blob.MinPartSize + 10)
+		if _, err := Upload(Context(t), s, "mp", big); err != nil {
 			t.Fatalf("upload after a lost part response: %v", err)
 		}
 		blobtest.AssertStored(t, s, "mp", big)
@@ -135,8 +135,8 @@ func Common(t *testing.T, setup Setup, attempts int) {
 	t.Run("LostCompleteResponse", func(t *testing.T) {
 		s, p := setup(t)
 		p.Add(Rule{Match: CompleteMultipart, Times: 1, Kind: ResetAfterForward})
-		data := randBytes(2*blob.MinPartSize + 10)
-		a, err := Upload(ctxT(t), s, "mp", data)
+		data := RandBytes(2*blob.MinPartSize + 10)
+		a, err := Upload(Context(t), s, "mp", data)
 		if err != nil {
 			t.Fatalf("upload with a lost Complete response: %v", err)
 		}
@@ -152,13 +152,13 @@ func Common(t *testing.T, setup Setup, attempts int) {
 
 	t.Run("TruncatedDownloadIsAnError", func(t *testing.T) {
 		s, p := setup(t)
-		data := randBytes(100_000)
-		if _, err := s.Put(ctxT(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
+		data := RandBytes(100_000)
+		if _, err := s.Put(Context(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		p.Add(Rule{Match: Method("GET", ""), Times: 2, Kind: TruncateBody, KeepBytes: 1000})
 		for _, r := range [][2]int64{{0, -1}, {10, 50_000}} {
-			rc, _, err := s.GetRange(ctxT(t), "k", r[0], r[1])
+			rc, _, err := s.GetRange(Context(t), "k", r[0], r[1])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,18 +174,21 @@ func Common(t *testing.T, setup Setup, attempts int) {
 
 func assertNoUploads(t *testing.T, s blob.MultipartLister, prefix string) {
 	t.Helper()
-	if ups, err := s.ListMultipart(ctxT(t), prefix); err != nil || len(ups) != 0 {
+	if ups, err := s.ListMultipart(Context(t), prefix); err != nil || len(ups) != 0 {
 		t.Errorf("incomplete uploads left under %q: %+v, %v", prefix, ups, err)
 	}
 }
 
-func randBytes(n int) []byte {
+// RandBytes returns n pseudo-random bytes, the same for the same n.
+func RandBytes(n int) []byte {
 	b := make([]byte, n)
 	rand.NewChaCha8([32]byte{byte(n)}).Read(b)
 	return b
 }
 
-func ctxT(t *testing.T) context.Context {
+// Context is a context for one test's requests: it ends after a minute or
+// with t.
+func Context(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
