@@ -33,6 +33,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -111,9 +112,8 @@ func BenchmarkReaderFetch(b *testing.B) {
 	srv := testenv.StartS3(b)
 	proxy := startCountingProxy(b, srv.Addr)
 	ctx := context.Background()
-	cfg := s3store.DefaultConfig()
-	cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = srv.NewBucket(b), srv.Region, "http://"+proxy.ln.Addr().String(), "path"
-	cfg.Credentials.Source, cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey = s3store.SourceStatic, srv.AccessKey, blob.Secret(srv.SecretKey)
+	cfg := s3test.Config(srv, srv.NewBucket(b))
+	cfg.Endpoint = "http://" + proxy.ln.Addr().String()
 	store, err := s3store.New(ctx, cfg, s3store.Options{})
 	if err != nil {
 		b.Fatal(err)

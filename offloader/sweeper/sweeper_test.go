@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
-	"github.com/tierkeeper/tierkeeper/offloader/blob/s3"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
@@ -23,16 +23,9 @@ import (
 
 func openS3(t *testing.T, srv *testenv.S3, bucket string) blob.Store {
 	t.Helper()
-	cfg := s3.DefaultConfig()
-	cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = bucket, srv.Region, srv.Endpoint, "path"
-	cfg.Credentials = s3.Credentials{Source: s3.SourceStatic, AccessKeyID: srv.AccessKey, SecretAccessKey: blob.Secret(srv.SecretKey)}
+	cfg := s3test.Config(srv, bucket)
 	cfg.Retry.MaxAttempts = 1
-	st, err := s3.New(context.Background(), cfg, s3.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return s3test.Open(t, cfg)
 }
 
 func put(t *testing.T, st blob.Store, key string) {

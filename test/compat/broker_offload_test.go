@@ -21,6 +21,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	cosstore "github.com/tierkeeper/tierkeeper/offloader/blob/cos"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/test/cosfake"
@@ -160,11 +161,7 @@ func TestBrokerReadsGoOffloadS3(t *testing.T) {
 	readAllFromStore(t, ctx, b, topic, prod) // still from the bookies
 	checkOffloaded(t, ctx, b, topic, nil, true)
 
-	cfg := s3store.DefaultConfig()
-	cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = brokerBucket, srv.Region, srv.Endpoint, "path"
-	cfg.Credentials.Source = s3store.SourceStatic
-	cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey = srv.AccessKey, blob.Secret(srv.SecretKey)
-	store, err := s3store.New(ctx, cfg, s3store.Options{})
+	store, err := s3store.New(ctx, s3test.Config(srv, brokerBucket), s3store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

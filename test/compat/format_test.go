@@ -28,7 +28,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
-	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
@@ -42,16 +42,7 @@ func formatStore(t *testing.T) (*testenv.S3, string, blob.Store) {
 	t.Helper()
 	srv := testenv.StartS3(t)
 	bucket := srv.NewBucket(t)
-	cfg := s3store.DefaultConfig()
-	cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = bucket, srv.Region, srv.Endpoint, "path"
-	cfg.Credentials.Source = s3store.SourceStatic
-	cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey = srv.AccessKey, blob.Secret(srv.SecretKey)
-	store, err := s3store.New(t.Context(), cfg, s3store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	return srv, bucket, store
+	return srv, bucket, s3test.Open(t, s3test.Config(srv, bucket))
 }
 
 // pulsarRead is the pulsar-read-offloaded result.
