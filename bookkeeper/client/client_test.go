@@ -21,6 +21,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/metrics/metricstest"
 )
 
 // env is a fake cluster plus a client reading from it. Every test checks,
@@ -121,23 +122,6 @@ func readAll(t *testing.T, l *Ledger, want [][]byte, opts StreamOptions) {
 	}
 }
 
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
 func TestReadEveryDigestType(t *testing.T) {
 	for _, tc := range []struct {
 		typ digest.Type
@@ -152,7 +136,7 @@ func TestReadEveryDigestType(t *testing.T) {
 			if n := len(e.cluster.Requests()); n != len(data) {
 				t.Fatalf("%d requests for %d entries", n, len(data))
 			}
-			if got := counter(t, e.reg, "tierkeeper_bookkeeper_read_entries_total"); got != float64(len(data)) {
+			if got := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_read_entries_total"); got != float64(len(data)) {
 				t.Fatalf("entries metric %v", got)
 			}
 			// Each entry was asked of the first bookie of its write set.
@@ -213,13 +197,13 @@ func TestReplicaDown(t *testing.T) {
 	l := e.write(bookietest.Ledger{LedgerID: 10}, data)
 	e.cluster.Bookies["bookie-1"].Stop()
 	readAll(t, l, data, StreamOptions{})
-	if f := counter(t, e.reg, "tierkeeper_bookkeeper_read_failovers_total"); f == 0 {
+	if f := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_read_failovers_total"); f == 0 {
 		t.Fatal("no failover counted")
 	}
 	// A later pass prefers the healthy replicas: no failovers at all.
-	before := counter(t, e.reg, "tierkeeper_bookkeeper_read_failovers_total")
+	before := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_read_failovers_total")
 	readAll(t, l, data, StreamOptions{})
-	if after := counter(t, e.reg, "tierkeeper_bookkeeper_read_failovers_total"); after != before {
+	if after := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_read_failovers_total"); after != before {
 		t.Fatalf("failovers grew from %v to %v although bookie-1 is known down", before, after)
 	}
 }
@@ -230,7 +214,7 @@ func TestCorruptReplica(t *testing.T) {
 	l := e.write(bookietest.Ledger{LedgerID: 11}, data)
 	e.cluster.Bookies["bookie-0"].SetFault(func(bookietest.Request) bookietest.Action { return bookietest.Action{Corrupt: true} })
 	readAll(t, l, data, StreamOptions{Window: 1})
-	if n := counter(t, e.reg, "tierkeeper_bookkeeper_digest_errors_total"); n == 0 {
+	if n := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_digest_errors_total"); n == 0 {
 		t.Fatal("no digest error counted")
 	}
 	// Every replica corrupt: a read failure naming the digest, not "missing".
@@ -373,10 +357,10 @@ func TestBusyBackoff(t *testing.T) {
 		})
 	}
 	readAll(t, l, data, StreamOptions{})
-	if f := counter(t, e.reg, "tierkeeper_bookkeeper_read_failovers_total"); f != 0 {
+	if f := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_read_failovers_total"); f != 0 {
 		t.Fatalf("busy bookie should be retried, not failed over: %v failovers", f)
 	}
-	if b := counter(t, e.reg, "tierkeeper_bookkeeper_busy_retries_total"); b != 30 {
+	if b := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_busy_retries_total"); b != 30 {
 		t.Fatalf("busy retries %v, want 30", b)
 	}
 
@@ -698,7 +682,7 @@ func TestTwoClientsOneRegistry(t *testing.T) {
 	}
 	readAll(t, l, data, StreamOptions{})
 	readAll(t, l2, data, StreamOptions{})
-	if got := counter(t, e.reg, "tierkeeper_bookkeeper_read_entries_total"); got != 2*float64(len(data)) {
+	if got := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_read_entries_total"); got != 2*float64(len(data)) {
 		t.Errorf("entries = %v, want %d from both clients", got, 2*len(data))
 	}
 	if problems, err := testutil.GatherAndLint(e.reg); err != nil || len(problems) > 0 {

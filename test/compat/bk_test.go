@@ -22,6 +22,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/internal/metrics/metricstest"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -152,7 +153,7 @@ func TestBKReadJavaWrittenLedgers(t *testing.T) {
 			}
 		})
 	}
-	if f := bkCounter(t, reg, "tierkeeper_bookkeeper_read_failovers_total"); f != 0 {
+	if f := metricstest.CounterSum(t, reg, "tierkeeper_bookkeeper_read_failovers_total"); f != 0 {
 		t.Errorf("%v failovers on a healthy cluster", f)
 	}
 
@@ -169,24 +170,6 @@ func TestBKReadJavaWrittenLedgers(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkMetadata(t, md, jmd) // includes ctime equality: Java's reader reports the znode ctime
-}
-
-// bkCounter sums a counter's values in reg.
-func bkCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				v += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return v
 }
 
 // TestBKListAndResolve lists the ledgers and resolves every bookie id
@@ -240,7 +223,7 @@ func TestBKReadFailsOverWhenBookieStopped(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cl := bkClient(t, s, reg)
 	readAndCompare(t, cl, md, w)
-	if f := bkCounter(t, reg, "tierkeeper_bookkeeper_read_failovers_total"); f == 0 {
+	if f := metricstest.CounterSum(t, reg, "tierkeeper_bookkeeper_read_failovers_total"); f == 0 {
 		t.Fatal("no failover counted although the first replica of entry 0 is down")
 	}
 	// An entry whose only other replica is also down fails with a
