@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/internal/cli/clitest"
 )
 
 func runCLI(t *testing.T, env map[string]string, args ...string) (string, string, error) {
@@ -21,13 +21,7 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (string, string
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	cmd := newRootCmd()
-	var out, errb bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errb)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), errb.String(), err
+	return clitest.Run(context.Background(), newRootCmd(), args...)
 }
 
 // TestRecommendFromInputMatchesGolden: `recommend --input` on a recorded

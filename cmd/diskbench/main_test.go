@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/cli/clitest"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -49,13 +50,7 @@ func cleanDir(t *testing.T) string {
 
 func run(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := newRootCmd()
-	var out, errb bytes.Buffer
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errb)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), errb.String(), err
+	return clitest.Run(context.Background(), newRootCmd(), args...)
 }
 
 var fast = []string{"--duration", "300ms", "--warmup", "50ms", "--max-bytes", "64m", "--allow-any-fs"}

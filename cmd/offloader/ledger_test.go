@@ -18,6 +18,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/bookietest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/internal/cli/clitest"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -104,15 +105,9 @@ func newFixture(t *testing.T, root string, ledgerID int64) *fixture {
 
 func run(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := newRootCmd()
-	var out, errb bytes.Buffer
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errb)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	err := cmd.ExecuteContext(ctx)
-	return out.String(), errb.String(), err
+	return clitest.Run(ctx, newRootCmd(), args...)
 }
 
 func TestLedgerReadJSON(t *testing.T) {
