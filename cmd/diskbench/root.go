@@ -9,8 +9,11 @@ func newRootCmd() *cobra.Command {
 		Use:   "diskbench",
 		Short: "Measure a disk the way a BookKeeper bookie uses it",
 		Long: `diskbench measures the I/O patterns of an Apache BookKeeper bookie:
-  journal   appends with fdatasync every N writes, one file per writer
-  entrylog  buffered sequential writes with an fdatasync every 32 MiB
+  journal   BookKeeper's journal per writer: group commit, padding, sparse
+            growth, fdatasync per group (--model plain: appends with an
+            fdatasync every N writes, as fio can express)
+  entrylog  buffered sequential writes with an fdatasync every --flush-every
+            (32 MiB)
   randread  O_DIRECT random reads at a queue depth (catch-up reads)
   sweep     all three within one time and byte budget (what the bookie agent runs)
 
