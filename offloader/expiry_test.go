@@ -245,11 +245,7 @@ policy:
 		})
 		return r
 	}
-	sess, err := tzk.Connect(ctx, []string{peer.ZK.Addr}, tzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := peer.ZK.Session(t, tzk.Options{})
 	ml := mlmeta.New(sess, nil)
 	until := func(what string, limit time.Duration, cond func() bool) {
 		t.Helper()

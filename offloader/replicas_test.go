@@ -140,11 +140,7 @@ policy:
 	for _, r := range reps {
 		start(r)
 	}
-	sess, err := tzk.Connect(context.Background(), []string{peer.ZK.Addr}, tzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := peer.ZK.Session(t, tzk.Options{})
 	store := mlmeta.New(sess, nil)
 	pending := func() int {
 		n := 0

@@ -119,11 +119,7 @@ sweeper: {enabled: true, interval: 1h}
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
 
-	sess, err := tzk.Connect(ctx, []string{peer.ZK.Addr}, tzk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := peer.ZK.Session(t, tzk.Options{})
 	deadline := time.Now().Add(3 * time.Minute)
 	var st Status
 	done2 := func() bool {

@@ -131,11 +131,7 @@ policy:
 		delete(acked, m.MessageID)
 	}
 	// Ledger states, and a sweep with no grace: every object must be referenced.
-	sess, err := tzk.Connect(ctx, []string{zk.Addr}, tzk.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sess.Close()
+	sess := zk.Session(b, tzk.Options{})
 	snap, err := mlmeta.New(sess, nil).Get(ctx, "public/default/persistent/soak")
 	if err != nil {
 		b.Fatal(err)

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	gozk "github.com/go-zookeeper/zk"
-
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
@@ -57,11 +55,7 @@ func TestClusterRealBookies(t *testing.T) {
 	written := append(append([]testenv.WrittenLedger{}, m3.Ledgers...), m2.Ledgers...)
 	off, closed, open := m3.Ledgers[0], m3.Ledgers[1], m3.Ledgers[2]
 
-	conn, _, err := gozk.Connect([]string{z.Addr}, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := z.Session(t, tkzk.Options{SessionTimeout: 10 * time.Second}).Conn
 	c := mltest.NewCreator(conn)
 	now := time.Now()
 	if err := c.CreateML("public/default/persistent/orders", mltest.Info(
@@ -80,11 +74,7 @@ func TestClusterRealBookies(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	sess, err := tkzk.Connect(ctx, []string{z.Addr}, tkzk.Options{ConnectTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := z.Session(t, tkzk.Options{ConnectTimeout: 10 * time.Second})
 	ids := bk.RunningBookies()
 	slices.Sort(ids)
 	// A hanging agent: its bookie's figures are an error within the bound.
