@@ -19,6 +19,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/diskbench"
 	"github.com/tierkeeper/tierkeeper/diskbench/fiocmp"
 	"github.com/tierkeeper/tierkeeper/internal/units"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 // BenchmarkRecommendRepeat is issue 10's repeatability check (`make
@@ -36,8 +37,8 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 	if dir == "" {
 		b.Skip("set BA_REPEAT_DIR (make bench-bookieagent-repeat does)")
 	}
-	runs := envInt("BA_REPEAT_RUNS", 3)
-	fioSec := envInt("BA_FIO_SECONDS", 30)
+	runs := testenv.EnvInt(b, "BA_REPEAT_RUNS", 3)
+	fioSec := testenv.EnvInt(b, "BA_FIO_SECONDS", 30)
 	budget := DefaultBenchTime
 	if v := os.Getenv("BA_REPEAT_BUDGET"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -221,13 +222,6 @@ func numSpread(vals []string) (float64, bool) {
 		return 0, true
 	}
 	return (f[len(f)-1] - f[0]) / math.Abs(m), true
-}
-
-func envInt(k string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }
 
 func loadavg() string {

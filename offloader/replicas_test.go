@@ -19,20 +19,6 @@ import (
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-// buildOffloader compiles cmd/offloader into a temp dir.
-func buildOffloader(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "offloader")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/offloader")
-	cmd.Dir = testenv.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 type interval struct {
 	replica    string
 	start, end time.Time
@@ -88,7 +74,7 @@ func TestReplicasKillLoop(t *testing.T) {
 		t.Skip("starts three service processes")
 	}
 	peers(t)
-	bin := buildOffloader(t)
+	bin := testenv.BuildTemp(t, "offloader")
 	const topics = 4
 	var mls []string
 	written := map[string]mltest.Written{}

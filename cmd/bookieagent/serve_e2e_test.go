@@ -34,11 +34,7 @@ func agentBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "bookieagent")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		binPath, buildErr = testenv.Build(dir, "bookieagent")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

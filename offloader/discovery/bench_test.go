@@ -16,13 +16,6 @@ import (
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 // procStatusKB reads a "VmRSS"/"VmHWM" line of /proc/self/status in KiB.
 func procStatusKB(field string) int64 {
 	f, err := os.Open("/proc/self/status")
@@ -47,8 +40,8 @@ func procStatusKB(field string) int64 {
 // read, watches armed) and a warm rescan (stat only), with the process's
 // peak RSS over the scans. `make bench-scan` runs it.
 func BenchmarkScan(b *testing.B) {
-	nML := envInt("TIERKEEPER_BENCH_SCAN_MLS", 10000)
-	perML := envInt("TIERKEEPER_BENCH_SCAN_LEDGERS", 10)
+	nML := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_MLS", 10000)
+	perML := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_LEDGERS", 10)
 	z := testenv.StartZooKeeperWith(b, testenv.ZooKeeperOptions{Heap: "1g"})
 	s := z.Session(b, tzk.Options{ConnectTimeout: 10 * time.Second})
 	c := mltest.NewCreator(s.Conn)

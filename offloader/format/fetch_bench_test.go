@@ -22,7 +22,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,13 +35,6 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
-
-func benchEnv(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
 
 // countingProxy forwards TCP connections to upstream and counts the bytes
 // it delivered to the client.
@@ -118,11 +110,11 @@ func BenchmarkReaderFetch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	block := benchEnv("TK_BENCH_BLOCK_MIB", 64) << 20
-	maxEntry := benchEnv("TK_BENCH_ENTRY_KIB", 128) << 10
-	total := int64(benchEnv("TK_BENCH_READ_MIB", 256)) << 20
-	randomReads := benchEnv("TK_BENCH_RANDOM", 1000)
-	batch := int64(benchEnv("TK_BENCH_BATCH", 100))
+	block := testenv.EnvInt(b, "TK_BENCH_BLOCK_MIB", 64) << 20
+	maxEntry := testenv.EnvInt(b, "TK_BENCH_ENTRY_KIB", 128) << 10
+	total := int64(testenv.EnvInt(b, "TK_BENCH_READ_MIB", 256)) << 20
+	randomReads := testenv.EnvInt(b, "TK_BENCH_RANDOM", 1000)
+	batch := int64(testenv.EnvInt(b, "TK_BENCH_BATCH", 100))
 
 	// A ledger of random payloads (slices of one random buffer).
 	rng := rand.New(rand.NewPCG(7, 11))

@@ -25,11 +25,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -46,18 +43,6 @@ type bkBenchRun struct {
 	CPUSec   float64 `json:"-"`
 }
 
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
-
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -71,20 +56,15 @@ func median(xs []float64) float64 {
 }
 
 func BenchmarkBKLedgerRead(b *testing.B) {
-	mib := envInt(b, "TIERKEEPER_BENCH_BK_MIB", 512)
-	rounds := envInt(b, "TIERKEEPER_BENCH_BK_ROUNDS", 3)
+	mib := testenv.EnvInt(b, "TIERKEEPER_BENCH_BK_MIB", 512)
+	rounds := testenv.EnvInt(b, "TIERKEEPER_BENCH_BK_ROUNDS", 3)
 	ctx := context.Background()
 	zkSrv := testenv.StartZooKeeper(b)
 	cluster := testenv.StartBookiesWith(b, zkSrv, 3, testenv.BookieOptions{Heap: "256m"})
 	java := testenv.Java(b)
 	java.Timeout = 30 * time.Minute
 
-	bin := filepath.Join(b.TempDir(), "offloader")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/offloader")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildTemp(b, "offloader")
 
 	start := time.Now()
 	man := java.WriteLedgers(b, cluster, testenv.WriteLedgersOptions{Digests: []string{"CRC32C"}, BigMiB: mib})

@@ -185,7 +185,7 @@ func loadAvg() string {
 }
 
 func BenchmarkJournalVsBookKeeper(b *testing.B) {
-	rounds := envInt(b, "TIERKEEPER_BENCH_JOURNAL_ROUNDS", 3)
+	rounds := testenv.EnvInt(b, "TIERKEEPER_BENCH_JOURNAL_ROUNDS", 3)
 	dur := 5 * time.Second
 	if v := os.Getenv("TIERKEEPER_BENCH_JOURNAL_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -228,12 +228,7 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
 
-	bin := filepath.Join(b.TempDir(), "diskbench")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/diskbench")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildTemp(b, "diskbench")
 	// Each run may write what the disk takes in the window; neither tool
 	// may stop on a byte budget the other does not have.
 	maxBytes := int64(24) << 30

@@ -204,11 +204,9 @@ func buildDiskbench(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "diskbench")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/diskbench")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := testenv.Build(dir, "diskbench")
+	if err != nil {
+		t.Fatal(err)
 	}
 	builtDiskbench = bin
 	return bin

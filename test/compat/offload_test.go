@@ -50,12 +50,7 @@ func offloaderBinary(t testing.TB) string {
 			offloaderErr = err
 			return
 		}
-		offloaderPath = filepath.Join(dir, "offloader")
-		cmd := exec.Command("go", "build", "-o", offloaderPath, "./cmd/offloader")
-		cmd.Dir = testenv.RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			offloaderErr = fmt.Errorf("go build ./cmd/offloader: %v\n%s", err, out)
-		}
+		offloaderPath, offloaderErr = testenv.Build(dir, "offloader")
 	})
 	if offloaderErr != nil {
 		t.Fatal(offloaderErr)

@@ -71,13 +71,6 @@ type benchResult struct {
 	Parts       int     `json:"parts"`
 }
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 func BenchmarkFormatUpload(b *testing.B) {
 	srv := testenv.StartS3(b)
 	bucket := srv.NewBucket(b)
@@ -92,11 +85,11 @@ func BenchmarkFormatUpload(b *testing.B) {
 	}
 	base := benchConfig{
 		Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, Bucket: bucket,
-		Entry: envInt("TK_BENCH_ENTRY_KIB", 64) << 10,
-		Block: envInt("TK_BENCH_BLOCK_MIB", 64) << 20,
-		Parts: envInt("TK_BENCH_PARTS", 2),
+		Entry: testenv.EnvInt(b, "TK_BENCH_ENTRY_KIB", 64) << 10,
+		Block: testenv.EnvInt(b, "TK_BENCH_BLOCK_MIB", 64) << 20,
+		Parts: testenv.EnvInt(b, "TK_BENCH_PARTS", 2),
 	}
-	rounds := envInt("TK_BENCH_ROUNDS", 3)
+	rounds := testenv.EnvInt(b, "TK_BENCH_ROUNDS", 3)
 	bound := int64(base.Parts+2)*int64(base.Block) + 64<<20
 	b.Logf("versitygw %s; block %d MiB, %d parts in flight, %d KiB entries, %d rounds; RSS goal <= (parts+2) x block + 64 MiB = %d MiB",
 		srv.Endpoint, base.Block>>20, base.Parts, base.Entry>>10, rounds, bound>>20)
