@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -35,16 +36,7 @@ func (r *rounds) add(x float64) { r.v = append(r.v, x) }
 
 func (r rounds) n() int { return len(r.v) }
 
-func (r rounds) median() float64 {
-	if len(r.v) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(r.v))
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+func (r rounds) median() float64 { return stats.Median(r.v) }
 
 func (r rounds) lo() float64 { return slices.Min(r.v) }
 func (r rounds) hi() float64 { return slices.Max(r.v) }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -118,8 +119,8 @@ func (st *settler) stable() bool {
 	if len(st.samples) < 2*w {
 		return false
 	}
-	last := median(st.samples[len(st.samples)-w:])
-	prev := median(st.samples[len(st.samples)-2*w : len(st.samples)-w])
+	last := stats.Median(st.samples[len(st.samples)-w:])
+	prev := stats.Median(st.samples[len(st.samples)-2*w : len(st.samples)-w])
 	if prev <= 0 {
 		return false
 	}
@@ -139,19 +140,6 @@ func (st *settler) info() *SettleInfo {
 		}
 	}
 	return in
-}
-
-// median of v (not modified); 0 for none.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(v))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func fmtRates(v []float64) string {

@@ -34,13 +34,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -159,7 +159,7 @@ func median(runs []Metrics) Metrics {
 		for i, r := range runs {
 			v[i] = get(r)
 		}
-		return medianOf(v)
+		return stats.Median(v)
 	}
 	return Metrics{
 		BytesPerSec: med(func(m Metrics) float64 { return m.BytesPerSec }),
@@ -176,18 +176,6 @@ func (r Row) ThroughputRatio() float64 {
 		return r.Ratio
 	}
 	return ratio(r.Diskbench.BytesPerSec, r.Fio.BytesPerSec)
-}
-
-func medianOf(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	v = append([]float64(nil), v...)
-	sort.Float64s(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 func ratio(a, b float64) float64 {
@@ -276,7 +264,7 @@ func Run(ctx context.Context, o Options, cases []Case) ([]Row, error) {
 		for k := range row.FioRuns {
 			rs = append(rs, ratio(row.DiskbenchRuns[k].BytesPerSec, row.FioRuns[k].BytesPerSec))
 		}
-		row.Ratio = medianOf(rs)
+		row.Ratio = stats.Median(rs)
 		rows = append(rows, row)
 		if o.OnRow != nil {
 			o.OnRow(i+1, len(cases), row)

@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -41,18 +42,6 @@ type bkBenchRun struct {
 	MBPerSec float64 `json:"mbPerSec"`
 	RSSMiB   float64 `json:"-"`
 	CPUSec   float64 `json:"-"`
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func BenchmarkBKLedgerRead(b *testing.B) {
@@ -117,7 +106,7 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	j2, j3, g := median(jv2), median(jv3), median(gmb)
+	j2, j3, g := stats.Median(jv2), stats.Median(jv3), stats.Median(gmb)
 	rss := slices.Max(grss)
 	b.ReportMetric(g, "go-MB/s")
 	b.ReportMetric(j2, "java-v2-MB/s")
@@ -125,12 +114,12 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 	b.ReportMetric(g/j2, "go/java-v2")
 	b.ReportMetric(g/j3, "go/java-v3")
 	b.ReportMetric(rss, "go-peak-RSS-MiB")
-	b.ReportMetric(median(gcpu), "go-cpu-s")
+	b.ReportMetric(stats.Median(gcpu), "go-cpu-s")
 	fmt.Printf("\nBookKeeper ledger read: %d MiB ledger (%d entries of %d B, CRC32C, E3/W2/A2), 3 local bookies, median of %d rounds\n",
 		mib, w.EntryCount, w.Length/max(w.EntryCount, 1), len(gmb))
 	fmt.Printf("  %-36s %8.1f MB/s   runs %.0f\n", "Java BookKeeper client, v2 wire", j2, jv2)
 	fmt.Printf("  %-36s %8.1f MB/s   runs %.0f\n", "Java BookKeeper client, v3 wire", j3, jv3)
 	fmt.Printf("  %-36s %8.1f MB/s   runs %.0f\n", "Go tierkeeper reader, v3 wire", g, gmb)
 	fmt.Printf("  ratio Go/Java: %.2f vs v2, %.2f vs v3; Go peak RSS %.0f MiB, Go CPU %.2f s per read\n\n",
-		g/j2, g/j3, rss, median(gcpu))
+		g/j2, g/j3, rss, stats.Median(gcpu))
 }

@@ -50,6 +50,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -351,7 +352,7 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 				for k, f := range fs {
 					v[k] = get(f)
 				}
-				return median(v)
+				return stats.Median(v)
 			}
 			for _, side := range []struct {
 				fs  []journalFig
@@ -362,7 +363,7 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 				side.out.p99 = pick(side.fs, func(f journalFig) float64 { return f.p99 })
 				side.out.group = pick(side.fs, func(f journalFig) float64 { return f.group })
 			}
-			rw.ratio, rw.r50, rw.r99 = median(rw.ratios), median(rw.p50s), median(rw.p99s)
+			rw.ratio, rw.r50, rw.r99 = stats.Median(rw.ratios), stats.Median(rw.p50s), stats.Median(rw.p99s)
 			rw.outThr = rw.ratio < 0.9 || rw.ratio > 1.1
 			rw.outP99 = rw.r99 < 0.75 || rw.r99 > 1.25
 			rows = append(rows, rw)

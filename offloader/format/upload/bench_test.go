@@ -22,7 +22,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +32,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
@@ -128,7 +128,7 @@ func BenchmarkFormatUpload(b *testing.B) {
 			em := float64(e.ObjectBytes) / e.Seconds / (1 << 20)
 			raws, encs, ratios = append(raws, rm), append(encs, em), append(ratios, em/rm)
 		}
-		rawMBps, encMBps, ratio := median(raws), median(encs), median(ratios)
+		rawMBps, encMBps, ratio := stats.Median(raws), stats.Median(encs), stats.Median(ratios)
 		rss := []int64{firstEnc.MaxRSS}
 		for _, size := range sizes[1:] {
 			rss = append(rss, run("encode", size).MaxRSS)
@@ -149,15 +149,6 @@ func BenchmarkFormatUpload(b *testing.B) {
 		b.Logf("RESULT median of %d paired rounds: encode+upload %.1f MiB/s, raw multipart %.1f MiB/s, ratio %.2fx (per round %s; goal >= 0.90); peak RSS %s (goal <= %d MiB)",
 			rounds, encMBps, rawMBps, ratio, fmtList(ratios), strings.Join(rssText, ", "), bound>>20)
 	}
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func fmtList(v []float64) string {
