@@ -1,5 +1,5 @@
 # The offload pipeline (offloader/pipeline, cmd/offloader offload|status|verify)
-# and its demo. See docs/offload.md.
+# and the demo (test/demo: the service on the embedded stack). See docs/offload.md.
 
 # Benchmark knobs: ledger sizes in MiB (the first is the throughput ledger),
 # paired rounds, parts in flight, random seeks per block size, block sizes
@@ -14,7 +14,7 @@ BENCH_OFFLOAD_ONLY   ?=
 
 .PHONY: test-offload bench-offload bench-offload-producing
 
-## demo: the main job on 127.0.0.1: ZooKeeper, 3 bookies, versitygw and a stock Pulsar broker; messages produced, closed ledgers offloaded (progress bars), all read back through the broker, a report (< 3 min after make deps).
+## demo: the main job on 127.0.0.1: ZooKeeper, 3 bookies, versitygw and a stock Pulsar broker; messages produced, offloader plan, offloader run offloads by policy (live status on a terminal), all read back through the broker, a report (< 3 min after make deps).
 demo: deps compat-prepare build
 	@$(GO) run ./test/demo --offloader $(BIN)/offloader
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
@@ -34,8 +33,6 @@ type PlanResult struct {
 	ReadErrors map[string]string
 	// BookieUsage is the ledger-disk usage read per bookie (pressure on).
 	BookieUsage map[string]float64
-	// UnusedRules are rules that decided for no topic.
-	UnusedRules []string
 }
 
 // Plan connects to ZooKeeper, scans every managed ledger once and evaluates
@@ -87,11 +84,5 @@ func Plan(ctx context.Context, c *Config, o PlanOptions) (*PlanResult, error) {
 	for n, e := range readErrs {
 		res.ReadErrors[n] = e.Error()
 	}
-	for name, n := range res.Result.RuleTopics {
-		if n == 0 {
-			res.UnusedRules = append(res.UnusedRules, name)
-		}
-	}
-	sort.Strings(res.UnusedRules)
 	return res, nil
 }

@@ -594,10 +594,8 @@ func (s *Service) publish(now time.Time, res policy.Result, rep SnapshotReport, 
 	for _, e := range rep.PolicyErrors {
 		st.Warnings = append(st.Warnings, "namespace policies: "+e)
 	}
-	for name, n := range res.RuleTopics {
-		if n == 0 {
-			st.Warnings = append(st.Warnings, fmt.Sprintf("rule %q matches no topic", name))
-		}
+	for _, name := range res.UnusedRules {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("rule %q matches no topic", name))
 	}
 	// Metrics.
 	s.offloaded.Set(float64(st.Totals.OffloadedBytes))

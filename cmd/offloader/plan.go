@@ -121,7 +121,7 @@ func (o *planOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Comm
 func buildPlanDoc(res *offloader.PlanResult) planJSON {
 	r := res.Result
 	doc := planJSON{At: res.At.UTC(), Candidates: []candidateJSON{}, Topics: []planTopicJSON{}, RuleTopics: r.RuleTopics,
-		UnusedRules: res.UnusedRules, BookieUsage: res.BookieUsage, Pressured: r.PressuredBookies, ReadErrors: res.ReadErrors,
+		UnusedRules: r.UnusedRules, BookieUsage: res.BookieUsage, Pressured: r.PressuredBookies, ReadErrors: res.ReadErrors,
 		PressureErrors: res.Report.PressureErrors, PolicyErrors: res.Report.PolicyErrors, LedgerErrors: res.Report.LedgerErrors,
 		ScanSeconds: res.Scan.Took.Seconds()}
 	if doc.UnusedRules == nil {

@@ -54,9 +54,11 @@ the replica did since it started (ledgers offloaded, copy rate, BookKeeper
 bytes freed). -o json prints the document as the service serves it.
 
 --watch INTERVAL re-reads and re-renders the status every INTERVAL until
-interrupted: in place on a terminal; otherwise each rendering after a
-timestamped separator; with -o json one compact document per line. A
-failed read is shown and the watch goes on (a restarting service).`),
+interrupted, under a progress line (offloaded share of offloaded + lag, the
+replica's offload rate since the watch began, the time left at that rate):
+in place on a terminal; otherwise each rendering after a timestamped
+separator; with -o json one compact document per line. A failed read is
+shown and the watch goes on (a restarting service).`),
 		Example: `  offloader status --zk zk1:2181 persistent://public/default/orders
   offloader status --zk zk1:2181 --store s3.yaml --admin-url http://broker:8080 orders -o json
   offloader status --service http://offloader.pulsar:8090

@@ -57,7 +57,9 @@ func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out 
 	tick := time.NewTicker(o.watch)
 	defer tick.Stop()
 	tty := !g.json() && isTerminal(out)
-	drawn := 0 // lines of the last in-place rendering
+	drawn := 0                // lines of the last in-place rendering
+	var first *offloader.Done // at the first rendering: the rate is over the watch
+	var firstAt time.Time
 	for {
 		st, raw, err := fetchServiceStatus(ctx, o.service, o.timeout)
 		if ctx.Err() != nil {
@@ -75,6 +77,10 @@ func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out 
 		case err != nil:
 			fmt.Fprintf(&b, "%s  %v\n", time.Now().Format(time.TimeOnly), err)
 		default:
+			if first == nil {
+				first, firstAt = &st.Done, time.Now()
+			}
+			fmt.Fprintln(&b, watchProgress(st, *first, time.Since(firstAt)))
 			if err := printServiceStatus(&b, st, o.all); err != nil {
 				return err
 			}
@@ -98,6 +104,33 @@ func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out 
 		case <-tick.C:
 		}
 	}
+}
+
+// watchProgress is the watch's first line: the share of the policy's
+// work done (offloaded / offloaded + lag), a bar, the replica's offload rate
+// since the watch began (from first, elapsed ago) and the time left at it.
+func watchProgress(st *offloader.Status, first offloader.Done, elapsed time.Duration) string {
+	t := st.Totals
+	frac := 1.0
+	if all := t.OffloadedBytes + t.LagBytes; all > 0 {
+		frac = min(max(float64(t.OffloadedBytes)/float64(all), 0), 1)
+	}
+	const width = 30
+	fill := int(frac * width)
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(st.Done.OffloadedBytes-first.OffloadedBytes) / s
+	}
+	eta := "-"
+	switch {
+	case t.LagBytes == 0:
+		eta = "0s"
+	case rate > 0:
+		eta = time.Duration(float64(t.LagBytes) / rate * float64(time.Second)).Round(time.Second).String()
+	}
+	return fmt.Sprintf("offloaded [%s%s] %3.0f%%  lag %s  %s since the watch began  ETA %s",
+		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100, units.HumanBytes(t.LagBytes),
+		units.HumanRate(rate), eta)
 }
 
 // fitTerminal cuts text to the terminal's height, so an in-place redraw
@@ -138,7 +171,7 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool) error {
 	d := st.Done
 	rate := "-"
 	if d.CopySeconds > 0 {
-		rate = fmt.Sprintf("%.1f MB/s", float64(d.CopiedBytes)/1e6/d.CopySeconds)
+		rate = units.DecimalRate(float64(d.CopiedBytes) / d.CopySeconds)
 	}
 	fmt.Fprintf(w, "done since start: %d ledgers offloaded (%s; copy %s), %d trimmed (%s freed on BookKeeper), %d failed runs\n\n",
 		d.OffloadedLedgers, units.HumanBytes(d.OffloadedBytes), rate, d.TrimmedLedgers, units.HumanBytes(d.FreedBytes), d.FailedLedgers)

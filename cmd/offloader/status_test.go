@@ -87,7 +87,8 @@ func TestStatusWatch(t *testing.T) {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(offloader.Status{Replica: fmt.Sprintf("r%d", i), Ready: true,
-			Done: offloader.Done{OffloadedLedgers: i, OffloadedBytes: 10 << 20, CopiedBytes: 10 << 20, CopySeconds: 0.5}})
+			Totals: offloader.Totals{OffloadedBytes: int64(i) << 20, LagBytes: int64(max(4-i, 0)) << 20},
+			Done:   offloader.Done{OffloadedLedgers: i, OffloadedBytes: int64(i) << 20, CopiedBytes: 10 << 20, CopySeconds: 0.5}})
 	}))
 	defer hs.Close()
 	watch := func(args ...string) string {
@@ -108,7 +109,9 @@ func TestStatusWatch(t *testing.T) {
 		t.Fatalf("%d renderings in 900ms at 200ms:\n%s", c, out)
 	}
 	for _, w := range []string{"replica r1: ready", "503 Service Unavailable", "replica r3: ready",
-		"done since start: 3 ledgers offloaded (10.0 MiB; copy 21.0 MB/s)"} {
+		"done since start: 3 ledgers offloaded (3.0 MiB; copy 21.0 MB/s)",
+		"offloaded [==============================] 100%  lag 0 B", // r4: caught up
+		"offloaded [======================        ]  75%  lag 1.0 MiB"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("watch output misses %q:\n%s", w, out)
 		}

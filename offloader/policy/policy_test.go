@@ -228,6 +228,18 @@ func TestEvaluateTopicPlanAndRuleCounts(t *testing.T) {
 	if got := res.RuleTopics; got["unused"] != 0 || got["default"] != 1 || len(got) != 2 {
 		t.Errorf("RuleTopics = %v", got)
 	}
+	if fmt.Sprint(res.UnusedRules) != "[unused]" {
+		t.Errorf("UnusedRules = %v", res.UnusedRules)
+	}
+	// The default matching nothing is no mistake (the rules cover every
+	// topic); the bytes trigger explains itself in sizes.
+	r2 := Evaluate(Snapshot{Topics: []Topic{topic("t/ns/a", 3*h, 2*h, h)}}, now, Rules{
+		Rules: []Rule{rule("all", func(r *Rule) { r.KeepBytes = MiB; r.After = -1 }, "t")},
+	})
+	if len(r2.UnusedRules) != 0 || r2.RuleTopics["default"] != 0 || len(r2.Candidates) != 2 ||
+		r2.Candidates[0].Reason != "3.0 MiB in this and newer closed ledgers > keep_bytes 1.0 MiB" {
+		t.Errorf("unused %v, per rule %v, candidates %+v", r2.UnusedRules, r2.RuleTopics, r2.Candidates)
+	}
 	tp := res.Topics[0]
 	if tp.Rule != "default" || tp.BKBytes != 3*MiB || tp.OffloadedBytes != MiB || tp.EligibleBytes != MiB ||
 		tp.EligibleLedgers != 1 || !tp.OldestEligible.Equal(now.Add(-25*h)) || tp.TrimBytes != 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
 
@@ -160,6 +161,9 @@ type Result struct {
 	// RuleTopics counts the topics each configured rule matched (by rule
 	// name, the default included): a rule with 0 matches nothing.
 	RuleTopics map[string]int
+	// UnusedRules are the configured rules (not the default) that matched
+	// no topic, in configuration order: probably a mistyped pattern.
+	UnusedRules []string
 	// PressuredBookies are the bookies at or above the threshold.
 	PressuredBookies map[string]float64
 }
@@ -196,6 +200,11 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 		res.Candidates = append(res.Candidates, cs...)
 	}
 	sortCandidates(res.Candidates)
+	for _, r := range rules.Rules {
+		if res.RuleTopics[r.Name] == 0 {
+			res.UnusedRules = append(res.UnusedRules, r.Name)
+		}
+	}
 	return res
 }
 
@@ -266,7 +275,7 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 				c.Reason = fmt.Sprintf("closed %s ago ≥ after %s", age.Round(time.Second), rule.After)
 			case rule.KeepBytes >= 0 && sum > rule.KeepBytes:
 				c.Trigger = TriggerBytes
-				c.Reason = fmt.Sprintf("%d bytes in this and newer closed ledgers > keep_bytes %d", sum, rule.KeepBytes)
+				c.Reason = fmt.Sprintf("%s in this and newer closed ledgers > keep_bytes %s", units.HumanBytes(sum), units.HumanBytes(rule.KeepBytes))
 			case rule.KeepLedgers >= 0 && newer > rule.KeepLedgers:
 				c.Trigger = TriggerLedgers
 				c.Reason = fmt.Sprintf("%d closed ledgers this new or newer > keep_ledgers %d", newer, rule.KeepLedgers)
