@@ -7,6 +7,18 @@ import (
 	"log/slog"
 )
 
+// FirstEnv returns the first non-empty of the environment variables
+// names, read through getenv (os.Getenv, or a test's lookup): how the
+// providers find credentials under their alternative variable names.
+func FirstEnv(getenv func(string) string, names ...string) string {
+	for _, n := range names {
+		if v := getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // Secret is a credential read from a config (a secret key, a session
 // token). It never prints: fmt verbs, slog, JSON and text marshalling all
 // give "<redacted>" (or "" when empty). Reveal returns the value for the

@@ -83,9 +83,9 @@ func New(cfg Config, opts Options) (*Store, error) {
 	}
 	id, key, token := cfg.Credentials.SecretID, cfg.Credentials.SecretKey.Reveal(), cfg.Credentials.SessionToken.Reveal()
 	if cfg.Credentials.Source == SourceEnv {
-		id = firstEnv(getenv, "COS_SECRETID", "TENCENTCLOUD_SECRET_ID")
-		key = firstEnv(getenv, "COS_SECRETKEY", "TENCENTCLOUD_SECRET_KEY")
-		token = firstEnv(getenv, "COS_SESSIONTOKEN", "TENCENTCLOUD_SESSION_TOKEN")
+		id = blob.FirstEnv(getenv, "COS_SECRETID", "TENCENTCLOUD_SECRET_ID")
+		key = blob.FirstEnv(getenv, "COS_SECRETKEY", "TENCENTCLOUD_SECRET_KEY")
+		token = blob.FirstEnv(getenv, "COS_SESSIONTOKEN", "TENCENTCLOUD_SESSION_TOKEN")
 		if id == "" || key == "" {
 			return nil, errors.New("cos: credentials.source env: set COS_SECRETID and COS_SECRETKEY (or TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY)")
 		}
@@ -120,15 +120,6 @@ func New(cfg Config, opts Options) (*Store, error) {
 		backoff:  retry.Backoff{Initial: cfg.Retry.InitialBackoff.D(), Max: cfg.Retry.MaxBackoff.D()},
 		pageSize: ps,
 	}, nil
-}
-
-func firstEnv(getenv func(string) string, names ...string) string {
-	for _, n := range names {
-		if v := getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Name returns "cos://<bucket>".

@@ -111,8 +111,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
 		loadOpts = append(loadOpts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(cr.AccessKeyID, cr.SecretAccessKey.Reveal(), cr.SessionToken.Reveal())))
 	case SourceEnv:
-		id := firstEnv(getenv, "AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY")
-		secret := firstEnv(getenv, "AWS_SECRET_ACCESS_KEY", "AWS_SECRET_KEY")
+		id := blob.FirstEnv(getenv, "AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY")
+		secret := blob.FirstEnv(getenv, "AWS_SECRET_ACCESS_KEY", "AWS_SECRET_KEY")
 		if id == "" || secret == "" {
 			return nil, errors.New("s3: credentials.source env: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
 		}
@@ -196,15 +196,6 @@ func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
 		ps = 1000
 	}
 	return &Store{client: client, http: httpClient, bucket: cfg.Bucket, sse: cfg.SSE, log: log, pageSize: ps}, nil
-}
-
-func firstEnv(getenv func(string) string, names ...string) string {
-	for _, n := range names {
-		if v := getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Name returns "s3://<bucket>".
