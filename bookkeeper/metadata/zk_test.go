@@ -18,10 +18,8 @@ import (
 // One ZooKeeper server for the package, started by the first test that
 // needs it; each test works under its own root.
 var (
-	scope  = testenv.NewSharedTB("bookkeeper-metadata")
-	zkOnce sync.Once
-	zkSrv  *testenv.ZooKeeper
-	zkErr  error
+	scope = testenv.NewSharedTB("bookkeeper-metadata")
+	zkSrv testenv.Shared[*testenv.ZooKeeper]
 )
 
 func TestMain(m *testing.M) {
@@ -33,9 +31,7 @@ func TestMain(m *testing.M) {
 // connectZK returns a session to the shared server, closed when t ends.
 func connectZK(t *testing.T) *zk.Conn {
 	t.Helper()
-	zkOnce.Do(func() { zkErr = scope.Do(func(tb testing.TB) { zkSrv = testenv.StartZooKeeper(tb) }) })
-	testenv.ReportShared(t, "zookeeper", zkErr)
-	return zkSrv.Session(t, tkzk.Options{SessionTimeout: 10 * time.Second}).Conn
+	return zkSrv.Get(t, scope, "zookeeper", testenv.StartZooKeeper).Session(t, tkzk.Options{SessionTimeout: 10 * time.Second}).Conn
 }
 
 func layoutFor(m Manager) string {

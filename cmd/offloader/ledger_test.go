@@ -40,15 +40,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var sharedZK *testenv.ZooKeeper
+var sharedZK testenv.Shared[*testenv.ZooKeeper]
 
 func startZK(t *testing.T) *testenv.ZooKeeper {
 	t.Helper()
-	if sharedZK == nil {
-		err := scope.Do(func(tb testing.TB) { sharedZK = testenv.StartZooKeeper(tb) })
-		testenv.ReportShared(t, "zookeeper", err)
-	}
-	return sharedZK
+	return sharedZK.Get(t, scope, "zookeeper", testenv.StartZooKeeper)
 }
 
 // fixture: a ZooKeeper ledgers root with LAYOUT, fake bookies registered

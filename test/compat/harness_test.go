@@ -55,10 +55,8 @@ import (
 	"os"
 	"regexp"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -72,25 +70,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// once is a lazily computed shared value whose start error is reported to
-// every test that asks for it.
-type once[T any] struct {
-	o   sync.Once
-	v   T
-	err error
-}
+// once is a value shared by the package's tests (testenv.Shared on scope).
+type once[T any] struct{ testenv.Shared[T] }
 
 func (s *once[T]) get(t testing.TB, what string, start func(tb testing.TB) T) T {
 	t.Helper()
-	s.o.Do(func() {
-		began := time.Now()
-		s.err = scope.Do(func(tb testing.TB) { s.v = start(tb) })
-		if s.err == nil {
-			fmt.Fprintf(os.Stderr, "compat: %s ready after %s\n", what, time.Since(began).Round(time.Millisecond))
-		}
-	})
-	testenv.ReportShared(t, what, s.err)
-	return s.v
+	return s.Get(t, scope, what, start)
 }
 
 var (

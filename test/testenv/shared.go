@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // SharedTB is a testing.TB whose lifetime is a whole test package rather
@@ -53,6 +54,33 @@ type SharedTB struct {
 func NewSharedTB(name string) *SharedTB {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &SharedTB{name: name, ctx: ctx, cancel: cancel}
+}
+
+// Shared is a value a test package starts once on its SharedTB, lazily,
+// by whichever test asks first; every test that asks gets it, or is skipped
+// or failed (ReportShared) with the start error:
+//
+//	var zk testenv.Shared[*testenv.ZooKeeper]
+//	z := zk.Get(t, scope, "zookeeper", testenv.StartZooKeeper)
+type Shared[T any] struct {
+	once sync.Once
+	v    T
+	err  error
+}
+
+// Get returns the value, starting it with start on scope at the first
+// call (and logging on stderr how long that took).
+func (s *Shared[T]) Get(t testing.TB, scope *SharedTB, what string, start func(tb testing.TB) T) T {
+	t.Helper()
+	s.once.Do(func() {
+		began := time.Now()
+		s.err = scope.Do(func(tb testing.TB) { s.v = start(tb) })
+		if s.err == nil {
+			fmt.Fprintf(os.Stderr, "%s: %s ready after %s\n", scope.name, what, time.Since(began).Round(time.Millisecond))
+		}
+	})
+	ReportShared(t, what, s.err)
+	return s.v
 }
 
 // SharedStartError is returned by Do when fn called Fatal or Skip.
