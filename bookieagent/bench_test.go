@@ -128,6 +128,20 @@ func TestFitPlanByMeasuredRates(t *testing.T) {
 	if short.rounds[3] != 0 || short.rounds[1] == 0 {
 		t.Errorf("90 s budget: %+v; want the optional tiers dropped first", short)
 	}
+	// The disk class (random reads) is measured once in every plan, the
+	// shortest too: the RocksDB memtable size follows it, so it may not
+	// depend on whether the budget left room for tier 2.
+	tight := get(150e6, 60*time.Second, 64*GiB)
+	if tight.rounds == nil || tight.rounds[2] != 0 {
+		t.Fatalf("60 s budget: %+v; want tier 1 only", tight)
+	}
+	for _, f := range []fit{slow, fast, fastMore, short, tight} {
+		for _, pt := range p.points(probe(150e6)) {
+			if pt.kind == kindRandRead && pt.runs(f.rounds) != 1 && f.rounds != nil {
+				t.Errorf("plan %+v: random reads run %d times, want once", f, pt.runs(f.rounds))
+			}
+		}
+	}
 	if none := get(150e6, 5*time.Second, 64*GiB); none.rounds != nil {
 		t.Errorf("5 s left after the probes: %+v, want no plan", none)
 	}
@@ -225,6 +239,9 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 	}
 	if j4 := strings.Index(strings.Join(f.runs[first+1:second], " "), "journal/4"); j4 < 0 {
 		t.Errorf("rounds not interleaved: %v", f.runs)
+	}
+	if n := count("randread/16/4096"); n != 1 {
+		t.Errorf("random reads ran %d times, want once: %v", n, f.runs)
 	}
 	if len(res.LedgerDisks[0].MixedResults) == 0 || len(res.JournalDisks[0].MixedResults) == 0 {
 		t.Errorf("journal and ledgers on one device were not measured together: %+v", res.JournalDisks[0].MixedResults)

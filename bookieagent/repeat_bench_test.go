@@ -157,9 +157,20 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 			ratios.add(r)
 			line += fmt.Sprintf("%-24s", fmt.Sprintf("%.0f / %.0f (%.2f)", p.agent/1e6, p.fio/1e6, r))
 		}
-		mark := fmt.Sprintf("median ratio %.2f", ratios.median())
+		// The reference's own repeatability: when fio's figures of the
+		// same pattern differ by more than the goal's ±15% from run to
+		// run, the disk (or the machine's load) moved under both.
+		var agents, fios rounds
+		for _, p := range ps {
+			agents.add(p.agent)
+			fios.add(p.fio)
+		}
+		mark := fmt.Sprintf("median ratio %.2f; spread agent %.0f%%, fio %.0f%%", ratios.median(), 100*agents.spread(), 100*fios.spread())
 		if goal && (ratios.median() < 0.85 || ratios.median() > 1.15) {
 			mark, fail = mark+" OUT OF ±15%", true
+		}
+		if fios.spread() > 0.30 {
+			mark += " (fio itself not repeatable: the disk's rate moved between runs)"
 		}
 		fmt.Println(line + mark)
 	}

@@ -110,7 +110,7 @@ func commitP99(r diskbench.Result) (int64, bool) {
 	return 0, false
 }
 
-// medianP99 is the median over rounds of commitP99.
+// medianP99 is the (lower) median over rounds of commitP99.
 func medianP99(rs []diskbench.Result) (float64, bool) {
 	var v rounds
 	for _, r := range rs {
@@ -118,7 +118,7 @@ func medianP99(rs []diskbench.Result) (float64, bool) {
 			v.add(float64(p))
 		}
 	}
-	return v.median(), v.n() > 0
+	return v.lowMedian(), v.n() > 0
 }
 
 // rateRounds is the rounds of the results' sustained rates.
@@ -189,7 +189,7 @@ func pickJournalCount(sweep map[int][]diskbench.Result, base int) (int, string) 
 }
 
 // syncP50 returns the 1-writer p50 fdatasync latency of a writers sweep
-// (median over rounds).
+// (lower median over rounds).
 func syncP50(sweep map[int][]diskbench.Result) (float64, bool) {
 	var v rounds
 	for _, r := range sweep[1] {
@@ -200,7 +200,7 @@ func syncP50(sweep map[int][]diskbench.Result) (float64, bool) {
 			v.add(float64(r.CommitLatency.P50Ns))
 		}
 	}
-	return v.median(), v.n() > 0
+	return v.lowMedian(), v.n() > 0
 }
 
 // pickGroupThreshold applies the journalBufferedWritesThreshold rule to the

@@ -158,17 +158,22 @@ type mixedFigures struct {
 
 func mixedOf(j, l Disk) (mixedFigures, bool) {
 	var m mixedFigures
+	// Latencies are lower medians over the rounds: one round disturbed by
+	// something else on the machine (which only adds latency) does not
+	// decide, also when only 2 rounds fitted the budget.
+	var p99, p50 rounds
 	for _, r := range j.MixedResults {
 		if r.Workload == diskbench.WorkloadJournal && usable(r) {
 			m.journalMixed.add(sustainedRate(r))
 			if p, ok := commitP99(r); ok {
-				m.p99Mixed = max(m.p99Mixed, float64(p))
+				p99.add(float64(p))
 			}
-			if r.SyncLatency != nil {
-				m.syncP50Mixed = max(m.syncP50Mixed, float64(r.SyncLatency.P50Ns))
+			if r.SyncLatency != nil && r.SyncLatency.Count > 0 {
+				p50.add(float64(r.SyncLatency.P50Ns))
 			}
 		}
 	}
+	m.p99Mixed, m.syncP50Mixed = p99.lowMedian(), p50.lowMedian()
 	for _, r := range l.MixedResults {
 		if r.Workload == diskbench.WorkloadEntryLog && usable(r) {
 			m.logMixed.add(sustainedRate(r))

@@ -38,6 +38,15 @@ func (r rounds) n() int { return len(r.v) }
 
 func (r rounds) median() float64 { return stats.Median(r.v) }
 
+// lowMedian is the median of an odd count of rounds, the lower middle one
+// of an even count (the minimum of two).
+func (r rounds) lowMedian() float64 {
+	if len(r.v) == 0 {
+		return 0
+	}
+	return slices.Sorted(slices.Values(r.v))[(len(r.v)-1)/2]
+}
+
 func (r rounds) lo() float64 { return slices.Min(r.v) }
 func (r rounds) hi() float64 { return slices.Max(r.v) }
 
