@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	s3api "github.com/aws/aws-sdk-go-v2/service/s3"
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
@@ -165,8 +163,6 @@ type replica struct {
 	base string
 	logs *logStore
 	fps  *fpLog
-	done chan error
-	stop context.CancelFunc
 }
 
 // status reads the replica's /status (which must answer).
@@ -219,30 +215,8 @@ policy:
   include: [%s]
   default: {after: 0s, deletion_lag: broker}
 `, name, leaseRoot, strings.Join(include, ", "))
-		cfg, err := Parse([]byte(doc), ParseOptions{Getenv: func(string) string { return s3.SecretKey }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &replica{name: name, base: "http://" + ln.Addr().String(), logs: &logStore{}, fps: &fpLog{}, done: make(chan error, 1)}
-		svc, err := New(ctx, cfg, Deps{Logger: newLogger(r.logs, name), Registerer: prometheus.NewRegistry(), Listener: ln, Failpoints: r.fps})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rctx, stop := context.WithCancel(ctx)
-		r.stop = stop
-		go func() { r.done <- svc.Run(rctx) }()
-		t.Cleanup(func() {
-			stop()
-			select {
-			case <-r.done:
-			case <-time.After(30 * time.Second):
-				t.Errorf("replica %s did not stop within 30s", name)
-			}
-		})
+		r := &replica{name: name, logs: &logStore{}, fps: &fpLog{}}
+		r.base = startService(t, ctx, parseConfig(t, doc, s3), Deps{Logger: newLogger(r.logs, name), Failpoints: r.fps}).base
 		return r
 	}
 	sess := peer.ZK.Session(t, tzk.Options{})

@@ -3,6 +3,7 @@ package offloader
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,11 +45,63 @@ func serviceConfig(t *testing.T, extra string) (*Config, *testenv.S3, string) {
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 20s}
 discovery: {rescan_interval: 10s}
 ` + extra
+	return parseConfig(t, doc, s3), s3, bucket
+}
+
+// parseConfig parses doc, whose store secret (storeYAML's) is s3's.
+func parseConfig(tb testing.TB, doc string, s3 *testenv.S3) *Config {
+	tb.Helper()
 	c, err := Parse([]byte(doc), ParseOptions{Getenv: func(string) string { return s3.SecretKey }})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return c, s3, bucket
+	return c
+}
+
+// runningService is an in-process service started by startService.
+type runningService struct {
+	*Service
+	base string // http://127.0.0.1:port of its status server
+	// stop cancels Run and waits for it (at most 30 s): Run's error.
+	// Called again, it returns the same.
+	stop func() error
+}
+
+// startService runs cfg's service until ctx ends or its stop is called
+// (at the latest when tb ends), serving on a free 127.0.0.1 port;
+// deps.Registerer defaults to a fresh registry.
+func startService(tb testing.TB, ctx context.Context, cfg *Config, deps Deps) *runningService {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if deps.Registerer == nil {
+		deps.Registerer = prometheus.NewRegistry()
+	}
+	deps.Listener = ln
+	svc, err := New(ctx, cfg, deps)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	stop := sync.OnceValue(func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("service %s did not stop within 30s", cfg.Leases.ID)
+		}
+	})
+	tb.Cleanup(func() {
+		if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
+			tb.Errorf("service %s: %v", cfg.Leases.ID, err)
+		}
+	})
+	return &runningService{Service: svc, base: "http://" + ln.Addr().String(), stop: stop}
 }
 
 func getJSON(t *testing.T, url string, v any) int {
@@ -104,20 +158,8 @@ policy:
   default: {after: 0s, deletion_lag: broker}
 sweeper: {enabled: true, interval: 1h}
 `)
-	reg := prometheus.NewRegistry()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	svc, err := New(ctx, cfg, Deps{Registerer: reg, Listener: ln})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
+	svc := startService(t, context.Background(), cfg, Deps{})
+	base := svc.base
 
 	sess := peer.ZK.Session(t, tzk.Options{})
 	deadline := time.Now().Add(3 * time.Minute)
@@ -198,14 +240,8 @@ sweeper: {enabled: true, interval: 1h}
 	}
 	checkConfigMetrics(t, m)
 	start := time.Now()
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return within 30s of the stop")
+	if err := svc.stop(); err != nil {
+		t.Errorf("Run: %v", err)
 	}
 	t.Logf("stopped in %s", time.Since(start))
 }
@@ -313,22 +349,11 @@ policy:
 	if _, err := s3.Client().DeleteBucket(context.Background(), &s3api.DeleteBucketInput{Bucket: &bucket}); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	svc, err := New(ctx, cfg, Deps{Registerer: prometheus.NewRegistry(), Listener: ln})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
+	svc := startService(t, context.Background(), cfg, Deps{})
 	var st Status
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		getJSON(t, "http://"+ln.Addr().String()+"/status", &st)
+		getJSON(t, svc.base+"/status", &st)
 		if st.Totals.ParkedLedgers > 0 {
 			break
 		}
@@ -355,6 +380,4 @@ policy:
 	if !st.Ready || !strings.Contains(ts.LastError, "parked until") || ts.LagBytes == 0 {
 		t.Errorf("status: ready %v, topic %+v; parked %v", st.Ready, ts, parked)
 	}
-	cancel()
-	<-done
 }

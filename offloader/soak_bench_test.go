@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
@@ -55,14 +52,7 @@ scheduler: {interval: 2s, retry_initial: 2s, retry_max: 20s}
 policy:
   default: {after: 30s, deletion_lag: 20s}
 `, broker.WebURL)
-	cfg, err := Parse([]byte(doc), ParseOptions{Getenv: func(string) string { return s3.SecretKey }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := parseConfig(b, doc, s3)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logf, err := os.Create(filepath.Join(b.TempDir(), "service.log"))
@@ -71,12 +61,7 @@ policy:
 	}
 	defer logf.Close()
 	svcLog := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	svc, err := New(ctx, cfg, Deps{Registerer: prometheus.NewRegistry(), Listener: ln, Logger: svcLog})
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
+	svc := startService(b, ctx, cfg, Deps{Logger: svcLog})
 
 	const topic = "persistent://public/default/soak"
 	prod := java.StartProducer(b, broker, topic, testenv.KeepProducingOptions{Rate: 200, Size: 1024, MaxDuration: dur + time.Minute})
@@ -147,8 +132,9 @@ policy:
 	if err != nil {
 		b.Fatal(err)
 	}
-	cancel()
-	<-done
+	if err := svc.stop(); err != nil {
+		b.Error(err)
+	}
 
 	var maxLag lagSample
 	for _, s := range samples {
