@@ -28,6 +28,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
@@ -77,24 +78,8 @@ func sharedOffloadBroker(t testing.TB) *offloadBroker {
 	b := sharedBroker(t)
 	s3 := testenv.StartS3(t)
 	return offBrokerOnce.get(t, "broker with an S3 offloader", func(tb testing.TB) *offloadBroker {
-		return &offloadBroker{Broker: b, s3: s3, bucket: brokerBucket, store: s3StoreFile(tb, s3, brokerBucket)}
+		return &offloadBroker{Broker: b, s3: s3, bucket: brokerBucket, store: s3test.StoreFile(tb, s3, brokerBucket)}
 	})
-}
-
-// s3StoreFile writes a blob config for bucket on s3 (path style, static
-// credentials) and returns its path.
-func s3StoreFile(t testing.TB, s3 *testenv.S3, bucket string) string {
-	t.Helper()
-	cfg := map[string]any{"type": "s3", "config": map[string]any{
-		"bucket": bucket, "region": s3.Region, "endpoint": s3.Endpoint, "addressing": "path",
-		"credentials": map[string]any{"source": "static", "access_key_id": s3.AccessKey, "secret_access_key": s3.SecretKey},
-	}}
-	b, _ := json.Marshal(cfg)
-	p := filepath.Join(t.TempDir(), "store.json")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // offloadRun is the part of `offloader offload -o json` the tests read.

@@ -61,6 +61,7 @@ import (
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
@@ -214,18 +215,7 @@ func buildOffloader(b *testing.B) string {
 	return p
 }
 
-func (be *bench) storeFile(bucket string) string {
-	cfg := map[string]any{"type": "s3", "config": map[string]any{
-		"bucket": bucket, "region": be.s3.Region, "endpoint": be.s3.Endpoint, "addressing": "path",
-		"credentials": map[string]any{"source": "static", "access_key_id": be.s3.AccessKey, "secret_access_key": be.s3.SecretKey},
-	}}
-	raw, _ := json.Marshal(cfg)
-	p := filepath.Join(be.b.TempDir(), "store.json")
-	if err := os.WriteFile(p, raw, 0o600); err != nil {
-		be.b.Fatal(err)
-	}
-	return p
-}
+func (be *bench) storeFile(bucket string) string { return s3test.StoreFile(be.b, be.s3, bucket) }
 
 // managedLedger (re)writes a managed ledger holding the ledger, closed,
 // and an empty current ledger after it, with no offload context, and

@@ -44,6 +44,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -71,7 +72,7 @@ func BenchmarkOffloadWhileProducing(b *testing.B) {
 		bins["base"] = buildOffloaderAt(b, rev)
 		variants = append(variants, "base")
 	}
-	store := s3Store(b, st.S3, st.Bucket)
+	store := s3test.StoreFile(b, st.S3, st.Bucket)
 	b.Logf("offload while producing: %d msg/s of 1500 B, %d entries per ledger, %d offload rounds %s apart per run, %d runs per variant %v; load before: %s",
 		rate, 100, offloadRounds, gap, rounds, variants, loadavg())
 	res := map[string][]stall{}
@@ -291,20 +292,6 @@ func countLog(path string, skip int, name string) brokerLog {
 		}
 	}
 	return out
-}
-
-// s3Store writes a blob config for bucket and returns its path.
-func s3Store(b *testing.B, s3 *testenv.S3, bucket string) string {
-	cfg := map[string]any{"type": "s3", "config": map[string]any{
-		"bucket": bucket, "region": s3.Region, "endpoint": s3.Endpoint, "addressing": "path",
-		"credentials": map[string]any{"source": "static", "access_key_id": s3.AccessKey, "secret_access_key": s3.SecretKey},
-	}}
-	raw, _ := json.Marshal(cfg)
-	p := filepath.Join(b.TempDir(), "store.json")
-	if err := os.WriteFile(p, raw, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	return p
 }
 
 // buildOffloaderAt builds cmd/offloader as of git revision rev (an export

@@ -5,6 +5,9 @@ package s3test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
@@ -31,4 +34,25 @@ func Open(t testing.TB, cfg s3.Config) *s3.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// StoreFile writes the store configuration file (package blob/client's
+// format: the s3 provider with Config's settings) for bucket on srv into a
+// temporary directory of t and returns its path; mode 0600, it holds the
+// keys. Commands under test take it as --store.
+func StoreFile(t testing.TB, srv *testenv.S3, bucket string) string {
+	t.Helper()
+	cfg := map[string]any{"type": "s3", "config": map[string]any{
+		"bucket": bucket, "region": srv.Region, "endpoint": srv.Endpoint, "addressing": "path",
+		"credentials": map[string]any{"source": "static", "access_key_id": srv.AccessKey, "secret_access_key": srv.SecretKey},
+	}}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "store.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
