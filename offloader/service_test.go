@@ -142,8 +142,9 @@ func ledgerStates(t *testing.T, sess *tzk.Session, ml string) []mlmeta.LedgerSta
 
 // TestServiceOffloadsByPolicy runs the service on real ZooKeeper, bookies
 // and versitygw: managed ledgers written by Pulsar's own library are
-// offloaded by an after-0 policy (every closed ledger but the last), /status
-// and /metrics show it, and a stop returns promptly.
+// offloaded by an after-0 policy (every closed ledger but the last) while no
+// bookie agent answers (a warning per bookie), /status and /metrics show it,
+// and a stop returns promptly.
 func TestServiceOffloadsByPolicy(t *testing.T) {
 	peers(t)
 	mls := []string{"acme/svc/persistent/a", "acme/svc/persistent/b", "acme/keep/persistent/c"}
@@ -157,7 +158,9 @@ policy:
     - {name: keep, match: [acme/keep], offload: false}
   default: {after: 0s, deletion_lag: broker}
 sweeper: {enabled: true, interval: 1h}
-`)
+`+fmt.Sprintf(`# No bookie agent answers: usage unknown, a warning, the work goes on.
+pressure: {threshold: 0.9, interval: 1s, timeout: 500ms, agent_url: "http://{host}:%d/report"}
+`, testenv.FreePort(t)))
 	svc := startService(t, context.Background(), cfg, Deps{})
 	base := svc.base
 
@@ -214,6 +217,9 @@ sweeper: {enabled: true, interval: 1h}
 	}
 	if keep.Rule != "keep" || keep.NextAction != "none" || keep.LagBytes != 0 || st.Totals.LagBytes != 0 {
 		t.Errorf("status of the kept topic %+v; totals %+v", keep, st.Totals)
+	}
+	if n := len(peer.BK.RunningBookies()); st.Totals.PressureErrors != n || !strings.Contains(strings.Join(st.Warnings, "\n"), "pressure: bookie ") {
+		t.Errorf("%d pressure errors (want one per bookie, %d), warnings %q", st.Totals.PressureErrors, n, st.Warnings)
 	}
 	if d := st.Done; d.OffloadedLedgers != offloaded || d.OffloadedBytes <= 0 || d.CopiedBytes != d.OffloadedBytes ||
 		d.CopySeconds <= 0 || d.FailedLedgers != 0 {
