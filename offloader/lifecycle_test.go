@@ -1,0 +1,126 @@
+package offloader
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	s3api "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+// TestServiceSIGTERMMidCopy: SIGTERM reaches an `offloader run` process
+// while it copies a ledger (uploads throttled to 1 MiB/s, ledgers of
+// 2.5 MiB, scheduler.stop_timeout 1s). It takes no new work, cancels the
+// copy after stop_timeout and exits 0 within the documented bound
+// (stop_timeout + the call in progress); the interrupted ledger is left at a
+// stored safe point (its attempt abandoned or prepared, never half-switched),
+// and a restart resumes from ZooKeeper: every closed ledger offloaded,
+// Pulsar's managed-ledger code reads every entry back.
+func TestServiceSIGTERMMidCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts service processes")
+	}
+	peers(t)
+	bin := testenv.BuildTemp(t, "offloader")
+	const ml = "acme/sigterm/persistent/a"
+	written := peer.MLWrite(t, ml, 30, 10, 256<<10) // 2 closed ledgers of 2.5 MiB + the open one
+	s3 := testenv.StartS3(t)
+	bucket := s3.NewBucket(t)
+	dir := t.TempDir()
+	const stopTimeout = time.Second
+	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
+		peer.ZK.Addr, peer.BK.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
+http: {listen: "127.0.0.1:%d"}
+scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: %s, ledgers_in_flight: 1}
+policy:
+  include: [acme/sigterm]
+  default: {after: 0s, deletion_lag: broker}
+`, testenv.FreePort(t), stopTimeout)
+	cfgPath := filepath.Join(dir, "offloader.yaml")
+	if err := os.WriteFile(cfgPath, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string) *testenv.Process {
+		cmd := exec.Command(bin, "run", "--config", cfgPath, "--log-level", "info")
+		cmd.Env = append(os.Environ(), "TK_S3_SECRET="+s3.SecretKey)
+		return testenv.Start(t, name, dir, cmd)
+	}
+	logHas := func(p *testenv.Process, what string) bool {
+		b, err := os.ReadFile(p.LogPath)
+		return err == nil && strings.Contains(string(b), what)
+	}
+	until := func(what string, limit time.Duration, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(limit)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %s", what, limit)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	sess := peer.ZK.Session(t, tzk.Options{})
+	states := func() []mlmeta.LedgerState { return ledgerStates(t, sess, ml) }
+
+	p := start("run-1")
+	until("a copy in flight", time.Minute, func() bool { return logHas(p, `msg="copy started"`) })
+	time.Sleep(300 * time.Millisecond) // inside the 2.5 s copy
+	sent := time.Now()
+	if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	until("exit after SIGTERM", 30*time.Second, func() bool { done, _ := p.Exited(); return done })
+	took := time.Since(sent)
+	if _, err := p.Exited(); err != nil {
+		t.Errorf("offloader run after SIGTERM: %v, want exit status 0", err)
+	}
+	// The bound: stop_timeout, then the call in progress (here a throttled
+	// part upload and the abort of its multipart upload) — far less than the
+	// 30 s store-call bound on a local server.
+	if took > stopTimeout+5*time.Second {
+		t.Errorf("exited %s after SIGTERM, stop_timeout %s", took, stopTimeout)
+	}
+	st := states()
+	t.Logf("exited %s after SIGTERM (stop_timeout %s); ledgers %v", took.Round(time.Millisecond), stopTimeout, st)
+	// The copy's failure abandons the attempt (its prepare undone when it
+	// can be, else left prepared for the next run to replace): brokers
+	// still read BookKeeper either way.
+	if st[0] != mlmeta.StateBookKeeper && st[0] != mlmeta.StateOffloading {
+		t.Errorf("first ledger %s after SIGTERM mid-copy, want bookkeeper (attempt abandoned) or offloading (prepared)", st[0])
+	}
+	if st[1] == mlmeta.StateOffloaded || st[1] == mlmeta.StateOffloading {
+		t.Errorf("second ledger %s: work was taken after SIGTERM (ledgers_in_flight 1)", st[1])
+	}
+
+	p2 := start("run-2")
+	until("every closed ledger offloaded after the restart", 2*time.Minute, func() bool {
+		s := states()
+		return s[0] == mlmeta.StateOffloaded && s[1] == mlmeta.StateOffloaded
+	})
+	p2.Stop()
+	peer.PulsarReadsAll(t, s3, bucket, ml, written)
+	// Nothing left behind by the interrupted attempt: the two ledgers'
+	// data and index objects, no incomplete multipart upload.
+	ctx := context.Background()
+	objs, err := s3.Client().ListObjectsV2(ctx, &s3api.ListObjectsV2Input{Bucket: &bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ups, err := s3.Client().ListMultipartUploads(ctx, &s3api.ListMultipartUploadsInput{Bucket: &bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs.Contents) != 4 || len(ups.Uploads) != 0 {
+		t.Errorf("bucket holds %d objects (want 4) and %d incomplete uploads", len(objs.Contents), len(ups.Uploads))
+	}
+}
