@@ -74,7 +74,7 @@ func TestReplicasKillLoop(t *testing.T) {
 		t.Skip("starts three service processes")
 	}
 	peers(t)
-	bin := testenv.BuildTemp(t, "offloader")
+	bin := testenv.BuiltCommand(t, "offloader")
 	const topics = 4
 	var mls []string
 	written := map[string]mltest.Written{}

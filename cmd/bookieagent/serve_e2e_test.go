@@ -11,36 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// agentBinary builds the real bookieagent binary once per test run.
-func agentBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "bookieagent-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath, buildErr = testenv.Build(dir, "bookieagent")
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
 
 func promtool(t *testing.T) string {
 	t.Helper()
@@ -70,7 +46,7 @@ func get(t *testing.T, url string) (int, []byte) {
 // and checks it with promtool, and validates /report against statfs.
 func TestServeEndToEnd(t *testing.T) {
 	pt := promtool(t)
-	bin := agentBinary(t)
+	bin := testenv.BuiltCommand(t, "bookieagent")
 	root := t.TempDir()
 	j, l := filepath.Join(root, "journal"), filepath.Join(root, "ledgers")
 	os.Mkdir(j, 0o755)
@@ -166,7 +142,7 @@ func TestServeEndToEnd(t *testing.T) {
 // TestServeBenchOnStartSkipsLiveBookie: --bench-on-start must not touch a
 // disk that holds a bookie.
 func TestServeBenchOnStartSkipsLiveBookie(t *testing.T) {
-	bin := agentBinary(t)
+	bin := testenv.BuiltCommand(t, "bookieagent")
 	root := t.TempDir()
 	j, l := filepath.Join(root, "journal"), filepath.Join(root, "ledgers")
 	os.MkdirAll(filepath.Join(j, "current"), 0o755)

@@ -53,7 +53,7 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 	java := testenv.Java(b)
 	java.Timeout = 30 * time.Minute
 
-	bin := testenv.BuildTemp(b, "offloader")
+	bin := testenv.BuiltCommand(b, "offloader")
 
 	start := time.Now()
 	man := java.WriteLedgers(b, cluster, testenv.WriteLedgersOptions{Digests: []string{"CRC32C"}, BigMiB: mib})

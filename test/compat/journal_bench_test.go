@@ -229,7 +229,7 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
 
-	bin := testenv.BuildTemp(b, "diskbench")
+	bin := testenv.BuiltCommand(b, "diskbench")
 	// Each run may write what the disk takes in the window; neither tool
 	// may stop on a byte budget the other does not have.
 	maxBytes := int64(24) << 30

@@ -172,7 +172,7 @@ func journalRuns(t *testing.T, inFlight int, javaEntries int, dbBytes string) (j
 	}
 	jOrder, jEv := traceFiles(t, jTrace, regexp.MustCompile(`/\.tk-bkjournal-\d+-0/[0-9a-f]+\.txn$`))
 
-	bin := buildDiskbench(t)
+	bin := testenv.BuiltCommand(t, "diskbench")
 	dargs := append([]string{"journal", "--dir", ddir, "--writers", "1", "--block-size", fmt.Sprint(jtEntry),
 		"--warmup", "-1s", "--duration", "2m", "--max-bytes", dbBytes, "--output", "json"}, inf...)
 	dargs = append(dargs, journalTestSettings...)
@@ -191,25 +191,6 @@ func journalRuns(t *testing.T, inFlight int, javaEntries int, dbBytes string) (j
 		}
 	}
 	return jOrder, jEv, dOrder, dEv
-}
-
-var builtDiskbench string
-
-func buildDiskbench(t *testing.T) string {
-	t.Helper()
-	if builtDiskbench != "" {
-		return builtDiskbench
-	}
-	dir, err := os.MkdirTemp("", "tk-diskbench-bin-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := testenv.Build(dir, "diskbench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	builtDiskbench = bin
-	return bin
 }
 
 func TestJournalPatternMatchesBookKeeper(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,29 +34,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-var (
-	offloaderOnce sync.Once
-	offloaderPath string
-	offloaderErr  error
-	offBrokerOnce once[*offloadBroker]
-)
-
-// offloaderBinary builds cmd/offloader once per test binary.
-func offloaderBinary(t testing.TB) string {
-	t.Helper()
-	offloaderOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tierkeeper-offloader-bin-")
-		if err != nil {
-			offloaderErr = err
-			return
-		}
-		offloaderPath, offloaderErr = testenv.Build(dir, "offloader")
-	})
-	if offloaderErr != nil {
-		t.Fatal(offloaderErr)
-	}
-	return offloaderPath
-}
+var offBrokerOnce once[*offloadBroker]
 
 // offloadBroker is a stock broker with an aws-s3 offloader on a versitygw
 // bucket (so it reads offloaded ledgers back); its own deletion lag is
@@ -122,7 +99,7 @@ type offloadRun struct {
 // error is the process's (stderr in the message).
 func runOffload(ctx context.Context, t testing.TB, env []string, args ...string) (*offloadRun, error) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, offloaderBinary(t), append([]string{"offload", "-o", "json"}, args...)...)
+	cmd := exec.CommandContext(ctx, testenv.BuiltCommand(t, "offloader"), append([]string{"offload", "-o", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -158,7 +135,7 @@ func bkGone(t testing.TB, ctx context.Context, id int64) bool {
 // runTool runs an offloader subcommand and returns its stdout.
 func runTool(ctx context.Context, t testing.TB, args ...string) ([]byte, error) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, offloaderBinary(t), args...)
+	cmd := exec.CommandContext(ctx, testenv.BuiltCommand(t, "offloader"), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -589,7 +566,7 @@ func TestOffloadSIGKILLResumes(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 26))
 		partition := fmt.Sprintf("%s-partition-%d", topic, seed)
 		args := []string{"--zk", sharedZK(t).Addr, "--store", b.store, "--admin-url", b.WebURL, "--delete-bookkeeper", partition}
-		cmd := exec.CommandContext(ctx, offloaderBinary(t), append([]string{"offload", "-o", "json"}, args...)...)
+		cmd := exec.CommandContext(ctx, testenv.BuiltCommand(t, "offloader"), append([]string{"offload", "-o", "json"}, args...)...)
 		how := ""
 		if seed%2 == 1 {
 			fp := pipeline.FailpointNames[rng.IntN(len(pipeline.FailpointNames))]

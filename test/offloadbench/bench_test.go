@@ -43,7 +43,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -175,7 +174,7 @@ func BenchmarkOffload(b *testing.B) {
 	be.s3 = testenv.StartS3(b)
 	be.bucket = be.s3.NewBucket(b)
 	be.store = be.storeFile(be.bucket)
-	be.bin = buildOffloader(b)
+	be.bin = testenv.BuiltCommand(b, "offloader")
 	ctx := context.Background()
 	zs, err := tkzk.Connect(ctx, []string{be.zk.Addr}, tkzk.Options{})
 	if err != nil {
@@ -202,17 +201,6 @@ func BenchmarkOffload(b *testing.B) {
 			be.seekTable(ctx, sizes[0], seekBlocks, seeks)
 		}
 	}
-}
-
-// buildOffloader builds cmd/offloader.
-func buildOffloader(b *testing.B) string {
-	p := filepath.Join(b.TempDir(), "offloader")
-	cmd := exec.Command("go", "build", "-o", p, "./cmd/offloader")
-	cmd.Dir = testenv.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	return p
 }
 
 func (be *bench) storeFile(bucket string) string { return s3test.StoreFile(be.b, be.s3, bucket) }

@@ -66,7 +66,7 @@ func BenchmarkOffloadWhileProducing(b *testing.B) {
 	gap := time.Duration(envInt("TK_BENCH_GAP_MS", 2000)) * time.Millisecond
 	st := testenv.StartStack(b, testenv.StackOptions{})
 	st.Java.Timeout = 10 * time.Minute
-	bins := map[string]string{"tk": buildOffloader(b)}
+	bins := map[string]string{"tk": testenv.BuiltCommand(b, "offloader")}
 	variants := []string{"none", "tk"}
 	if rev := os.Getenv("TK_BENCH_BASE_REV"); rev != "" {
 		bins["base"] = buildOffloaderAt(b, rev)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -14,10 +15,55 @@ import (
 // buildTimeout bounds one go build of a command.
 const buildTimeout = 5 * time.Minute
 
-// Build compiles the command ./cmd/<name> of this checkout into dir (go
-// build, at most 5 minutes) and returns the binary's path. Tests that run
-// the real binary build it with Build (once per test binary) or BuildTemp.
-func Build(dir, name string) (string, error) {
+// builds holds the commands built by this test binary, each once, in one
+// ownedTempDir.
+var builds struct {
+	mu   sync.Mutex
+	dir  string
+	cmds map[string]*builtCommand
+}
+
+type builtCommand struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// BuiltCommand returns the path of the command ./cmd/<name> of this
+// checkout, built once per test binary (go build, at most 5 minutes) into a
+// directory that goes when the binary has exited (ownedTempDir); t fails if
+// it does not build. Tests that run the real binary get it here.
+func BuiltCommand(t testing.TB, name string) string {
+	t.Helper()
+	builds.mu.Lock()
+	if builds.cmds == nil {
+		builds.cmds = map[string]*builtCommand{}
+	}
+	c := builds.cmds[name]
+	if c == nil {
+		c = &builtCommand{}
+		builds.cmds[name] = c
+	}
+	builds.mu.Unlock()
+	c.once.Do(func() {
+		builds.mu.Lock()
+		if builds.dir == "" {
+			builds.dir, c.err = ownedTempDir("tierkeeper-bin-")
+		}
+		dir := builds.dir
+		builds.mu.Unlock()
+		if c.err == nil {
+			c.bin, c.err = build(dir, name)
+		}
+	})
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	return c.bin
+}
+
+// build compiles ./cmd/<name> into dir and returns the binary's path.
+func build(dir, name string) (string, error) {
 	bin := filepath.Join(dir, name)
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
@@ -27,17 +73,6 @@ func Build(dir, name string) (string, error) {
 		return "", fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, out)
 	}
 	return bin, nil
-}
-
-// BuildTemp is Build into t.TempDir(); t fails if the command does not
-// build.
-func BuildTemp(t testing.TB, name string) string {
-	t.Helper()
-	bin, err := Build(t.TempDir(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
 }
 
 // EnvInt returns the positive integer in the environment variable name

@@ -122,9 +122,13 @@ func JVMOptions(heap string, fastStart bool) []string {
 }
 
 // Command returns an exec.Cmd running mainClass with the build's classpath.
-// JVM warnings go to stderr (stdout stays clean for results).
+// JVM warnings go to stderr (stdout stays clean for results); its
+// temporary files go to the test binary's own directory (jvmTempDir).
 func (b *JavaBuild) Command(jvmOpts []string, mainClass string, args ...string) *exec.Cmd {
 	a := []string{"-Xlog:disable", "-Xlog:all=warning:stderr"}
+	if d := jvmTempDir(); d != "" {
+		a = append(a, "-Djava.io.tmpdir="+d)
+	}
 	a = append(a, jvmOpts...)
 	a = append(a, "-cp", b.Classpath, mainClass)
 	a = append(a, args...)

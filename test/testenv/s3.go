@@ -177,12 +177,8 @@ func startS3Process(private bool) (*S3, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%w: %s", errVersitygwMissing, bin)
 	}
-	removeStaleS3Dirs()
-	base, err := os.MkdirTemp("", "tierkeeper-s3-")
+	base, err := ownedTempDir("tierkeeper-s3-")
 	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(base, "owner.pid"), []byte(fmt.Sprint(os.Getpid())), 0o644); err != nil {
 		return nil, err
 	}
 	root := filepath.Join(base, "data")
@@ -239,28 +235,6 @@ func startS3Process(private bool) (*S3, error) {
 		return s, nil
 	}
 	return nil, lastErr
-}
-
-// removeStaleS3Dirs removes data directories left by test binaries that have
-// exited (the shared server dies with its test binary; its directory stays).
-func removeStaleS3Dirs() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "tierkeeper-s3-*"))
-	for i, d := range dirs {
-		if i >= 200 {
-			return
-		}
-		b, err := os.ReadFile(filepath.Join(d, "owner.pid"))
-		if err != nil {
-			continue
-		}
-		var pid int
-		if _, err := fmt.Sscan(string(b), &pid); err != nil || pid <= 0 {
-			continue
-		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			_ = os.RemoveAll(d)
-		}
-	}
 }
 
 // runDetached starts bin as Start does (own process group, killed when the
