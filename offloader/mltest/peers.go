@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,9 +30,8 @@ type Peers struct {
 	BK   *testenv.BookKeeperCluster
 	Java *testenv.JavaTools
 
-	scope *testenv.SharedTB
-	once  sync.Once
-	err   error
+	scope   *testenv.SharedTB
+	started testenv.Shared[bool]
 }
 
 // NewPeers returns the package's peers (not started yet); name prefixes
@@ -53,14 +51,12 @@ func (p *Peers) Main(m *testing.M) {
 // testenv.Unavailable) when they cannot run.
 func (p *Peers) Need(t testing.TB) {
 	t.Helper()
-	p.once.Do(func() {
-		p.err = p.scope.Do(func(tb testing.TB) {
-			p.ZK = testenv.StartZooKeeper(tb)
-			p.BK = testenv.StartBookies(tb, p.ZK, 3)
-			p.Java = testenv.Java(tb)
-		})
+	p.started.Get(t, p.scope, "zookeeper, bookies and java tools", func(tb testing.TB) bool {
+		p.ZK = testenv.StartZooKeeper(tb)
+		p.BK = testenv.StartBookies(tb, p.ZK, 3)
+		p.Java = testenv.Java(tb)
+		return true
 	})
-	testenv.ReportShared(t, "zookeeper, bookies and java tools", p.err)
 }
 
 // Written is what the Java tool's ml-write reports: every entry written,
