@@ -31,7 +31,7 @@ func TestServiceSIGTERMMidCopy(t *testing.T) {
 		t.Skip("starts service processes")
 	}
 	peers(t)
-	bin := testenv.BuildTemp(t, "offloader")
+	bin := testenv.BuiltCommand(t, "offloader")
 	const ml = "acme/sigterm/persistent/a"
 	written := peer.MLWrite(t, ml, 30, 10, 256<<10) // 2 closed ledgers of 2.5 MiB + the open one
 	s3 := testenv.StartS3(t)
