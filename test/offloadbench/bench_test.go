@@ -504,10 +504,7 @@ func rawChild() int {
 		return 2
 	}
 	ctx := context.Background()
-	cfg := s3store.DefaultConfig()
-	cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = c.Bucket, c.Region, c.Endpoint, "path"
-	cfg.Credentials.Source, cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey = s3store.SourceStatic, c.AccessKey, blob.Secret(c.SecretKey)
-	st, err := s3store.New(ctx, cfg, s3store.Options{})
+	st, err := s3store.New(ctx, s3test.Static(c.Bucket, c.Region, c.Endpoint, c.AccessKey, c.SecretKey), s3store.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

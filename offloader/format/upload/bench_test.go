@@ -35,6 +35,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -183,10 +184,7 @@ func benchChild() int {
 		return 2
 	}
 	ctx := context.Background()
-	cfg := s3store.DefaultConfig()
-	cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = c.Bucket, c.Region, c.Endpoint, "path"
-	cfg.Credentials.Source, cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey = s3store.SourceStatic, c.AccessKey, blob.Secret(c.SecretKey)
-	store, err := s3store.New(ctx, cfg, s3store.Options{})
+	store, err := s3store.New(ctx, s3test.Static(c.Bucket, c.Region, c.Endpoint, c.AccessKey, c.SecretKey), s3store.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -18,10 +18,16 @@ import (
 // Config is s3.DefaultConfig pointed at bucket on srv: its endpoint with
 // path addressing, its region and its root keys (static credentials).
 func Config(srv *testenv.S3, bucket string) s3.Config {
+	return Static(bucket, srv.Region, srv.Endpoint, srv.AccessKey, srv.SecretKey)
+}
+
+// Static is Config from the server's figures themselves, for a benchmark's
+// child process that is handed them rather than the *testenv.S3.
+func Static(bucket, region, endpoint, accessKey, secretKey string) s3.Config {
 	cfg := s3.DefaultConfig()
-	cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = bucket, srv.Region, srv.Endpoint, "path"
+	cfg.Bucket, cfg.Region, cfg.Endpoint, cfg.Addressing = bucket, region, endpoint, "path"
 	cfg.Credentials.Source = s3.SourceStatic
-	cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey = srv.AccessKey, blob.Secret(srv.SecretKey)
+	cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey = accessKey, blob.Secret(secretKey)
 	return cfg
 }
 
