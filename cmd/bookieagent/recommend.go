@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	"github.com/tierkeeper/tierkeeper/diskbench"
@@ -228,10 +227,7 @@ func progressPrinter(w io.Writer, quiet bool) func(string, diskbench.ProgressEve
 	if quiet {
 		return nil
 	}
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
+	tty := cli.IsTerminal(w)
 	last := ""
 	return func(step string, ev diskbench.ProgressEvent) {
 		if step != last {

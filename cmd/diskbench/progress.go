@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -26,11 +27,10 @@ type progressBar struct {
 
 // newProgressBar returns nil unless w is a terminal.
 func newProgressBar(w io.Writer) *progressBar {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !cli.IsTerminal(w) {
 		return nil
 	}
-	width, _, err := term.GetSize(int(f.Fd()))
+	width, _, err := term.GetSize(int(w.(*os.File).Fd()))
 	if err != nil || width < 40 {
 		width = 80
 	}
