@@ -20,7 +20,8 @@ import (
 
 // TestServiceSIGTERMMidCopy: SIGTERM reaches an `offloader run` process
 // while it copies a ledger (uploads throttled to 1 MiB/s, ledgers of
-// 2.5 MiB, scheduler.stop_timeout 1s). It takes no new work, cancels the
+// 2.5 MiB, scheduler.stop_timeout 1s; /status shows the copy's progress
+// meanwhile). It takes no new work, cancels the
 // copy after stop_timeout and exits 0 within the documented bound
 // (stop_timeout + the call in progress); the interrupted ledger is left at a
 // stored safe point (its attempt abandoned or prepared, never half-switched),
@@ -38,6 +39,7 @@ func TestServiceSIGTERMMidCopy(t *testing.T) {
 	bucket := s3.NewBucket(t)
 	dir := t.TempDir()
 	const stopTimeout = time.Second
+	port := testenv.FreePort(t)
 	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
 		peer.ZK.Addr, peer.BK.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
 http: {listen: "127.0.0.1:%d"}
@@ -45,7 +47,7 @@ scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: %s, le
 policy:
   include: [acme/sigterm]
   default: {after: 0s, deletion_lag: broker}
-`, testenv.FreePort(t), stopTimeout)
+`, port, stopTimeout)
 	cfgPath := filepath.Join(dir, "offloader.yaml")
 	if err := os.WriteFile(cfgPath, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
@@ -74,7 +76,20 @@ policy:
 
 	p := start("run-1")
 	until("a copy in flight", time.Minute, func() bool { return logHas(p, `msg="copy started"`) })
-	time.Sleep(300 * time.Millisecond) // inside the 2.5 s copy
+	// /status shows the copy's progress: payload bytes handed to the upload
+	// (here the whole ledger fits one block, so all of it at once, then the
+	// throttled upload).
+	var copying string
+	until("copy progress in /status", 2*time.Second, func() bool {
+		var st Status
+		getJSON(t, fmt.Sprintf("http://127.0.0.1:%d/status", port), &st)
+		for _, l := range st.Ledgers {
+			if l.State == "running" && l.LastStep == "copy" && l.StepBytes > 0 && l.StepTotalBytes == 10*256<<10 {
+				copying = fmt.Sprintf("ledger %d: %d of %d bytes", l.LedgerID, l.StepBytes, l.StepTotalBytes)
+			}
+		}
+		return copying != "" && st.Totals.RunningLedgers > 0
+	})
 	sent := time.Now()
 	if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -91,7 +106,7 @@ policy:
 		t.Errorf("exited %s after SIGTERM, stop_timeout %s", took, stopTimeout)
 	}
 	st := states()
-	t.Logf("exited %s after SIGTERM (stop_timeout %s); ledgers %v", took.Round(time.Millisecond), stopTimeout, st)
+	t.Logf("/status during the copy: %s; exited %s after SIGTERM (stop_timeout %s); ledgers %v", copying, took.Round(time.Millisecond), stopTimeout, st)
 	// The copy's failure abandons the attempt (its prepare undone when it
 	// can be, else left prepared for the next run to replace): brokers
 	// still read BookKeeper either way.

@@ -122,8 +122,16 @@ type stepMetrics struct {
 
 	mu   sync.Mutex
 	last map[pipeline.Target]int64
-	// active holds the step each ledger is in (for /status).
-	active map[pipeline.Target]pipeline.Step
+	// active holds the step each ledger is in, with its progress (for
+	// /status).
+	active map[pipeline.Target]activeStep
+}
+
+// activeStep is a ledger's step in flight: for copy and verify the
+// payload bytes done of total.
+type activeStep struct {
+	step         pipeline.Step
+	bytes, total int64
 }
 
 var allSteps = []string{string(pipeline.StepSelect), string(pipeline.StepPrepare), string(pipeline.StepCopy),
@@ -137,7 +145,7 @@ func newStepMetrics(f *metrics.Factory, log *slog.Logger) *stepMetrics {
 			[]float64{0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}, steps),
 		errors: f.CounterVec("step_errors_total", "Pipeline steps that failed, by step.", steps),
 		copied: f.Counter("copied_bytes_total", "Ledger payload bytes read from BookKeeper and handed to the upload."),
-		last:   map[pipeline.Target]int64{}, active: map[pipeline.Target]pipeline.Step{},
+		last:   map[pipeline.Target]int64{}, active: map[pipeline.Target]activeStep{},
 	}
 }
 
@@ -149,7 +157,7 @@ func (m *stepMetrics) StepStarted(t pipeline.Target, s pipeline.Step) {
 		m.log.Info("copy started", "ml", t.ML, "ledger", t.LedgerID)
 	}
 	m.mu.Lock()
-	m.active[t] = s
+	m.active[t] = activeStep{step: s}
 	m.mu.Unlock()
 }
 
@@ -169,20 +177,34 @@ func (m *stepMetrics) StepDone(t pipeline.Target, s pipeline.Step, d time.Durati
 	m.mu.Unlock()
 }
 
-func (m *stepMetrics) Copied(t pipeline.Target, bytes, _ int64) {
+func (m *stepMetrics) Copied(t pipeline.Target, bytes, total int64) {
 	m.mu.Lock()
 	d := bytes - m.last[t]
 	m.last[t] = bytes
+	m.progress(t, pipeline.StepCopy, bytes, total)
 	m.mu.Unlock()
 	if d > 0 {
 		m.copied.Add(float64(d))
 	}
 }
 
-func (m *stepMetrics) steps() map[pipeline.Target]pipeline.Step {
+func (m *stepMetrics) Verified(t pipeline.Target, bytes, total int64) {
+	m.mu.Lock()
+	m.progress(t, pipeline.StepVerify, bytes, total)
+	m.mu.Unlock()
+}
+
+// progress records bytes of total for t's step s, if t is in it (m.mu held).
+func (m *stepMetrics) progress(t pipeline.Target, s pipeline.Step, bytes, total int64) {
+	if a, ok := m.active[t]; ok && a.step == s {
+		m.active[t] = activeStep{step: s, bytes: bytes, total: total}
+	}
+}
+
+func (m *stepMetrics) steps() map[pipeline.Target]activeStep {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[pipeline.Target]pipeline.Step, len(m.active))
+	out := make(map[pipeline.Target]activeStep, len(m.active))
 	for k, v := range m.active {
 		out[k] = v
 	}

@@ -504,41 +504,17 @@ func (s *Service) publish(now time.Time, res policy.Result, rep SnapshotReport, 
 	s.mu.Lock()
 	sched := s.sched
 	s.mu.Unlock()
-	var ledgers []scheduler.LedgerState
-	var elsewhere map[string]string
-	if sched != nil {
-		ledgers, elsewhere = sched.Status()
-	}
-	active := s.steps.steps()
+	ledgers, elsewhere := s.ledgerStates(sched)
 	next := map[string]string{}
 	for _, c := range res.Candidates {
 		if _, ok := next[c.ML]; !ok {
 			next[c.ML] = fmt.Sprintf("%s ledger %d (%s: %s)", c.Action, c.LedgerID, c.Rule, c.Trigger)
 		}
 	}
-	lastErr := map[string]string{}
 	st := Status{Replica: s.cfg.Leases.ID, EvaluatedAt: now, StartedAt: s.started, Topics: []TopicStatus{},
 		Ledgers: ledgers, LeasedElsewhere: elsewhere, BookieUsage: usage, Pressured: res.PressuredBookies}
-	if st.Ledgers == nil {
-		st.Ledgers = []scheduler.LedgerState{}
-	}
-	for i, l := range st.Ledgers {
-		switch l.State {
-		case "running":
-			st.Totals.RunningLedgers++
-			if step, ok := active[pipeline.Target{ML: l.ML, LedgerID: l.LedgerID}]; ok {
-				st.Ledgers[i].LastStep = string(step)
-			}
-		case "parked":
-			st.Totals.ParkedLedgers++
-			lastErr[l.ML] = fmt.Sprintf("ledger %d parked until %s after %d failures: %s", l.LedgerID, l.NextTry.Format(time.RFC3339), l.Failures, l.LastErr)
-		case "backoff":
-			st.Totals.BackoffLedgers++
-			if _, ok := lastErr[l.ML]; !ok {
-				lastErr[l.ML] = fmt.Sprintf("ledger %d failed %d times, next try %s: %s", l.LedgerID, l.Failures, l.NextTry.Format(time.RFC3339), l.LastErr)
-			}
-		}
-	}
+	st.Totals.countLedgers(st.Ledgers)
+	lastErr := ledgerErrors(st.Ledgers)
 	var perTopicBytes, perTopicLag map[string]float64
 	if s.cfg.Metrics.PerTopic {
 		perTopicBytes, perTopicLag = map[string]float64{}, map[string]float64{}
@@ -619,15 +595,79 @@ func (s *Service) publish(now time.Time, res policy.Result, rep SnapshotReport, 
 	s.mu.Unlock()
 }
 
-// Status returns the current status document.
+// Status returns the current status document: the policy's view from the
+// last evaluation, the ledgers in flight (with their step and its
+// progress), backing off or parked as they are now.
 func (s *Service) Status() Status {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	st := s.status
 	st.Ready = s.ready
 	st.StartedAt = s.started
 	st.Done = s.done
+	sched := s.sched
+	s.mu.Unlock()
+	if sched != nil {
+		st.Ledgers, st.LeasedElsewhere = s.ledgerStates(sched)
+		st.Totals.countLedgers(st.Ledgers)
+		errs := ledgerErrors(st.Ledgers)
+		st.Topics = append([]TopicStatus(nil), st.Topics...)
+		for i := range st.Topics {
+			st.Topics[i].LastError = errs[st.Topics[i].ML]
+		}
+	}
 	return st
+}
+
+// ledgerErrors is each managed ledger's error to show from ls: a parked
+// ledger's, else the first backing-off one's.
+func ledgerErrors(ls []scheduler.LedgerState) map[string]string {
+	errs := map[string]string{}
+	for _, l := range ls {
+		switch l.State {
+		case "parked":
+			errs[l.ML] = fmt.Sprintf("ledger %d parked until %s after %d failures: %s", l.LedgerID, l.NextTry.Format(time.RFC3339), l.Failures, l.LastErr)
+		case "backoff":
+			if _, ok := errs[l.ML]; !ok {
+				errs[l.ML] = fmt.Sprintf("ledger %d failed %d times, next try %s: %s", l.LedgerID, l.Failures, l.NextTry.Format(time.RFC3339), l.LastErr)
+			}
+		}
+	}
+	return errs
+}
+
+// ledgerStates are sched's ledgers in flight, backing off or parked, the
+// running ones with their step and its progress; and the topics leased by
+// other replicas.
+func (s *Service) ledgerStates(sched *scheduler.Scheduler) ([]scheduler.LedgerState, map[string]string) {
+	if sched == nil {
+		return []scheduler.LedgerState{}, nil
+	}
+	ledgers, elsewhere := sched.Status()
+	if ledgers == nil {
+		ledgers = []scheduler.LedgerState{}
+	}
+	active := s.steps.steps()
+	for i, l := range ledgers {
+		if a, ok := active[pipeline.Target{ML: l.ML, LedgerID: l.LedgerID}]; ok && l.State == "running" {
+			ledgers[i].LastStep, ledgers[i].StepBytes, ledgers[i].StepTotalBytes = string(a.step), a.bytes, a.total
+		}
+	}
+	return ledgers, elsewhere
+}
+
+// countLedgers sets the running, backing-off and parked counts from ls.
+func (t *Totals) countLedgers(ls []scheduler.LedgerState) {
+	t.RunningLedgers, t.BackoffLedgers, t.ParkedLedgers = 0, 0, 0
+	for _, l := range ls {
+		switch l.State {
+		case "running":
+			t.RunningLedgers++
+		case "backoff":
+			t.BackoffLedgers++
+		case "parked":
+			t.ParkedLedgers++
+		}
+	}
 }
 
 // Handler serves /status, /metrics, /healthz and /readyz.

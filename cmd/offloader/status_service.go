@@ -199,7 +199,11 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool) error {
 			if !l.NextTry.IsZero() {
 				next = l.NextTry.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\n", l.ML, l.LedgerID, l.State, l.LastStep, l.Failures, next, l.LastErr)
+			step := l.LastStep
+			if l.StepTotalBytes > 0 {
+				step = fmt.Sprintf("%s, %.0f%% of %s read", step, 100*float64(l.StepBytes)/float64(l.StepTotalBytes), units.HumanBytes(l.StepTotalBytes))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\n", l.ML, l.LedgerID, l.State, step, l.Failures, next, l.LastErr)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

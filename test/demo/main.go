@@ -3,7 +3,7 @@
 // versitygw and a stock Pulsar 4.0.8 broker (all from `make deps`),
 // produces messages through the broker with Pulsar's Java client, shows
 // `offloader plan` for a policy (keep the newest 4 MiB of the topic on
-// BookKeeper, delete the BookKeeper copy 2 s after each commit), runs
+// BookKeeper, delete the BookKeeper copy 1 s after each commit), runs
 // `offloader run` with that policy and, on a terminal, `offloader status
 // --service --watch` (per-topic lag and bytes offloaded, redrawn in place;
 // nothing while it runs when stdout is not a terminal) until the backlog
@@ -86,7 +86,7 @@ policy:
       match: [public/default/demo-orders]
       after: 1h            # older ledgers go anyway; none is that old here
       keep_bytes: 4MiB     # keep the newest 4 MiB of the topic on BookKeeper
-      deletion_lag: 2s     # then delete the BookKeeper copy 2s after each commit
+      deletion_lag: 1s     # then delete the BookKeeper copy 1s after each commit
       verify: full         # every entry compared with the bookies' before the commit
 sweeper: {enabled: false}
 `, st.ZK.Addr, st.BK.LedgersRoot, st.Bucket, st.S3.Region, st.S3.Endpoint, st.S3.AccessKey, secretEnv, st.Broker.WebURL, listen)
@@ -266,9 +266,9 @@ func run(bin string, count int) int {
 
 // waitCaughtUp polls the service's /status until the policy has nothing
 // left to do: ready, something offloaded, no lag, no trim due, every
-// offloaded ledger trimmed, nothing running, failing or parked, over at
-// least three evaluations in a row (one a second); or the service exits,
-// or waitBudget passes.
+// offloaded ledger trimmed, nothing running, failing or parked, in two
+// evaluations a second apart with nothing done in between; or the service
+// exits, or waitBudget passes.
 func waitCaughtUp(ctx context.Context, base string, exited <-chan struct{}) (*offloader.Status, error) {
 	deadline := time.Now().Add(waitBudget)
 	var quietSince time.Time
@@ -282,7 +282,7 @@ func waitCaughtUp(ctx context.Context, base string, exited <-chan struct{}) (*of
 			if quietSince.IsZero() || st.Done != last.Done {
 				quietSince = st.EvaluatedAt
 			}
-			if st.EvaluatedAt.Sub(quietSince) >= 2*time.Second {
+			if st.EvaluatedAt.Sub(quietSince) >= time.Second {
 				return st, nil
 			}
 		default:

@@ -127,11 +127,15 @@ func (p *FaultProxy) pump(pc *proxyConn, src, dst net.Conn, frames *zkFrames) {
 			if !p.wait(pc) {
 				return
 			}
-			if _, werr := dst.Write(chunk[:upto]); werr != nil {
-				return
-			}
+			// The partition starts before the request's last byte is
+			// written: its reply, read after the server has the request,
+			// then always waits (fired after the write, a reply could slip
+			// through on a busy machine).
 			if fired != nil {
 				p.fire(fired)
+			}
+			if _, werr := dst.Write(chunk[:upto]); werr != nil {
+				return
 			}
 			chunk = chunk[upto:]
 		}
