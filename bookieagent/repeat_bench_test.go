@@ -88,13 +88,23 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 
 		// fio right after the run, on the same disk: the host's caches
 		// change over minutes, so each run is compared with its own fio.
+		// fio's ramp (excluded from its figure) is the longest warm-up
+		// the agent's 1 × 1 MiB runs needed to settle: both figures are
+		// then past the disk's burst region, and fio measures dur after it.
 		agentLog := entryLogSizes(in.LedgerDisks[0].Results)[MiB].median()
+		ramp := 2 * time.Second
+		for _, r := range in.LedgerDisks[0].Results {
+			if r.Workload == diskbench.WorkloadEntryLog && r.Writers == 1 && r.BlockSize == MiB {
+				ramp = max(ramp, time.Duration(r.WarmupSec*float64(time.Second)))
+			}
+		}
 		el, err := runFioCase(fio, l, fiocmp.Case{Workload: diskbench.WorkloadEntryLog, Writers: 1, BlockSize: MiB, FlushEvery: 32 * MiB,
-			FileSize: int64(max(agentLog, 1e9)*dur.Seconds()*2) + GiB}, dur)
+			FileSize: int64(max(agentLog, 1e9)*(dur+ramp).Seconds()*2) + GiB}, dur, ramp)
 		if err != nil {
 			b.Fatal(err)
 		}
 		logPairs = append(logPairs, pair{agentLog, el.BytesPerSec})
+		fmt.Printf("  fio entry log after a %v ramp: %.0f MB/s\n", ramp.Round(time.Second), el.BytesPerSec/1e6)
 		for _, n := range []int{1, 2, 4} {
 			// The journal model's writes per fdatasync are its groups: fio
 			// writes groups of the mean size the model wrote, one
@@ -111,7 +121,7 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 			}
 			bs := max(4096, int64(group.median())/4096*4096)
 			m, err := runFioCase(fio, j, fiocmp.Case{Workload: diskbench.WorkloadJournal, Writers: n, BlockSize: bs, SyncEvery: 1,
-				FileSize: int64(max(written.median(), 1e9)*dur.Seconds()*2/float64(n)) + 256*MiB, Prealloc: diskbench.PreallocSparse}, dur)
+				FileSize: int64(max(written.median(), 1e9)*dur.Seconds()*2/float64(n)) + 256*MiB, Prealloc: diskbench.PreallocSparse}, dur, 2*time.Second)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -188,13 +198,13 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 	}
 }
 
-func runFioCase(fio, dir string, c fiocmp.Case, d time.Duration) (fiocmp.Metrics, error) {
+func runFioCase(fio, dir string, c fiocmp.Case, d, ramp time.Duration) (fiocmp.Metrics, error) {
 	jf, err := os.CreateTemp("", "ba-repeat-*.fio")
 	if err != nil {
 		return fiocmp.Metrics{}, err
 	}
 	defer os.Remove(jf.Name())
-	jf.WriteString(fiocmp.JobFile(dir, c, d, 2*time.Second))
+	jf.WriteString(fiocmp.JobFile(dir, c, d, ramp))
 	jf.Close()
 	defer func() {
 		m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf(".diskbench-fio-%d.*", os.Getpid())))
