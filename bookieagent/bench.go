@@ -435,6 +435,10 @@ type BenchPlan struct {
 	// TimeBudgetSec and MaxBytes are the budgets.
 	TimeBudgetSec float64 `json:"time_budget_sec"`
 	MaxBytes      int64   `json:"max_bytes"`
+	// Load is the other processes' CPU use during each run; MachineCPUs the
+	// CPUs /proc/stat lists.
+	Load        []RunLoad `json:"load,omitempty"`
+	MachineCPUs int       `json:"machine_cpus,omitempty"`
 }
 
 // BenchResult is what Run measured.
@@ -557,6 +561,14 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped %s: budget spent", name))
 			return nil
 		}
+		before := markLoad(p.o.Host)
+		defer func() {
+			after := markLoad(p.o.Host)
+			if l, ok := loadSince(before, after, name); ok {
+				res.Plan.Load = append(res.Plan.Load, l)
+				res.Plan.MachineCPUs = after.cpus
+			}
+		}()
 		if pt.kind == kindMixed {
 			return p.runMixed(ctx, pt, m, warmCap, share, name, record)
 		}

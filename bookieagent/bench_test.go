@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -239,6 +240,12 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 	}
 	if j4 := strings.Index(strings.Join(f.runs[first+1:second], " "), "journal/4"); j4 < 0 {
 		t.Errorf("rounds not interleaved: %v", f.runs)
+	}
+	// Every run records what else used the CPUs meanwhile (a mixed run is
+	// one run of two plans).
+	if len(res.Plan.Load) != len(f.runs)-res.Plan.Rounds[1] || res.Plan.MachineCPUs < 1 || res.Plan.Load[0].Run == "" ||
+		slices.ContainsFunc(res.Plan.Load, func(l RunLoad) bool { return l.OtherCPUs > float64(res.Plan.MachineCPUs) }) {
+		t.Errorf("load of %d runs recorded for %d runs, %d CPUs: %+v", len(res.Plan.Load), len(f.runs), res.Plan.MachineCPUs, res.Plan.Load)
 	}
 	if n := count("randread/16/4096"); n != 1 {
 		t.Errorf("random reads ran %d times, want once: %v", n, f.runs)

@@ -82,8 +82,9 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		fmt.Printf("run %d: %s, %s written, %.0f s per measurement, rounds %v, load %s", i, time.Since(start).Round(time.Second),
-			units.HumanBytes(res.BytesWritten), res.Plan.MeasureSec, res.Plan.Rounds, loadavg())
+		med, most, _ := loadSummary(res.Plan.Load)
+		fmt.Printf("run %d: %s, %s written, %.0f s per measurement, rounds %v, other processes' CPUs median %.1f (max %.1f) of %d, load %s", i, time.Since(start).Round(time.Second),
+			units.HumanBytes(res.BytesWritten), res.Plan.MeasureSec, res.Plan.Rounds, med, most, res.Plan.MachineCPUs, loadavg())
 		recs = append(recs, rec)
 
 		// fio right after the run, on the same disk: the host's caches

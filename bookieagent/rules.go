@@ -660,6 +660,9 @@ func Recommend(in Input) (*Recommendation, error) {
 	}
 	slices.Sort(mixedW)
 	r.Warnings = append(append(warnings(in, r, jAgg, lAgg, len(mixed) > 0), mixedW...), r.Warnings...)
+	if w, ok := loadWarning(in.Bench); ok {
+		r.Warnings = append([]string{w}, r.Warnings...)
+	}
 	return r, nil
 }
 
