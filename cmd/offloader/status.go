@@ -47,8 +47,9 @@ not).
 
 With --service: read a running service's /status (offloader run; http.listen
 in its config) and render it: totals (bytes on BookKeeper and offloaded,
-offload lag in bytes and age, trims due), ledgers running, backing off or
-parked with their last error, and per topic the rule, lag, next action and
+offload lag in bytes and age, trims due), ledgers running (their step and
+the bytes it has read), backing off or parked with their last error, and
+per topic the rule, lag, next action and
 last error (topics with lag or an error; --all for every topic), and what
 the replica did since it started (ledgers offloaded, copy rate, BookKeeper
 bytes freed). -o json prints the document as the service serves it.
