@@ -38,7 +38,12 @@
 // backoff, honouring ctx). It refuses the last ledger, which the broker
 // replaces when it reopens the managed ledger. PrepareOffload,
 // CompleteOffload and MarkBookkeeperDeleted are the idempotent steps of
-// the offload state machine on top of it.
+// the offload state machine on top of it. Store.UpdateOffloadContexts
+// applies edits of several ledgers (PrepareEdit, CompleteEdit,
+// MarkBookkeeperDeletedEdit, AbandonEdit) in one compare-and-set, each
+// re-applied to its own ledger only after a lost race and refused on its
+// own: one write per step of a topic instead of one per ledger, so a broker
+// writing the same znode meets fewer BadVersion failures.
 //
 // # Caveats
 //

@@ -203,16 +203,30 @@ func States(info *mlproto.ManagedLedgerInfo) []LedgerState {
 // and an offloaded one (ErrAlreadyOffloaded). complete, timestamp and
 // bookkeeperDeleted are left as they are.
 func (s *Store) PrepareOffload(ctx context.Context, ml string, ledgerID int64, id uuid.UUID, d Driver) (prev uuid.UUID, res *UpdateResult, err error) {
-	md, err := d.Metadata()
+	e, err := PrepareEdit(ledgerID, id, d)
 	if err != nil {
 		return uuid.Nil, nil, err
 	}
+	res, err = s.UpdateOffloadContext(ctx, ml, ledgerID, e.Fn)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	return Superseded(res.Before, id), res, nil
+}
+
+// PrepareEdit is PrepareOffload as an edit of a batch
+// (UpdateOffloadContexts); Superseded(LedgerUpdate.Before, id) is the
+// attempt it replaces.
+func PrepareEdit(ledgerID int64, id uuid.UUID, d Driver) (Edit, error) {
+	md, err := d.Metadata()
+	if err != nil {
+		return Edit{}, err
+	}
 	if id == uuid.Nil {
-		return uuid.Nil, nil, fmt.Errorf("prepare offload: nil attempt UUID")
+		return Edit{}, fmt.Errorf("prepare offload: nil attempt UUID")
 	}
 	msb, lsb := UUIDToBits(id)
-	res, err = s.UpdateOffloadContext(ctx, ml, ledgerID, func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
-		prev = uuid.Nil
+	return Edit{LedgerID: ledgerID, Fn: func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
 		if oc.GetComplete() {
 			return false, ErrAlreadyOffloaded
 		}
@@ -223,14 +237,19 @@ func (s *Store) PrepareOffload(ctx context.Context, ml string, ledgerID int64, i
 		if had && old == id && proto.Equal(oc.GetDriverMetadata(), md) {
 			return false, nil
 		}
-		if had && old != id {
-			prev = old
-		}
 		oc.UidMsb, oc.UidLsb = proto.Int64(msb), proto.Int64(lsb)
 		oc.DriverMetadata = proto.Clone(md).(*mlproto.OffloadDriverMetadata)
 		return true, nil
-	})
-	return prev, res, err
+	}}, nil
+}
+
+// Superseded is the unfinished attempt a prepare of id replaced, given the
+// context before it (uuid.Nil: none, or id itself).
+func Superseded(before *mlproto.OffloadContext, id uuid.UUID) uuid.UUID {
+	if old, had := AttemptUUID(before); had && old != id && !before.GetComplete() {
+		return old
+	}
+	return uuid.Nil
 }
 
 // CompleteOffload marks the ledger offloaded by attempt id: complete = true
@@ -240,7 +259,12 @@ func (s *Store) PrepareOffload(ctx context.Context, ml string, ledgerID int64, i
 // PrepareOffload must have recorded the driver metadata. Completing again
 // with the same id writes nothing and keeps the first timestamp.
 func (s *Store) CompleteOffload(ctx context.Context, ml string, ledgerID int64, id uuid.UUID) (*UpdateResult, error) {
-	return s.UpdateOffloadContext(ctx, ml, ledgerID, func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
+	return s.UpdateOffloadContext(ctx, ml, ledgerID, s.CompleteEdit(ledgerID, id).Fn)
+}
+
+// CompleteEdit is CompleteOffload as an edit of a batch.
+func (s *Store) CompleteEdit(ledgerID int64, id uuid.UUID) Edit {
+	return Edit{LedgerID: ledgerID, Fn: func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
 		if err := checkAttempt(oc, id); err != nil {
 			return false, err
 		}
@@ -253,7 +277,7 @@ func (s *Store) CompleteOffload(ctx context.Context, ml string, ledgerID int64, 
 		oc.Complete = proto.Bool(true)
 		oc.Timestamp = proto.Int64(s.opts.Now().UnixMilli())
 		return true, nil
-	})
+	}}
 }
 
 // MarkBookkeeperDeleted sets bookkeeperDeleted = true for a ledger offloaded
@@ -262,7 +286,12 @@ func (s *Store) CompleteOffload(ctx context.Context, ml string, ledgerID int64, 
 // a different attempt (ErrOffloadConflict) and an incomplete offload
 // (ErrNotOffloaded); a second call writes nothing.
 func (s *Store) MarkBookkeeperDeleted(ctx context.Context, ml string, ledgerID int64, id uuid.UUID) (*UpdateResult, error) {
-	return s.UpdateOffloadContext(ctx, ml, ledgerID, func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
+	return s.UpdateOffloadContext(ctx, ml, ledgerID, MarkBookkeeperDeletedEdit(ledgerID, id).Fn)
+}
+
+// MarkBookkeeperDeletedEdit is MarkBookkeeperDeleted as an edit of a batch.
+func MarkBookkeeperDeletedEdit(ledgerID int64, id uuid.UUID) Edit {
+	return Edit{LedgerID: ledgerID, Fn: func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
 		if err := checkAttempt(oc, id); err != nil {
 			return false, err
 		}
@@ -274,7 +303,7 @@ func (s *Store) MarkBookkeeperDeleted(ctx context.Context, ml string, ledgerID i
 		}
 		oc.BookkeeperDeleted = proto.Bool(true)
 		return true, nil
-	})
+	}}
 }
 
 // AbandonOffload undoes PrepareOffload of attempt id after an upload that
@@ -282,7 +311,16 @@ func (s *Store) MarkBookkeeperDeleted(ctx context.Context, ml string, ledgerID i
 // again (nil: none at all), but only while attempt id is stored and not
 // complete; otherwise nothing is written. It returns whether it wrote.
 func (s *Store) AbandonOffload(ctx context.Context, ml string, ledgerID int64, id uuid.UUID, before *mlproto.OffloadContext) (bool, error) {
-	res, err := s.UpdateOffloadContext(ctx, ml, ledgerID, func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
+	res, err := s.UpdateOffloadContext(ctx, ml, ledgerID, AbandonEdit(ledgerID, id, before).Fn)
+	if err != nil {
+		return false, err
+	}
+	return res.Written, nil
+}
+
+// AbandonEdit is AbandonOffload as an edit of a batch.
+func AbandonEdit(ledgerID int64, id uuid.UUID, before *mlproto.OffloadContext) Edit {
+	return Edit{LedgerID: ledgerID, Fn: func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
 		if stored, ok := AttemptUUID(oc); !ok || stored != id || oc.GetComplete() {
 			return false, nil
 		}
@@ -291,11 +329,7 @@ func (s *Store) AbandonOffload(ctx context.Context, ml string, ledgerID int64, i
 			proto.Merge(oc, before)
 		}
 		return true, nil
-	})
-	if err != nil {
-		return false, err
-	}
-	return res.Written, nil
+	}}
 }
 
 func checkAttempt(oc *mlproto.OffloadContext, id uuid.UUID) error {

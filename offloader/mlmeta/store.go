@@ -375,7 +375,7 @@ launch:
 // its arguments alone. An error aborts the update and is returned as is.
 type Mutator func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (changed bool, err error)
 
-// UpdateResult describes a finished update.
+// UpdateResult describes a finished update of one ledger.
 type UpdateResult struct {
 	// Written is false when the mutator made no change (nothing written).
 	Written bool
@@ -387,6 +387,40 @@ type UpdateResult struct {
 	// Before and After are the ledger's offload context before and after
 	// (equal when nothing was written). Before is nil if there was none.
 	Before, After *mlproto.OffloadContext
+}
+
+// Edit is one ledger's part of a batch update: Fn changes the ledger's
+// offload context as for UpdateOffloadContext.
+type Edit struct {
+	LedgerID int64
+	Fn       Mutator
+}
+
+// LedgerUpdate is one ledger's outcome in a batch update.
+type LedgerUpdate struct {
+	LedgerID int64
+	// Changed: the mutator changed the context (stored when the batch's
+	// Written is true).
+	Changed bool
+	// Before and After are the context before and after (equal when not
+	// changed). Before is nil if there was none.
+	Before, After *mlproto.OffloadContext
+	// Err is this ledger's refusal (ErrLedgerNotFound, ErrLastLedger, or
+	// the mutator's error, wrapped with the ledger's name): its context
+	// is left as stored; the other ledgers' edits still apply.
+	Err error
+}
+
+// BatchResult describes a finished batch update.
+type BatchResult struct {
+	// Written is false when no edit changed anything (nothing written).
+	Written bool
+	// Version is the znode version after the write (or as read).
+	Version int32
+	// Retries counts compare-and-set races lost and retried.
+	Retries int
+	// Ledgers are the edits' outcomes, in the order given.
+	Ledgers []LedgerUpdate
 }
 
 // UpdateOffloadContext changes the OffloadContext of one ledger and
@@ -407,65 +441,115 @@ type UpdateResult struct {
 // is returned; the helpers below are idempotent, so the caller may simply
 // call again once ZooKeeper is back.
 func (s *Store) UpdateOffloadContext(ctx context.Context, ml string, ledgerID int64, fn Mutator) (*UpdateResult, error) {
-	res, err := s.update(ctx, ml, ledgerID, fn)
+	br, err := s.UpdateOffloadContexts(ctx, ml, []Edit{{LedgerID: ledgerID, Fn: fn}})
+	if err != nil {
+		return nil, err
+	}
+	lu := br.Ledgers[0]
+	if lu.Err != nil {
+		return nil, lu.Err
+	}
+	return &UpdateResult{Written: br.Written, Version: br.Version, Retries: br.Retries, Before: lu.Before, After: lu.After}, nil
+}
+
+// UpdateOffloadContexts applies the edits of several ledgers of one
+// managed ledger in a single compare-and-set, as UpdateOffloadContext does
+// for one: on BadVersion every edit is re-applied to the fresh value, so
+// each touches only its own ledger. A ledger whose edit is refused (its
+// LedgerUpdate.Err) is left as stored and does not stop the others; the
+// returned error is for the whole batch (ZooKeeper, encoding, contention)
+// and means nothing of it was written (or, on a connection loss during the
+// Set, that the outcome is unknown). One write instead of one per ledger
+// means fewer BadVersion failures for a broker writing the same znode.
+func (s *Store) UpdateOffloadContexts(ctx context.Context, ml string, edits []Edit) (*BatchResult, error) {
+	seen := make(map[int64]bool, len(edits))
+	for _, e := range edits {
+		if seen[e.LedgerID] {
+			return nil, fmt.Errorf("%s: ledger %d edited twice in one update", ml, e.LedgerID)
+		}
+		seen[e.LedgerID] = true
+	}
+	res, err := s.update(ctx, ml, edits)
+	rejected := err == nil && !res.Written && slices.ContainsFunc(res.Ledgers, func(l LedgerUpdate) bool { return l.Err != nil })
 	switch {
 	case err == nil && res.Written:
 		s.updates.WithLabelValues("written").Inc()
+	case rejected:
+		s.updates.WithLabelValues("rejected").Inc()
 	case err == nil:
 		s.updates.WithLabelValues("unchanged").Inc()
-	case errors.Is(err, ErrOffloadConflict), errors.Is(err, ErrLastLedger), errors.Is(err, ErrLedgerNotFound),
-		errors.Is(err, ErrAlreadyOffloaded), errors.Is(err, ErrNotOffloaded), errors.Is(err, ErrEmptyLedger):
-		s.updates.WithLabelValues("rejected").Inc()
 	default:
 		s.updates.WithLabelValues("error").Inc()
 	}
 	return res, err
 }
 
-func (s *Store) update(ctx context.Context, ml string, ledgerID int64, fn Mutator) (*UpdateResult, error) {
+func (s *Store) update(ctx context.Context, ml string, edits []Edit) (*BatchResult, error) {
 	p := Path(ml)
 	attempt := 0
+	ids := make([]int64, len(edits))
+	for i, e := range edits {
+		ids[i] = e.LedgerID
+	}
 	pol := retry.Policy{
 		Attempts:  s.opts.MaxRetries + 1,
 		Backoff:   retry.Backoff{Initial: s.opts.RetryBackoff, Max: time.Second},
 		Retryable: func(err error) bool { return errors.Is(err, zk.ErrBadVersion) },
 		OnRetry: func(n int, wait time.Duration, _ error) {
 			s.retries.Inc()
-			s.log.Debug("compare-and-set lost, re-reading", "ml", ml, "ledger", ledgerID, "attempt", n+1, "wait", wait)
+			s.log.Debug("compare-and-set lost, re-reading", "ml", ml, "ledgers", ids, "attempt", n+1, "wait", wait)
 		},
 	}
-	res, err := retry.Do(ctx, pol, func(ctx context.Context) (*UpdateResult, error) {
+	res, err := retry.Do(ctx, pol, func(ctx context.Context) (*BatchResult, error) {
 		defer func() { attempt++ }()
 		snap, err := s.Get(ctx, ml)
 		if err != nil {
 			return nil, err
 		}
 		info := snap.Info
-		idx, err := ledgerIndex(info, ledgerID)
-		if err != nil {
-			return nil, fmt.Errorf("%s ledger %d: %w", ml, ledgerID, err)
-		}
-		li := info.LedgerInfo[idx]
-		var before *mlproto.OffloadContext
-		if li.OffloadContext != nil {
-			before = proto.Clone(li.OffloadContext).(*mlproto.OffloadContext)
-		}
-		oc := &mlproto.OffloadContext{}
-		if before != nil {
-			oc = proto.Clone(before).(*mlproto.OffloadContext)
-		}
-		changed, err := fn(oc, li)
-		if err != nil {
-			return nil, fmt.Errorf("%s ledger %d: %w", ml, ledgerID, err)
+		index, lastID := ledgerIndexes(info)
+		out := &BatchResult{Version: snap.Version, Retries: attempt, Ledgers: make([]LedgerUpdate, len(edits))}
+		changed := false
+		for i, e := range edits {
+			lu := &out.Ledgers[i]
+			lu.LedgerID = e.LedgerID
+			idx, ok := index[e.LedgerID]
+			switch {
+			case !ok:
+				lu.Err = fmt.Errorf("%s ledger %d: %w", ml, e.LedgerID, ErrLedgerNotFound)
+				continue
+			case idx == len(info.LedgerInfo)-1 || e.LedgerID == lastID:
+				lu.Err = fmt.Errorf("%s ledger %d: %w", ml, e.LedgerID, ErrLastLedger)
+				continue
+			}
+			li := info.LedgerInfo[idx]
+			if li.OffloadContext != nil {
+				lu.Before = proto.Clone(li.OffloadContext).(*mlproto.OffloadContext)
+			}
+			lu.After = lu.Before
+			oc := &mlproto.OffloadContext{}
+			if lu.Before != nil {
+				oc = proto.Clone(lu.Before).(*mlproto.OffloadContext)
+			}
+			ch, err := e.Fn(oc, li)
+			if err != nil {
+				lu.Err = fmt.Errorf("%s ledger %d: %w", ml, e.LedgerID, err)
+				continue
+			}
+			if !ch {
+				continue
+			}
+			lu.Changed, changed = true, true
+			lu.After = proto.Clone(oc).(*mlproto.OffloadContext)
+			li.OffloadContext = oc
+			if proto.Size(oc) == 0 {
+				// An emptied context is removed: Pulsar reports a ledger with
+				// any context, even an empty one, as offloaded (internal-info).
+				li.OffloadContext = nil
+			}
 		}
 		if !changed {
-			return &UpdateResult{Version: snap.Version, Retries: attempt, Before: before, After: before}, nil
-		}
-		li.OffloadContext = oc
-		if proto.Size(oc) == 0 {
-			// An emptied context is removed: Pulsar reports a ledger with
-			// any context, even an empty one, as offloaded (internal-info).
-			li.OffloadContext = nil
+			return out, nil
 		}
 		data, err := s.encode(info, snap.Codec)
 		if err != nil {
@@ -474,10 +558,10 @@ func (s *Store) update(ctx context.Context, ml string, ledgerID int64, fn Mutato
 		st, err := tkzk.Set(ctx, s.zk, s.zpath(p), data, snap.Version)
 		switch {
 		case err == nil:
-			s.log.Debug("offload context written", "ml", ml, "ledger", ledgerID,
+			s.log.Debug("offload contexts written", "ml", ml, "ledgers", ids,
 				"version", st.Version, "retries", attempt, "bytes", len(data))
-			return &UpdateResult{Written: true, Version: st.Version, Retries: attempt,
-				Before: before, After: proto.Clone(oc).(*mlproto.OffloadContext)}, nil
+			out.Written, out.Version = true, st.Version
+			return out, nil
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, fmt.Errorf("%w: %s deleted during update", ErrNotFound, s.zpath(p))
 		default:
@@ -486,7 +570,7 @@ func (s *Store) update(ctx context.Context, ml string, ledgerID int64, fn Mutato
 		}
 	})
 	if errors.Is(err, zk.ErrBadVersion) && ctx.Err() == nil {
-		return nil, fmt.Errorf("%s ledger %d: %w (%d retries): %w", ml, ledgerID, ErrContention, attempt-1, err)
+		return nil, fmt.Errorf("%s ledgers %v: %w (%d retries): %w", ml, ids, ErrContention, attempt-1, err)
 	}
 	return res, err
 }
@@ -529,21 +613,14 @@ func (s *Store) encode(info *mlproto.ManagedLedgerInfo, readCodec mlproto.Compre
 	return data, nil
 }
 
-// ledgerIndex finds ledgerID and refuses the last ledger.
-func ledgerIndex(info *mlproto.ManagedLedgerInfo, ledgerID int64) (int, error) {
-	idx := -1
+// ledgerIndexes maps each ledger id to its index and returns the highest
+// id (the last ledger, or the one with the highest id, is never edited).
+func ledgerIndexes(info *mlproto.ManagedLedgerInfo) (map[int64]int, int64) {
+	index := make(map[int64]int, len(info.LedgerInfo))
 	var maxID int64 = -1 << 63
 	for i, li := range info.LedgerInfo {
-		if li.GetLedgerId() == ledgerID {
-			idx = i
-		}
+		index[li.GetLedgerId()] = i
 		maxID = max(maxID, li.GetLedgerId())
 	}
-	if idx < 0 {
-		return -1, ErrLedgerNotFound
-	}
-	if idx == len(info.LedgerInfo)-1 || ledgerID == maxID {
-		return -1, ErrLastLedger
-	}
-	return idx, nil
+	return index, maxID
 }

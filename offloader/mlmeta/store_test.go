@@ -399,6 +399,88 @@ func TestCASRaceTurnsIntoConflict(t *testing.T) {
 	}
 }
 
+// A batch: ledgers 2..4 prepared in one write, then completed in one write
+// that also meets a lost race (the broker rolls over, another offloader
+// takes ledger 3 over): the retry re-applies every edit to the fresh value,
+// ledger 3's edit is refused as a conflict (the other attempt is kept),
+// ledgers 2 and 4 complete in the same single write, and the rollover
+// survives. The last ledger and an offloaded one are refused without
+// stopping the others.
+func TestBatchUpdate(t *testing.T) {
+	s, f := newTestStore(t, sampleInfo(1, 6), nil)
+	other := New(f, &Options{RetryBackoff: time.Millisecond})
+	ctx := context.Background()
+	ids := map[int64]uuid.UUID{2: uuid.New(), 3: uuidA, 4: uuid.New()}
+	var edits []Edit
+	for _, id := range []int64{2, 3, 4, 6, 1} {
+		u := ids[id]
+		if u == uuid.Nil {
+			u = uuid.New()
+		}
+		e, err := PrepareEdit(id, u, s3drv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edits = append(edits, e)
+	}
+	_, v0 := stored(t, f, testML)
+	br, err := s.UpdateOffloadContexts(ctx, testML, edits)
+	if err != nil || !br.Written || br.Version != v0+1 || len(br.Ledgers) != 5 {
+		t.Fatalf("prepare batch: %+v %v", br, err)
+	}
+	if !errors.Is(br.Ledgers[3].Err, ErrLastLedger) || br.Ledgers[3].Changed || !errors.Is(br.Ledgers[4].Err, ErrAlreadyOffloaded) {
+		t.Fatalf("refused ledgers: %+v", br.Ledgers[3:])
+	}
+	for _, lu := range br.Ledgers[:3] {
+		if lu.Err != nil || !lu.Changed || lu.Before != nil {
+			t.Fatalf("ledger %d: %+v", lu.LedgerID, lu)
+		}
+	}
+	var once sync.Once
+	f.beforeSet = func(string, int32) {
+		once.Do(func() {
+			f.beforeSet = nil
+			info, _ := stored(t, f, testML)
+			info.LedgerInfo = append(info.LedgerInfo, &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(7), Timestamp: proto.Int64(0)})
+			info.LedgerInfo[5].Entries, info.LedgerInfo[5].Size, info.LedgerInfo[5].Timestamp = proto.Int64(3), proto.Int64(30), proto.Int64(1)
+			f.put(Path(testML), mustMarshal(info))
+			if _, _, err := other.PrepareOffload(ctx, testML, 3, uuidB, s3drv); err != nil {
+				t.Errorf("other writer: %v", err)
+			}
+		})
+	}
+	sets := f.sets
+	br, err = s.UpdateOffloadContexts(ctx, testML, []Edit{s.CompleteEdit(2, ids[2]), s.CompleteEdit(3, ids[3]), s.CompleteEdit(4, ids[4])})
+	if err != nil || !br.Written || br.Retries != 1 || f.sets-sets != 3 { // ours lost, the other's, ours
+		t.Fatalf("complete batch: %+v %v (%d sets)", br, err, f.sets-sets)
+	}
+	if !errors.Is(br.Ledgers[1].Err, ErrOffloadConflict) || br.Ledgers[0].Err != nil || br.Ledgers[2].Err != nil {
+		t.Fatalf("complete batch outcomes: %+v", br.Ledgers)
+	}
+	info, _ := stored(t, f, testML)
+	if len(info.LedgerInfo) != 7 {
+		t.Fatalf("the rollover was lost: %d ledgers", len(info.LedgerInfo))
+	}
+	for i, want := range []struct {
+		id       uuid.UUID
+		complete bool
+	}{{ids[2], true}, {uuidB, false}, {ids[4], true}} {
+		oc := info.LedgerInfo[i+1].OffloadContext
+		if got, _ := AttemptUUID(oc); got != want.id || oc.GetComplete() != want.complete {
+			t.Errorf("ledger %d: %v", i+2, oc)
+		}
+	}
+	if _, err := s.UpdateOffloadContexts(ctx, testML, []Edit{s.CompleteEdit(2, ids[2]), s.CompleteEdit(2, ids[2])}); err == nil {
+		t.Fatal("a ledger edited twice in one batch was accepted")
+	}
+	// Nothing to change: no write.
+	sets = f.sets
+	if br, err := s.UpdateOffloadContexts(ctx, testML, []Edit{s.CompleteEdit(2, ids[2]), MarkBookkeeperDeletedEdit(3, uuidB)}); err != nil || br.Written ||
+		f.sets != sets || !errors.Is(br.Ledgers[1].Err, ErrNotOffloaded) {
+		t.Fatalf("no-op batch: %+v %v", br, err)
+	}
+}
+
 func TestCASContentionBounded(t *testing.T) {
 	s, f := newTestStore(t, sampleInfo(1, 4), &Options{MaxRetries: 5})
 	f.beforeSet = func(path string, _ int32) {
