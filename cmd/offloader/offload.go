@@ -49,18 +49,21 @@ metadata, so stock brokers read them from the object store.
 TOPIC is written as Pulsar users write it: persistent://tenant/ns/topic,
 tenant/ns/topic, or a short name in public/default. Every closed ledger but
 the topic's current (last) one is taken, or only --ledger N, or those up to
---until-ledger N. Each ledger goes through the steps of the pipeline:
+--until-ledger N. The ledgers go through the steps of the pipeline together
+(one metadata write per step for all of them, so the broker writing the same
+metadata at its ledger rollovers is disturbed once, not once per ledger):
 
   select   closed in BookKeeper, not the last ledger, has entries
-  prepare  record the attempt's UUID and the store location (before any upload)
-  copy     stream the entries from the bookies into a multipart upload
+  prepare  record the attempts' UUIDs and the store location (before any upload)
+  copy     stream the entries from the bookies into a multipart upload, one
+           ledger after the other
   verify   object sizes, index, block headers and the entries against the bookies
-  commit   mark the ledger offloaded (compare-and-set; nothing else changes)
+  commit   mark the ledgers offloaded (compare-and-set; nothing else changes)
+  trim     with --delete-bookkeeper, once --deletion-lag has passed since the
+           commit: mark bookkeeperDeleted (with a zero lag in the commit's write)
   reload   unload the topic (--admin-url) and check that the broker now reads
            the ledgers from the object store
-  trim     with --delete-bookkeeper, once --deletion-lag has passed since the
-           commit: mark bookkeeperDeleted, reload again, delete the ledger
-           from BookKeeper (compare-and-delete)
+  trim     then delete the marked ledgers from BookKeeper (compare-and-delete)
 
 It is safe to stop (or kill) at any moment and to run again: the next run
 continues from what the metadata records. Without --admin-url a broker that

@@ -24,16 +24,27 @@
 //	commit   CAS: complete=true and the timestamp; on BadVersion re-read and
 //	         re-apply to this ledger only; a different stored UUID is a
 //	         conflict and is never overwritten (invariants 2, 3)
+//	trim     optional, after the deletion lag: CAS bookkeeperDeleted=true
+//	         (invariant 5); after the reload, compare-and-delete the
+//	         BookKeeper ledger
 //	reload   unload the topic through the broker admin API and check in the
 //	         broker's internalStats that it now serves the ledger from the
 //	         object store (invariant 6)
-//	trim     optional, after the deletion lag: CAS bookkeeperDeleted=true,
-//	         reload again, then compare-and-delete the BookKeeper ledger
-//	         (invariant 5)
 //
-// RunTopic runs select..commit for each ledger of one managed ledger in
-// turn, then one reload for all of them, then trim; Run does the same for
-// one ledger. Each step starts from what the stored state says:
+// RunTopic runs the steps per topic, not per ledger: it selects all the
+// given ledgers from one read of the managed ledger, prepares them in one
+// compare-and-set, copies and verifies them one after the other, commits
+// every verified one in one compare-and-set (with the bookkeeperDeleted
+// mark when the deletion lag is zero; a failed copy's prepare is undone in
+// the same write), marks the older complete ones whose lag has passed in
+// one more, reloads the topic once, then deletes the marked BookKeeper
+// ledgers. The broker writes the same znode at every ledger rollover and
+// fences its managed ledger when a write meets an outside version: one
+// write per step instead of one per ledger keeps its producers from
+// stalling (Options.BatchBytes bounds the bytes copied between two
+// writes). A conflict or refusal of one ledger does not stop the others.
+// Run does the same for one ledger. Each step starts from what the stored
+// state says:
 //
 //	stored state                          next step
 //	no OffloadContext / no UUID           prepare a new attempt

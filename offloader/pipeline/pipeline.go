@@ -162,6 +162,12 @@ type Options struct {
 	TrimWithoutReload bool
 	// SkipReload leaves the broker alone even when Deps.Broker is set.
 	SkipReload bool
+	// BatchBytes bounds the ledgers RunTopic copies between two metadata
+	// writes: the ledgers of one call are prepared in one compare-and-set
+	// and committed in one, in batches of at most this many payload bytes
+	// (at least one ledger each), so a long run commits as it goes.
+	// Default DefaultBatchBytes.
+	BatchBytes int64
 }
 
 // Defaults.
@@ -178,6 +184,9 @@ const (
 	DefaultFullVerifyBytes = 256 << 20
 	// DefaultReadWindowBytes caps the BookKeeper reads in flight per ledger.
 	DefaultReadWindowBytes = 16 << 20
+	// DefaultBatchBytes is the default Options.BatchBytes (4 GiB: under a
+	// minute of copying at the measured pipeline rate).
+	DefaultBatchBytes = 4 << 30
 )
 
 // MemoryBound is the memory one ledger's pipeline holds at most, by
@@ -225,6 +234,9 @@ func New(d Deps, o Options) (*Pipeline, error) {
 	if o.FullVerifyBytes == 0 {
 		o.FullVerifyBytes = DefaultFullVerifyBytes
 	}
+	if o.BatchBytes <= 0 {
+		o.BatchBytes = DefaultBatchBytes
+	}
 	if d.Observer == nil {
 		d.Observer = NopObserver{}
 	}
@@ -271,21 +283,65 @@ func (p *Pipeline) step(ctx context.Context, t Target, s Step, res *LedgerResult
 	if res != nil {
 		res.Steps = append(res.Steps, StepTiming{Step: s, Duration: d})
 	}
-	if err != nil {
-		p.log.Warn("step failed", "ml", t.ML, "ledger", t.LedgerID, "step", s, "duration", d, "err", err)
-		var se *StepError
-		if errors.As(err, &se) {
-			return err
+	return p.stepErr(t, s, d, err)
+}
+
+// batchStep runs fn once as step s of every ledger of lrs (one metadata
+// write for all of them), with observer calls and step timings for each.
+// fn returns an error for the whole step or errors by ledger id. It returns
+// the ledgers for which the step succeeded; the others get a StepError
+// (and, before the commit, the failed outcome).
+func (p *Pipeline) batchStep(ctx context.Context, lrs []*LedgerResult, s Step, fn func() (map[int64]error, error)) []*LedgerResult {
+	if err := ctx.Err(); err != nil {
+		for _, lr := range lrs {
+			lr.fail(&StepError{Target: lr.Target, Step: s, Err: err})
 		}
-		if tkzk.Unavailable(err) {
-			// Nothing of this step is known to have been written; the stored
-			// state says where the next run starts.
-			err = fmt.Errorf("ZooKeeper unavailable (session lost or no server): %w", err)
-		}
-		return &StepError{Target: t, Step: s, Err: err}
+		return nil
 	}
-	p.log.Debug("step done", "ml", t.ML, "ledger", t.LedgerID, "step", s, "duration", d)
-	return nil
+	for _, lr := range lrs {
+		p.obs.StepStarted(lr.Target, s)
+	}
+	start := time.Now()
+	per, err := fn()
+	d := time.Since(start)
+	var ok []*LedgerResult
+	for _, lr := range lrs {
+		e := err
+		if e == nil {
+			e = per[lr.LedgerID]
+		}
+		p.obs.StepDone(lr.Target, s, d, e)
+		lr.Steps = append(lr.Steps, StepTiming{Step: s, Duration: d})
+		if e := p.stepErr(lr.Target, s, d, e); e != nil {
+			if s == StepTrim {
+				lr.Err = e // the ledger stays offloaded
+			} else {
+				lr.fail(e)
+			}
+			continue
+		}
+		ok = append(ok, lr)
+	}
+	return ok
+}
+
+// stepErr logs a step's outcome and wraps its error in a StepError.
+func (p *Pipeline) stepErr(t Target, s Step, d time.Duration, err error) error {
+	if err == nil {
+		p.log.Debug("step done", "ml", t.ML, "ledger", t.LedgerID, "step", s, "duration", d)
+		return nil
+	}
+	p.log.Warn("step failed", "ml", t.ML, "ledger", t.LedgerID, "step", s, "duration", d, "err", err)
+	var se *StepError
+	if errors.As(err, &se) {
+		return err
+	}
+	if tkzk.Unavailable(err) {
+		// Nothing of this step is known to have been written; the stored
+		// state says where the next run starts.
+		err = fmt.Errorf("ZooKeeper unavailable (session lost or no server): %w", err)
+	}
+	return &StepError{Target: t, Step: s, Err: err}
 }
 
 // StepTiming is one step's duration.

@@ -3,8 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
@@ -119,4 +122,91 @@ func TestOffloadTopicPulsarReadsBack(t *testing.T) {
 		}
 	}
 	_ = time.Second
+}
+
+// Per-topic batching: five ledgers offloaded and trimmed (lag 0) cost two
+// writes of the managed-ledger znode (every prepare in one; every commit
+// with its bookkeeperDeleted mark in one), however many ledgers; a second
+// batch bound splits them. Another offloader taking one ledger over
+// between its verify and the commit makes only that ledger a conflict: its
+// stored attempt is kept, this run's objects for it are removed, and the
+// other ledgers commit in the same single write.
+func TestRunTopicBatchesWrites(t *testing.T) {
+	r := newRig(t, false)
+	name := uniqueML(t)
+	env.MLWrite(t, name, 5*30+3, 30, 2<<10)
+	ctx := context.Background()
+	ids := Candidates(r.info(t, name).Info, -1, false)
+	if len(ids) != 5 {
+		t.Fatalf("candidates %v", ids)
+	}
+	other := uuid.New()
+	p := r.pipeline(t, func(d *Deps, o *Options) {
+		o.Trim, o.TrimWithoutReload = true, true
+		d.Failpoints = FailpointFunc(func(ctx context.Context, n string, tg Target) error {
+			if n == FPAfterVerify && tg.LedgerID == ids[1] {
+				if _, _, err := r.ml.PrepareOffload(ctx, name, ids[1], other, r.driver()); err != nil {
+					t.Errorf("other offloader: %v", err)
+				}
+			}
+			return nil
+		})
+	})
+	_, v0 := r.raw(t, name)
+	tr, err := p.RunTopic(ctx, name, ids)
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("run with a takeover: %v", err)
+	}
+	_, v1 := r.raw(t, name)
+	if v1 != v0+3 { // ours: prepare, commit; the other offloader's prepare
+		t.Fatalf("znode version %d -> %d, want 3 writes", v0, v1)
+	}
+	for i, lr := range tr.Ledgers {
+		switch {
+		case i == 1:
+			if !errors.Is(lr.Err, ErrConflict) || !isStepErr(lr.Err, StepCommit) || lr.Outcome != OutcomeFailed {
+				t.Errorf("taken-over ledger: %+v", lr)
+			}
+		case lr.Err != nil || lr.Outcome != OutcomeOffloaded || !lr.Trim.Marked || !lr.Trim.Deleted:
+			t.Errorf("ledger %d: %+v", lr.LedgerID, lr)
+		}
+	}
+	info := r.info(t, name).Info
+	if u, _ := mlmeta.AttemptUUID(info.GetLedgerInfo()[1].GetOffloadContext()); u != other || info.GetLedgerInfo()[1].GetOffloadContext().GetComplete() {
+		t.Fatalf("the other offloader's attempt was overwritten: %v", info.GetLedgerInfo()[1].GetOffloadContext())
+	}
+	for _, k := range r.keys(t) {
+		if strings.Contains(k, tr.Ledgers[1].UUID.String()) {
+			t.Errorf("object of the conflicting attempt left: %s", k)
+		}
+	}
+
+	// The other offloader gives up (its objects never came): this run
+	// replaces it.
+	lr, err := r.pipeline(t, nil).Run(ctx, Target{ML: name, LedgerID: ids[1]})
+	if err != nil || lr.Outcome != OutcomeOffloaded || len(lr.Superseded) != 1 || lr.Superseded[0] != other {
+		t.Fatalf("replacing the abandoned attempt: %+v %v", lr, err)
+	}
+	r.checkInvariants(t, name)
+
+	// Batches of one ledger: two writes each.
+	r2 := newRig(t, false)
+	name2 := uniqueML(t)
+	env.MLWrite(t, name2, 3*30+3, 30, 2<<10)
+	ids2 := Candidates(r2.info(t, name2).Info, -1, false)
+	p2 := r2.pipeline(t, func(_ *Deps, o *Options) { o.BatchBytes = 1 })
+	_, v0 = r2.raw(t, name2)
+	tr, err = p2.RunTopic(ctx, name2, ids2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, v1 := r2.raw(t, name2); v1 != v0+2*int32(len(ids2)) {
+		t.Fatalf("batches of one ledger: version %d -> %d, want %d writes", v0, v1, 2*len(ids2))
+	}
+	for i, lr := range tr.Ledgers {
+		if lr.LedgerID != ids2[i] || lr.Outcome != OutcomeOffloaded {
+			t.Errorf("ledger %d (%d): %+v", i, ids2[i], lr)
+		}
+	}
+	r2.checkInvariants(t, name2)
 }

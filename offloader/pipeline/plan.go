@@ -63,10 +63,17 @@ type PlanItem struct {
 // metadata and writing nothing (a dry run).
 func (p *Pipeline) Plan(ctx context.Context, ml string, ledgers []int64) ([]PlanItem, error) {
 	var out []PlanItem
+	snap, snapErr := p.d.ML.Get(ctx, ml)
+	if snapErr != nil && ctx.Err() != nil {
+		return nil, snapErr
+	}
 	for _, id := range ledgers {
 		t := Target{ML: ml, LedgerID: id}
 		it := PlanItem{Target: t}
-		sel, err := p.selectLedger(ctx, t)
+		sel, err := (*selected)(nil), snapErr
+		if err == nil {
+			sel, err = p.selectIn(ctx, snap, t)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, err

@@ -13,49 +13,61 @@ const NoBrokerNote = "no broker admin URL: a broker that has the topic loaded ke
 	"until it reloads the topic, at the latest on its next ledger rollover (its metadata write then fails on the new " +
 	"znode version and it reopens the managed ledger); unload the topic (pulsar-admin topics unload) to switch now"
 
-// reloadAll makes the broker serve the committed ledgers from the object
-// store: if its internalStats already say so, nothing is done; otherwise
-// the topic is unloaded and internalStats checked again.
-func (p *Pipeline) reloadAll(ctx context.Context, tr *TopicResult, done []*LedgerResult) error {
+// reloadAll makes the broker serve the complete ledgers of done from the
+// object store: if its internalStats already say so (and force is unset),
+// nothing is done; otherwise the topic is unloaded and internalStats checked
+// again. force: a bookkeeperDeleted mark is to take effect before the
+// BookKeeper copies go (internalStats do not show it). It returns whether
+// the BookKeeper copies may now be deleted (the broker reloaded, or no
+// reload and Options.TrimWithoutReload). A failure is recorded on the
+// ledgers; their commits stand.
+func (p *Pipeline) reloadAll(ctx context.Context, tr *TopicResult, done []*work, force bool) bool {
+	var lrs []*LedgerResult
+	for _, w := range done {
+		if w.lr.Err == nil {
+			lrs = append(lrs, w.lr)
+		}
+	}
+	if len(lrs) == 0 {
+		return false
+	}
 	if p.d.Broker == nil || p.o.SkipReload {
 		note := NoBrokerNote
 		if p.d.Broker != nil {
 			note = "reload skipped (SkipReload)"
 		}
 		tr.Reload = ReloadResult{Note: note}
-		for _, lr := range done {
+		for _, lr := range lrs {
 			lr.Reload = tr.Reload
 		}
-		return nil
+		return p.o.TrimWithoutReload
 	}
-	ids := make([]int64, len(done))
-	for i, lr := range done {
+	ids := make([]int64, len(lrs))
+	for i, lr := range lrs {
 		ids[i] = lr.LedgerID
 	}
-	t := Target{ML: tr.ML, LedgerID: ids[0]}
 	var rr ReloadResult
-	err := p.step(ctx, t, StepReload, nil, func() error {
+	err := p.step(ctx, lrs[0].Target, StepReload, nil, func() error {
 		var err error
-		rr, err = p.reload(ctx, tr.ML, ids, false)
+		rr, err = p.reload(ctx, tr.ML, ids, force)
 		return err
 	})
 	tr.Reload = rr
-	for _, lr := range done {
+	for _, lr := range lrs {
 		lr.Reload = rr
-		if err != nil && lr.Err == nil {
+		if err != nil {
 			lr.Err = err
 		}
 	}
 	if err != nil {
-		return err
+		return false
 	}
-	for _, lr := range done {
+	for _, lr := range lrs {
 		if err := p.hit(ctx, FPAfterReload, lr.Target); err != nil {
 			lr.Err = &StepError{Target: lr.Target, Step: StepReload, Err: err}
-			return lr.Err
 		}
 	}
-	return nil
+	return true
 }
 
 // reload checks (and, if needed or forced, makes) the broker's in-memory

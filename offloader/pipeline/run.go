@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,7 +20,8 @@ import (
 type TopicResult struct {
 	ML      string
 	Ledgers []*LedgerResult
-	// Reload is the topic's reload (one for all its ledgers).
+	// Reload is the topic's reload (one for all its ledgers; the last one
+	// when the ledgers took several batches).
 	Reload ReloadResult
 }
 
@@ -32,12 +34,29 @@ func (p *Pipeline) Run(ctx context.Context, t Target) (*LedgerResult, error) {
 	return tr.Ledgers[0], err
 }
 
-// RunTopic takes each of the given ledgers of managed ledger ml through
-// select, prepare, copy, verify and commit (one after the other), then
-// reloads the topic once for all of them, then trims those whose deletion
-// lag has passed (Options.Trim). A ledger that fails does not stop the
-// others; the returned error joins every ledger's error (each a
-// *StepError). Every ledger gets a LedgerResult.
+// RunTopic offloads the given ledgers of managed ledger ml together, so
+// the managed-ledger znode that the broker also writes (at every ledger
+// rollover) sees as few writes as possible:
+//
+//  1. select every ledger (one read of the managed ledger);
+//  2. verify the objects of earlier unfinished attempts (adopted as they are
+//     when whole);
+//  3. prepare the others in one compare-and-set;
+//  4. copy and verify them one after the other;
+//  5. commit every verified ledger in one compare-and-set (which also
+//     undoes the prepare of copies that failed without leaving objects and,
+//     with Options.Trim and no deletion lag, marks bookkeeperDeleted);
+//  6. with Options.Trim, mark the complete ledgers whose lag has passed in
+//     one compare-and-set;
+//  7. reload the topic once (unload, unless the broker already serves every
+//     ledger from the store and nothing is to be trimmed);
+//  8. compare-and-delete the marked BookKeeper ledgers.
+//
+// Ledgers to copy go in batches of at most Options.BatchBytes, steps 1–8
+// per batch. Each step starts from the stored state, so a process killed
+// anywhere resumes from ZooKeeper alone. A ledger that fails does not stop
+// the others; the returned error joins every ledger's error (each a
+// *StepError). Every ledger gets a LedgerResult, in the order given.
 func (p *Pipeline) RunTopic(ctx context.Context, ml string, ledgers []int64) (*TopicResult, error) {
 	tr := &TopicResult{ML: ml}
 	if err := p.preflight(ctx, ml); err != nil {
@@ -47,31 +66,24 @@ func (p *Pipeline) RunTopic(ctx context.Context, ml string, ledgers []int64) (*T
 		}
 		return tr, err
 	}
+	todo := ledgers
+	for len(todo) > 0 && ctx.Err() == nil {
+		todo = p.runBatch(ctx, tr, todo)
+	}
+	for _, id := range todo {
+		t := Target{ML: ml, LedgerID: id}
+		tr.Ledgers = append(tr.Ledgers, (&LedgerResult{Target: t}).fail(&StepError{Target: t, Step: StepSelect, Err: ctx.Err()}))
+	}
+	order := make(map[int64]int, len(ledgers))
+	for i, id := range ledgers {
+		order[id] = i
+	}
+	slices.SortStableFunc(tr.Ledgers, func(a, b *LedgerResult) int { return order[a.LedgerID] - order[b.LedgerID] })
 	var errs []error
-	for _, id := range ledgers {
-		lr := p.offloadOne(ctx, Target{ML: ml, LedgerID: id})
-		tr.Ledgers = append(tr.Ledgers, lr)
-		if lr.Err != nil {
-			errs = append(errs, lr.Err)
-			if ctx.Err() != nil {
-				return tr, errors.Join(errs...)
-			}
-		}
-	}
-	var complete []*LedgerResult
 	for _, lr := range tr.Ledgers {
-		if lr.Err == nil {
-			complete = append(complete, lr)
+		if lr.Err != nil && !slices.Contains(errs, lr.Err) {
+			errs = append(errs, lr.Err)
 		}
-	}
-	if len(complete) == 0 {
-		return tr, errors.Join(errs...)
-	}
-	if err := p.reloadAll(ctx, tr, complete); err != nil {
-		errs = append(errs, err)
-	}
-	if p.o.Trim {
-		errs = append(errs, p.trimAll(ctx, tr, complete)...)
 	}
 	return tr, errors.Join(errs...)
 }
@@ -103,19 +115,14 @@ func (lr *LedgerResult) fail(err error) *LedgerResult {
 
 // selected is what the select step read.
 type selected struct {
-	snap *mlmeta.Snapshot
-	li   *mlproto.ManagedLedgerInfo_LedgerInfo
-	md   *metadata.LedgerMetadata // nil when complete and BK metadata is gone
+	li *mlproto.ManagedLedgerInfo_LedgerInfo
+	md *metadata.LedgerMetadata // nil when complete and BK metadata is gone
 }
 
-// selectLedger checks that t may be offloaded and reads both metadata.
-// A complete ledger is returned without BookKeeper checks (its BookKeeper
-// copy may be gone).
-func (p *Pipeline) selectLedger(ctx context.Context, t Target) (*selected, error) {
-	snap, err := p.d.ML.Get(ctx, t.ML)
-	if err != nil {
-		return nil, err
-	}
+// selectIn checks that t may be offloaded, from the managed ledger as read
+// in snap and the BookKeeper metadata. A complete ledger is returned
+// without BookKeeper checks (its BookKeeper copy may be gone).
+func (p *Pipeline) selectIn(ctx context.Context, snap *mlmeta.Snapshot, t Target) (*selected, error) {
 	ls := snap.Info.GetLedgerInfo()
 	idx := -1
 	for i, li := range ls {
@@ -130,7 +137,7 @@ func (p *Pipeline) selectLedger(ctx context.Context, t Target) (*selected, error
 	if idx == len(ls)-1 {
 		return nil, fmt.Errorf("%w: %w: ledger %d is the managed ledger's current ledger", ErrNotEligible, mlmeta.ErrLastLedger, t.LedgerID)
 	}
-	s := &selected{snap: snap, li: li}
+	s := &selected{li: li}
 	if li.GetOffloadContext().GetComplete() {
 		return s, nil
 	}
@@ -155,119 +162,128 @@ func (p *Pipeline) selectLedger(ctx context.Context, t Target) (*selected, error
 	return s, nil
 }
 
-// offloadOne runs select..commit for one ledger.
-func (p *Pipeline) offloadOne(ctx context.Context, t Target) *LedgerResult {
-	lr := &LedgerResult{Target: t}
-	var sel *selected
-	if err := p.step(ctx, t, StepSelect, lr, func() error {
-		var err error
-		sel, err = p.selectLedger(ctx, t)
-		return err
-	}); err != nil {
-		return lr.fail(err)
-	}
-	li := sel.li
-	oc := li.GetOffloadContext()
-	lr.Entries, lr.Bytes = li.GetEntries(), li.GetSize()
-	lr.Before = stateOf(li)
-	prev, hadPrev := mlmeta.AttemptUUID(oc)
-	if oc.GetComplete() {
-		lr.Outcome, lr.UUID = OutcomeAlreadyOffloaded, prev
-		lr.DataKey, lr.IndexKey = format.DataKey(prev, t.LedgerID), format.IndexKey(prev, t.LedgerID)
-		return lr
-	}
-	if err := p.hit(ctx, FPAfterSelect, t); err != nil {
-		return lr.fail(&StepError{Target: t, Step: StepSelect, Err: err})
+// work is one ledger's progress through a batch.
+type work struct {
+	lr     *LedgerResult
+	sel    *selected
+	before *mlproto.OffloadContext // the stored context at select
+	id     uuid.UUID               // the attempt to commit
+	after  *mlproto.OffloadContext // the stored context after the commit
+}
+
+// runBatch runs steps 1–8 of RunTopic on the ledgers ids, appending their
+// results to tr, and returns the ledgers left for the next batch (the
+// batch's byte bound was reached).
+func (p *Pipeline) runBatch(ctx context.Context, tr *TopicResult, ids []int64) (rest []int64) {
+	ml := tr.ML
+	snap, snapErr := p.d.ML.Get(ctx, ml)
+	var done []*work   // complete, or committed by this batch
+	var toCopy []*work // to adopt or copy
+	var size int64
+	for i, id := range ids {
+		t := Target{ML: ml, LedgerID: id}
+		lr := &LedgerResult{Target: t}
+		var sel *selected
+		if err := p.step(ctx, t, StepSelect, lr, func() error {
+			if snapErr != nil {
+				return snapErr
+			}
+			var err error
+			sel, err = p.selectIn(ctx, snap, t)
+			return err
+		}); err != nil {
+			tr.Ledgers = append(tr.Ledgers, lr.fail(err))
+			if ctx.Err() != nil {
+				return append(rest, ids[i+1:]...)
+			}
+			continue
+		}
+		li := sel.li
+		oc := li.GetOffloadContext()
+		lr.Entries, lr.Bytes = li.GetEntries(), li.GetSize()
+		lr.Before = stateOf(li)
+		if oc.GetComplete() {
+			prev, _ := mlmeta.AttemptUUID(oc)
+			lr.Outcome, lr.UUID = OutcomeAlreadyOffloaded, prev
+			lr.DataKey, lr.IndexKey = format.DataKey(prev, id), format.IndexKey(prev, id)
+			tr.Ledgers = append(tr.Ledgers, lr)
+			done = append(done, &work{lr: lr, sel: sel, before: oc, id: prev, after: oc})
+			continue
+		}
+		if len(toCopy) > 0 && size+lr.Bytes > p.o.BatchBytes {
+			rest = append(rest, id) // selected again, fresh, in the next batch
+			continue
+		}
+		size += lr.Bytes
+		tr.Ledgers = append(tr.Ledgers, lr)
+		if err := p.hit(ctx, FPAfterSelect, t); err != nil {
+			lr.fail(&StepError{Target: t, Step: StepSelect, Err: err})
+			continue
+		}
+		toCopy = append(toCopy, &work{lr: lr, sel: sel, before: oc})
 	}
 
 	// An earlier attempt whose objects are whole is committed as it is.
-	if hadPrev && mlmeta.DriverFromMetadata(oc.GetDriverMetadata()).Bucket == p.o.Driver.Bucket {
-		if done := p.adopt(ctx, t, sel, prev, lr); done {
-			return lr
-		}
-		if lr.Err != nil {
-			return lr
-		}
-	}
-
-	id := uuid.New()
-	lr.UUID = id
-	if err := p.step(ctx, t, StepPrepare, lr, func() error {
-		old, _, err := p.d.ML.PrepareOffload(ctx, t.ML, t.LedgerID, id, p.o.Driver)
-		if err != nil {
-			return notEligible(err)
-		}
-		if old != uuid.Nil {
-			lr.Superseded = append(lr.Superseded, old)
-			if mlmeta.DriverFromMetadata(oc.GetDriverMetadata()).Bucket == p.o.Driver.Bucket {
-				lr.Leftovers = append(lr.Leftovers, p.removeAttempt(ctx, old, t.LedgerID)...)
-			} else {
-				b := mlmeta.DriverFromMetadata(oc.GetDriverMetadata()).Bucket
-				lr.Leftovers = append(lr.Leftovers, "bucket "+b+": "+format.DataKey(old, t.LedgerID), "bucket "+b+": "+format.IndexKey(old, t.LedgerID))
+	var ready, fresh []*work
+	for _, w := range toCopy {
+		if prev, had := mlmeta.AttemptUUID(w.before); had && mlmeta.DriverFromMetadata(w.before.GetDriverMetadata()).Bucket == p.o.Driver.Bucket {
+			if p.adopt(ctx, w, prev) {
+				ready = append(ready, w)
+				continue
+			}
+			if w.lr.Err != nil {
+				continue
 			}
 		}
-		return nil
-	}); err != nil {
-		return lr.fail(err)
+		fresh = append(fresh, w)
 	}
-	if err := p.hit(ctx, FPAfterPrepare, t); err != nil {
-		return lr.fail(&StepError{Target: t, Step: StepPrepare, Err: err})
-	}
-
-	var cp *copied
-	if err := p.step(ctx, t, StepCopy, lr, func() error {
-		var err error
-		tw := &writeTracker{Writer: p.d.Store}
-		cp, err = p.copy(ctx, t, sel.md, id, tw)
-		if err != nil {
-			p.abandon(ctx, t, id, oc, tw.wrote.Load(), lr)
+	prepared := p.prepareAll(ctx, ml, fresh)
+	var undo []*work // failed copies whose prepare can be undone
+	for _, w := range prepared {
+		ok, left := p.copyAndVerify(ctx, w)
+		if ok {
+			ready = append(ready, w)
+		} else if !left {
+			undo = append(undo, w)
 		}
-		return err
-	}); err != nil {
-		return lr.fail(err)
 	}
-	lr.ObjectBytes, lr.Blocks = cp.res.DataObjectLength, cp.res.Blocks
-	lr.DataKey, lr.IndexKey = cp.res.DataKey, cp.res.IndexKey
-	if err := p.hit(ctx, FPAfterCopy, t); err != nil {
-		return lr.fail(&StepError{Target: t, Step: StepCopy, Err: err})
+	done = append(done, p.commitAll(ctx, ml, ready, undo)...)
+	if ctx.Err() != nil || len(done) == 0 {
+		return rest
 	}
-
-	if err := p.step(ctx, t, StepVerify, lr, func() error {
-		rep, err := p.verifyUploaded(ctx, t, cp)
-		lr.Verify = rep
-		if errors.Is(err, ErrVerify) {
-			lr.Leftovers = append(lr.Leftovers, p.removeAttempt(ctx, id, t.LedgerID)...)
+	var del []*work
+	if p.o.Trim {
+		del = p.markAll(ctx, ml, done)
+	}
+	if !p.reloadAll(ctx, tr, done, len(del) > 0) {
+		for _, w := range del {
+			w.lr.Trim.Note = "bookkeeperDeleted is set; the BookKeeper ledger is kept until the broker has reloaded (run again)"
 		}
-		return err
-	}); err != nil {
-		return lr.fail(err)
+		return rest
 	}
-	if err := p.hit(ctx, FPAfterVerify, t); err != nil {
-		return lr.fail(&StepError{Target: t, Step: StepVerify, Err: err})
+	for _, w := range del {
+		lr := w.lr
+		if lr.Err != nil {
+			continue
+		}
+		if err := p.step(ctx, lr.Target, StepTrim, lr, func() error { return p.deleteBK(ctx, lr) }); err != nil {
+			lr.Err = err // the ledger stays offloaded
+		}
 	}
-
-	if err := p.step(ctx, t, StepCommit, lr, func() error { return p.commit(ctx, t, id, lr) }); err != nil {
-		return lr.fail(err)
-	}
-	lr.Outcome = OutcomeOffloaded
-	if err := p.hit(ctx, FPAfterCommit, t); err != nil {
-		return lr.fail(&StepError{Target: t, Step: StepCommit, Err: err})
-	}
-	p.log.Info("ledger offloaded", "ml", t.ML, "ledger", t.LedgerID, "uuid", id, "bytes", lr.Bytes,
-		"object_bytes", lr.ObjectBytes, "blocks", lr.Blocks, "verified", lr.Verify.Level)
-	return lr
+	return rest
 }
 
 // adopt verifies the objects of an earlier unfinished attempt against the
-// bookies and commits them. It returns true when the ledger is committed;
-// false with lr.Err unset when a new attempt should be made; false with
-// lr.Err set on a failure that must stop the ledger (store unreachable,
-// conflict).
-func (p *Pipeline) adopt(ctx context.Context, t Target, sel *selected, prev uuid.UUID, lr *LedgerResult) bool {
+// bookies. It returns true when they are whole (the attempt is to be
+// committed); false with lr.Err unset when a new attempt should be made;
+// false with lr.Err set on a failure that must stop the ledger (store
+// unreachable).
+func (p *Pipeline) adopt(ctx context.Context, w *work, prev uuid.UUID) bool {
+	lr, t := w.lr, w.lr.Target
 	var rep VerifyReport
 	err := p.step(ctx, t, StepVerify, lr, func() error {
 		var err error
-		rep, err = p.verifyStored(ctx, t, sel.md, prev)
+		rep, err = p.verifyStored(ctx, t, w.sel.md, prev)
 		return err
 	})
 	if errors.Is(err, blob.ErrNotFound) || errors.Is(err, ErrVerify) || errors.Is(err, format.ErrCorruptIndex) ||
@@ -280,35 +296,231 @@ func (p *Pipeline) adopt(ctx context.Context, t Target, sel *selected, prev uuid
 		lr.fail(err)
 		return false
 	}
-	lr.UUID, lr.Verify = prev, rep
+	w.id, lr.UUID, lr.Verify = prev, prev, rep
 	lr.DataKey, lr.IndexKey = format.DataKey(prev, t.LedgerID), format.IndexKey(prev, t.LedgerID)
 	lr.ObjectBytes, lr.Blocks = rep.ObjectBytes, rep.Blocks
+	lr.Outcome = OutcomeAdopted
 	if err := p.hit(ctx, FPAfterVerify, t); err != nil {
 		lr.fail(&StepError{Target: t, Step: StepVerify, Err: err})
 		return false
 	}
-	if err := p.step(ctx, t, StepCommit, lr, func() error { return p.commit(ctx, t, prev, lr) }); err != nil {
-		lr.fail(err)
-		return false
-	}
-	lr.Outcome = OutcomeAdopted
-	if err := p.hit(ctx, FPAfterCommit, t); err != nil {
-		lr.fail(&StepError{Target: t, Step: StepCommit, Err: err})
-		return false
-	}
-	p.log.Info("earlier attempt verified and committed", "ml", t.ML, "ledger", t.LedgerID, "uuid", prev)
 	return true
 }
 
-// commit marks attempt id complete. A conflict (another UUID stored)
-// removes this attempt's objects: nothing references them.
-func (p *Pipeline) commit(ctx context.Context, t Target, id uuid.UUID, lr *LedgerResult) error {
-	_, err := p.d.ML.CompleteOffload(ctx, t.ML, t.LedgerID, id)
-	if errors.Is(err, mlmeta.ErrOffloadConflict) {
-		lr.Leftovers = append(lr.Leftovers, p.removeAttempt(ctx, id, t.LedgerID)...)
-		return fmt.Errorf("%w: %w", ErrConflict, err)
+// prepareAll records a fresh attempt for each of ws in one compare-and-set
+// and removes the objects of the attempts they replace. It returns the
+// ledgers prepared.
+func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*work {
+	if len(ws) == 0 {
+		return nil
 	}
-	return notEligible(err)
+	edits := make([]mlmeta.Edit, len(ws))
+	lrs := make([]*LedgerResult, len(ws))
+	for i, w := range ws {
+		w.id = uuid.New()
+		w.lr.UUID, lrs[i] = w.id, w.lr
+		e, err := mlmeta.PrepareEdit(w.lr.LedgerID, w.id, p.o.Driver)
+		if err != nil {
+			for _, lr := range lrs {
+				lr.fail(&StepError{Target: lr.Target, Step: StepPrepare, Err: err})
+			}
+			return nil
+		}
+		edits[i] = e
+	}
+	ok := p.batchStep(ctx, lrs, StepPrepare, func() (map[int64]error, error) {
+		br, err := p.d.ML.UpdateOffloadContexts(ctx, ml, edits)
+		if err != nil {
+			return nil, err
+		}
+		per := map[int64]error{}
+		for i, lu := range br.Ledgers {
+			if lu.Err != nil {
+				per[lu.LedgerID] = notEligible(lu.Err)
+				continue
+			}
+			w := ws[i]
+			old := mlmeta.Superseded(lu.Before, w.id)
+			if old == uuid.Nil {
+				continue
+			}
+			w.lr.Superseded = append(w.lr.Superseded, old)
+			if b := mlmeta.DriverFromMetadata(lu.Before.GetDriverMetadata()).Bucket; b == p.o.Driver.Bucket {
+				w.lr.Leftovers = append(w.lr.Leftovers, p.removeAttempt(ctx, old, lu.LedgerID)...)
+			} else {
+				w.lr.Leftovers = append(w.lr.Leftovers, "bucket "+b+": "+format.DataKey(old, lu.LedgerID), "bucket "+b+": "+format.IndexKey(old, lu.LedgerID))
+			}
+		}
+		return per, nil
+	})
+	var out []*work
+	for _, w := range ws {
+		if !slices.Contains(ok, w.lr) {
+			continue
+		}
+		if err := p.hit(ctx, FPAfterPrepare, w.lr.Target); err != nil {
+			w.lr.fail(&StepError{Target: w.lr.Target, Step: StepPrepare, Err: err})
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// copyAndVerify copies a prepared ledger and verifies the objects. ok: to
+// be committed. Otherwise left: objects of the attempt may remain (they
+// could not all be removed), so its prepare must stay recorded.
+func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
+	lr, t := w.lr, w.lr.Target
+	var cp *copied
+	ran := false
+	if err := p.step(ctx, t, StepCopy, lr, func() error {
+		ran = true
+		var err error
+		tw := &writeTracker{Writer: p.d.Store}
+		cp, err = p.copy(ctx, t, w.sel.md, w.id, tw)
+		if err != nil && tw.wrote.Load() {
+			if rm := p.removeAttempt(ctx, w.id, t.LedgerID); len(rm) > 0 {
+				lr.Leftovers = append(lr.Leftovers, rm...)
+				left = true
+			}
+		}
+		return err
+	}); err != nil {
+		lr.fail(err)
+		return false, left && ran
+	}
+	lr.ObjectBytes, lr.Blocks = cp.res.DataObjectLength, cp.res.Blocks
+	lr.DataKey, lr.IndexKey = cp.res.DataKey, cp.res.IndexKey
+	if err := p.hit(ctx, FPAfterCopy, t); err != nil {
+		lr.fail(&StepError{Target: t, Step: StepCopy, Err: err})
+		return false, true
+	}
+	if err := p.step(ctx, t, StepVerify, lr, func() error {
+		rep, err := p.verifyUploaded(ctx, t, cp)
+		lr.Verify = rep
+		if errors.Is(err, ErrVerify) {
+			lr.Leftovers = append(lr.Leftovers, p.removeAttempt(ctx, w.id, t.LedgerID)...)
+		}
+		return err
+	}); err != nil {
+		lr.fail(err)
+		return false, true
+	}
+	if err := p.hit(ctx, FPAfterVerify, t); err != nil {
+		lr.fail(&StepError{Target: t, Step: StepVerify, Err: err})
+		return false, true
+	}
+	lr.Outcome = OutcomeOffloaded
+	return true, false
+}
+
+// commitAll marks every ready ledger complete in one compare-and-set, and
+// in the same write undoes the prepare of each of undo (failed copies that
+// left no object), so a failed run leaves their metadata as it found it.
+// With Options.Trim and no deletion lag the same write marks the committed
+// ledgers bookkeeperDeleted (the BookKeeper copy is deleted only after the
+// reload that follows). A conflict (another UUID stored) removes this
+// attempt's objects: nothing references them. It runs even when ctx has
+// ended (bounded by cleanupTimeout): verified work is kept. It returns the
+// ledgers committed.
+func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work) []*work {
+	if len(ready)+len(undo) == 0 {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	markNow := p.o.Trim && p.o.DeletionLag <= 0 && p.mayTrim()
+	var edits []mlmeta.Edit
+	lrs := make([]*LedgerResult, len(ready))
+	for i, w := range ready {
+		e := p.d.ML.CompleteEdit(w.lr.LedgerID, w.id)
+		if markNow {
+			e.Fn = then(e.Fn, mlmeta.MarkBookkeeperDeletedEdit(w.lr.LedgerID, w.id).Fn)
+		}
+		edits, lrs[i] = append(edits, e), w.lr
+	}
+	for _, w := range undo {
+		edits = append(edits, mlmeta.AbandonEdit(w.lr.LedgerID, w.id, w.before))
+	}
+	var br *mlmeta.BatchResult
+	write := func() (map[int64]error, error) {
+		var err error
+		br, err = p.d.ML.UpdateOffloadContexts(wctx, ml, edits)
+		if err != nil {
+			return nil, err
+		}
+		per := map[int64]error{}
+		for i, lu := range br.Ledgers[:len(ready)] {
+			w := ready[i]
+			switch {
+			case errors.Is(lu.Err, mlmeta.ErrOffloadConflict):
+				w.lr.Leftovers = append(w.lr.Leftovers, p.removeAttempt(ctx, w.id, lu.LedgerID)...)
+				per[lu.LedgerID] = fmt.Errorf("%w: %w", ErrConflict, lu.Err)
+			case lu.Err != nil:
+				per[lu.LedgerID] = notEligible(lu.Err)
+			default:
+				w.after = lu.After
+			}
+		}
+		return per, nil
+	}
+	var ok []*LedgerResult
+	if len(ready) > 0 {
+		ok = p.batchStep(wctx, lrs, StepCommit, write)
+	} else if _, err := write(); err != nil {
+		br = nil
+	}
+	for i, w := range undo {
+		var err error
+		if br == nil {
+			err = errors.New("the batch write failed")
+		} else {
+			err = br.Ledgers[len(ready)+i].Err
+		}
+		if err != nil {
+			p.log.Warn("cannot undo the prepare after a failed copy; the next run replaces the attempt", "ml", ml, "ledger", w.lr.LedgerID, "uuid", w.id, "err", err)
+			continue
+		}
+		w.lr.UUID = uuid.Nil
+	}
+	var out []*work
+	for _, w := range ready {
+		lr := w.lr
+		if !slices.Contains(ok, lr) {
+			continue
+		}
+		if err := p.hit(wctx, FPAfterCommit, lr.Target); err != nil {
+			lr.fail(&StepError{Target: lr.Target, Step: StepCommit, Err: err})
+			continue
+		}
+		p.log.Info("ledger offloaded", "ml", ml, "ledger", lr.LedgerID, "uuid", w.id, "outcome", lr.Outcome, "bytes", lr.Bytes,
+			"object_bytes", lr.ObjectBytes, "blocks", lr.Blocks, "verified", lr.Verify.Level)
+		if w.after.GetBookkeeperDeleted() {
+			lr.Trim.Marked = true
+			if err := p.hit(wctx, FPAfterMarkDeleted, lr.Target); err != nil {
+				lr.Err = &StepError{Target: lr.Target, Step: StepTrim, Err: err}
+				continue
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// then applies a and then b.
+func then(a, b mlmeta.Mutator) mlmeta.Mutator {
+	return func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
+		ca, err := a(oc, li)
+		if err != nil {
+			return false, err
+		}
+		cb, err := b(oc, li)
+		if err != nil {
+			return false, err
+		}
+		return ca || cb, nil
+	}
 }
 
 // notEligible marks mlmeta's refusals as ErrNotEligible.
@@ -320,28 +532,8 @@ func notEligible(err error) error {
 	return err
 }
 
-// abandon undoes the prepare of attempt id after a failed copy, once its
-// objects are known to be gone (none was written, or all were removed), so a failed run leaves the metadata as it
-// found it. When that cannot be established the attempt stays recorded and
-// the next run replaces it.
-func (p *Pipeline) abandon(ctx context.Context, t Target, id uuid.UUID, before *mlproto.OffloadContext, wrote bool, lr *LedgerResult) {
-	if wrote {
-		if left := p.removeAttempt(ctx, id, t.LedgerID); len(left) > 0 {
-			lr.Leftovers = append(lr.Leftovers, left...)
-			return
-		}
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	if _, err := p.d.ML.AbandonOffload(cctx, t.ML, t.LedgerID, id, before); err != nil {
-		p.log.Warn("cannot undo the prepare after a failed copy; the next run replaces the attempt", "ml", t.ML, "ledger", t.LedgerID, "uuid", id, "err", err)
-		return
-	}
-	lr.UUID = uuid.Nil
-}
-
-// cleanupTimeout bounds object removal after a failure, which runs even when
-// the caller's context has ended.
+// cleanupTimeout bounds object removal and the commit after a failure or
+// cancellation, which run even when the caller's context has ended.
 const cleanupTimeout = 30 * time.Second
 
 // removeAttempt deletes the objects and incomplete multipart uploads of

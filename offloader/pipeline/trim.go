@@ -10,126 +10,103 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
 
-// trimAll deletes the BookKeeper copies of the complete ledgers whose
-// deletion lag has passed, in three phases: mark each (CAS
-// bookkeeperDeleted=true), reload the topic once more (a broker reading
-// with bookkeeper-first priority must stop using the BookKeeper copy
-// before it goes), then compare-and-delete each BookKeeper ledger.
-func (p *Pipeline) trimAll(ctx context.Context, tr *TopicResult, done []*LedgerResult) []error {
-	var errs []error
-	reloaded := tr.Reload.Done
-	var toDelete []*LedgerResult
-	// One read for all ledgers: only this topic's pipeline (per-topic
-	// serialisation) and the broker's trimmer change these contexts, and
-	// every write below is a compare-and-set that re-reads.
-	snap, err := p.d.ML.Get(ctx, tr.ML)
-	if err != nil {
-		err = &StepError{Target: Target{ML: tr.ML, LedgerID: -1}, Step: StepTrim, Err: err}
-		for _, lr := range done {
-			lr.Err = err
-		}
-		return []error{err}
-	}
-	for _, lr := range done {
+// mayTrim says whether a mark can be followed by a reload that makes the
+// broker stop reading the BookKeeper copy (or the caller waived it).
+func (p *Pipeline) mayTrim() bool {
+	return (p.d.Broker != nil && !p.o.SkipReload) || p.o.TrimWithoutReload
+}
+
+// markAll decides the trim of each complete ledger of done from its stored
+// context, and sets bookkeeperDeleted=true in one compare-and-set on those
+// whose deletion lag has passed. It returns the ledgers whose BookKeeper
+// copy is to be deleted once the broker has reloaded the topic (a broker
+// reading with bookkeeper-first priority must stop using the BookKeeper
+// copy before it goes): those marked now, by the commit, or by an earlier
+// run that did not get to the delete.
+func (p *Pipeline) markAll(ctx context.Context, ml string, done []*work) []*work {
+	var del, mark []*work
+	for _, w := range done {
+		lr := w.lr
 		if lr.Err != nil {
 			continue
 		}
-		t := lr.Target
-		var del bool
-		err := p.step(ctx, t, StepTrim, lr, func() error {
-			var err error
-			del, err = p.mark(ctx, lr, snap, reloaded)
-			return err
-		})
-		if err != nil {
-			lr.Err = err
-			errs = append(errs, err)
+		oc := w.after
+		switch {
+		case oc.GetBookkeeperDeleted() && lr.Outcome != OutcomeAlreadyOffloaded:
+			del = append(del, w) // marked by this run's commit
 			continue
-		}
-		if del {
-			toDelete = append(toDelete, lr)
-		}
-	}
-	if len(toDelete) == 0 {
-		return errs
-	}
-	if p.d.Broker != nil && !p.o.SkipReload {
-		ids := make([]int64, len(toDelete))
-		for i, lr := range toDelete {
-			ids[i] = lr.LedgerID
-		}
-		err := p.step(ctx, toDelete[0].Target, StepReload, nil, func() error {
-			_, err := p.reload(ctx, tr.ML, ids, true)
-			return err
-		})
-		if err != nil {
-			for _, lr := range toDelete {
-				lr.Trim.Note = "bookkeeperDeleted is set; the BookKeeper ledger is kept until the broker has reloaded (run again)"
+		case oc.GetBookkeeperDeleted():
+			lr.Trim.Marked = true
+			// A crash between the mark and the delete leaves the ledger behind.
+			err := p.step(ctx, lr.Target, StepTrim, lr, func() error {
+				_, err := p.d.Ledgers.ReadLedger(ctx, lr.LedgerID)
+				if errors.Is(err, metadata.ErrNoSuchLedger) {
+					lr.Trim.Deleted = true
+					return nil
+				}
+				if err == nil {
+					del = append(del, w)
+				}
+				return err
+			})
+			if err != nil {
 				lr.Err = err
 			}
-			return append(errs, err)
+			continue
 		}
+		notBefore := time.UnixMilli(oc.GetTimestamp()).Add(p.o.DeletionLag)
+		if now := p.d.Now(); now.Before(notBefore) {
+			lr.Trim = TrimResult{NotBefore: notBefore,
+				Note: fmt.Sprintf("deletion lag: BookKeeper copy kept until %s (%s from now)", notBefore.Format(time.RFC3339), notBefore.Sub(now).Round(time.Second))}
+			continue
+		}
+		if !p.mayTrim() {
+			lr.Trim.Note = "not trimmed: the broker is not reloaded by this run (SkipReload), so it may still read the BookKeeper copy"
+			lr.Err = &StepError{Target: lr.Target, Step: StepTrim,
+				Err: fmt.Errorf("%w: the broker is not reloaded, so it may still read ledger %d from BookKeeper", ErrTrimRefused, lr.LedgerID)}
+			continue
+		}
+		mark = append(mark, w)
 	}
-	for _, lr := range toDelete {
-		err := p.step(ctx, lr.Target, StepTrim, lr, func() error { return p.deleteBK(ctx, lr) })
+	if len(mark) == 0 {
+		return del
+	}
+	edits := make([]mlmeta.Edit, len(mark))
+	lrs := make([]*LedgerResult, len(mark))
+	for i, w := range mark {
+		edits[i], lrs[i] = mlmeta.MarkBookkeeperDeletedEdit(w.lr.LedgerID, w.id), w.lr
+	}
+	p.batchStep(ctx, lrs, StepTrim, func() (map[int64]error, error) {
+		br, err := p.d.ML.UpdateOffloadContexts(ctx, ml, edits)
 		if err != nil {
-			lr.Err = err
-			errs = append(errs, err)
+			return nil, err
 		}
-	}
-	return errs
-}
-
-// mark sets bookkeeperDeleted=true when the lag has passed and the broker
-// is known to read from the object store. It returns whether the
-// BookKeeper ledger should now be deleted.
-func (p *Pipeline) mark(ctx context.Context, lr *LedgerResult, snap *mlmeta.Snapshot, reloaded bool) (bool, error) {
-	t := lr.Target
-	var li *LedgerInfo
-	for _, l := range snap.Info.GetLedgerInfo() {
-		if l.GetLedgerId() == t.LedgerID {
-			li = l
+		per := map[int64]error{}
+		for _, lu := range br.Ledgers {
+			switch {
+			case errors.Is(lu.Err, mlmeta.ErrOffloadConflict):
+				per[lu.LedgerID] = fmt.Errorf("%w: %w", ErrConflict, lu.Err)
+			case errors.Is(lu.Err, mlmeta.ErrNotOffloaded):
+				per[lu.LedgerID] = fmt.Errorf("%w: %w", ErrTrimRefused, lu.Err)
+			case lu.Err != nil:
+				per[lu.LedgerID] = lu.Err
+			}
 		}
-	}
-	if li == nil {
-		return false, fmt.Errorf("%w: %w", ErrNotEligible, mlmeta.ErrLedgerNotFound)
-	}
-	oc := li.GetOffloadContext()
-	id, _ := mlmeta.AttemptUUID(oc)
-	if !oc.GetComplete() {
-		return false, fmt.Errorf("%w: %w", ErrTrimRefused, mlmeta.ErrNotOffloaded)
-	}
-	if oc.GetBookkeeperDeleted() {
+		return per, nil
+	})
+	for _, w := range mark {
+		lr := w.lr
+		if lr.Err != nil {
+			continue
+		}
 		lr.Trim.Marked = true
-		// A crash between the mark and the delete leaves the ledger behind.
-		_, err := p.d.Ledgers.ReadLedger(ctx, t.LedgerID)
-		if errors.Is(err, metadata.ErrNoSuchLedger) {
-			lr.Trim.Deleted = true
-			return false, nil
+		if err := p.hit(ctx, FPAfterMarkDeleted, lr.Target); err != nil {
+			lr.Err = &StepError{Target: lr.Target, Step: StepTrim, Err: err}
+			continue
 		}
-		return err == nil, err
+		del = append(del, w)
 	}
-	notBefore := time.UnixMilli(oc.GetTimestamp()).Add(p.o.DeletionLag)
-	if now := p.d.Now(); now.Before(notBefore) {
-		lr.Trim = TrimResult{NotBefore: notBefore,
-			Note: fmt.Sprintf("deletion lag: BookKeeper copy kept until %s (%s from now)", notBefore.Format(time.RFC3339), notBefore.Sub(now).Round(time.Second))}
-		return false, nil
-	}
-	if !reloaded && !p.o.TrimWithoutReload {
-		lr.Trim.Note = "not trimmed: the broker has not been seen serving this ledger from the object store"
-		return false, fmt.Errorf("%w: the broker has not been seen serving ledger %d from the object store", ErrTrimRefused, t.LedgerID)
-	}
-	if _, err := p.d.ML.MarkBookkeeperDeleted(ctx, t.ML, t.LedgerID, id); err != nil {
-		if errors.Is(err, mlmeta.ErrOffloadConflict) {
-			return false, fmt.Errorf("%w: %w", ErrConflict, err)
-		}
-		return false, err
-	}
-	lr.Trim.Marked = true
-	if err := p.hit(ctx, FPAfterMarkDeleted, t); err != nil {
-		return false, err
-	}
-	return true, nil
+	return del
 }
 
 // deleteBK compare-and-deletes the BookKeeper ledger: only if it is still
