@@ -112,11 +112,13 @@ type fpEvent struct {
 // replica stopped exactly before its commit, like a process paused by the
 // machine.
 type fpLog struct {
-	mu      sync.Mutex
-	evs     []fpEvent
-	stallML string
-	stalled chan pipeline.Target
-	release chan struct{}
+	mu       sync.Mutex
+	evs      []fpEvent
+	stallML  string
+	stalledT pipeline.Target
+	stalled  chan pipeline.Target
+	release  chan struct{}
+	failML   string
 }
 
 func (f *fpLog) Hit(_ context.Context, name string, t pipeline.Target) error {
@@ -124,7 +126,11 @@ func (f *fpLog) Hit(_ context.Context, name string, t pipeline.Target) error {
 	f.evs = append(f.evs, fpEvent{name: name, t: t, at: time.Now()})
 	stall := name == pipeline.FPAfterVerify && t.ML == f.stallML
 	if stall {
-		f.stallML = ""
+		f.stallML, f.stalledT = "", t
+	}
+	fail := name == pipeline.FPMidCopy && t.ML == f.failML && f.stalledT.ML == t.ML && t != f.stalledT
+	if fail {
+		f.failML = ""
 	}
 	release := f.release
 	f.mu.Unlock()
@@ -132,7 +138,20 @@ func (f *fpLog) Hit(_ context.Context, name string, t pipeline.Target) error {
 		f.stalled <- t
 		<-release
 	}
+	if fail {
+		return fmt.Errorf("%w: injected after the stall", pipeline.ErrFailpoint)
+	}
 	return nil
+}
+
+// failOtherCopy makes the first copy of another ledger of ml after the
+// stall fail half-way: the pipeline commits the ledgers of a topic in one
+// write, so this keeps that ledger out of the stalled ledger's commit, for
+// another replica to take.
+func (f *fpLog) failOtherCopy(ml string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failML = ml
 }
 
 // stallAt arms the stall for the next after-verify of ml.
@@ -288,6 +307,7 @@ policy:
 	// Phase 1: the commit's reply is lost and the session expires.
 	a := start("a", px.Addr, "acme/expiry") // policy patterns are tenant/namespace/topic
 	stalled, release := a.fps.stallAt(mlA)
+	a.fps.failOtherCopy(mlA)
 	defer release()
 	var a1 pipeline.Target
 	select {

@@ -63,7 +63,9 @@
 // calls Failpoints.Hit with the failpoint's name (FailpointNames); tests
 // inject errors there, and a real process takes them from the environment
 // (ParseFailpoints, e.g. TIERKEEPER_FAILPOINTS="after-copy=kill" makes the
-// process SIGKILL itself right after the upload).
+// process SIGKILL itself right after the upload). After a write for
+// several ledgers (prepare, commit, mark) its failpoint is hit once per
+// ledger, right after the write.
 //
 // # Without a broker admin URL
 //

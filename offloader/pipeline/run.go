@@ -421,15 +421,26 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 // With Options.Trim and no deletion lag the same write marks the committed
 // ledgers bookkeeperDeleted (the BookKeeper copy is deleted only after the
 // reload that follows). A conflict (another UUID stored) removes this
-// attempt's objects: nothing references them. It runs even when ctx has
-// ended (bounded by cleanupTimeout): verified work is kept. It returns the
-// ledgers committed.
+// attempt's objects: nothing references them. When ctx has ended nothing
+// is committed (the caller may have lost the topic to another offloader;
+// the next run adopts the verified objects), but the undoing is still
+// written, bounded by cleanupTimeout. It returns the ledgers committed.
 func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work) []*work {
+	if err := ctx.Err(); err != nil {
+		for _, w := range ready {
+			w.lr.fail(&StepError{Target: w.lr.Target, Step: StepCommit, Err: err})
+		}
+		ready = nil
+	}
 	if len(ready)+len(undo) == 0 {
 		return nil
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
+	wctx := ctx // a commit ends with the caller's context
+	if len(ready) == 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+	}
 	markNow := p.o.Trim && p.o.DeletionLag <= 0 && p.mayTrim()
 	var edits []mlmeta.Edit
 	lrs := make([]*LedgerResult, len(ready))
@@ -467,7 +478,7 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 	}
 	var ok []*LedgerResult
 	if len(ready) > 0 {
-		ok = p.batchStep(wctx, lrs, StepCommit, write)
+		ok = p.batchStep(ctx, lrs, StepCommit, write)
 	} else if _, err := write(); err != nil {
 		br = nil
 	}
@@ -490,15 +501,19 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 		if !slices.Contains(ok, lr) {
 			continue
 		}
-		if err := p.hit(wctx, FPAfterCommit, lr.Target); err != nil {
+		if err := p.hit(ctx, FPAfterCommit, lr.Target); err != nil {
 			lr.fail(&StepError{Target: lr.Target, Step: StepCommit, Err: err})
 			continue
 		}
-		p.log.Info("ledger offloaded", "ml", ml, "ledger", lr.LedgerID, "uuid", w.id, "outcome", lr.Outcome, "bytes", lr.Bytes,
-			"object_bytes", lr.ObjectBytes, "blocks", lr.Blocks, "verified", lr.Verify.Level)
+		if lr.Outcome == OutcomeAdopted {
+			p.log.Info("earlier attempt verified and committed", "ml", ml, "ledger", lr.LedgerID, "uuid", w.id)
+		} else {
+			p.log.Info("ledger offloaded", "ml", ml, "ledger", lr.LedgerID, "uuid", w.id, "bytes", lr.Bytes,
+				"object_bytes", lr.ObjectBytes, "blocks", lr.Blocks, "verified", lr.Verify.Level)
+		}
 		if w.after.GetBookkeeperDeleted() {
 			lr.Trim.Marked = true
-			if err := p.hit(wctx, FPAfterMarkDeleted, lr.Target); err != nil {
+			if err := p.hit(ctx, FPAfterMarkDeleted, lr.Target); err != nil {
 				lr.Err = &StepError{Target: lr.Target, Step: StepTrim, Err: err}
 				continue
 			}
