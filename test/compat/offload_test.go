@@ -401,35 +401,89 @@ func TestOffloadPartitionedTopic(t *testing.T) {
 }
 
 // TestOffloadWhileProducing: offloads commit while a producer keeps writing
-// and ledgers keep rolling (the broker meets the version Go's commit
+// and ledgers keep rolling (the broker meets the version Go's writes
 // bumped, fences and reopens the managed ledger; the unload closes the
-// topic; the producer reconnects): every acknowledged message is read back.
+// topic; the producer reconnects). Three rounds, each started once the
+// broker has closed a ledger written after the previous round's commit:
+// every round offloads and trims new ledgers (never the current one), the
+// producer goes on writing into new ledgers after each, the broker ends
+// serving exactly the offloaded ledgers from the object store with their
+// BookKeeper copies gone, and every acknowledged message is read back,
+// those of the offloaded ledgers from the object store.
 func TestOffloadWhileProducing(t *testing.T) {
 	b := sharedOffloadBroker(t)
 	j := sharedJava(t)
 	ctx := t.Context()
 	topic := uniqueTopic(t)
-	p := j.StartProducer(t, b.Broker, topic, testenv.KeepProducingOptions{Rate: 400, Seed: 24, Size: 1500, MaxDuration: 3 * time.Minute})
-	if err := p.WaitAcked(250, 60*time.Second); err != nil {
+	// 150 msg/s: a rollover every 0.7 s (100 entries per ledger), fewer
+	// than a loaded machine offloads, so the rounds do not grow.
+	p := j.StartProducer(t, b.Broker, topic, testenv.KeepProducingOptions{Rate: 150, Seed: 24, Size: 1500, MaxDuration: 5 * time.Minute})
+	// waitLedgers waits until acknowledged messages went to n ledgers above
+	// id: with n = 2 the first of them, current when the last round ran, has
+	// been closed by a rollover since, so there is a new ledger to offload.
+	waitLedgers := func(id int64, n int) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			ms, err := p.AckedSoFar()
+			if err != nil {
+				t.Fatal(err)
+			}
+			above := map[int64]bool{}
+			for _, m := range ms {
+				if m.LedgerID > id {
+					above[m.LedgerID] = true
+				}
+			}
+			if len(above) >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 90 s the producer's messages went to %d ledgers above %d, want %d (%d acknowledged in all)", len(above), id, n, len(ms))
+			}
+			time.Sleep(100 * time.Millisecond) // polling the producer's record, not a wait for the broker
+		}
+	}
+	if err := p.WaitAcked(150, 90*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	offloaded := 0
+	waitLedgers(-1, 3)
+	offloaded := map[int64]bool{}
+	last := int64(-1)
 	for round := 0; round < 3; round++ {
 		res, err := runOffload(ctx, t, nil, "--zk", sharedZK(t).Addr, "--store", b.store, "--admin-url", b.WebURL, "--delete-bookkeeper", topic)
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		offloaded += res.Totals.Offloaded
-		if err := p.WaitAcked(p.Acked()+150, 60*time.Second); err != nil {
-			t.Fatal(err)
+		if len(res.ManagedLedgers) != 1 {
+			t.Fatalf("round %d: %d managed ledgers", round, len(res.ManagedLedgers))
 		}
+		m := res.ManagedLedgers[0]
+		fresh := 0
+		for _, l := range m.Ledgers {
+			switch {
+			case l.Trim == nil || !l.Trim.Deleted:
+				t.Fatalf("round %d: ledger %d not trimmed: %+v", round, l.LedgerID, l)
+			case l.Outcome == "offloaded" && l.LedgerID > last:
+				offloaded[l.LedgerID] = true
+				fresh++
+			case l.Outcome == "already-offloaded" && offloaded[l.LedgerID]:
+			default:
+				t.Fatalf("round %d: ledger %d %s (ledgers up to %d offloaded before): %s", round, l.LedgerID, l.Outcome, last, l.Error)
+			}
+		}
+		for id := range offloaded {
+			last = max(last, id)
+		}
+		if fresh == 0 || m.Reload == nil || !m.Reload.Done {
+			t.Fatalf("round %d: %d new ledgers offloaded, reload %+v", round, fresh, m.Reload)
+		}
+		t.Logf("round %d: %d ledgers offloaded, up to ledger %d", round, fresh, last)
+		waitLedgers(last, 2)
 	}
 	pr, err := p.Stop()
 	if err != nil {
 		t.Fatal(err)
-	}
-	if offloaded < 3 || pr.Acked < 700 {
-		t.Fatalf("offloaded %d ledgers while %d messages were acknowledged", offloaded, pr.Acked)
 	}
 	// Everything the broker has, not just pr.Acked messages: a send whose
 	// acknowledgement was lost in a topic close is sent again, so the topic
@@ -442,12 +496,32 @@ func TestOffloadWhileProducing(t *testing.T) {
 	for _, m := range read.Messages {
 		got[fmt.Sprintf("%d:%d:%d", m.LedgerID, m.EntryID, m.BatchIndex)] = m.SHA256
 	}
+	fromStore, after := 0, 0
 	for _, m := range pr.AckedMessages {
 		if got[fmt.Sprintf("%d:%d:%d", m.LedgerID, m.EntryID, m.BatchIndex)] != m.SHA256 {
 			t.Fatalf("acknowledged message %s (index %d) not read back", m.MessageID, m.Index)
 		}
+		switch {
+		case offloaded[m.LedgerID]:
+			fromStore++
+		case m.LedgerID > last:
+			after++
+		}
 	}
-	t.Logf("%d ledgers offloaded while producing; %d acknowledged messages, %d read (failed sends %d)", offloaded, pr.Acked, read.Count, pr.Failed)
+	if fromStore == 0 || after == 0 {
+		t.Fatalf("%d acknowledged messages read from offloaded ledgers, %d written after the last offload", fromStore, after)
+	}
+	ids := make([]int64, 0, len(offloaded))
+	bk := bkStore(t, sharedBookies(t))
+	for id := range offloaded {
+		ids = append(ids, id)
+		if _, err := bk.ReadLedger(ctx, id); !errors.Is(err, metadata.ErrNoSuchLedger) {
+			t.Errorf("ledger %d: BookKeeper copy still there (%v)", id, err)
+		}
+	}
+	checkOffloaded(t, ctx, b.Broker, topic, ids, true)
+	t.Logf("%d ledgers offloaded while producing; %d acknowledged messages (%d from offloaded ledgers, %d after the last offload), %d read, failed sends %d",
+		len(offloaded), pr.Acked, fromStore, after, read.Count, pr.Failed)
 }
 
 // TestOffloadBadInput: a topic that does not exist, the current ledger, a

@@ -300,12 +300,13 @@ func (p *RunningProducer) AckedSoFar() ([]Message, error) {
 		return nil, err
 	}
 	var out []Message
+	rest := string(b) // one conversion: a copy per line made this quadratic
 	for {
-		l, rest, ok := strings.Cut(string(b), "\n")
+		l, r, ok := strings.Cut(rest, "\n")
 		if !ok {
 			break // the last, unterminated line is still being written
 		}
-		b = []byte(rest)
+		rest = r
 		if l == "" {
 			continue
 		}
