@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
 
@@ -209,4 +210,81 @@ func TestRunTopicBatchesWrites(t *testing.T) {
 		}
 	}
 	r2.checkInvariants(t, name2)
+}
+
+// fakeBroker stands in for a broker's admin API (fault injection): its
+// in-memory view of the managed ledger is read from ZooKeeper at each
+// unload, and the first failUnloads unloads are refused with 500, as a
+// broker answers while it is closing or reopening the topic.
+type fakeBroker struct {
+	r           *rig
+	t           *testing.T
+	failUnloads int
+	unloads     int // successful
+	refused     int
+	view        []brokeradmin.LedgerStats
+}
+
+func (f *fakeBroker) Unload(ctx context.Context, tn mlmeta.TopicName) error {
+	if f.failUnloads > 0 {
+		f.failUnloads--
+		f.refused++
+		return &brokeradmin.StatusError{Op: "unload " + tn.String(), Status: 500, Reason: "Topic is fenced"}
+	}
+	f.unloads++
+	f.load(tn.MLName())
+	return nil
+}
+
+// load reads the managed ledger, as a broker does when it opens the topic.
+func (f *fakeBroker) load(ml string) *fakeBroker {
+	f.view = nil
+	for _, li := range f.r.info(f.t, ml).Info.GetLedgerInfo() {
+		f.view = append(f.view, brokeradmin.LedgerStats{LedgerID: li.GetLedgerId(), Offloaded: li.GetOffloadContext().GetComplete()})
+	}
+	return f
+}
+
+func (f *fakeBroker) InternalStats(ctx context.Context, tn mlmeta.TopicName) (*brokeradmin.InternalStats, error) {
+	return &brokeradmin.InternalStats{Ledgers: f.view}, nil
+}
+
+// With a broker: offload and trim (lag 0) of a topic's ledgers take one
+// unload, after the commit that also marks bookkeeperDeleted; an unload
+// the broker refuses while it reopens the topic is tried again.
+func TestRunTopicOneReload(t *testing.T) {
+	r := newRig(t, false)
+	name := uniqueML(t)
+	env.MLWrite(t, name, 4*30+3, 30, 2<<10)
+	ctx := context.Background()
+	ids := Candidates(r.info(t, name).Info, -1, false)
+	fb := (&fakeBroker{r: r, t: t, failUnloads: 2}).load(name)
+	p := r.pipeline(t, func(d *Deps, o *Options) { d.Broker, o.Trim = fb, true })
+	_, v0 := r.raw(t, name)
+	tr, err := p.RunTopic(ctx, name, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, v1 := r.raw(t, name); v1 != v0+2 || fb.unloads != 1 || fb.refused != 2 || !tr.Reload.Done || !tr.Reload.Unloaded {
+		t.Fatalf("version %d -> %d, %d unloads (%d refused), reload %+v", v0, v1, fb.unloads, fb.refused, tr.Reload)
+	}
+	for _, lr := range tr.Ledgers {
+		if lr.Outcome != OutcomeOffloaded || !lr.Trim.Marked || !lr.Trim.Deleted || lr.Trim.FreedBytes != lr.Bytes {
+			t.Errorf("ledger %d: %+v", lr.LedgerID, lr)
+		}
+	}
+	// A broker that goes on refusing: a clear error, the commit stands.
+	name2 := uniqueML(t)
+	env.MLWrite(t, name2, 2*30+3, 30, 2<<10)
+	fb2 := (&fakeBroker{r: r, t: t, failUnloads: 100}).load(name2)
+	p2 := r.pipeline(t, func(d *Deps, _ *Options) { d.Broker = fb2 })
+	tr, err = p2.RunTopic(ctx, name2, Candidates(r.info(t, name2).Info, -1, false))
+	if !errors.Is(err, ErrReload) || !isStepErr(err, StepReload) || fb2.refused != 5 {
+		t.Fatalf("a broker refusing every unload: %v (%d refused)", err, fb2.refused)
+	}
+	for _, lr := range tr.Ledgers {
+		if lr.Outcome != OutcomeOffloaded {
+			t.Errorf("ledger %d after a failed reload: %s", lr.LedgerID, lr.Outcome)
+		}
+	}
 }

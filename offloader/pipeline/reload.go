@@ -2,9 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/internal/retry"
+	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
 
@@ -85,19 +88,51 @@ func (p *Pipeline) reload(ctx context.Context, ml string, ids []int64, force boo
 		}
 	}
 	start := time.Now()
-	if err := p.d.Broker.Unload(ctx, tn); err != nil {
-		return ReloadResult{Note: "unload failed: " + err.Error()}, fmt.Errorf("%w: %w", ErrReload, err)
-	}
-	st, err := p.d.Broker.InternalStats(ctx, tn)
+	rr, err := retry.Do(ctx, reloadRetry(p, ml), func(ctx context.Context) (ReloadResult, error) {
+		if err := p.d.Broker.Unload(ctx, tn); err != nil {
+			return ReloadResult{Note: "unload failed: " + err.Error()}, fmt.Errorf("%w: %w", ErrReload, err)
+		}
+		st, err := p.d.Broker.InternalStats(ctx, tn)
+		if err != nil {
+			return ReloadResult{Unloaded: true, Note: "unloaded; internalStats failed: " + err.Error()}, fmt.Errorf("%w: after unload: %w", ErrReload, err)
+		}
+		if missing := notOffloaded(st.Ledgers, ids); len(missing) > 0 {
+			return ReloadResult{Unloaded: true, Note: fmt.Sprintf("after unload the broker still reads ledgers %v from BookKeeper", missing)},
+				fmt.Errorf("%w: after unload the broker's internalStats list ledgers %v as not offloaded: %w", ErrReload, missing, errStaleReload)
+		}
+		return ReloadResult{Done: true, Unloaded: true}, nil
+	})
 	if err != nil {
-		return ReloadResult{Unloaded: true, Note: "unloaded; internalStats failed: " + err.Error()}, fmt.Errorf("%w: after unload: %w", ErrReload, err)
-	}
-	if missing := notOffloaded(st.Ledgers, ids); len(missing) > 0 {
-		return ReloadResult{Unloaded: true, Note: fmt.Sprintf("after unload the broker still reads ledgers %v from BookKeeper", missing)},
-			fmt.Errorf("%w: after unload the broker's internalStats list ledgers %v as not offloaded", ErrReload, missing)
+		return rr, err
 	}
 	p.log.Info("topic reloaded", "ml", ml, "ledgers", ids, "duration", time.Since(start))
-	return ReloadResult{Done: true, Unloaded: true}, nil
+	return rr, nil
+}
+
+// errStaleReload: the broker's reloaded topic still shows the old metadata
+// (the unload met a reopen that had read the znode before the commit).
+var errStaleReload = errors.New("stale reload")
+
+// reloadRetry retries an unload that meets the topic while the broker is
+// closing or reopening it (after a fence on the version the commit bumped):
+// a 5xx, 409, 412 or 429 answer, or a reload that still shows the old
+// metadata. A few attempts over a few seconds; other errors (refused
+// credentials, unknown topic, no answer) are final.
+func reloadRetry(p *Pipeline, ml string) retry.Policy {
+	return retry.Policy{
+		Attempts: 5,
+		Backoff:  retry.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.Second},
+		Retryable: func(err error) bool {
+			var se *brokeradmin.StatusError
+			if errors.As(err, &se) {
+				return se.Status >= 500 || se.Status == 409 || se.Status == 412 || se.Status == 429
+			}
+			return errors.Is(err, errStaleReload)
+		},
+		OnRetry: func(n int, wait time.Duration, err error) {
+			p.log.Info("topic reload: broker busy with the topic, again", "ml", ml, "attempt", n, "wait", wait, "err", err)
+		},
+	}
 }
 
 // notOffloaded returns the ids the broker lists without the offloaded flag
