@@ -26,7 +26,9 @@ package offloadbench
 // offloader built from that revision, e.g. the one before batching).
 //
 // Knobs: TK_BENCH_ROUNDS (runs per variant, 3), TK_BENCH_OFFLOAD_ROUNDS
-// (offload rounds per run, 5), TK_BENCH_RATE (msg/s, 400),
+// (offload rounds per run, 5), TK_BENCH_RATE (msg/s, 400), TK_BENCH_SIZE
+// (message bytes, 1500; larger ledgers take longer to copy, which spreads
+// per-ledger metadata writes over more of the broker's rollovers),
 // TK_BENCH_GAP_MS (pause between offload rounds, 2000), TK_BENCH_BROKER_LOG
 // (copy the broker's log there at the end).
 
@@ -63,6 +65,7 @@ func BenchmarkOffloadWhileProducing(b *testing.B) {
 	rounds := envInt("TK_BENCH_ROUNDS", 3)
 	offloadRounds := envInt("TK_BENCH_OFFLOAD_ROUNDS", 5)
 	rate := envInt("TK_BENCH_RATE", 400)
+	size := envInt("TK_BENCH_SIZE", 1500)
 	gap := time.Duration(envInt("TK_BENCH_GAP_MS", 2000)) * time.Millisecond
 	st := testenv.StartStack(b, testenv.StackOptions{})
 	st.Java.Timeout = 10 * time.Minute
@@ -73,8 +76,8 @@ func BenchmarkOffloadWhileProducing(b *testing.B) {
 		variants = append(variants, "base")
 	}
 	store := s3test.StoreFile(b, st.S3, st.Bucket)
-	b.Logf("offload while producing: %d msg/s of 1500 B, %d entries per ledger, %d offload rounds %s apart per run, %d runs per variant %v; load before: %s",
-		rate, 100, offloadRounds, gap, rounds, variants, loadavg())
+	b.Logf("offload while producing: %d msg/s of %d B, %d entries per ledger, %d offload rounds %s apart per run, %d runs per variant %v; load before: %s",
+		rate, size, 100, offloadRounds, gap, rounds, variants, loadavg())
 	res := map[string][]stall{}
 	seq := 0
 	for i := 0; i < b.N; i++ {
@@ -82,7 +85,7 @@ func BenchmarkOffloadWhileProducing(b *testing.B) {
 			for k := range variants {
 				v := variants[(k+r)%len(variants)]
 				seq++
-				s := runProducing(b, st, bins[v], store, fmt.Sprintf("bench-producing-%d-%s-%d", time.Now().UnixNano(), v, seq), rate, offloadRounds, gap)
+				s := runProducing(b, st, bins[v], store, fmt.Sprintf("bench-producing-%d-%s-%d", time.Now().UnixNano(), v, seq), rate, size, offloadRounds, gap)
 				res[v] = append(res[v], s)
 				b.Logf("run %d %-4s: max latency %6.0f ms, p99 %5.0f ms, longest ack gap %6.0f ms, failed sends %d, topic opens %2d (failed %d; fences %d, unloads %d), %d ledgers offloaded in %.1fs, %d acked; load %s%s",
 					r+1, v, s.maxLatency, s.p99Latency, s.maxGap, s.failed, s.log.opens, s.log.failedOpens, s.log.fences, s.log.unloads, s.offloaded, s.offloadSeconds, s.acked, loadavg(), errSuffix(s.errors))
@@ -133,11 +136,11 @@ func maxOf(v []float64) float64 {
 // runProducing is one run on a fresh topic: warm-up, then offloadRounds
 // offload runs (none when bin is empty: the producer alone for as long),
 // then the producer's figures over the messages due since the first round.
-func runProducing(b *testing.B, st *testenv.Stack, bin, store, name string, rate, offloadRounds int, gap time.Duration) stall {
+func runProducing(b *testing.B, st *testenv.Stack, bin, store, name string, rate, size, offloadRounds int, gap time.Duration) stall {
 	ctx := context.Background()
 	topic := "persistent://public/default/" + name
 	logBefore := logLines(st.Broker.LogPath())
-	p := st.Java.StartProducer(b, st.Broker, topic, testenv.KeepProducingOptions{Rate: float64(rate), Seed: 31, Size: 1500, MaxDuration: 10 * time.Minute})
+	p := st.Java.StartProducer(b, st.Broker, topic, testenv.KeepProducingOptions{Rate: float64(rate), Seed: 31, Size: size, MaxDuration: 10 * time.Minute})
 	if err := p.WaitAcked(2*rate, 90*time.Second); err != nil {
 		b.Fatal(err)
 	}
