@@ -85,6 +85,9 @@ func pickEntryLogBuffer(by map[int64]rounds) (int64, string) {
 		return def, ev + " → 64KiB"
 	case !hasDef:
 		return chosen, ev + "; 64KiB not measured → " + units.FormatBytes(chosen)
+	case chosen > def && (!by[chosen].repeatable() || !d.repeatable()):
+		return def, ev + fmt.Sprintf("; the rounds of %s or 64KiB are not all within ±%.0f%% of their median (not repeatable): the evidence does not separate them, Pulsar's 64KiB kept",
+			units.FormatBytes(chosen), 100*SpreadGate)
 	case chosen > def && !by[chosen].beats(d, 1/LevelOff):
 		return def, ev + fmt.Sprintf("; %s does not clearly beat 64KiB by >%.0f%%: the evidence does not separate them, Pulsar's 64KiB kept",
 			units.FormatBytes(chosen), (1/LevelOff-1)*100)
@@ -128,7 +131,7 @@ func pickLedgerCount(rs []diskbench.Result, base int, peak1 float64) (int, float
 	if f := flushFloor(bw); f > n {
 		to := n
 		for _, c := range ws {
-			if c > n && c <= f && !by[n].beats(by[c], LedgerDirGain) {
+			if c > n && c <= f && !by[n].beats(by[c], LedgerDirGain) && by[c].repeatable() {
 				to = c
 			}
 		}

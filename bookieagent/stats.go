@@ -61,6 +61,14 @@ func (r rounds) spread() float64 {
 // noisy reports a spread above SpreadGate.
 func (r rounds) noisy() bool { return r.spread() > SpreadGate }
 
+// repeatable reports whether every round lies within ±SpreadGate of the
+// median (issue 10's repeatability goal applied to the rounds of one
+// run): the gate a cookie-fixed choice must pass.
+func (r rounds) repeatable() bool {
+	m := r.median()
+	return r.n() < 2 || (r.lo() >= (1-SpreadGate)*m && r.hi() <= (1+SpreadGate)*m)
+}
+
 // beats reports whether a is clearly faster than b by more than gain
 // (1.10 = 10%): with repeated rounds of both, a's slowest round must beat
 // b's fastest by gain, so run-to-run noise cannot decide; with a single
@@ -99,10 +107,11 @@ func (r rounds) describe() string {
 // that is ok;
 // the candidate is the smallest ok count the best does not clearly beat by
 // gain. The result moves away from base (the live cookie's count, else
-// Pulsar's 1) only when the evidence separates them: a larger count must
-// clearly beat base by gain; a smaller one must not be clearly beaten by
-// base. Otherwise base is kept and the note says the evidence does not
-// separate the two.
+// Pulsar's 1) only when the evidence separates them: both counts' rounds
+// repeatable (each within ±SpreadGate of its median), and a larger count
+// must clearly beat base by gain; a
+// smaller one must not be clearly beaten by base. Otherwise base is kept
+// and the note says the evidence does not separate the two.
 func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n int, note string) {
 	counts := slices.Sorted(maps.Keys(by))
 	// Where the comparison has repeated rounds, a count measured once
@@ -127,6 +136,17 @@ func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n 
 		}
 	}
 	b, hasBase := by[base]
+	// The spread gate: a count is fixed by the cookie for the bookie's
+	// life, so a change needs rounds that repeat — both the candidate's and
+	// the current count's within SpreadGate — besides separating them.
+	if hasBase && cand != base && (!by[cand].repeatable() || !b.repeatable()) {
+		noisy := cand
+		if !b.repeatable() {
+			noisy = base
+		}
+		return base, fmt.Sprintf("N=%d's rounds (%s) are not all within ±%.0f%% of their median: not repeatable (the machine or the disk moved during the benchmark), so they do not separate N=%d from N=%d: N=%d kept",
+			noisy, by[noisy].describe(), 100*SpreadGate, cand, base, base)
+	}
 	switch {
 	case cand == base && best != base:
 		return base, fmt.Sprintf("the fastest, N=%d at %s, does not clearly beat N=%d at %s by >%.0f%%: the evidence does not separate them, N=%d kept",
