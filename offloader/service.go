@@ -573,6 +573,9 @@ func (s *Service) publish(now time.Time, res policy.Result, rep SnapshotReport, 
 	for _, name := range res.UnusedRules {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("rule %q matches no topic", name))
 	}
+	for _, p := range res.UnusedIncludes {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("policy.include %q matches no topic", p))
+	}
 	// Metrics.
 	s.offloaded.Set(float64(st.Totals.OffloadedBytes))
 	s.bkBytes.Set(float64(st.Totals.BKBytes))

@@ -54,6 +54,7 @@ type planJSON struct {
 	Totals         planTotalsJSON     `json:"totals"`
 	RuleTopics     map[string]int     `json:"ruleTopics"`
 	UnusedRules    []string           `json:"unusedRules"`
+	UnusedIncludes []string           `json:"unusedIncludes"`
 	BookieUsage    map[string]float64 `json:"bookieUsage,omitempty"`
 	Pressured      map[string]float64 `json:"pressuredBookies,omitempty"`
 	ReadErrors     map[string]string  `json:"readErrors,omitempty"`
@@ -121,11 +122,14 @@ func (o *planOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Comm
 func buildPlanDoc(res *offloader.PlanResult) planJSON {
 	r := res.Result
 	doc := planJSON{At: res.At.UTC(), Candidates: []candidateJSON{}, Topics: []planTopicJSON{}, RuleTopics: r.RuleTopics,
-		UnusedRules: r.UnusedRules, BookieUsage: res.BookieUsage, Pressured: r.PressuredBookies, ReadErrors: res.ReadErrors,
+		UnusedRules: r.UnusedRules, UnusedIncludes: r.UnusedIncludes, BookieUsage: res.BookieUsage, Pressured: r.PressuredBookies, ReadErrors: res.ReadErrors,
 		PressureErrors: res.Report.PressureErrors, PolicyErrors: res.Report.PolicyErrors, LedgerErrors: res.Report.LedgerErrors,
 		ScanSeconds: res.Scan.Took.Seconds()}
 	if doc.UnusedRules == nil {
 		doc.UnusedRules = []string{}
+	}
+	if doc.UnusedIncludes == nil {
+		doc.UnusedIncludes = []string{}
 	}
 	for i, c := range r.Candidates {
 		cj := candidateJSON{Order: i + 1, Action: c.Action.String(), Topic: c.Topic, ML: c.ML, LedgerID: c.LedgerID,
@@ -200,6 +204,9 @@ func printPlan(w io.Writer, doc planJSON, limit int) error {
 	}
 	for _, r := range doc.UnusedRules {
 		fmt.Fprintf(w, "warning: rule %q matches no topic\n", r)
+	}
+	for _, p := range doc.UnusedIncludes {
+		fmt.Fprintf(w, "warning: policy.include %q matches no topic\n", p)
 	}
 	for _, e := range doc.PressureErrors {
 		fmt.Fprintf(w, "warning: pressure: %s\n", e)

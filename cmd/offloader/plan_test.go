@@ -55,6 +55,7 @@ pressure:
   min_age: 10m
   agent_urls: {"b1:3181": %q, "b2:3181": %q, "full:3181": %q}
 policy:
+  include: [acme, typo/ns]
   pulsar_namespace_policies: {enabled: true}
   rules:
     - name: orders
@@ -103,6 +104,9 @@ policy:
 		doc.RuleTopics["default"] != 2 {
 		t.Errorf("rules: unused %v, per rule %v", doc.UnusedRules, doc.RuleTopics)
 	}
+	if fmt.Sprint(doc.UnusedIncludes) != "[typo/ns]" {
+		t.Errorf("unused includes %v", doc.UnusedIncludes)
+	}
 	if _, ok := doc.ReadErrors["acme/old/persistent/broken"]; !ok || len(doc.ReadErrors) != 1 {
 		t.Errorf("read errors: %v", doc.ReadErrors)
 	}
@@ -115,7 +119,7 @@ policy:
 		t.Fatal(err)
 	}
 	for _, w := range []string{"1  offload  persistent://acme/orders/o1  2       2.0 MiB", "3 more (--limit 0 shows all)",
-		"next: offload 4 ledgers (7.0 MiB), trim 1 BookKeeper copies (5.0 MiB)", `warning: rule "nothing-here" matches no topic`,
+		"next: offload 4 ledgers (7.0 MiB), trim 1 BookKeeper copies (5.0 MiB)", `warning: rule "nothing-here" matches no topic`, `warning: policy.include "typo/ns" matches no topic`,
 		"bookies under pressure: full:3181 96%", "warning: managed ledger acme/old/persistent/broken not read"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("text output misses %q:\n%s", w, text)

@@ -234,8 +234,12 @@ func TestEvaluateTopicPlanAndRuleCounts(t *testing.T) {
 	// The default matching nothing is no mistake (the rules cover every
 	// topic); the bytes trigger explains itself in sizes.
 	r2 := Evaluate(Snapshot{Topics: []Topic{topic("t/ns/a", 3*h, 2*h, h)}}, now, Rules{
-		Rules: []Rule{rule("all", func(r *Rule) { r.KeepBytes = MiB; r.After = -1 }, "t")},
+		Include: []string{"t/ns", "t/typo"},
+		Rules:   []Rule{rule("all", func(r *Rule) { r.KeepBytes = MiB; r.After = -1 }, "t")},
 	})
+	if fmt.Sprint(r2.UnusedIncludes) != "[t/typo]" {
+		t.Errorf("UnusedIncludes = %v", r2.UnusedIncludes)
+	}
 	if len(r2.UnusedRules) != 0 || r2.RuleTopics["default"] != 0 || len(r2.Candidates) != 2 ||
 		r2.Candidates[0].Reason != "3.0 MiB in this and newer closed ledgers > keep_bytes 1.0 MiB" {
 		t.Errorf("unused %v, per rule %v, candidates %+v", r2.UnusedRules, r2.RuleTopics, r2.Candidates)

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -164,6 +165,8 @@ type Result struct {
 	// UnusedRules are the configured rules (not the default) that matched
 	// no topic, in configuration order: probably a mistyped pattern.
 	UnusedRules []string
+	// UnusedIncludes are the Include patterns that matched no topic.
+	UnusedIncludes []string
 	// PressuredBookies are the bookies at or above the threshold.
 	PressuredBookies map[string]float64
 }
@@ -203,6 +206,11 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 	for _, r := range rules.Rules {
 		if res.RuleTopics[r.Name] == 0 {
 			res.UnusedRules = append(res.UnusedRules, r.Name)
+		}
+	}
+	for _, p := range rules.Include {
+		if !slices.ContainsFunc(snap.Topics, func(t Topic) bool { return matchAny([]string{p}, t.Topic) }) {
+			res.UnusedIncludes = append(res.UnusedIncludes, p)
 		}
 	}
 	return res
