@@ -339,21 +339,7 @@ func TestCASLostRaceReapplies(t *testing.T) {
 	s, f := newTestStore(t, orig, nil)
 	other := New(f, &Options{RetryBackoff: time.Millisecond})
 	ctx := context.Background()
-	var once sync.Once
-	f.beforeSet = func(path string, version int32) {
-		once.Do(func() {
-			f.beforeSet = nil
-			// The broker rolls over meanwhile: a new ledger is appended.
-			info, _ := stored(t, f, testML)
-			info.LedgerInfo = append(info.LedgerInfo, &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(6), Timestamp: proto.Int64(0)})
-			info.LedgerInfo[4].Entries, info.LedgerInfo[4].Size, info.LedgerInfo[4].Timestamp = proto.Int64(3), proto.Int64(30), proto.Int64(1)
-			f.put(Path(testML), mustMarshal(info))
-			// And another offloader prepares ledger 2.
-			if _, _, err := other.PrepareOffload(ctx, testML, 2, uuidB, s3drv); err != nil {
-				t.Errorf("other writer: %v", err)
-			}
-		})
-	}
+	loseOneRace(t, f, other, 6, 2)
 	_, res, err := s.PrepareOffload(ctx, testML, 3, uuidA, s3drv)
 	if err != nil || !res.Written || res.Retries != 1 {
 		t.Fatalf("prepare: %+v %v", res, err)
@@ -369,6 +355,27 @@ func TestCASLostRaceReapplies(t *testing.T) {
 	}
 	if testutil.ToFloat64(s.retries) != 1 {
 		t.Errorf("retries metric = %v", testutil.ToFloat64(s.retries))
+	}
+}
+
+// loseOneRace makes the next compare-and-set lose a race: just before it
+// the broker rolls over (the last ledger closed, ledger newID appended)
+// and other prepares ledger take with uuidB.
+func loseOneRace(t *testing.T, f *fakeZK, other *Store, newID, take int64) {
+	t.Helper()
+	var once sync.Once
+	f.beforeSet = func(string, int32) {
+		once.Do(func() {
+			f.beforeSet = nil
+			info, _ := stored(t, f, testML)
+			last := info.LedgerInfo[len(info.LedgerInfo)-1]
+			last.Entries, last.Size, last.Timestamp = proto.Int64(3), proto.Int64(30), proto.Int64(1)
+			info.LedgerInfo = append(info.LedgerInfo, &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(newID), Timestamp: proto.Int64(0)})
+			f.put(Path(testML), mustMarshal(info))
+			if _, _, err := other.PrepareOffload(context.Background(), testML, take, uuidB, s3drv); err != nil {
+				t.Errorf("other writer: %v", err)
+			}
+		})
 	}
 }
 
@@ -436,19 +443,7 @@ func TestBatchUpdate(t *testing.T) {
 			t.Fatalf("ledger %d: %+v", lu.LedgerID, lu)
 		}
 	}
-	var once sync.Once
-	f.beforeSet = func(string, int32) {
-		once.Do(func() {
-			f.beforeSet = nil
-			info, _ := stored(t, f, testML)
-			info.LedgerInfo = append(info.LedgerInfo, &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(7), Timestamp: proto.Int64(0)})
-			info.LedgerInfo[5].Entries, info.LedgerInfo[5].Size, info.LedgerInfo[5].Timestamp = proto.Int64(3), proto.Int64(30), proto.Int64(1)
-			f.put(Path(testML), mustMarshal(info))
-			if _, _, err := other.PrepareOffload(ctx, testML, 3, uuidB, s3drv); err != nil {
-				t.Errorf("other writer: %v", err)
-			}
-		})
-	}
+	loseOneRace(t, f, other, 7, 3)
 	sets := f.sets
 	br, err = s.UpdateOffloadContexts(ctx, testML, []Edit{s.CompleteEdit(2, ids[2]), s.CompleteEdit(3, ids[3]), s.CompleteEdit(4, ids[4])})
 	if err != nil || !br.Written || br.Retries != 1 || f.sets-sets != 3 { // ours lost, the other's, ours

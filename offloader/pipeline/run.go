@@ -511,12 +511,8 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 			p.log.Info("ledger offloaded", "ml", ml, "ledger", lr.LedgerID, "uuid", w.id, "bytes", lr.Bytes,
 				"object_bytes", lr.ObjectBytes, "blocks", lr.Blocks, "verified", lr.Verify.Level)
 		}
-		if w.after.GetBookkeeperDeleted() {
-			lr.Trim.Marked = true
-			if err := p.hit(ctx, FPAfterMarkDeleted, lr.Target); err != nil {
-				lr.Err = &StepError{Target: lr.Target, Step: StepTrim, Err: err}
-				continue
-			}
+		if w.after.GetBookkeeperDeleted() && !p.marked(ctx, lr) {
+			continue
 		}
 		out = append(out, w)
 	}

@@ -99,14 +99,22 @@ func (p *Pipeline) markAll(ctx context.Context, ml string, done []*work) []*work
 		if lr.Err != nil {
 			continue
 		}
-		lr.Trim.Marked = true
-		if err := p.hit(ctx, FPAfterMarkDeleted, lr.Target); err != nil {
-			lr.Err = &StepError{Target: lr.Target, Step: StepTrim, Err: err}
-			continue
+		if p.marked(ctx, lr) {
+			del = append(del, w)
 		}
-		del = append(del, w)
 	}
 	return del
+}
+
+// marked records that bookkeeperDeleted=true is stored for lr and passes
+// its failpoint; false when the failpoint stops the ledger.
+func (p *Pipeline) marked(ctx context.Context, lr *LedgerResult) bool {
+	lr.Trim.Marked = true
+	if err := p.hit(ctx, FPAfterMarkDeleted, lr.Target); err != nil {
+		lr.Err = &StepError{Target: lr.Target, Step: StepTrim, Err: err}
+		return false
+	}
+	return true
 }
 
 // deleteBK compare-and-deletes the BookKeeper ledger: only if it is still
