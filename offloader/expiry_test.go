@@ -240,16 +240,6 @@ policy:
 	}
 	sess := peer.ZK.Session(t, tzk.Options{})
 	ml := mlmeta.New(sess, nil)
-	until := func(what string, limit time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(limit)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within %s: %s", limit, what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
 	offloaded := func(name string) bool {
 		states := ledgerStates(t, sess, name)
 		for _, s := range states[:len(states)-1] {
@@ -320,7 +310,7 @@ policy:
 		t.Fatalf("at its commit, ledger %d: attempt %v complete %v", a1.LedgerID, u1, complete)
 	}
 	// Another topic goes on while this ledger waits at its commit.
-	until("topic b offloaded while topic a waits at its commit", time.Minute, func() bool { return offloaded(mlB) })
+	until(t, "topic b offloaded while topic a waits at its commit", time.Minute, func() bool { return offloaded(mlB) })
 	data, lst, err := sess.Get(leasePath(mlA))
 	if err != nil || string(data) != "a" {
 		t.Fatalf("lease of topic a: %q %v", data, err)
@@ -328,7 +318,7 @@ policy:
 	gone := watchGone(leasePath(mlA))
 	// The competitor, on a direct connection, finds the topic leased.
 	b := start("b", peer.ZK.Addr, "acme/expiry/a")
-	until("replica b sees topic a leased by a", time.Minute, func() bool {
+	until(t, "replica b sees topic a leased by a", time.Minute, func() bool {
 		return b.status(t).LeasedElsewhere[mlA] == "a"
 	})
 	fired := px.PartitionAfterZKRequest(testenv.ZKOpSetData, testenv.ZKOpMulti)
@@ -342,7 +332,7 @@ policy:
 	// The replica stops working and says so in /status, which it serves
 	// throughout.
 	var lost Status
-	until("replica a not ready, with the reason, while partitioned", 30*time.Second, func() bool {
+	until(t, "replica a not ready, with the reason, while partitioned", 30*time.Second, func() bool {
 		lost = a.status(t)
 		return !lost.Ready && strings.Contains(lost.LastError, "leases lost")
 	})
@@ -360,9 +350,9 @@ policy:
 		t.Fatalf("ledger %d after the lost reply: attempt %v complete %v, want %v complete", a1.LedgerID, u, complete, u1)
 	}
 	// The survivor finishes the topic while a is still cut off.
-	until("replica b offloads the rest of topic a", time.Minute, func() bool { return offloaded(mlA) })
+	until(t, "replica b offloads the rest of topic a", time.Minute, func() bool { return offloaded(mlA) })
 	px.Heal()
-	until("replica a ready again on a new session", time.Minute, func() bool {
+	until(t, "replica a ready again on a new session", time.Minute, func() bool {
 		return a.status(t).Ready
 	})
 
@@ -410,7 +400,7 @@ policy:
 
 	// The recovered replica serves a new topic.
 	written[mlC] = peer.MLWrite(t, mlC, 15, 10, 1000)
-	until("replica a offloads a topic created after the recovery", time.Minute, func() bool { return offloaded(mlC) })
+	until(t, "replica a offloads a topic created after the recovery", time.Minute, func() bool { return offloaded(mlC) })
 
 	// Phase 2: stalled before the commit while the session expires.
 	stalled, release2 := a.fps.stallAt(mlD)
@@ -432,7 +422,7 @@ policy:
 	}
 	px.Heal()
 	release2()
-	until("topic d offloaded on a's new session", time.Minute, func() bool { return offloaded(mlD) })
+	until(t, "topic d offloaded on a's new session", time.Minute, func() bool { return offloaded(mlD) })
 	if u, complete := attempt(mlD, d1.LedgerID); u != ud || !complete {
 		t.Errorf("ledger %d of topic d: attempt %v complete %v, want the stalled attempt %v adopted", d1.LedgerID, u, complete, ud)
 	}

@@ -61,26 +61,16 @@ policy:
 		b, err := os.ReadFile(p.LogPath)
 		return err == nil && strings.Contains(string(b), what)
 	}
-	until := func(what string, limit time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(limit)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s", what, limit)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
 	sess := peer.ZK.Session(t, tzk.Options{})
 	states := func() []mlmeta.LedgerState { return ledgerStates(t, sess, ml) }
 
 	p := start("run-1")
-	until("a copy in flight", time.Minute, func() bool { return logHas(p, `msg="copy started"`) })
+	until(t, "a copy in flight", time.Minute, func() bool { return logHas(p, `msg="copy started"`) })
 	// /status shows the copy's progress: payload bytes handed to the upload
 	// (here the whole ledger fits one block, so all of it at once, then the
 	// throttled upload).
 	var copying string
-	until("copy progress in /status", 2*time.Second, func() bool {
+	until(t, "copy progress in /status", 2*time.Second, func() bool {
 		var st Status
 		getJSON(t, fmt.Sprintf("http://127.0.0.1:%d/status", port), &st)
 		for _, l := range st.Ledgers {
@@ -94,7 +84,7 @@ policy:
 	if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	until("exit after SIGTERM", 30*time.Second, func() bool { done, _ := p.Exited(); return done })
+	until(t, "exit after SIGTERM", 30*time.Second, func() bool { done, _ := p.Exited(); return done })
 	took := time.Since(sent)
 	if _, err := p.Exited(); err != nil {
 		t.Errorf("offloader run after SIGTERM: %v, want exit status 0", err)
@@ -118,7 +108,7 @@ policy:
 	}
 
 	p2 := start("run-2")
-	until("every closed ledger offloaded after the restart", 2*time.Minute, func() bool {
+	until(t, "every closed ledger offloaded after the restart", 2*time.Minute, func() bool {
 		s := states()
 		return s[0] == mlmeta.StateOffloaded && s[1] == mlmeta.StateOffloaded
 	})

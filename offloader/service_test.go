@@ -104,6 +104,18 @@ func startService(tb testing.TB, ctx context.Context, cfg *Config, deps Deps) *r
 	return &runningService{Service: svc, base: "http://" + ln.Addr().String(), stop: stop}
 }
 
+// until polls cond every 100 ms; t fails naming what when limit passes.
+func until(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", limit, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func getJSON(t *testing.T, url string, v any) int {
 	t.Helper()
 	resp, err := http.Get(url)
