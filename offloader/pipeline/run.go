@@ -56,7 +56,7 @@ func (p *Pipeline) Run(ctx context.Context, t Target) (*LedgerResult, error) {
 // per batch. Each step starts from the stored state, so a process killed
 // anywhere resumes from ZooKeeper alone. A ledger that fails does not stop
 // the others; the returned error joins every ledger's error (each a
-// *StepError). Every ledger gets a LedgerResult, in the order given.
+// *StepError). Every ledger gets one LedgerResult, in the order given.
 func (p *Pipeline) RunTopic(ctx context.Context, ml string, ledgers []int64) (*TopicResult, error) {
 	tr := &TopicResult{ML: ml}
 	if err := p.preflight(ctx, ml); err != nil {
@@ -66,17 +66,20 @@ func (p *Pipeline) RunTopic(ctx context.Context, ml string, ledgers []int64) (*T
 		}
 		return tr, err
 	}
-	todo := ledgers
+	var todo []int64 // each ledger once
+	order := make(map[int64]int, len(ledgers))
+	for _, id := range ledgers {
+		if _, dup := order[id]; !dup {
+			order[id] = len(todo)
+			todo = append(todo, id)
+		}
+	}
 	for len(todo) > 0 && ctx.Err() == nil {
 		todo = p.runBatch(ctx, tr, todo)
 	}
 	for _, id := range todo {
 		t := Target{ML: ml, LedgerID: id}
 		tr.Ledgers = append(tr.Ledgers, (&LedgerResult{Target: t}).fail(&StepError{Target: t, Step: StepSelect, Err: ctx.Err()}))
-	}
-	order := make(map[int64]int, len(ledgers))
-	for i, id := range ledgers {
-		order[id] = i
 	}
 	slices.SortStableFunc(tr.Ledgers, func(a, b *LedgerResult) int { return order[a.LedgerID] - order[b.LedgerID] })
 	var errs []error
