@@ -56,7 +56,7 @@ bytes freed). -o json prints the document as the service serves it.
 
 --watch INTERVAL re-reads and re-renders the status every INTERVAL until
 interrupted, under a progress line (offloaded share of offloaded + lag, the
-replica's offload rate since the watch began, the time left at that rate):
+replica's offload rate over the last 30 s, the time left at that rate):
 in place on a terminal; otherwise each rendering after a timestamped
 separator; with -o json one compact document per line. A failed read is
 shown and the watch goes on (a restarting service).`),

@@ -57,9 +57,8 @@ func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out 
 	tick := time.NewTicker(o.watch)
 	defer tick.Stop()
 	tty := !g.json() && isTerminal(out)
-	drawn := 0                // lines of the last in-place rendering
-	var first *offloader.Done // at the first rendering: the rate is over the watch
-	var firstAt time.Time
+	drawn := 0                                 // lines of the last in-place rendering
+	rate := rateWindow{span: 30 * time.Second} // of the replica's offloaded bytes
 	for {
 		st, raw, err := fetchServiceStatus(ctx, o.service, o.timeout)
 		if ctx.Err() != nil {
@@ -77,10 +76,8 @@ func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out 
 		case err != nil:
 			fmt.Fprintf(&b, "%s  %v\n", time.Now().Format(time.TimeOnly), err)
 		default:
-			if first == nil {
-				first, firstAt = &st.Done, time.Now()
-			}
-			fmt.Fprintln(&b, watchProgress(st, *first, time.Since(firstAt)))
+			r, over := rate.add(time.Now(), st.Done.OffloadedBytes)
+			fmt.Fprintln(&b, watchProgress(st, r, over))
 			if err := printServiceStatus(&b, st, o.all); err != nil {
 				return err
 			}
@@ -108,8 +105,8 @@ func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out 
 
 // watchProgress is the watch's first line: the share of the policy's
 // work done (offloaded / offloaded + lag), a bar, the replica's offload rate
-// since the watch began (from first, elapsed ago) and the time left at it.
-func watchProgress(st *offloader.Status, first offloader.Done, elapsed time.Duration) string {
+// (bytes/s over the last span) and the time left at it.
+func watchProgress(st *offloader.Status, rate float64, over time.Duration) string {
 	t := st.Totals
 	frac := 1.0
 	if all := t.OffloadedBytes + t.LagBytes; all > 0 {
@@ -117,10 +114,6 @@ func watchProgress(st *offloader.Status, first offloader.Done, elapsed time.Dura
 	}
 	const width = 30
 	fill := int(frac * width)
-	rate := 0.0
-	if s := elapsed.Seconds(); s > 0 {
-		rate = float64(st.Done.OffloadedBytes-first.OffloadedBytes) / s
-	}
 	eta := "-"
 	switch {
 	case t.LagBytes == 0:
@@ -128,9 +121,29 @@ func watchProgress(st *offloader.Status, first offloader.Done, elapsed time.Dura
 	case rate > 0:
 		eta = time.Duration(float64(t.LagBytes) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	return fmt.Sprintf("offloaded [%s%s] %3.0f%%  lag %s  %s since the watch began  ETA %s",
+	return fmt.Sprintf("offloaded [%s%s] %3.0f%%  lag %s  %s over %s  ETA %s",
 		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100, units.HumanBytes(t.LagBytes),
-		units.HumanRate(rate), eta)
+		units.HumanRate(rate), over.Round(time.Second), eta)
+}
+
+// rateWindow is the rate of a growing count over about the last span.
+type rateWindow struct {
+	span time.Duration
+	at   []time.Time
+	v    []int64
+}
+
+// add records v at now and returns the rate since the oldest sample kept
+// (at most span old, but always one before now) and how long ago that was.
+func (w *rateWindow) add(now time.Time, v int64) (rate float64, over time.Duration) {
+	w.at, w.v = append(w.at, now), append(w.v, v)
+	for len(w.at) > 2 && now.Sub(w.at[1]) >= w.span {
+		w.at, w.v = w.at[1:], w.v[1:]
+	}
+	if over = now.Sub(w.at[0]); over > 0 {
+		rate = float64(v-w.v[0]) / over.Seconds()
+	}
+	return rate, over
 }
 
 // fitTerminal cuts text to the terminal's height, so an in-place redraw

@@ -127,6 +127,16 @@ func TestStatusWatch(t *testing.T) {
 			t.Errorf("JSON line %q: %v", l, err)
 		}
 	}
+	// The rate is over about the last 30 s: older samples drop out.
+	var w rateWindow
+	w.span = 30 * time.Second
+	t0 := time.Now()
+	for i, v := range []int64{0, 100, 200, 300} {
+		w.add(t0.Add(time.Duration(i)*20*time.Second), v)
+	}
+	if r, over := w.add(t0.Add(80*time.Second), 1000); over != 40*time.Second || r != 800.0/40 {
+		t.Errorf("rate %v over %s, want 20/s over 40s (since the sample at 40 s)", r, over)
+	}
 	if _, _, err := run(t, "status", "--service", hs.URL, "--watch", "-1s"); err == nil {
 		t.Error("negative --watch accepted")
 	}
