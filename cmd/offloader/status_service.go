@@ -213,6 +213,9 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool) error {
 				next = l.NextTry.Format(time.RFC3339)
 			}
 			step := l.LastStep
+			if step == "" && l.State == "running" {
+				step = "waiting (its job is on another ledger)"
+			}
 			if l.StepTotalBytes > 0 {
 				step = fmt.Sprintf("%s, %.0f%% of %s read", step, 100*float64(l.StepBytes)/float64(l.StepTotalBytes), units.HumanBytes(l.StepTotalBytes))
 			}

@@ -46,7 +46,8 @@ func TestStatusCommand(t *testing.T) {
 			{Topic: "persistent://t/ns/quiet", Rule: "default"},
 		},
 		Ledgers: []scheduler.LedgerState{{ML: "t/ns/persistent/a", LedgerID: 9, State: "parked", Failures: 5, LastErr: "bookie unreachable", LastStep: "copy"},
-			{ML: "t/ns/persistent/a", LedgerID: 10, State: "running", LastStep: "copy", StepBytes: 3 << 28, StepTotalBytes: 1 << 30}},
+			{ML: "t/ns/persistent/a", LedgerID: 10, State: "running", LastStep: "copy", StepBytes: 3 << 28, StepTotalBytes: 1 << 30},
+			{ML: "t/ns/persistent/a", LedgerID: 11, State: "running"}},
 		Warnings: []string{`rule "x" matches no topic`},
 	}
 	doc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(st) }))
@@ -56,7 +57,7 @@ func TestStatusCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"replica r2: ready", "2 topics; on BookKeeper 3.0 GiB, offloaded 5.0 GiB; lag 1.0 GiB in 4 ledgers (oldest 2h0m0s)",
-		"1 parked", "persistent://t/ns/a", "offload ledger 7 (default: age)", "t/ns/persistent/a  9       parked", "10      running  copy, 75% of 1.0 GiB read", `warning: rule "x" matches no topic`} {
+		"1 parked", "persistent://t/ns/a", "offload ledger 7 (default: age)", "t/ns/persistent/a  9       parked", "10      running  copy, 75% of 1.0 GiB read", "11      running  waiting (its job is on another ledger)", `warning: rule "x" matches no topic`} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output misses %q:\n%s", w, out)
 		}
