@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -26,15 +24,9 @@ type progressBar struct {
 	bytes   int64
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 func newProgressBar(w io.Writer, enabled bool, label string, totalBytes int64) *progressBar {
 	now := time.Now()
-	return &progressBar{w: w, on: enabled && isTerminal(w), label: label, total: totalBytes, start: now}
+	return &progressBar{w: w, on: enabled && cli.IsTerminal(w), label: label, total: totalBytes, start: now}
 }
 
 // add records progress and redraws at most 5 times a second.

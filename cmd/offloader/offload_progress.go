@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 )
@@ -34,7 +35,7 @@ type offloadProgress struct {
 }
 
 func newOffloadProgress(w io.Writer, enabled bool, totalBytes int64) *offloadProgress {
-	return &offloadProgress{w: w, on: enabled && isTerminal(w), total: totalBytes, start: time.Now()}
+	return &offloadProgress{w: w, on: enabled && cli.IsTerminal(w), total: totalBytes, start: time.Now()}
 }
 
 func (p *offloadProgress) StepStarted(t pipeline.Target, s pipeline.Step) {

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
 )
@@ -56,7 +57,7 @@ func fetchServiceStatus(ctx context.Context, base string, timeout time.Duration)
 func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out io.Writer) error {
 	tick := time.NewTicker(o.watch)
 	defer tick.Stop()
-	tty := !g.json() && isTerminal(out)
+	tty := !g.json() && cli.IsTerminal(out)
 	drawn := 0                                 // lines of the last in-place rendering
 	rate := rateWindow{span: 30 * time.Second} // of the replica's offloaded bytes
 	for {

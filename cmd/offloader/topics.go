@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/status"
@@ -178,7 +179,7 @@ type topicsProgress struct {
 }
 
 func newTopicsProgress(w io.Writer, want bool, total int) *topicsProgress {
-	return &topicsProgress{w: w, total: total, start: time.Now(), enabled: want && isTerminal(w) && total > 0}
+	return &topicsProgress{w: w, total: total, start: time.Now(), enabled: want && cli.IsTerminal(w) && total > 0}
 }
 
 func (p *topicsProgress) update(done int) {

@@ -33,8 +33,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/term"
-
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
@@ -178,7 +177,7 @@ func run(bin string, count int) int {
 	if err := waitReady(ctx, base, exited); err != nil {
 		return fail("offloader run", err)
 	}
-	tty := term.IsTerminal(int(os.Stdout.Fd()))
+	tty := cli.IsTerminal(os.Stdout)
 	var watch *exec.Cmd
 	if tty {
 		fmt.Printf("$ offloader status --service %s --watch 1s --all\n", base)
