@@ -247,6 +247,10 @@ func TestRealZooKeeper(t *testing.T) {
 	for _, mode := range []string{"crash", "restart"} {
 		t.Run("ZooKeeper "+mode+" mid-update", func(t *testing.T) {
 			ml := "public/default/persistent/loss-" + mode
+			// Its own admin session: the previous mode's crash may have
+			// kept the server down longer than the shared one's 4 s session
+			// timeout (then internal/zk ends that session).
+			admin := connect(t, z)
 			create(t, admin, mlmeta.Path(ml), encode(t, brokerInfo(200, 4), mlproto.CompressionType_NONE))
 			before, _ := readInfo(t, admin, ml)
 			st := mlmeta.New(connect(t, z), nil)
