@@ -239,9 +239,12 @@ func startS3Process(private bool) (*S3, error) {
 
 // runDetached starts bin as Start does (own process group, killed when the
 // test binary dies) but owned by no test, with output appended to logPath.
-// The process is started from a goroutine locked to its OS thread, which
-// stays alive until the process ends, so the parent-death signal (SIGKILL)
-// fires only when the test binary exits.
+// The process is started from a goroutine locked to its OS thread until the
+// process ends, so the parent-death signal (SIGKILL, sent when the forking
+// thread ends) fires only when the test binary exits. The goroutine
+// unlocks before it returns: a goroutine that exits locked ends its thread,
+// and that would SIGKILL every other server forked from the same thread
+// before the lock (a killed S3 server took the package's ZooKeeper with it).
 func runDetached(name, bin string, args []string, logPath string) (*Process, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -253,7 +256,8 @@ func runDetached(name, bin string, args []string, logPath string) (*Process, err
 	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
 			f.Close()
 			started <- err
