@@ -107,13 +107,7 @@ func startService(tb testing.TB, ctx context.Context, cfg *Config, deps Deps) *r
 // until polls cond every 100 ms; t fails naming what when limit passes.
 func until(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", limit, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, limit, 100*time.Millisecond, cond)
 }
 
 func getJSON(t *testing.T, url string, v any) int {

@@ -30,13 +30,7 @@ func names(d *Discovery) string {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, 15*time.Second, 20*time.Millisecond, cond)
 }
 
 // TestDiscoveryFromEmpty starts on a ZooKeeper without /managed-ledgers:

@@ -12,6 +12,8 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/retry"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 // fakeRunner injects failures and delays and records what ran
@@ -110,13 +112,7 @@ func cands(spec ...string) []policy.Candidate {
 
 func waitUntil(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, 10*time.Second, 5*time.Millisecond, f)
 }
 
 func TestLimitsSerialisationAndBatching(t *testing.T) {

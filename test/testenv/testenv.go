@@ -265,3 +265,17 @@ func RunTool(ctx context.Context, timeout time.Duration, cmd *exec.Cmd) ([]byte,
 	}
 	return stdout.Bytes(), nil
 }
+
+// WaitFor polls cond every interval until it holds; t fails naming what
+// once limit has passed. Tests wait for a server's or a service's state
+// with it, never with an unbounded loop.
+func WaitFor(t testing.TB, what string, limit, interval time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", limit, what)
+		}
+		time.Sleep(interval)
+	}
+}
