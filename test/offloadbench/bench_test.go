@@ -43,7 +43,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -57,6 +56,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	"github.com/tierkeeper/tierkeeper/internal/stats"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
@@ -78,13 +78,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 func envInts(name string, def []int) []int {
 	var out []int
 	for _, s := range strings.Split(os.Getenv(name), ",") {
@@ -96,18 +89,6 @@ func envInts(name string, def []int) []int {
 		return def
 	}
 	return out
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // cpuStat returns the machine's busy and total jiffies (/proc/stat).
@@ -163,10 +144,10 @@ type bench struct {
 
 func BenchmarkOffload(b *testing.B) {
 	sizes := envInts("TK_BENCH_OFFLOAD_MIB", []int{1024, 2048})
-	rounds := envInt("TK_BENCH_ROUNDS", 3)
-	seeks := envInt("TK_BENCH_SEEKS", 16)
+	rounds := testenv.EnvInt(b, "TK_BENCH_ROUNDS", 3)
+	seeks := testenv.EnvInt(b, "TK_BENCH_SEEKS", 16)
 	seekBlocks := envInts("TK_BENCH_SEEK_BLOCKS", []int{5, 8, 16, 64})
-	be := &bench{b: b, parts: envInt("TK_BENCH_PARTS", 2), ledgers: map[int]*testenv.WrittenLedger{}}
+	be := &bench{b: b, parts: testenv.EnvInt(b, "TK_BENCH_PARTS", 2), ledgers: map[int]*testenv.WrittenLedger{}}
 	be.zk = testenv.StartZooKeeper(b)
 	be.bk = testenv.StartBookiesWith(b, be.zk, 3, testenv.BookieOptions{})
 	be.java = testenv.Java(b)
@@ -364,14 +345,14 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)
 		rawRatio, pulsarRatio = append(rawRatio, tkm/rawm), append(pulsarRatio, tkm/pulm)
 	}
-	b.ReportMetric(median(tks), "tk-copy-MB/s")
-	b.ReportMetric(median(raws), "raw-MB/s")
-	b.ReportMetric(median(pulsars), "pulsar-MB/s")
-	b.ReportMetric(median(rawRatio), "tk/raw")
-	b.ReportMetric(median(pulsarRatio), "tk/pulsar")
-	bk, raw := median(bks), median(raws)
+	b.ReportMetric(stats.Median(tks), "tk-copy-MB/s")
+	b.ReportMetric(stats.Median(raws), "raw-MB/s")
+	b.ReportMetric(stats.Median(pulsars), "pulsar-MB/s")
+	b.ReportMetric(stats.Median(rawRatio), "tk/raw")
+	b.ReportMetric(stats.Median(pulsarRatio), "tk/pulsar")
+	bk, raw := stats.Median(bks), stats.Median(raws)
 	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; Pulsar %.1f MB/s; tierkeeper/raw %.2f (goal >= 0.9), tierkeeper/Pulsar %.2f (goal >= 2); bookie read alone %.1f MB/s, so reading and uploading one after the other on these cores would give %.1f MB/s",
-		rounds, median(tks), median(tkWalls), raw, median(pulsars), median(rawRatio), median(pulsarRatio), bk, 1/(1/bk+1/raw))
+		rounds, stats.Median(tks), stats.Median(tkWalls), raw, stats.Median(pulsars), stats.Median(rawRatio), stats.Median(pulsarRatio), bk, 1/(1/bk+1/raw))
 }
 
 func (be *bench) rss(ctx context.Context, sizes []int) {
@@ -468,10 +449,10 @@ func (be *bench) seekTable(ctx context.Context, mib int, blocks []int, seeks int
 		if seq.TotalBytes != l.Length {
 			b.Fatalf("sequential read of %d bytes, the ledger has %d", seq.TotalBytes, l.Length)
 		}
-		rows = append(rows, row{block: bm, perSeek: perSeek, seqBytes: float64(c.data.Load()), seekSec: median(secs), seqSeconds: seqWall})
+		rows = append(rows, row{block: bm, perSeek: perSeek, seqBytes: float64(c.data.Load()), seekSec: stats.Median(secs), seqSeconds: seqWall})
 		be.deleteObjects(ctx, tk.uuid, l.LedgerID)
 		b.Logf("block %2d MiB: %.1f MiB fetched per random seek (median seek %.0f ms), sequential read fetched %.0f MiB in %.1fs; load %s",
-			bm, perSeek/(1<<20), median(secs)*1000, float64(c.data.Load())/(1<<20), seqWall, loadavg())
+			bm, perSeek/(1<<20), stats.Median(secs)*1000, float64(c.data.Load())/(1<<20), seqWall, loadavg())
 	}
 	var ref row
 	for _, r := range rows {

@@ -46,6 +46,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -62,11 +63,11 @@ type stall struct {
 }
 
 func BenchmarkOffloadWhileProducing(b *testing.B) {
-	rounds := envInt("TK_BENCH_ROUNDS", 3)
-	offloadRounds := envInt("TK_BENCH_OFFLOAD_ROUNDS", 5)
-	rate := envInt("TK_BENCH_RATE", 400)
-	size := envInt("TK_BENCH_SIZE", 1500)
-	gap := time.Duration(envInt("TK_BENCH_GAP_MS", 2000)) * time.Millisecond
+	rounds := testenv.EnvInt(b, "TK_BENCH_ROUNDS", 3)
+	offloadRounds := testenv.EnvInt(b, "TK_BENCH_OFFLOAD_ROUNDS", 5)
+	rate := testenv.EnvInt(b, "TK_BENCH_RATE", 400)
+	size := testenv.EnvInt(b, "TK_BENCH_SIZE", 1500)
+	gap := time.Duration(testenv.EnvInt(b, "TK_BENCH_GAP_MS", 2000)) * time.Millisecond
 	st := testenv.StartStack(b, testenv.StackOptions{})
 	st.Java.Timeout = 10 * time.Minute
 	bins := map[string]string{"tk": testenv.BuiltCommand(b, "offloader")}
@@ -109,11 +110,11 @@ func BenchmarkOffloadWhileProducing(b *testing.B) {
 			off += s.offloaded
 		}
 		b.Logf("RESULT %-4s (median of %d runs): max publish latency %.0f ms (worst %.0f), p99 %.0f ms, longest ack gap %.0f ms (worst %.0f), topic opens %.0f per run (failed opens %.0f), failed sends %d in all, %d ledgers offloaded in all",
-			v, len(rs), median(lat), maxOf(lat), median(p99), median(gapv), maxOf(gapv), median(rel), median(fail), failed, off)
+			v, len(rs), stats.Median(lat), maxOf(lat), stats.Median(p99), stats.Median(gapv), maxOf(gapv), stats.Median(rel), stats.Median(fail), failed, off)
 		if v != "none" {
-			b.ReportMetric(median(lat), v+"-max-latency-ms")
-			b.ReportMetric(median(gapv), v+"-max-ack-gap-ms")
-			b.ReportMetric(median(rel), v+"-opens")
+			b.ReportMetric(stats.Median(lat), v+"-max-latency-ms")
+			b.ReportMetric(stats.Median(gapv), v+"-max-ack-gap-ms")
+			b.ReportMetric(stats.Median(rel), v+"-opens")
 		}
 	}
 }
