@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tierkeeper/tierkeeper/internal/retry"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
@@ -151,22 +152,16 @@ func OpenKeys(ctx context.Context, store blob.Reader, dataKey, indexKey string, 
 // retries more times when the transfer breaks (as Pulsar retries 3 times). It
 // returns the index and its raw bytes. A missing object is blob.ErrNotFound.
 func ReadIndex(ctx context.Context, store blob.Reader, indexKey string, retries int) (*Index, []byte, error) {
-	var lastErr error
-	for attempt := 0; attempt <= retries; attempt++ {
-		raw, err := getIndex(ctx, store, indexKey)
-		if err == nil {
-			ix, err := ParseIndex(raw)
-			if err != nil {
-				return nil, nil, fmt.Errorf("index %s: %w", indexKey, err)
-			}
-			return ix, raw, nil
-		}
-		if !retryable(ctx, err) {
-			return nil, nil, err
-		}
-		lastErr = err
+	pol := retry.Policy{Attempts: retries + 1, Retryable: func(err error) bool { return retryable(ctx, err) }}
+	raw, err := retry.Do(ctx, pol, func(ctx context.Context) ([]byte, error) { return getIndex(ctx, store, indexKey) })
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, lastErr
+	ix, err := ParseIndex(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("index %s: %w", indexKey, err)
+	}
+	return ix, raw, nil
 }
 
 func getIndex(ctx context.Context, store blob.Reader, key string) ([]byte, error) {

@@ -453,3 +453,46 @@ func ExampleReader() {
 	// 0 hello
 	// 1 world
 }
+
+// ReadIndex retries a failed index GET up to its budget (through
+// internal/retry), and stops at once on an error not worth retrying.
+func TestReadIndexRetries(t *testing.T) {
+	f := newFixture(t, [][]byte{[]byte("a"), []byte("b")}, 1024)
+	ik := IndexKey(f.id, f.ledger)
+	transient := errors.New("connection reset")
+	for _, c := range []struct {
+		name      string
+		failures  int
+		err       error
+		wantGets  int
+		wantError error
+	}{
+		{"two transient failures", 2, transient, 3, nil},
+		{"budget exhausted", 10, transient, 4, transient},
+		{"not found is final", 10, blob.ErrNotFound, 1, blob.ErrNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var gets atomic.Int64
+			f.store.Hook = func(op, key string, _ int) error {
+				if op == blob.OpGet && key == ik && gets.Add(1) <= int64(c.failures) {
+					return c.err
+				}
+				return nil
+			}
+			defer func() { f.store.Hook = nil }()
+			ix, raw, err := ReadIndex(context.Background(), f.store, ik, 3)
+			if got := gets.Load(); got != int64(c.wantGets) {
+				t.Errorf("%d index GETs, want %d", got, c.wantGets)
+			}
+			if c.wantError != nil {
+				if !errors.Is(err, c.wantError) {
+					t.Fatalf("err = %v, want %v", err, c.wantError)
+				}
+				return
+			}
+			if err != nil || ix == nil || len(raw) == 0 || ix.LastEntryID() != 1 {
+				t.Fatalf("ReadIndex = %v, %d bytes, %v", ix, len(raw), err)
+			}
+		})
+	}
+}
