@@ -17,6 +17,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.Message;
@@ -41,6 +42,8 @@ final class Client {
     static final String PROP_INDEX = "tk-index";
     /** Counted down by Tool.main once the result (or the error) is written. */
     static final CountDownLatch RESULT_PRINTED = new CountDownLatch(1);
+    /** Tool.main's exit code, set before RESULT_PRINTED counts down. */
+    static final AtomicInteger EXIT_CODE = new AtomicInteger(1);
 
     private Client() {}
 
@@ -302,11 +305,15 @@ final class Client {
         }
         AtomicBoolean stop = new AtomicBoolean();
         // On SIGTERM the hook stops the loop and holds the JVM until Tool.main
-        // has printed the result (RESULT_PRINTED), at most 90 s.
+        // has printed the result (RESULT_PRINTED), at most 90 s, then halts
+        // with main's exit code: returning would let the JVM's own exit
+        // (143) race Tool.main's halt(0).
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             stop.set(true);
             try {
-                RESULT_PRINTED.await(90, TimeUnit.SECONDS);
+                if (RESULT_PRINTED.await(90, TimeUnit.SECONDS)) {
+                    Runtime.getRuntime().halt(EXIT_CODE.get());
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

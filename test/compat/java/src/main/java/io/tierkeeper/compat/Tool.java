@@ -86,6 +86,7 @@ public final class Tool {
             code = 1;
         }
         System.err.flush();
+        Client.EXIT_CODE.set(code);
         Client.RESULT_PRINTED.countDown();
         // BookKeeper/Netty/ZooKeeper leave non-daemon threads behind.
         Runtime.getRuntime().halt(code);
