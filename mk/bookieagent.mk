@@ -1,10 +1,12 @@
 # bookieagent: bookie tuning recommendations, capacity reports, DaemonSet server.
 #
-# promtool (Debian's prometheus package) checks the agent's /metrics output
-# and configs/bookieagent-alerts.yaml in the tests. Installing the package
-# does not start a Prometheus server where invoke-rc.d/systemd refuse to
-# start services (containers, CI); where they do start it, it listens on
-# :9090 only and the tests do not use that port.
+# Debian's prometheus package: promtool checks the agent's /metrics output
+# and configs/bookieagent-alerts.yaml in the tests, and its prometheus server
+# (testenv.StartPrometheus: 127.0.0.1, a free port, its own config and TSDB)
+# runs the offloader's pressure query in offloader/pressure's tests.
+# Installing the package does not start a Prometheus server where
+# invoke-rc.d/systemd refuse to start services (containers, CI); where they
+# do start it, it listens on :9090 only and the tests do not use that port.
 APT_PACKAGES += prometheus
 
 .PHONY: bookieagent-check-configs bench-bookieagent
