@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -38,7 +40,8 @@ type Reading struct {
 // Source reads bookie usage.
 type Source interface {
 	// Read returns the usage of the given bookies (the agents source) or
-	// of every bookie the query returns (Prometheus; bookies is ignored).
+	// of every bookie the query returns (Prometheus, which reports each
+	// of the given bookies the result lacks).
 	Read(ctx context.Context, bookies []string) Reading
 	// Describe names the source for logs and --check.
 	Describe() string
@@ -119,7 +122,10 @@ func (a *Agents) Read(ctx context.Context, bookies []string) Reading {
 	for _, b := range bookies {
 		u := a.URLFor(b)
 		if u == "" {
+			// Under mu: the goroutines of earlier bookies append too.
+			mu.Lock()
 			r.Errors = append(r.Errors, fmt.Errorf("bookie %s: no agent URL (set pressure.agent_url or agent_urls)", b))
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
@@ -196,49 +202,100 @@ func LedgerUsage(rep bookieagent.Report) (float64, error) {
 // Prometheus reads usage with one instant query.
 type Prometheus struct {
 	URL, Query, Label string
-	api               promv1.API
-	o                 Options
+	// shown is URL with any password redacted: what messages print.
+	shown string
+	api   promv1.API
+	o     Options
 }
 
 // NewPrometheus returns a Prometheus source; label is the label holding
-// the bookie id.
-func NewPrometheus(url, query, label string, o Options) (*Prometheus, error) {
+// the bookie id. Credentials in url (http://user:password@host:9090) are
+// sent as basic auth and never printed.
+func NewPrometheus(rawURL, query, label string, o Options) (*Prometheus, error) {
 	o.defaults()
-	c, err := promapi.NewClient(promapi.Config{Address: url, Client: o.Client})
-	if err != nil {
-		return nil, fmt.Errorf("prometheus %s: %w", url, err)
+	shown := rawURL
+	u, err := url.Parse(rawURL)
+	if err == nil {
+		shown = u.Redacted()
+	} else if i := strings.LastIndex(rawURL, "@"); i >= 0 {
+		shown = "xxxxx" + rawURL[i:]
 	}
-	return &Prometheus{URL: url, Query: query, Label: label, api: promv1.NewAPI(c), o: o}, nil
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("prometheus %s: %w", shown, ErrBadPrometheusURL)
+	}
+	c, err := promapi.NewClient(promapi.Config{Address: rawURL, Client: o.Client})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus %s: %w", shown, err)
+	}
+	return &Prometheus{URL: rawURL, Query: query, Label: label, shown: shown, api: promv1.NewAPI(c), o: o}, nil
 }
 
-// Describe implements Source.
-func (p *Prometheus) Describe() string { return "prometheus " + p.URL }
+// ErrBadPrometheusURL is returned by NewPrometheus for a URL that is not
+// http(s)://host[:port][/path].
+var ErrBadPrometheusURL = errors.New("want an http(s)://host:port URL")
 
-// Read implements Source.
-func (p *Prometheus) Read(ctx context.Context, _ []string) Reading {
+// Describe implements Source.
+func (p *Prometheus) Describe() string { return "prometheus " + p.shown }
+
+// Read implements Source. The query must return an instant vector of
+// usage ratios (0..1), each sample labelled with the bookie id in Label;
+// several samples of one bookie count as the largest. Reported in Errors,
+// the bookie left out: a sample without the label or whose value is not a
+// ratio (NaN, negative, above 1 as a percentage would be) and, when
+// bookies are given, each of them the result does not hold (its agent
+// not scraped, say). A failed query, a result of another type or an empty
+// one is one error naming the query.
+func (p *Prometheus) Read(ctx context.Context, bookies []string) Reading {
 	r := Reading{Usage: map[string]float64{}, At: p.o.Now()}
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
 	v, _, _, err := p.api.Query(ctx, p.Query, r.At, promv1.WithTimeout(p.o.Timeout))
 	if err != nil {
-		if ctx.Err() != nil {
+		var ne net.Error
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 			err = fmt.Errorf("no answer within %s: %w", p.o.Timeout, err)
 		}
-		r.Errors = append(r.Errors, fmt.Errorf("prometheus %s query: %w", p.URL, err))
+		r.Errors = append(r.Errors, fmt.Errorf("prometheus %s: query %q: %w", p.shown, p.Query, err))
 		return r
 	}
 	vec, ok := v.(model.Vector)
 	if !ok {
-		r.Errors = append(r.Errors, fmt.Errorf("prometheus %s: query returned a %s, want an instant vector", p.URL, v.Type()))
+		r.Errors = append(r.Errors, fmt.Errorf("prometheus %s: query %q returned a %s, want an instant vector: %w", p.shown, p.Query, v.Type(), ErrNotVector))
 		return r
 	}
+	bad := map[string]bool{}
 	for _, s := range vec {
 		b := string(s.Metric[model.LabelName(p.Label)])
 		if b == "" {
-			r.Errors = append(r.Errors, fmt.Errorf("prometheus %s: a sample has no %q label: %s", p.URL, p.Label, s.Metric))
+			r.Errors = append(r.Errors, fmt.Errorf("prometheus %s: a sample has no %q label: %s", p.shown, p.Label, s.Metric))
 			continue
 		}
-		r.Usage[b] = max(r.Usage[b], float64(s.Value))
+		u := float64(s.Value)
+		if math.IsNaN(u) || u < 0 || u > 1 {
+			r.Errors = append(r.Errors, fmt.Errorf("bookie %s: prometheus %s: usage %v is not a ratio 0..1 (%s): %w", b, p.shown, u, s.Metric, ErrNotRatio))
+			bad[b] = true
+			continue
+		}
+		r.Usage[b] = max(r.Usage[b], u)
 	}
+	for b := range bad {
+		delete(r.Usage, b)
+	}
+	if len(vec) == 0 && len(bookies) == 0 {
+		r.Errors = append(r.Errors, fmt.Errorf("prometheus %s: query %q returned no samples", p.shown, p.Query))
+	}
+	for _, b := range bookies {
+		if _, ok := r.Usage[b]; !ok && !bad[b] {
+			r.Errors = append(r.Errors, fmt.Errorf("bookie %s: prometheus %s: no sample with %s=%q in the result of %q", b, p.shown, p.Label, b, p.Query))
+		}
+	}
+	sort.Slice(r.Errors, func(i, j int) bool { return r.Errors[i].Error() < r.Errors[j].Error() })
 	return r
 }
+
+// ErrNotVector is returned when the query's result is not an instant
+// vector (a scalar, a range vector, a string).
+var ErrNotVector = errors.New("not an instant vector")
+
+// ErrNotRatio is returned for a sample that is not a usage ratio 0..1.
+var ErrNotRatio = errors.New("not a usage ratio")

@@ -17,23 +17,7 @@ import (
 
 func TestAgentsRead(t *testing.T) {
 	full, light := mltest.Agent(t, 0.91), mltest.Agent(t, 0.40)
-	// A server that never answers within the timeout.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	hang := make(chan struct{})
-	defer close(hang)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { <-hang; c.Close() }()
-		}
-	}()
+	hang := silentServer(t)
 	notAgent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "nope", http.StatusNotFound)
 	}))
@@ -42,7 +26,7 @@ func TestAgentsRead(t *testing.T) {
 	a := NewAgents("", map[string]string{
 		"b-full:3181":  full,
 		"b-light:3181": light,
-		"b-hang:3181":  "http://" + ln.Addr().String() + "/report",
+		"b-hang:3181":  "http://" + hang + "/report",
 		"b-404:3181":   notAgent.URL + "/report",
 	}, Options{Timeout: 300 * time.Millisecond})
 	start := time.Now()
@@ -54,13 +38,35 @@ func TestAgentsRead(t *testing.T) {
 		t.Errorf("usage = %v", r.Usage)
 	}
 	msgs := fmt.Sprint(r.Errors)
-	for _, w := range []string{"bookie b-hang:3181: GET http://" + ln.Addr().String() + "/report: no answer within 300ms",
+	for _, w := range []string{"bookie b-hang:3181: GET http://" + hang + "/report: no answer within 300ms",
 		"bookie b-404:3181: GET " + notAgent.URL + "/report: 404 Not Found: nope",
 		"bookie b-unknown:3181: no agent URL"} {
 		if !strings.Contains(msgs, w) {
 			t.Errorf("errors %s\nmiss %q", msgs, w)
 		}
 	}
+}
+
+// silentServer returns the 127.0.0.1 address of a server that accepts
+// connections and never answers; it closes when t ends.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hang := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); close(hang) })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { <-hang; c.Close() }()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 func TestAgentURLFor(t *testing.T) {
