@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
 // Reading is one round of usage figures.
@@ -74,7 +75,10 @@ func (o *Options) defaults() {
 	}
 }
 
-// Agents reads the bookie agents' /report.
+// Agents reads the bookie agents' /report. A user and password in an
+// agent URL (http://user:password@{host}:8000/report) are sent as basic
+// auth and never printed: Describe and every error show the URL as
+// blob.RedactURL gives it.
 type Agents struct {
 	// Template is a URL with {host}, replaced by the host part of the
 	// bookie id ("http://{host}:8000/report").
@@ -93,7 +97,7 @@ func NewAgents(template string, urls map[string]string, o Options) *Agents {
 // Describe implements Source.
 func (a *Agents) Describe() string {
 	if a.Template != "" {
-		return "bookie agents at " + a.Template
+		return "bookie agents at " + blob.RedactURL(a.Template)
 	}
 	return fmt.Sprintf("bookie agents (%d URLs)", len(a.URLs))
 }
@@ -154,27 +158,38 @@ var ErrNoLedgerMount = errors.New("agent report has no mount holding a ledger di
 func (a *Agents) readOne(ctx context.Context, u string) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
+	shown := blob.RedactURL(u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("GET %s: not a valid URL: %w", shown, urlErrorCause(err))
 	}
 	resp, err := a.o.Client.Do(req)
 	if err != nil {
+		err = urlErrorCause(err)
 		if ctx.Err() != nil {
-			return 0, fmt.Errorf("GET %s: no answer within %s: %w", u, a.o.Timeout, err)
+			return 0, fmt.Errorf("GET %s: no answer within %s: %w", shown, a.o.Timeout, err)
 		}
-		return 0, fmt.Errorf("GET %s: %w", u, err)
+		return 0, fmt.Errorf("GET %s: %w", shown, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-		return 0, fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+		return 0, fmt.Errorf("GET %s: %s: %s", shown, resp.Status, strings.TrimSpace(string(b)))
 	}
 	var rep bookieagent.Report
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&rep); err != nil {
-		return 0, fmt.Errorf("GET %s: not an agent report: %w", u, err)
+		return 0, fmt.Errorf("GET %s: not an agent report: %w", shown, err)
 	}
 	return LedgerUsage(rep)
+}
+
+// urlErrorCause drops the *url.Error around err: its message repeats the
+// URL, and url.Parse's quotes it whole, password included.
+func urlErrorCause(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
+	}
+	return err
 }
 
 // LedgerUsage is the usage of the fullest mount of rep that holds a ledger

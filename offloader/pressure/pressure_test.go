@@ -96,3 +96,70 @@ func TestLedgerUsage(t *testing.T) {
 		t.Errorf("empty report: %v", err)
 	}
 }
+
+// TestAgentsRedactPassword: agent URLs carrying user:password (from the
+// template and per bookie) against real 127.0.0.1 servers that answer 503,
+// answer something that is not a report, never answer, and are closed,
+// and one URL that does not parse: the password goes to the agent as
+// basic auth, and no error nor Describe prints it, while each error still
+// names the agent's host and port.
+func TestAgentsRedactPassword(t *testing.T) {
+	const secret = "SECRET-agent-pw"
+	gotAuth := make(chan string, 1)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pw, ok := r.BasicAuth(); ok {
+			select {
+			case gotAuth <- pw:
+			default:
+			}
+		}
+		http.Error(w, "agent down", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	junk := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "<html>not json</html>")
+	}))
+	defer junk.Close()
+	hang, closed := silentServer(t), closedPort(t)
+	hostPort := func(u string) string { return strings.TrimPrefix(u, "http://") }
+	withCreds := func(addr string) string { return "http://tk:" + secret + "@" + addr + "/report" }
+	_, downPort, _ := net.SplitHostPort(hostPort(down.URL))
+
+	a := NewAgents("http://tk:"+secret+"@{host}:"+downPort+"/report", map[string]string{
+		"b-junk:3181":   withCreds(hostPort(junk.URL)),
+		"b-hang:3181":   withCreds(hang),
+		"b-closed:3181": withCreds(closed),
+		"b-bad:3181":    "http://tk:" + secret + "@127.0.0.1:99x/report",
+	}, Options{Timeout: 300 * time.Millisecond})
+	if d := a.Describe(); strings.Contains(d, secret) || !strings.Contains(d, "@{host}:"+downPort+"/report") {
+		t.Errorf("Describe() = %q", d)
+	}
+	r := a.Read(context.Background(), []string{"127.0.0.1:3181", "b-junk:3181", "b-hang:3181", "b-closed:3181", "b-bad:3181"})
+	if pw := <-gotAuth; pw != secret {
+		t.Errorf("agent got basic-auth password %q", pw)
+	}
+	if len(r.Errors) != 5 || len(r.Usage) != 0 {
+		t.Fatalf("usage %v, errors %v", r.Usage, r.Errors)
+	}
+	want := map[string]string{
+		"bookie 127.0.0.1:3181": "GET http://<redacted>@" + hostPort(down.URL) + "/report: 503 Service Unavailable: agent down",
+		"bookie b-junk:3181":    "GET http://<redacted>@" + hostPort(junk.URL) + "/report: not an agent report",
+		"bookie b-hang:3181":    "GET http://<redacted>@" + hang + "/report: no answer within 300ms",
+		"bookie b-closed:3181":  "GET http://<redacted>@" + closed + "/report: ",
+		"bookie b-bad:3181":     "GET http://<redacted>@127.0.0.1:99x/report: not a valid URL",
+	}
+	for _, err := range r.Errors {
+		msg := err.Error()
+		if strings.Contains(msg, secret) {
+			t.Errorf("password printed: %s", msg)
+		}
+		b, _, _ := strings.Cut(msg, ": ")
+		if w, ok := want[b]; !ok || !strings.Contains(msg, w) {
+			t.Errorf("error %q\nwant it to contain %q", msg, w)
+		}
+		delete(want, b)
+	}
+	if !strings.Contains(fmt.Sprint(r.Errors), "connection refused") {
+		t.Errorf("closed port not reported as refused: %v", r.Errors)
+	}
+}
