@@ -217,7 +217,7 @@ func LedgerUsage(rep bookieagent.Report) (float64, error) {
 // Prometheus reads usage with one instant query.
 type Prometheus struct {
 	URL, Query, Label string
-	// shown is URL with any password redacted: what messages print.
+	// shown is URL as blob.RedactURL gives it: what messages print.
 	shown string
 	api   promv1.API
 	o     Options
@@ -228,13 +228,8 @@ type Prometheus struct {
 // sent as basic auth and never printed.
 func NewPrometheus(rawURL, query, label string, o Options) (*Prometheus, error) {
 	o.defaults()
-	shown := rawURL
+	shown := blob.RedactURL(rawURL)
 	u, err := url.Parse(rawURL)
-	if err == nil {
-		shown = u.Redacted()
-	} else if i := strings.LastIndex(rawURL, "@"); i >= 0 {
-		shown = "xxxxx" + rawURL[i:]
-	}
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("prometheus %s: %w", shown, ErrBadPrometheusURL)
 	}

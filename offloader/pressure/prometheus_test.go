@@ -145,7 +145,7 @@ func TestPrometheusRead(t *testing.T) {
 		}
 		wantErrors(t, r, 0)
 		p, _ := NewPrometheus(withCreds, query, label, Options{})
-		if d := p.Describe(); d != "prometheus "+strings.Replace(withCreds, secret, "xxxxx", 1) {
+		if d := p.Describe(); d != "prometheus "+strings.Replace(withCreds, "tk:"+secret, "<redacted>", 1) {
 			t.Errorf("Describe = %q", d)
 		}
 	})
@@ -183,7 +183,7 @@ func TestPrometheusRead(t *testing.T) {
 	t.Run("bad PromQL", func(t *testing.T) {
 		const bad = "max by (bookie) (tierkeeper_bookieagent_mount_usage_ratio"
 		r := read(t, withCreds, bad, b0)
-		wantErrors(t, r, 1, fmt.Sprintf("prometheus http://tk:xxxxx@%s: query %q: bad_data: ", prom.Addr, bad), "parse error")
+		wantErrors(t, r, 1, fmt.Sprintf("prometheus http://<redacted>@%s: query %q: bad_data: ", prom.Addr, bad), "parse error")
 	})
 	t.Run("no samples", func(t *testing.T) {
 		r := read(t, prom.URL, "tierkeeper_no_such_metric")
@@ -194,7 +194,7 @@ func TestPrometheusRead(t *testing.T) {
 	t.Run("stopped", func(t *testing.T) {
 		prom.Stop()
 		r := read(t, withCreds, query, b0)
-		wantErrors(t, r, 1, fmt.Sprintf("prometheus http://tk:xxxxx@%s: query %q: ", prom.Addr, query), "connection refused")
+		wantErrors(t, r, 1, fmt.Sprintf("prometheus http://<redacted>@%s: query %q: ", prom.Addr, query), "connection refused")
 	})
 }
 
@@ -214,7 +214,7 @@ func TestPrometheusUnreachable(t *testing.T) {
 				t.Errorf("Read took %s with a 300ms timeout", took)
 			}
 			msg := fmt.Sprint(r.Errors)
-			want := fmt.Sprintf(`prometheus http://tk:xxxxx@%s: query "up": `, addr)
+			want := fmt.Sprintf(`prometheus http://<redacted>@%s: query "up": `, addr)
 			if name == "hanging" {
 				want += "no answer within 300ms"
 			}
