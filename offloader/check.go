@@ -197,7 +197,7 @@ func (a Admin) BrokerAdmin(log *slog.Logger) (*brokeradmin.Client, error) {
 }
 
 func checkAdmin(ctx context.Context, c *Config, log *slog.Logger) CheckResult {
-	r := CheckResult{Name: "admin", Target: c.Admin.URL}
+	r := CheckResult{Name: "admin", Target: blob.RedactURL(c.Admin.URL)}
 	if c.Admin.URL == "" {
 		r.OK, r.Skipped = true, true
 		r.Detail = "no admin.url: topics are not unloaded after a commit; the owning broker reloads on its next metadata write"

@@ -174,6 +174,33 @@ type Pressure struct {
 	Prometheus PrometheusSource  `yaml:"prometheus"`
 }
 
+// pressureFields is Pressure without its methods (no recursion).
+type pressureFields Pressure
+
+// redacted returns p with the password of every URL redacted
+// (blob.RedactURL): agent URLs and the Prometheus URL may carry basic auth.
+func (p Pressure) redacted() pressureFields {
+	out := pressureFields(p)
+	out.AgentURL = blob.RedactURL(p.AgentURL)
+	if p.AgentURLs != nil {
+		out.AgentURLs = make(map[string]string, len(p.AgentURLs))
+		for k, v := range p.AgentURLs {
+			out.AgentURLs[k] = blob.RedactURL(v)
+		}
+	}
+	out.Prometheus.URL = blob.RedactURL(p.Prometheus.URL)
+	return out
+}
+
+// MarshalYAML renders the section with URL passwords redacted (Render,
+// the config's JSON).
+func (p Pressure) MarshalYAML() (any, error) { return p.redacted(), nil }
+
+// Format prints the section with URL passwords redacted, for every verb.
+func (p Pressure) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), p.redacted())
+}
+
 // PrometheusSource reads bookie usage from a Prometheus query instead of
 // the agents.
 type PrometheusSource struct {
@@ -383,7 +410,7 @@ func (c *Config) Validate() error {
 	if c.Admin.URL != "" {
 		u, err := url.Parse(c.Admin.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("admin.url %q: want an http:// or https:// URL", c.Admin.URL)
+			bad("admin.url %q: want an http:// or https:// URL", blob.RedactURL(c.Admin.URL))
 		} else if u.User != nil {
 			bad("admin.url must not contain credentials; use admin.token")
 		}
@@ -432,7 +459,7 @@ func (c *Config) Validate() error {
 		bad("pressure.prometheus.query is required with pressure.prometheus.url")
 	}
 	if p.AgentURL != "" && !strings.Contains(p.AgentURL, "{host}") {
-		bad("pressure.agent_url %q must contain {host}", p.AgentURL)
+		bad("pressure.agent_url %q must contain {host}", blob.RedactURL(p.AgentURL))
 	}
 	if _, err := c.PolicyRules(); err != nil {
 		errs = append(errs, err)

@@ -277,3 +277,63 @@ func TestLoad(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestURLPasswordsRedacted: a password in a pressure URL (agent_url,
+// agent_urls, prometheus.url) or in a bad admin.url never appears in a
+// rendering of the config nor in a validation error, which still name
+// the host and port.
+func TestURLPasswordsRedacted(t *testing.T) {
+	const pw = "SECRET-url-pw"
+	doc := minimal + `
+pressure:
+  threshold: 0.9
+  agent_url: "http://tk:` + pw + `@{host}:8000/report"
+  agent_urls: {"b1:3181": "http://tk:` + pw + `@agent-b1:8001/report"}
+`
+	c, err := Parse([]byte(doc), testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logBuf bytes.Buffer
+	slog.New(slog.NewTextHandler(&logBuf, nil)).Info("config", "cfg", c, "pressure", c.Pressure)
+	prom := c.Pressure
+	prom.AgentURL, prom.AgentURLs, prom.Prometheus.URL = "", nil, "https://tk:"+pw+"@prom:9090"
+	for name, out := range map[string]string{"Render": c.Render(), "json": strings.NewReplacer(`\u003c`, "<", `\u003e`, ">").Replace(string(js)), "%v": fmt.Sprintf("%v", c),
+		"%+v": fmt.Sprintf("%+v", *c), "%#v pressure": fmt.Sprintf("%#v", c.Pressure), "slog": logBuf.String()} {
+		if strings.Contains(out, pw) || !strings.Contains(out, "<redacted>@{host}:8000/report") || !strings.Contains(out, "<redacted>@agent-b1:8001/report") {
+			t.Errorf("%s rendering:\n%s", name, out)
+		}
+	}
+	if out := fmt.Sprintf("%+v", prom); strings.Contains(out, pw) || !strings.Contains(out, "https://<redacted>@prom:9090") {
+		t.Errorf("prometheus url rendering: %s", out)
+	}
+	if c.Pressure.AgentURLs["b1:3181"] != "http://tk:"+pw+"@agent-b1:8001/report" {
+		t.Errorf("rendering changed the config: %v", c.Pressure.AgentURLs)
+	}
+
+	for bad, where := range map[string]string{
+		"pressure: {threshold: 0.9, agent_url: \"http://tk:" + pw + "@agents:8000/report\"}\n": "@agents:8000/report",
+		"admin: {url: \"ftp://tk:" + pw + "@broker:8080\"}\n":                                  "@broker:8080",
+		"admin: {url: \"http://tk:" + pw + "@broker:80x\"}\n":                                  "@broker:80x",
+	} {
+		_, err := Parse([]byte(minimal+bad), testOpts)
+		if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "<redacted>"+where) {
+			t.Errorf("%s: error %v", bad, err)
+		}
+	}
+}
+
+// TestCheckAdminTargetRedacted: the admin check's target (what --check
+// prints) never shows a password put in the URL of a config that did not
+// go through Validate.
+func TestCheckAdminTargetRedacted(t *testing.T) {
+	c := &Config{Admin: Admin{URL: "http://tk:SECRET-admin-pw@127.0.0.1:1", Timeout: Duration(time.Second)}}
+	r := checkAdmin(t.Context(), c, slog.New(slog.DiscardHandler))
+	if s := r.Target + " " + r.Detail; r.OK || strings.Contains(s, "SECRET-admin-pw") || r.Target != "http://<redacted>@127.0.0.1:1" {
+		t.Errorf("admin check %+v", r)
+	}
+}
