@@ -18,6 +18,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
 // fetchServiceStatus reads a running service's /status, bounded by timeout.
@@ -25,28 +26,29 @@ func fetchServiceStatus(ctx context.Context, base string, timeout time.Duration)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	u := strings.TrimRight(base, "/") + "/status"
+	shown := blob.RedactURL(u) // a password in --service never printed
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--service %q: %w", base, err)
+		return nil, nil, fmt.Errorf("--service %q: %w", blob.RedactURL(base), blob.URLErrorCause(err))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("GET %s: no answer within %s", u, timeout)
+			return nil, nil, fmt.Errorf("GET %s: no answer within %s", shown, timeout)
 		}
-		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+		return nil, nil, fmt.Errorf("GET %s: %w", shown, blob.URLErrorCause(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+		return nil, nil, fmt.Errorf("GET %s: %w", shown, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+		return nil, nil, fmt.Errorf("GET %s: %s", shown, resp.Status)
 	}
 	var st offloader.Status
 	if err := json.Unmarshal(body, &st); err != nil {
-		return nil, nil, fmt.Errorf("GET %s: not an offloader status document: %w", u, err)
+		return nil, nil, fmt.Errorf("GET %s: not an offloader status document: %w", shown, err)
 	}
 	return &st, body, nil
 }

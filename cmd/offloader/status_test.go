@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -141,4 +142,49 @@ func TestStatusWatch(t *testing.T) {
 	if _, _, err := run(t, "status", "--service", hs.URL, "--watch", "-1s"); err == nil {
 		t.Error("negative --watch accepted")
 	}
+}
+
+// TestFetchServiceStatusRedactsPassword: a password in --service (behind
+// an authenticating proxy) reaches the server as basic auth and no error
+// prints it — a 503, a silent server, a closed port, a bad port — while
+// each names host and port.
+func TestFetchServiceStatusRedactsPassword(t *testing.T) {
+	const pw = "SECRET-service-pw"
+	var gotPW string
+	var mu sync.Mutex
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, p, _ := r.BasicAuth()
+		mu.Lock()
+		gotPW = p
+		mu.Unlock()
+		http.Error(w, "proxy down", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // accepts (in its backlog), never answers
+	closedLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := closedLn.Addr().String()
+	closedLn.Close()
+	downAddr := strings.TrimPrefix(down.URL, "http://")
+	for addr, want := range map[string]string{
+		downAddr:           "GET http://<redacted>@" + downAddr + "/status: 503 Service Unavailable",
+		ln.Addr().String(): "GET http://<redacted>@" + ln.Addr().String() + "/status: no answer within 300ms",
+		closed:             "GET http://<redacted>@" + closed + "/status: dial tcp " + closed + ": connect: connection refused",
+		"127.0.0.1:80x":    `--service "http://<redacted>@127.0.0.1:80x": invalid port ":80x"`,
+	} {
+		_, _, err := fetchServiceStatus(t.Context(), "http://tk:"+pw+"@"+addr, 300*time.Millisecond)
+		if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v\nwant it to contain %q", addr, err, want)
+		}
+	}
+	if mu.Lock(); gotPW != pw {
+		t.Errorf("server got basic-auth password %q", gotPW)
+	}
+	mu.Unlock()
 }

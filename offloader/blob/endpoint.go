@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -58,6 +59,16 @@ func RedactURL(raw string) string {
 		return raw
 	}
 	return raw[:start] + redacted + raw[start+at:]
+}
+
+// URLErrorCause returns the cause inside err's *url.Error, or err: that
+// wrapper's message repeats the URL (url.Parse's quotes it whole,
+// password included). Print the URL through RedactURL beside it.
+func URLErrorCause(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
+	}
+	return err
 }
 
 // rawPort returns what follows the last ':' of the host part of raw's

@@ -1,6 +1,9 @@
 package blob_test
 
 import (
+	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -75,4 +78,18 @@ func FuzzRedactURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestURLErrorCause(t *testing.T) {
+	_, err := url.Parse("http://tk:SECRET-pw@host:9x/p")
+	if err == nil || !strings.Contains(err.Error(), "SECRET-pw") {
+		t.Fatalf("url.Parse error %v: want one quoting the URL", err)
+	}
+	if c := blob.URLErrorCause(err); c == nil || strings.Contains(c.Error(), "SECRET-pw") || !strings.Contains(c.Error(), `invalid port ":9x"`) {
+		t.Errorf("URLErrorCause = %v", c)
+	}
+	other := errors.New("plain")
+	if c := blob.URLErrorCause(fmt.Errorf("wrapped: %w", other)); c.Error() != "wrapped: plain" {
+		t.Errorf("URLErrorCause of a plain error = %v", c)
+	}
 }

@@ -161,11 +161,11 @@ func (a *Agents) readOne(ctx context.Context, u string) (float64, error) {
 	shown := blob.RedactURL(u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: not a valid URL: %w", shown, urlErrorCause(err))
+		return 0, fmt.Errorf("GET %s: not a valid URL: %w", shown, blob.URLErrorCause(err))
 	}
 	resp, err := a.o.Client.Do(req)
 	if err != nil {
-		err = urlErrorCause(err)
+		err = blob.URLErrorCause(err)
 		if ctx.Err() != nil {
 			return 0, fmt.Errorf("GET %s: no answer within %s: %w", shown, a.o.Timeout, err)
 		}
@@ -181,15 +181,6 @@ func (a *Agents) readOne(ctx context.Context, u string) (float64, error) {
 		return 0, fmt.Errorf("GET %s: not an agent report: %w", shown, err)
 	}
 	return LedgerUsage(rep)
-}
-
-// urlErrorCause drops the *url.Error around err: its message repeats the
-// URL, and url.Parse's quotes it whole, password included.
-func urlErrorCause(err error) error {
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		return ue.Err
-	}
-	return err
 }
 
 // LedgerUsage is the usage of the fullest mount of rep that holds a ledger
