@@ -407,6 +407,13 @@ func (c *Config) Validate() error {
 	if !c.Store.IsSet() {
 		bad("store is required (a blob config: type fs, s3 or cos; see docs/blobstores.md)")
 	}
+	if e := c.Driver.ServiceEndpoint; e != "" {
+		// Written into every offloaded ledger's metadata and shown by
+		// status: a URL without credentials, checked as store endpoints are.
+		if _, err := blob.ParseEndpoint(e); err != nil {
+			bad("driver.service_endpoint: %v", err)
+		}
+	}
 	if c.Admin.URL != "" {
 		u, err := url.Parse(c.Admin.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -317,6 +317,7 @@ pressure:
 
 	for bad, where := range map[string]string{
 		"pressure: {threshold: 0.9, agent_url: \"http://tk:" + pw + "@agents:8000/report\"}\n": "@agents:8000/report",
+		"driver: {service_endpoint: \"https://tk:" + pw + "@s3.example:9000\"}\n":              "@s3.example:9000",
 		"admin: {url: \"ftp://tk:" + pw + "@broker:8080\"}\n":                                  "@broker:8080",
 		"admin: {url: \"http://tk:" + pw + "@broker:80x\"}\n":                                  "@broker:80x",
 	} {
