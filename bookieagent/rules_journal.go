@@ -110,14 +110,20 @@ func commitP99(r diskbench.Result) (int64, bool) {
 	return 0, false
 }
 
-// medianP99 is the (lower) median over rounds of commitP99.
-func medianP99(rs []diskbench.Result) (float64, bool) {
+// p99Rounds is the rounds of commitP99 (results without one left out).
+func p99Rounds(rs []diskbench.Result) rounds {
 	var v rounds
 	for _, r := range rs {
 		if p, ok := commitP99(r); ok {
 			v.add(float64(p))
 		}
 	}
+	return v
+}
+
+// medianP99 is the (lower) median over rounds of commitP99.
+func medianP99(rs []diskbench.Result) (float64, bool) {
+	v := p99Rounds(rs)
 	return v.lowMedian(), v.n() > 0
 }
 
@@ -144,13 +150,7 @@ func pickJournalCount(sweep map[int][]diskbench.Result, base int) (int, string) 
 	for _, c := range counts {
 		by[c] = rateRounds(sweep[c])
 		lat := "p99 n/a"
-		var v rounds
-		for _, r := range sweep[c] {
-			if p, ok := commitP99(r); ok {
-				v.add(float64(p))
-			}
-		}
-		if v.n() > 0 {
+		if v := p99Rounds(sweep[c]); v.n() > 0 {
 			p99[c] = v
 			kind := "commit"
 			if sweep[c][0].AddLatency != nil {
