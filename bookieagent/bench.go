@@ -381,16 +381,10 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 				j("journalBufferedWritesThreshold 1MiB, journalWriteBufferSizeKB 1024", 3, 1, 1024, 1024, journalDeepInFlight),
 			)
 		case RoleLedger:
-			er, eb, ew, emin := 0.0, 0.0, time.Duration(0), int64(0)
-			if r, ok := probe[i]; ok {
-				er, eb, emin = r.BytesPerSec, burstOf(r), burstBytes(r)
-				// After the probe the disk is past its burst; later runs
-				// follow each other closely, so they settle faster.
-				ew = min(max(time.Duration(r.WarmupSec*float64(time.Second))/2, 2*settleWindow*time.Second), 30*time.Second)
-			}
+			pf := probeFigures(probe, i)
 			e := func(name string, tier, writers int, bs int64) benchPoint {
-				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: er, burst: eb, warm: ew,
-					minBytes: emin}
+				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: pf.rate, burst: pf.burst, warm: pf.warm,
+					minBytes: pf.minBytes}
 			}
 			pr := e("entry log 1 writer × 1MiB writes", 1, 1, MiB)
 			pr.probe = true
@@ -410,13 +404,9 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 	for i, j := range p.Disks {
 		for k, l := range p.Disks {
 			if j.Role == RoleJournal && l.Role == RoleLedger && sameDevice(j.Disk, l.Disk) {
-				lr, lb, lw, lmin := 0.0, 0.0, time.Duration(0), int64(0)
-				if r, ok := probe[k]; ok {
-					lr, lb, lmin = r.BytesPerSec, burstOf(r), burstBytes(r)
-					lw = min(max(time.Duration(r.WarmupSec*float64(time.Second))/2, 2*settleWindow*time.Second), 30*time.Second)
-				}
+				pf := probeFigures(probe, k)
 				out = append(out, benchPoint{name: fmt.Sprintf("journal %s + ledger %s (shared device %s): 1 journal and 1 entry-log writer at once", j.Disk.Dir, l.Disk.Dir, j.Disk.Device.Disk),
-					disk: i, disk2: k, kind: kindMixed, tier: 1, writers: 1, blockSize: MiB, rate: lr, burst: lb, warm: lw, minBytes: lmin})
+					disk: i, disk2: k, kind: kindMixed, tier: 1, writers: 1, blockSize: MiB, rate: pf.rate, burst: pf.burst, warm: pf.warm, minBytes: pf.minBytes})
 			}
 		}
 	}
@@ -741,6 +731,26 @@ func burstOf(r diskbench.Result) float64 {
 		return max(r.Settle.BurstBytesPerSec, r.BytesPerSec)
 	}
 	return r.BytesPerSec
+}
+
+// probed is what the probe of a ledger disk sets for its later entry-log
+// runs (all zero without a probe).
+type probed struct {
+	rate, burst float64
+	warm        time.Duration
+	minBytes    int64
+}
+
+// probeFigures returns the probe figures of disk i.
+func probeFigures(probe map[int]diskbench.Result, i int) probed {
+	r, ok := probe[i]
+	if !ok {
+		return probed{}
+	}
+	// After the probe the disk is past its burst; later runs follow each
+	// other closely, so they settle faster.
+	return probed{rate: r.BytesPerSec, burst: burstOf(r), minBytes: burstBytes(r),
+		warm: min(max(time.Duration(r.WarmupSec*float64(time.Second))/2, 2*settleWindow*time.Second), 30*time.Second)}
 }
 
 // burstBytes is what later entry-log runs must write before they may end
