@@ -55,7 +55,8 @@ func TestClusterRealBookies(t *testing.T) {
 	written := append(append([]testenv.WrittenLedger{}, m3.Ledgers...), m2.Ledgers...)
 	off, closed, open := m3.Ledgers[0], m3.Ledgers[1], m3.Ledgers[2]
 
-	conn := z.Session(t, tkzk.Options{SessionTimeout: 10 * time.Second}).Conn
+	sess := z.Session(t, tkzk.Options{SessionTimeout: 10 * time.Second, ConnectTimeout: 10 * time.Second})
+	conn := sess.Conn
 	c := mltest.NewCreator(conn)
 	now := time.Now()
 	if err := c.CreateML("public/default/persistent/orders", mltest.Info(
@@ -74,7 +75,6 @@ func TestClusterRealBookies(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	sess := z.Session(t, tkzk.Options{ConnectTimeout: 10 * time.Second})
 	ids := bk.RunningBookies()
 	slices.Sort(ids)
 	// A hanging agent: its bookie's figures are an error within the bound.
