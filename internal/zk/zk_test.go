@@ -277,11 +277,7 @@ func TestSessionExpiresBehindPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	w, err := zk.Connect(ctx, []string{z.Addr}, zk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Close)
+	w := z.Session(t, zk.Options{})
 	if _, err := s.Create("/eph", nil, gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
