@@ -228,7 +228,8 @@ func runFioCase(fio, dir string, c fiocmp.Case, d, ramp time.Duration) (fiocmp.M
 			os.Remove(f)
 		}
 	}()
-	out, err := exec.Command(fio, "--output-format=json", jf.Name()).Output()
+	// fio runs ramp + d; the rest is its setup (file layout) and exit.
+	out, err := testenv.RunTool(context.Background(), ramp+d+2*time.Minute, exec.Command(fio, "--output-format=json", jf.Name()))
 	if err != nil {
 		return fiocmp.Metrics{}, 0, fmt.Errorf("fio: %w", err)
 	}
