@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -123,7 +122,6 @@ func TestOffloadTopicPulsarReadsBack(t *testing.T) {
 			t.Errorf("second trim of %d: %+v", lr.LedgerID, lr.Trim)
 		}
 	}
-	_ = time.Second
 }
 
 // Per-topic batching: five ledgers offloaded and trimmed (lag 0) cost two
