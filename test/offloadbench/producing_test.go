@@ -38,6 +38,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,7 +141,7 @@ func maxOf(v []float64) float64 {
 func runProducing(b *testing.B, st *testenv.Stack, bin, store, name string, rate, size, offloadRounds int, gap time.Duration) stall {
 	ctx := context.Background()
 	topic := "persistent://public/default/" + name
-	logBefore := logLines(st.Broker.LogPath())
+	logBefore := logSize(st.Broker.LogPath())
 	p := st.Java.StartProducer(b, st.Broker, topic, testenv.KeepProducingOptions{Rate: float64(rate), Seed: 31, Size: size, MaxDuration: 10 * time.Minute})
 	if err := p.WaitAcked(2*rate, 90*time.Second); err != nil {
 		b.Fatal(err)
@@ -235,20 +236,13 @@ func offloadProducing(ctx context.Context, bin string, st *testenv.Stack, store,
 	return &res, nil
 }
 
-// logLines counts a file's lines.
-func logLines(path string) int {
-	f, err := os.Open(path)
+// logSize is a file's size (where the lines appended later begin).
+func logSize(path string) int64 {
+	fi, err := os.Stat(path)
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	n := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		n++
-	}
-	return n
+	return fi.Size()
 }
 
 // brokerLog counts what the broker logged about one topic's managed
@@ -268,23 +262,21 @@ var logMarkers = []struct {
 	{"Unloading topic", func(l *brokerLog) *int { return &l.unloads }},                         // the admin unload
 }
 
-// countLog counts the markers on the broker log lines after line skip that
-// name the topic (name is unique per run).
-func countLog(path string, skip int, name string) brokerLog {
+// countLog counts the markers on the broker log lines from byte offset
+// from on that name the topic (name is unique per run).
+func countLog(path string, from int64, name string) brokerLog {
 	var out brokerLog
 	f, err := os.Open(path)
 	if err != nil {
 		return out
 	}
 	defer f.Close()
-	i := 0
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return out
+	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		i++
-		if i <= skip {
-			continue
-		}
 		l := sc.Text()
 		if !strings.Contains(l, name) {
 			continue
