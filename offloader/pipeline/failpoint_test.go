@@ -90,9 +90,7 @@ func runCrashing(p *Pipeline, ml string, ids []int64) (returned bool, err error)
 // uploaded but uncommitted attempt is adopted, not copied again).
 func TestCrashAtEveryFailpointResumes(t *testing.T) {
 	r := newRig(t, false)
-	name := uniqueML(t)
-	env.MLWrite(t, name, 7*280+5, 280, 20<<10) // 7 ledgers of 280 x 20 KiB (two 5 MiB blocks) + a last one
-	ids := Candidates(r.info(t, name).Info, -1, false)
+	name, ids := r.topic(t, 7*280+5, 280, 20<<10) // 7 ledgers of 280 x 20 KiB (two 5 MiB blocks) + a last one
 	if len(ids) != 7 {
 		t.Fatalf("candidates %v", ids)
 	}

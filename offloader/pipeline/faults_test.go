@@ -25,9 +25,7 @@ func TestZooKeeperSessionLostBeforeCommit(t *testing.T) {
 	peers(t)
 	px := testenv.StartFaultProxy(t, env.ZK.Addr)
 	r := newRigWith(t, rigOptions{zkAddr: px.Addr, sessionTimeout: 2 * time.Second})
-	name := uniqueML(t)
-	env.MLWrite(t, name, 25, 10, 4<<10)
-	ids := Candidates(r.info(t, name).Info, -1, false)
+	name, ids := r.topic(t, 25, 10, 4<<10)
 	p := r.pipeline(t, func(d *Deps, _ *Options) {
 		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ Target) error {
 			if n == FPAfterVerify {
@@ -109,9 +107,7 @@ func TestS3KilledMidUpload(t *testing.T) {
 // the metadata is left as it was.
 func TestBookieKilledMidRead(t *testing.T) {
 	r := newRig(t, false)
-	name := uniqueML(t)
-	env.MLWrite(t, name, 2*200+5, 200, 16<<10)
-	ids := Candidates(r.info(t, name).Info, -1, false)
+	name, ids := r.topic(t, 2*200+5, 200, 16<<10)
 	killed := map[int]bool{}
 	t.Cleanup(func() {
 		for i := range killed {
@@ -162,9 +158,7 @@ func TestBookieKilledMidRead(t *testing.T) {
 // ever gets an offload context.
 func TestConcurrentRolloversLoseNothing(t *testing.T) {
 	r := newRig(t, false)
-	name := uniqueML(t)
-	env.MLWrite(t, name, 5*40+5, 40, 1<<10)
-	real := Candidates(r.info(t, name).Info, -1, false)
+	name, real := r.topic(t, 5*40+5, 40, 1<<10)
 	const rollovers = 1000
 	const firstFake = 1_000_000
 	ctx := context.Background()

@@ -168,6 +168,15 @@ func (r *rig) info(t *testing.T, name string) *mlmeta.Snapshot {
 	return snap
 }
 
+// topic writes a fresh managed ledger (entries entries of size bytes,
+// perLedger to a ledger) and returns its name and offload candidates.
+func (r *rig) topic(t *testing.T, entries, perLedger, size int) (string, []int64) {
+	t.Helper()
+	name := uniqueML(t)
+	env.MLWrite(t, name, entries, perLedger, size)
+	return name, Candidates(r.info(t, name).Info, -1, false)
+}
+
 // raw is the znode's bytes and version (to assert that nothing changed).
 func (r *rig) raw(t *testing.T, name string) ([]byte, int32) {
 	t.Helper()

@@ -133,10 +133,8 @@ func TestOffloadTopicPulsarReadsBack(t *testing.T) {
 // other ledgers commit in the same single write.
 func TestRunTopicBatchesWrites(t *testing.T) {
 	r := newRig(t, false)
-	name := uniqueML(t)
-	env.MLWrite(t, name, 5*30+3, 30, 2<<10)
+	name, ids := r.topic(t, 5*30+3, 30, 2<<10)
 	ctx := context.Background()
-	ids := Candidates(r.info(t, name).Info, -1, false)
 	if len(ids) != 5 {
 		t.Fatalf("candidates %v", ids)
 	}
@@ -253,10 +251,8 @@ func (f *fakeBroker) InternalStats(ctx context.Context, tn mlmeta.TopicName) (*b
 // the broker refuses while it reopens the topic is tried again.
 func TestRunTopicOneReload(t *testing.T) {
 	r := newRig(t, false)
-	name := uniqueML(t)
-	env.MLWrite(t, name, 4*30+3, 30, 2<<10)
+	name, ids := r.topic(t, 4*30+3, 30, 2<<10)
 	ctx := context.Background()
-	ids := Candidates(r.info(t, name).Info, -1, false)
 	fb := (&fakeBroker{r: r, t: t, failUnloads: 2}).load(name)
 	p := r.pipeline(t, func(d *Deps, o *Options) { d.Broker, o.Trim = fb, true })
 	_, v0 := r.raw(t, name)
