@@ -159,32 +159,6 @@ func childUsage() (in, out int64, cpu time.Duration) {
 	return ru.Inblock, ru.Oublock, time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// cpuBusy is the machine's busy CPU time so far (/proc/stat: all but idle
-// and iowait).
-func cpuBusy() time.Duration {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
-	var busy int64
-	for i, v := range f[1:] {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		if i != 3 && i != 4 && i < 8 { // user nice system idle iowait irq softirq steal
-			busy += n
-		}
-	}
-	return time.Duration(busy) * time.Second / 100 // USER_HZ
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
-}
-
 func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	rounds := testenv.EnvInt(b, "TIERKEEPER_BENCH_JOURNAL_ROUNDS", 3)
 	dur := 5 * time.Second
@@ -298,11 +272,13 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	measured := func(run func() journalFig) (journalFig, disturbance) {
 		rd0, wr0, _ := sectorsIO(dev)
 		in0, out0, cpu0 := childUsage()
-		busy0, t0 := cpuBusy(), time.Now()
+		busy0, _ := testenv.CPUTime()
+		t0 := time.Now()
 		f := run()
 		rd1, wr1, _ := sectorsIO(dev)
 		in1, out1, cpu1 := childUsage()
-		busy1, el := cpuBusy(), time.Since(t0)
+		busy1, _ := testenv.CPUTime()
+		el := time.Since(t0)
 		own := max(out1-out0, 1)
 		foreign := float64((wr1-wr0)-(out1-out0)+(rd1-rd0)-(in1-in0)) / float64(own)
 		others := ((busy1 - busy0) - (cpu1 - cpu0)).Seconds() / el.Seconds()
@@ -312,7 +288,7 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 		return f, disturbance{max(foreign, 0), max(others, 0)}
 	}
 	disturbed := func(d disturbance) bool { return d.io > disturbedIO || d.cpu > disturbedCPU }
-	fmt.Printf("\nload average before: %s; disk %s\n", loadAvg(), dev)
+	fmt.Printf("\nload average before: %s; disk %s\n", testenv.LoadAvg(), dev)
 	start := time.Now()
 	var rows []row
 	b.ResetTimer()
@@ -405,7 +381,7 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	}
 	fmt.Printf("\nrounds run again because other processes did more than %.0f%% of a run's I/O or used more than %.1f cores: %d",
 		100*disturbedIO, disturbedCPU, discarded)
-	fmt.Printf("\nload average after: %s (%s)\n\n", loadAvg(), time.Since(start).Round(time.Second))
+	fmt.Printf("\nload average after: %s (%s)\n\n", testenv.LoadAvg(), time.Since(start).Round(time.Second))
 	b.ReportMetric(worstThr, "worst-throughput-ratio")
 	b.ReportMetric(worstP99, "worst-p99-ratio")
 	if len(bad) > 0 && os.Getenv("TIERKEEPER_BENCH_JOURNAL_NOFAIL") != "1" {

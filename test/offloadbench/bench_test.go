@@ -91,40 +91,16 @@ func envInts(name string, def []int) []int {
 	return out
 }
 
-// cpuStat returns the machine's busy and total jiffies (/proc/stat).
-func cpuStat() (busy, total int64) {
-	b, _ := os.ReadFile("/proc/stat")
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	for i, v := range f[1:] {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		total += n
-		if i != 3 && i != 4 { // idle, iowait
-			busy += n
-		}
-	}
-	return busy, total
-}
-
 // busyDuring runs fn and returns the share of the machine's CPU time that
 // was busy meanwhile (every process, not only fn's).
 func busyDuring(fn func()) float64 {
-	b0, t0 := cpuStat()
+	b0, t0 := testenv.CPUTime()
 	fn()
-	b1, t1 := cpuStat()
+	b1, t1 := testenv.CPUTime()
 	if t1 == t0 {
 		return 0
 	}
 	return float64(b1-b0) / float64(t1-t0)
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // bench is the set-up shared by the measurements.
@@ -317,7 +293,7 @@ func mbps(bytes int64, seconds float64) float64 { return float64(bytes) / 1e6 / 
 func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b := be.b
 	l := be.ledgers[mib]
-	b.Logf("throughput on the %d MiB ledger, %d rounds, order rotated every round; load before: %s", mib, rounds, loadavg())
+	b.Logf("throughput on the %d MiB ledger, %d rounds, order rotated every round; load before: %s", mib, rounds, testenv.LoadAvg())
 	// A warm-up run reads the ledger once (every command then meets the
 	// same bookie caches) and gives the data object's size for the raw
 	// baseline.
@@ -341,7 +317,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		}
 		tkm, rawm, pulm, bkm := mbps(l.Length, tk.copySeconds), mbps(tk.objectBytes, rawS), mbps(l.Length, pulS), mbps(l.Length, bkS)
 		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs; machine CPU %.0f%% busy), raw multipart %.1f MB/s (%.2fs; CPU %.0f%% busy), Pulsar offloader %.1f MB/s (%.2fs), bookie read alone %.1f MB/s; load %s",
-			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, loadavg())
+			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, testenv.LoadAvg())
 		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)
 		rawRatio, pulsarRatio = append(rawRatio, tkm/rawm), append(pulsarRatio, tkm/pulm)
 	}
@@ -452,7 +428,7 @@ func (be *bench) seekTable(ctx context.Context, mib int, blocks []int, seeks int
 		rows = append(rows, row{block: bm, perSeek: perSeek, seqBytes: float64(c.data.Load()), seekSec: stats.Median(secs), seqSeconds: seqWall})
 		be.deleteObjects(ctx, tk.uuid, l.LedgerID)
 		b.Logf("block %2d MiB: %.1f MiB fetched per random seek (median seek %.0f ms), sequential read fetched %.0f MiB in %.1fs; load %s",
-			bm, perSeek/(1<<20), stats.Median(secs)*1000, float64(c.data.Load())/(1<<20), seqWall, loadavg())
+			bm, perSeek/(1<<20), stats.Median(secs)*1000, float64(c.data.Load())/(1<<20), seqWall, testenv.LoadAvg())
 	}
 	var ref row
 	for _, r := range rows {

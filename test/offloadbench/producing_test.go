@@ -79,7 +79,7 @@ func BenchmarkOffloadWhileProducing(b *testing.B) {
 	}
 	store := s3test.StoreFile(b, st.S3, st.Bucket)
 	b.Logf("offload while producing: %d msg/s of %d B, %d entries per ledger, %d offload rounds %s apart per run, %d runs per variant %v; load before: %s",
-		rate, size, 100, offloadRounds, gap, rounds, variants, loadavg())
+		rate, size, 100, offloadRounds, gap, rounds, variants, testenv.LoadAvg())
 	res := map[string][]stall{}
 	seq := 0
 	for i := 0; i < b.N; i++ {
@@ -90,7 +90,7 @@ func BenchmarkOffloadWhileProducing(b *testing.B) {
 				s := runProducing(b, st, bins[v], store, fmt.Sprintf("bench-producing-%d-%s-%d", time.Now().UnixNano(), v, seq), rate, size, offloadRounds, gap)
 				res[v] = append(res[v], s)
 				b.Logf("run %d %-4s: max latency %6.0f ms, p99 %5.0f ms, longest ack gap %6.0f ms, failed sends %d, topic opens %2d (failed %d; fences %d, unloads %d), %d ledgers offloaded in %.1fs, %d acked; load %s%s",
-					r+1, v, s.maxLatency, s.p99Latency, s.maxGap, s.failed, s.log.opens, s.log.failedOpens, s.log.fences, s.log.unloads, s.offloaded, s.offloadSeconds, s.acked, loadavg(), errSuffix(s.errors))
+					r+1, v, s.maxLatency, s.p99Latency, s.maxGap, s.failed, s.log.opens, s.log.failedOpens, s.log.fences, s.log.unloads, s.offloaded, s.offloadSeconds, s.acked, testenv.LoadAvg(), errSuffix(s.errors))
 			}
 		}
 	}
