@@ -50,6 +50,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/hostfs"
 	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
@@ -113,37 +114,18 @@ func journalCases(b *testing.B) []journalCase {
 	return cs
 }
 
-// diskDevice names the /proc/diskstats device holding dir (its
-// filesystem's major:minor).
-func diskDevice(dir string) (string, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
-		return "", err
-	}
-	want := fmt.Sprintf("%d %d ", unix.Major(st.Dev), unix.Minor(st.Dev))
-	b, err := os.ReadFile("/proc/diskstats")
-	if err != nil {
-		return "", err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 2 && strings.HasPrefix(strings.Join(f[:2], " ")+" ", want) {
-			return f[2], nil
-		}
-	}
-	return "", fmt.Errorf("device %s of %s not in /proc/diskstats", strings.TrimSpace(want), dir)
-}
-
 // sectorsIO is the device's 512-byte sectors read and written so far.
 func sectorsIO(dev string) (rd, wr int64, err error) {
-	b, err := os.ReadFile("/proc/diskstats")
-	if err != nil || dev == "" {
+	if dev == "" {
+		return 0, 0, nil
+	}
+	ds, err := hostfs.FS{}.Diskstats()
+	if err != nil {
 		return 0, 0, err
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 9 && f[2] == dev {
-			rd, _ = strconv.ParseInt(f[5], 10, 64)
-			wr, _ = strconv.ParseInt(f[9], 10, 64)
-			return rd, wr, nil
+	for _, d := range ds {
+		if d.Name == dev {
+			return int64(d.ReadBytes / 512), int64(d.WrittenBytes / 512), nil
 		}
 	}
 	return 0, 0, fmt.Errorf("%s not in /proc/diskstats", dev)
@@ -263,7 +245,8 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	// kernel counts their I/O), as a share of the run's writes; and the CPU
 	// time others used (/proc/stat busy time minus the children's), in
 	// cores.
-	dev, err := diskDevice(dir)
+	bd, err := hostfs.FS{}.DeviceOf(dir)
+	dev := bd.Name
 	if err != nil {
 		b.Logf("cannot watch the disk for other processes' I/O: %v", err)
 	}
