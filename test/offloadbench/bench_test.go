@@ -78,19 +78,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func envInts(name string, def []int) []int {
-	var out []int
-	for _, s := range strings.Split(os.Getenv(name), ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n > 0 {
-			out = append(out, n)
-		}
-	}
-	if len(out) == 0 {
-		return def
-	}
-	return out
-}
-
 // busyDuring runs fn and returns the share of the machine's CPU time that
 // was busy meanwhile (every process, not only fn's).
 func busyDuring(fn func()) float64 {
@@ -119,10 +106,10 @@ type bench struct {
 }
 
 func BenchmarkOffload(b *testing.B) {
-	sizes := envInts("TK_BENCH_OFFLOAD_MIB", []int{1024, 2048})
+	sizes := testenv.EnvInts(b, "TK_BENCH_OFFLOAD_MIB", []int{1024, 2048})
 	rounds := testenv.EnvInt(b, "TK_BENCH_ROUNDS", 3)
 	seeks := testenv.EnvInt(b, "TK_BENCH_SEEKS", 16)
-	seekBlocks := envInts("TK_BENCH_SEEK_BLOCKS", []int{5, 8, 16, 64})
+	seekBlocks := testenv.EnvInts(b, "TK_BENCH_SEEK_BLOCKS", []int{5, 8, 16, 64})
 	be := &bench{b: b, parts: testenv.EnvInt(b, "TK_BENCH_PARTS", 2), ledgers: map[int]*testenv.WrittenLedger{}}
 	be.zk = testenv.StartZooKeeper(b)
 	be.bk = testenv.StartBookiesWith(b, be.zk, 3, testenv.BookieOptions{})

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,4 +90,25 @@ func EnvInt(t testing.TB, name string, def int) int {
 		t.Fatalf("%s=%q: want a positive integer", name, v)
 	}
 	return n
+}
+
+// EnvInts returns the comma-separated positive integers in the
+// environment variable name (a benchmark's list knob, "1024,2048"), or
+// def when it is unset or empty; t fails on any other value, naming the
+// variable.
+func EnvInts(t testing.TB, name string, def []int) []int {
+	t.Helper()
+	v := os.Getenv(name)
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	var out []int
+	for _, s := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want comma-separated positive integers", name, v)
+		}
+		out = append(out, n)
+	}
+	return out
 }

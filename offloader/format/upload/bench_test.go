@@ -22,7 +22,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,13 +75,8 @@ func BenchmarkFormatUpload(b *testing.B) {
 	srv := testenv.StartS3(b)
 	bucket := srv.NewBucket(b)
 	var sizes []int64
-	for _, s := range strings.Split(os.Getenv("TK_BENCH_SIZES"), ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n > 0 {
-			sizes = append(sizes, int64(n)<<20)
-		}
-	}
-	if len(sizes) == 0 {
-		sizes = []int64{1 << 30, 2 << 30}
+	for _, n := range testenv.EnvInts(b, "TK_BENCH_SIZES", []int{1024, 2048}) {
+		sizes = append(sizes, int64(n)<<20)
 	}
 	base := benchConfig{
 		Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, Bucket: bucket,
