@@ -10,32 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
-
-// storeYAML is the store section for bucket on the test S3 server, with
-// the secret key read from the environment variable secretEnv and extra
-// lines (indented two spaces: retry, limits ...) appended.
-func storeYAML(s3 *testenv.S3, bucket, secretEnv string, extra ...string) string {
-	doc := fmt.Sprintf(`store:
-  type: s3
-  config:
-    bucket: %s
-    region: %s
-    endpoint: %s
-    addressing: path
-    credentials: {source: static, access_key_id: %s, secret_access_key: !env %s}
-`, bucket, s3.Region, s3.Endpoint, s3.AccessKey, secretEnv)
-	for _, e := range extra {
-		doc += "  " + e + "\n"
-	}
-	return doc
-}
 
 func checkConfig(t *testing.T, zkAddr string, s3 *testenv.S3, bucket, adminURL string) *Config {
 	t.Helper()
 	doc := fmt.Sprintf("zookeeper: {servers: %q, connect_timeout: 5s}\n", zkAddr) +
-		storeYAML(s3, bucket, "TK_SECRET", "  retry: {max_attempts: 1}") +
+		s3test.StoreYAML(s3, bucket, "TK_SECRET", "  retry: {max_attempts: 1}") +
 		fmt.Sprintf("admin: {url: %q, timeout: 500ms, token: !env TK_TOKEN}\n", adminURL)
 	c, err := Parse([]byte(doc), ParseOptions{Getenv: env(map[string]string{"TK_SECRET": s3.SecretKey, "TK_TOKEN": "tok-SECRET"})})
 	if err != nil {

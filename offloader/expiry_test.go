@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
@@ -226,7 +227,7 @@ func TestServiceSessionExpiresAtCommit(t *testing.T) {
 	defer cancelAll()
 	start := func(name, zkAddr string, include ...string) *replica {
 		doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: %s, connect_timeout: 20s}\nbookkeeper: {ledgers_root: %q}\n",
-			zkAddr, sessionTimeout, peer.BK.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET") + fmt.Sprintf(`
+			zkAddr, sessionTimeout, peer.BK.LedgersRoot) + s3test.StoreYAML(s3, bucket, "TK_S3_SECRET") + fmt.Sprintf(`
 leases: {id: %s, root: %s}
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 3s, stop_timeout: 10s, ledgers_in_flight: 2}
 discovery: {rescan_interval: 5s}

@@ -14,6 +14,7 @@ import (
 	s3api "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -41,7 +42,7 @@ func TestServiceSIGTERMMidCopy(t *testing.T) {
 	const stopTimeout = time.Second
 	port := testenv.FreePort(t)
 	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
-		peer.ZK.Addr, peer.BK.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
+		peer.ZK.Addr, peer.BK.LedgersRoot) + s3test.StoreYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
 http: {listen: "127.0.0.1:%d"}
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: %s, ledgers_in_flight: 1}
 policy:

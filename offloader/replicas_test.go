@@ -14,6 +14,7 @@ import (
 	"time"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
@@ -99,7 +100,7 @@ func TestReplicasKillLoop(t *testing.T) {
 		r := &replica{name: fmt.Sprintf("r%d", i)}
 		// Upload limit 1 MiB/s: copies last seconds, so kills land mid-copy.
 		doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 4s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
-			peer.ZK.Addr, peer.BK.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
+			peer.ZK.Addr, peer.BK.LedgersRoot) + s3test.StoreYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
 http: {listen: "127.0.0.1:%d"}
 leases: {id: %s}
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 10s, ledgers_in_flight: 1}

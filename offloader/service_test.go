@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
@@ -41,7 +42,7 @@ func serviceConfig(t *testing.T, extra string) (*Config, *testenv.S3, string) {
 	s3 := testenv.StartS3(t)
 	bucket := s3.NewBucket(t)
 	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
-		peer.ZK.Addr, peer.BK.LedgersRoot) + storeYAML(s3, bucket, "TK_S3_SECRET") + `
+		peer.ZK.Addr, peer.BK.LedgersRoot) + s3test.StoreYAML(s3, bucket, "TK_S3_SECRET") + `
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 20s}
 discovery: {rescan_interval: 10s}
 ` + extra

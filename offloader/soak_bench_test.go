@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -46,7 +47,7 @@ func BenchmarkSoak(b *testing.B) {
 	bucket := s3.NewBucket(b)
 	broker := testenv.StartBroker(b, bk, testenv.BrokerOptions{Offload: testenv.S3Offload(s3, bucket), MaxEntriesPerLedger: 1000})
 	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n", zk.Addr, bk.LedgersRoot) +
-		storeYAML(s3, bucket, "TK_S3_SECRET") + fmt.Sprintf(`
+		s3test.StoreYAML(s3, bucket, "TK_S3_SECRET") + fmt.Sprintf(`
 admin: {url: %q}
 scheduler: {interval: 2s, retry_initial: 2s, retry_max: 20s}
 policy:

@@ -36,6 +36,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -65,15 +66,7 @@ const (
 func serviceConfig(st *testenv.Stack, listen string) string {
 	return fmt.Sprintf(`zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}
 bookkeeper: {ledgers_root: %q}
-store:
-  type: s3
-  config:
-    bucket: %s
-    region: %s
-    endpoint: %s
-    addressing: path
-    credentials: {source: static, access_key_id: %s, secret_access_key: !env %s}
-admin: {url: %q, timeout: 10s}
+%sadmin: {url: %q, timeout: 10s}
 http: {listen: %q}
 leases: {id: demo}
 scheduler: {ledgers_in_flight: 2, interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 20s}
@@ -88,7 +81,7 @@ policy:
       deletion_lag: 1s     # then delete the BookKeeper copy 1s after each commit
       verify: full         # every entry compared with the bookies' before the commit
 sweeper: {enabled: false}
-`, st.ZK.Addr, st.BK.LedgersRoot, st.Bucket, st.S3.Region, st.S3.Endpoint, st.S3.AccessKey, secretEnv, st.Broker.WebURL, listen)
+`, st.ZK.Addr, st.BK.LedgersRoot, s3test.StoreYAML(st.S3, st.Bucket, secretEnv), st.Broker.WebURL, listen)
 }
 
 func run(bin string, count int) int {

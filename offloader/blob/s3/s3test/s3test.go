@@ -6,6 +6,7 @@ package s3test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,4 +62,24 @@ func StoreFile(t testing.TB, srv *testenv.S3, bucket string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// StoreYAML is the store section of an offloader configuration for bucket
+// on srv, its secret key read from the environment variable secretEnv
+// (!env), with extra lines (indented two spaces: retry, limits ...)
+// appended.
+func StoreYAML(srv *testenv.S3, bucket, secretEnv string, extra ...string) string {
+	doc := fmt.Sprintf(`store:
+  type: s3
+  config:
+    bucket: %s
+    region: %s
+    endpoint: %s
+    addressing: path
+    credentials: {source: static, access_key_id: %s, secret_access_key: !env %s}
+`, bucket, srv.Region, srv.Endpoint, srv.AccessKey, secretEnv)
+	for _, e := range extra {
+		doc += "  " + e + "\n"
+	}
+	return doc
 }
