@@ -48,18 +48,11 @@ func (p *progressBar) draw(now time.Time) {
 	if el > 0 {
 		rate = float64(p.bytes) / el
 	}
-	const width = 30
-	frac := 0.0
-	if p.total > 0 {
-		frac = min(float64(p.bytes)/float64(p.total), 1)
-	}
-	fill := int(frac * width)
-	bar := strings.Repeat("=", fill) + strings.Repeat(" ", width-fill)
 	eta := "?"
 	if rate > 0 && p.total > 0 {
 		eta = time.Duration(float64(p.total-p.bytes) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	fmt.Fprintf(p.w, "\r%s [%s] %3.0f%% %d entries %s %s ETA %s   ", p.label, bar, frac*100, p.entries,
+	fmt.Fprintf(p.w, "\r%s %s %d entries %s %s ETA %s   ", p.label, bar(p.bytes, p.total, 30), p.entries,
 		units.HumanBytes(p.bytes), units.HumanRate(rate), eta)
 	p.drawn = true
 }

@@ -111,22 +111,19 @@ func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out 
 // (bytes/s over the last span) and the time left at it.
 func watchProgress(st *offloader.Status, rate float64, over time.Duration) string {
 	t := st.Totals
-	frac := 1.0
-	if all := t.OffloadedBytes + t.LagBytes; all > 0 {
-		frac = min(max(float64(t.OffloadedBytes)/float64(all), 0), 1)
+	done, all := t.OffloadedBytes, t.OffloadedBytes+t.LagBytes
+	if all <= 0 {
+		done, all = 1, 1 // nothing for the policy to do: all done
 	}
-	const width = 30
-	fill := int(frac * width)
-	eta := "-"
+	left := "-"
 	switch {
 	case t.LagBytes == 0:
-		eta = "0s"
+		left = "0s"
 	case rate > 0:
-		eta = time.Duration(float64(t.LagBytes) / rate * float64(time.Second)).Round(time.Second).String()
+		left = eta(t.LagBytes, rate)
 	}
-	return fmt.Sprintf("offloaded [%s%s] %3.0f%%  lag %s  %s over %s  ETA %s",
-		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100, units.HumanBytes(t.LagBytes),
-		units.HumanRate(rate), over.Round(time.Second), eta)
+	return fmt.Sprintf("offloaded %s  lag %s  %s over %s  ETA %s",
+		bar(done, all, 30), units.HumanBytes(t.LagBytes), units.HumanRate(rate), over.Round(time.Second), left)
 }
 
 // rateWindow is the rate of a growing count over about the last span.
