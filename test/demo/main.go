@@ -22,7 +22,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -121,8 +120,8 @@ func run(bin string, count int) int {
 		len(prod.LedgerIDs()[-1]), topic)
 
 	dir := scope.TempDir()
-	listen, err := freeAddr()
-	if err != nil {
+	var listen string
+	if err := scope.Do(func(tb testing.TB) { listen = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(tb)) }); err != nil {
 		return fail("status port", err)
 	}
 	cfgPath := filepath.Join(dir, "offloader.yaml")
@@ -352,16 +351,6 @@ func getStatus(ctx context.Context, base string) (*offloader.Status, error) {
 		return nil, fmt.Errorf("GET /status: %w", err)
 	}
 	return &st, nil
-}
-
-// freeAddr is a free 127.0.0.1 port for the service's status server.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 func copyRate(d offloader.Done) string {
