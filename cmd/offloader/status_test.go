@@ -165,12 +165,7 @@ func TestFetchServiceStatusRedactsPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close() // accepts (in its backlog), never answers
-	closedLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := closedLn.Addr().String()
-	closedLn.Close()
+	closed := closedAddr(t)
 	downAddr := strings.TrimPrefix(down.URL, "http://")
 	for addr, want := range map[string]string{
 		downAddr:           "GET http://<redacted>@" + downAddr + "/status: 503 Service Unavailable",
