@@ -225,7 +225,10 @@ func (be *bench) deleteObjects(ctx context.Context, id uuid.UUID, ledgerID int64
 func (be *bench) raw(size int64, part int) (seconds float64, maxRSS int64) {
 	cfg, _ := json.Marshal(rawConfig{Endpoint: be.s3.Endpoint, Region: be.s3.Region, AccessKey: be.s3.AccessKey, SecretKey: be.s3.SecretKey,
 		Bucket: be.bucket, Bytes: size, Part: part, Parts: be.parts})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// Bounded: the child uploads size bytes to a local server (minutes at most).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), rawChildEnv+"="+string(cfg))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

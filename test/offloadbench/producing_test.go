@@ -299,14 +299,14 @@ func buildOffloaderAt(b *testing.B, rev string) string {
 		b.Fatal(err)
 	}
 	arch := exec.Command("sh", "-c", fmt.Sprintf("git -C %q archive %q | tar -x -C %q", testenv.RepoRoot(), rev, src))
-	if out, err := arch.CombinedOutput(); err != nil {
-		b.Fatalf("git archive %s: %v\n%s", rev, err, out)
+	if _, err := testenv.RunTool(context.Background(), 5*time.Minute, arch); err != nil {
+		b.Fatalf("git archive %s: %v", rev, err)
 	}
 	p := filepath.Join(dir, "offloader-"+rev)
 	cmd := exec.Command("go", "build", "-o", p, "./cmd/offloader")
 	cmd.Dir = src
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build at %s: %v\n%s", rev, err, out)
+	if _, err := testenv.RunTool(context.Background(), 10*time.Minute, cmd); err != nil {
+		b.Fatalf("go build at %s: %v", rev, err)
 	}
 	return p
 }
