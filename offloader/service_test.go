@@ -188,9 +188,13 @@ pressure: {threshold: 0.9, interval: 1s, timeout: 500ms, agent_url: "http://{hos
 	for {
 		getJSON(t, base+"/status", &st)
 		if st.Ready && done2() && st.Totals.LagBytes == 0 && st.Totals.RunningLedgers == 0 {
-			// One more evaluation so /status reflects the last commit.
-			time.Sleep(2500 * time.Millisecond)
-			getJSON(t, base+"/status", &st)
+			// An evaluation begun after the commits were seen, so /status
+			// reflects the last commit.
+			seen := time.Now()
+			testenv.WaitFor(t, "a policy evaluation after the last commit", 30*time.Second, 200*time.Millisecond, func() bool {
+				getJSON(t, base+"/status", &st)
+				return st.EvaluatedAt.After(seen)
+			})
 			break
 		}
 		if time.Now().After(deadline) {
