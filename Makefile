@@ -12,6 +12,19 @@ export TIERKEEPER_CACHE := $(CACHE)
 export PATH := $(CACHE)/bin:$(PATH)
 export GOFLAGS ?= -buildvcs=false
 
+# What every build links into the binaries (internal/cli: --version) and
+# make image puts in the image labels: the commit, its time, whether the
+# tracked files differ from it, and a version (git describe). -ldflags -X is
+# the one way the project stamps builds (Go's own -buildvcs does not work in
+# git worktrees nor in a Docker build context without .git).
+VCS_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VCS_TIME     ?= $(shell git log -1 --format=%cI 2>/dev/null)
+VCS_MODIFIED ?= $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true || echo false)
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+STAMP_PKG    := github.com/tierkeeper/tierkeeper/internal/cli
+LDFLAGS      := -X $(STAMP_PKG).stampedRevision=$(VCS_REVISION) -X $(STAMP_PKG).stampedTime=$(VCS_TIME) \
+                -X $(STAMP_PKG).stampedModified=$(VCS_MODIFIED) -X $(STAMP_PKG).stampedVersion=$(VERSION)
+
 APT_PACKAGES :=
 DEPS         :=
 TEST_DEPS    :=
@@ -46,7 +59,7 @@ deps-apt:
 ## build: compile every command into bin/.
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 ## test: unit, fault-injection and real-peer suites (installs what they need); RACE_PKGS with -race.
 test: deps $(TEST_DEPS) vet

@@ -16,6 +16,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	// Root certificates for S3, COS and the broker admin API over HTTPS
+	// where the system has none (the scratch image): Go uses them only
+	// when no system roots are found, so SSL_CERT_FILE/SSL_CERT_DIR and
+	// the host's bundle take precedence.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/tierkeeper/tierkeeper/internal/cli"
 )

@@ -30,8 +30,9 @@ const (
 )
 
 // Main runs root as the program and exits with Run's code. It is the whole
-// body of every tierkeeper main().
+// body of every tierkeeper main(); it gives root --version (SetVersion).
 func Main(root *cobra.Command) {
+	SetVersion(root, ReadVersion())
 	os.Exit(Run(context.Background(), root, os.Stderr))
 }
 
