@@ -25,6 +25,11 @@ STAMP_PKG    := github.com/tierkeeper/tierkeeper/internal/cli
 LDFLAGS      := -X $(STAMP_PKG).stampedRevision=$(VCS_REVISION) -X $(STAMP_PKG).stampedTime=$(VCS_TIME) \
                 -X $(STAMP_PKG).stampedModified=$(VCS_MODIFIED) -X $(STAMP_PKG).stampedVersion=$(VERSION)
 
+# Every install step prints one line (what, where, cached/done) through
+# mk/dep.sh; the installers' output goes to .cache/logs/<name>.log and its
+# tail is shown on failure.
+DEP          := $(ROOT)/mk/dep.sh
+
 APT_PACKAGES :=
 DEPS         :=
 TEST_DEPS    :=
@@ -49,17 +54,18 @@ deps: deps-apt $(DEPS)
 
 deps-apt:
 	@missing=""; for p in $(sort $(APT_PACKAGES)); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if dpkg -s $$p >/dev/null 2>&1; then printf '%-20s %-52s cached\n' "$$p" "Debian package"; \
+	  else missing="$$missing $$p"; fi; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages:$$missing"; \
-	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	  $(DEP) debian-packages "apt-get install$$missing" "" \
+	    "$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends$$missing"; \
 	fi
 
 ## build: compile every command into bin/.
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+	@printf '%-20s %-52s %s\n' build "$(BIN:$(ROOT)/%=%)/: $(notdir $(wildcard cmd/*))" "$(VERSION)"
+	@$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 ## test: unit, fault-injection and real-peer suites (installs what they need); RACE_PKGS with -race.
 test: deps $(TEST_DEPS) vet
@@ -83,12 +89,13 @@ lint: vet $(CACHE)/bin/staticcheck
 	$(CACHE)/bin/staticcheck ./...
 
 $(CACHE)/bin/staticcheck:
-	GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+	@$(DEP) staticcheck $@ "" "GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2"
 
 ## proto: regenerate Go code from internal/*/*.proto.
 proto:
-	@command -v protoc >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq protobuf-compiler; }
-	GOBIN=$(CACHE)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	@$(DEP) protobuf-compiler "Debian package (protoc)" "command -v protoc" \
+	  "$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y protobuf-compiler"
+	@$(DEP) protoc-gen-go $(CACHE)/bin/protoc-gen-go "test -x $(CACHE)/bin/protoc-gen-go" "GOBIN=$(CACHE)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12"
 	PATH=$(CACHE)/bin:$$PATH protoc --go_out=. --go_opt=paths=source_relative internal/bkproto/*.proto internal/mlproto/*.proto
 
 clean:

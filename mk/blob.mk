@@ -1,9 +1,11 @@
 # Blob stores (offloader/blob/...): the real S3 server the tests talk to.
 VERSITYGW_VERSION := v1.8.0
-DEPS += $(CACHE)/bin/versitygw
+DEPS += dep-versitygw
 
-$(CACHE)/bin/versitygw:
-	GOBIN=$(CACHE)/bin $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+.PHONY: dep-versitygw
+dep-versitygw $(CACHE)/bin/versitygw:
+	@$(DEP) versitygw $(CACHE)/bin/versitygw "test -x $(CACHE)/bin/versitygw" \
+	  "GOBIN=$(CACHE)/bin $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)"
 
 .PHONY: test-blob
 ## test-blob: the blob providers' acceptance, fault-injection and COS-fake suites.

@@ -22,16 +22,17 @@ TEST_DEPS    += compat-prepare
 
 ## compat-prepare: build the Java side (tool, classpath file, jcloud NAR); offline when .cache/m2 is primed.
 compat-prepare: $(COMPAT_OUT)
+	@if [ -f $(COMPAT_JAVA)/target/.built ]; then rm -f $(COMPAT_JAVA)/target/.built; \
+	else printf '%-20s %-52s cached\n' compat-java "$(COMPAT_JAVA)/target, Maven repo $(COMPAT_M2:$(ROOT)/%=%)"; fi
 
 $(COMPAT_PV): compat-pulsar-version
 	@mkdir -p $(@D); [ -f $@ ] && [ "$$(cat $@)" = "$(PULSAR_VERSION)" ] || echo "$(PULSAR_VERSION)" > $@
 
 $(COMPAT_OUT): $(COMPAT_SRC) $(COMPAT_PV) | deps-apt
 	@mkdir -p $(COMPAT_M2)
-	@start=$$(date +%s); \
-	$(COMPAT_MVN) -o compile >/dev/null 2>&1 || $(COMPAT_MVN) compile; \
-	echo "compat-prepare: Maven build took $$(( $$(date +%s) - start )) s"
-	@touch $@
+	@$(DEP) compat-java "$(COMPAT_JAVA)/target, Maven repo $(COMPAT_M2:$(ROOT)/%=%)" "" \
+	  "$(COMPAT_MVN) -o compile || { echo '(offline build failed: resolving from Maven Central)'; $(COMPAT_MVN) compile; }"
+	@touch $@ $(COMPAT_JAVA)/target/.built
 
 ## compat: only the real-peer suite (ZooKeeper, bookies, S3, Pulsar Java code).
 compat: deps compat-prepare

@@ -15,8 +15,15 @@ BENCH_OFFLOAD_ONLY   ?=
 .PHONY: test-offload bench-offload bench-offload-producing
 
 ## demo: the main job on 127.0.0.1: ZooKeeper, 3 bookies, versitygw and a stock Pulsar broker; messages produced, offloader plan, offloader run offloads by policy (live status on a terminal), all read back through the broker, a report (< 3 min after make deps).
-demo: deps compat-prepare build
+demo: demo-banner deps compat-prepare build
 	@$(GO) run ./test/demo --offloader $(BIN)/offloader
+
+# The demo's first line: what it does and how long it takes (prerequisites
+# run left to right, so this comes before the install lines).
+.PHONY: demo-banner
+demo-banner:
+	@echo "make demo: installs what is missing, one line each (first run on a fresh machine ≈ 4 min: JDK 17, Maven and Pulsar's jars, versitygw, helm), then offloads on 127.0.0.1 (≈ 1-2 min): ZooKeeper, 3 bookies, versitygw and a Pulsar broker start, 2050 messages are produced, offloader plan and offloader run move them to the store by policy, a reader reads all back through the broker."
+
 
 ## test-offload: the pipeline, CLI and end-to-end offload suites (real peers).
 test-offload: deps compat-prepare

@@ -167,7 +167,7 @@ type Pressure struct {
 	// Timeout bounds one read (agent report or Prometheus query). Default 5s.
 	Timeout Duration `yaml:"timeout"`
 	// Agents reads the bookie agents' /report: a URL template in which
-	// {host} is the bookie id's host ("http://{host}:8000/report"), and
+	// {host} is the bookie id's host ("http://{host}:9580/report", the bookie agent's port), and
 	// explicit URLs per bookie id that override it.
 	AgentURL   string            `yaml:"agent_url"`
 	AgentURLs  map[string]string `yaml:"agent_urls"`

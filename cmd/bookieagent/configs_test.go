@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
@@ -18,166 +21,133 @@ import (
 
 const configsDir = "../../configs"
 
-// The subset of the Kubernetes API the DaemonSet uses. Decoding is strict:
-// a field not listed here (a typo, a wrong nesting) fails the test.
-type (
-	objectMeta struct {
-		Name        string            `json:"name"`
-		Namespace   string            `json:"namespace,omitempty"`
-		Labels      map[string]string `json:"labels,omitempty"`
-		Annotations map[string]string `json:"annotations,omitempty"`
-	}
-	daemonSet struct {
-		APIVersion string     `json:"apiVersion"`
-		Kind       string     `json:"kind"`
-		Metadata   objectMeta `json:"metadata"`
-		Spec       struct {
-			Selector struct {
-				MatchLabels map[string]string `json:"matchLabels"`
-			} `json:"selector"`
-			UpdateStrategy struct {
-				Type string `json:"type"`
-			} `json:"updateStrategy"`
-			Template struct {
-				Metadata objectMeta `json:"metadata"`
-				Spec     podSpec    `json:"spec"`
-			} `json:"template"`
-		} `json:"spec"`
-	}
-	podSpec struct {
-		NodeSelector map[string]string `json:"nodeSelector,omitempty"`
-		Tolerations  []struct {
-			Key      string `json:"key"`
-			Operator string `json:"operator"`
-			Value    string `json:"value"`
-			Effect   string `json:"effect"`
-		} `json:"tolerations,omitempty"`
-		Containers []container `json:"containers"`
-		Volumes    []struct {
-			Name     string `json:"name"`
-			HostPath *struct {
-				Path string `json:"path"`
-				Type string `json:"type"`
-			} `json:"hostPath,omitempty"`
-			PersistentVolumeClaim *struct {
-				ClaimName string `json:"claimName"`
-				ReadOnly  bool   `json:"readOnly"`
-			} `json:"persistentVolumeClaim,omitempty"`
-		} `json:"volumes"`
-	}
-	probe struct {
-		HTTPGet struct {
-			Path string `json:"path"`
-			Port string `json:"port"`
-		} `json:"httpGet"`
-		InitialDelaySeconds int `json:"initialDelaySeconds"`
-		PeriodSeconds       int `json:"periodSeconds"`
-		FailureThreshold    int `json:"failureThreshold,omitempty"`
-	}
-	container struct {
-		Name  string   `json:"name"`
-		Image string   `json:"image"`
-		Args  []string `json:"args"`
-		Ports []struct {
-			Name          string `json:"name"`
-			ContainerPort int    `json:"containerPort"`
-			Protocol      string `json:"protocol"`
-		} `json:"ports"`
-		ReadinessProbe *probe `json:"readinessProbe"`
-		LivenessProbe  *probe `json:"livenessProbe"`
-		Resources      struct {
-			Requests map[string]string `json:"requests"`
-			Limits   map[string]string `json:"limits"`
-		} `json:"resources"`
-		SecurityContext map[string]any `json:"securityContext,omitempty"`
-		VolumeMounts    []struct {
-			Name             string `json:"name"`
-			MountPath        string `json:"mountPath"`
-			ReadOnly         bool   `json:"readOnly"`
-			MountPropagation string `json:"mountPropagation,omitempty"`
-		} `json:"volumeMounts"`
-	}
-)
-
-func TestDaemonSetManifest(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(configsDir, "bookieagent-daemonset.yaml"))
+// readWorkload returns the DaemonSet or StatefulSet (the sidecar patch)
+// in a manifest of configs/ (rendered from charts/tierkeeper), decoded
+// strictly into the Kubernetes API types: an unknown field fails.
+func readWorkload(t *testing.T, file string) (kind string, meta metav1.ObjectMeta, tpl corev1.PodTemplateSpec) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(configsDir, file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ds daemonSet
-	if err := yaml.UnmarshalStrict(b, &ds); err != nil {
-		t.Fatalf("strict decode: %v", err)
-	}
-	if ds.APIVersion != "apps/v1" || ds.Kind != "DaemonSet" || ds.Metadata.Name == "" {
-		t.Fatalf("header: %+v", ds)
-	}
-	for k, v := range ds.Spec.Selector.MatchLabels {
-		if ds.Spec.Template.Metadata.Labels[k] != v {
-			t.Errorf("selector %s=%s does not match the pod template", k, v)
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var head metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		switch head.Kind {
+		case "DaemonSet":
+			var ds appsv1.DaemonSet
+			if err := yaml.UnmarshalStrict([]byte(doc), &ds); err != nil {
+				t.Fatalf("%s: strict decode: %v", file, err)
+			}
+			for k, v := range ds.Spec.Selector.MatchLabels {
+				if ds.Spec.Template.Labels[k] != v {
+					t.Errorf("selector %s=%s does not match the pod template", k, v)
+				}
+			}
+			if len(ds.Spec.Selector.MatchLabels) == 0 {
+				t.Error("empty selector")
+			}
+			return head.Kind, ds.ObjectMeta, ds.Spec.Template
+		case "StatefulSet":
+			var sts appsv1.StatefulSet
+			if err := yaml.UnmarshalStrict([]byte(doc), &sts); err != nil {
+				t.Fatalf("%s: strict decode: %v", file, err)
+			}
+			return head.Kind, sts.ObjectMeta, sts.Spec.Template
 		}
 	}
-	if len(ds.Spec.Selector.MatchLabels) == 0 {
-		t.Error("empty selector")
-	}
-	pod := ds.Spec.Template.Spec
-	if len(pod.Containers) != 1 {
-		t.Fatalf("%d containers", len(pod.Containers))
-	}
-	c := pod.Containers[0]
-	// The args must be accepted by the real serve command.
-	if len(c.Args) == 0 || c.Args[0] != "serve" {
-		t.Fatalf("args %v", c.Args)
-	}
-	serve := newServeCmd()
-	if err := serve.ParseFlags(c.Args[1:]); err != nil {
-		t.Errorf("serve rejects the manifest's args: %v", err)
-	}
-	listen, _ := serve.Flags().GetString("listen")
-	ports := map[string]int{}
-	for _, p := range c.Ports {
-		ports[p.Name] = p.ContainerPort
-	}
-	if !strings.HasSuffix(listen, ":9580") || ports["metrics"] != 9580 || ds.Spec.Template.Metadata.Annotations["prometheus.io/port"] != "9580" {
-		t.Errorf("listen %q, ports %v and scrape annotation disagree", listen, ports)
-	}
-	for _, p := range []*probe{c.ReadinessProbe, c.LivenessProbe} {
-		if p == nil || p.HTTPGet.Path != "/healthz" || ports[p.HTTPGet.Port] == 0 {
-			t.Errorf("probe %+v: want /healthz on a named container port", p)
-		}
-	}
-	for _, k := range []string{"cpu", "memory"} {
-		if c.Resources.Requests[k] == "" || c.Resources.Limits[k] == "" {
-			t.Errorf("resources lack %s request or limit", k)
-		}
-	}
-	vols := map[string]bool{}
-	for _, v := range pod.Volumes {
-		if v.HostPath == nil && v.PersistentVolumeClaim == nil {
-			t.Errorf("volume %s has no source", v.Name)
-		}
-		if v.HostPath != nil && !filepath.IsAbs(v.HostPath.Path) {
-			t.Errorf("volume %s: hostPath %q not absolute", v.Name, v.HostPath.Path)
-		}
-		vols[v.Name] = true
-	}
-	mounted := map[string]bool{}
-	for _, m := range c.VolumeMounts {
-		if !vols[m.Name] {
-			t.Errorf("mount %s references no volume", m.Name)
-		}
-		if !m.ReadOnly {
-			t.Errorf("mount %s should be read-only (the agent never writes to a live bookie's disk)", m.Name)
-		}
-		mounted[m.MountPath] = true
-	}
-	procfs, _ := serve.Flags().GetString("path.procfs")
-	sysfs, _ := serve.Flags().GetString("path.sysfs")
-	jd, _ := serve.Flags().GetStringSlice("journal-dir")
-	ld, _ := serve.Flags().GetStringSlice("ledger-dir")
-	for _, p := range append(append([]string{procfs, sysfs}, jd...), ld...) {
-		if !mounted[p] {
-			t.Errorf("flag path %s is not a volume mount", p)
-		}
+	t.Fatalf("%s: no DaemonSet or StatefulSet", file)
+	return
+}
+
+// TestDaemonSetManifest checks the bookie agent's container in both
+// layouts (configs/bookieagent-daemonset.yaml with host paths,
+// configs/bookieagent-sidecar-patch.yaml in the bookie pods): the args are
+// accepted by the real serve command, its listen port is the named
+// container port the probes use, every directory flag is a read-only
+// mount of a volume (the DaemonSet's own, or the bookie pod's).
+func TestDaemonSetManifest(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		wantKind string
+	}{{"bookieagent-daemonset.yaml", "DaemonSet"}, {"bookieagent-sidecar-patch.yaml", "StatefulSet"}} {
+		t.Run(tc.file, func(t *testing.T) {
+			kind, meta, tpl := readWorkload(t, tc.file)
+			if kind != tc.wantKind || meta.Name == "" {
+				t.Fatalf("%s %q", kind, meta.Name)
+			}
+			pod := tpl.Spec
+			if len(pod.Containers) != 1 {
+				t.Fatalf("%d containers", len(pod.Containers))
+			}
+			c := pod.Containers[0]
+			if len(c.Args) == 0 || c.Args[0] != "serve" {
+				t.Fatalf("args %v", c.Args)
+			}
+			serve := newServeCmd()
+			if err := serve.ParseFlags(c.Args[1:]); err != nil {
+				t.Errorf("serve rejects the manifest's args: %v", err)
+			}
+			listen, _ := serve.Flags().GetString("listen")
+			ports := map[string]int32{}
+			for _, p := range c.Ports {
+				ports[p.Name] = p.ContainerPort
+			}
+			if !strings.HasSuffix(listen, ":9580") || ports["tk-agent"] != 9580 {
+				t.Errorf("listen %q and ports %v disagree", listen, ports)
+			}
+			if kind == "DaemonSet" && tpl.Annotations["prometheus.io/port"] != "9580" {
+				t.Errorf("scrape annotation %q", tpl.Annotations["prometheus.io/port"])
+			}
+			for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+				if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || ports[p.HTTPGet.Port.StrVal] == 0 {
+					t.Errorf("probe %+v: want /healthz on a named container port", p)
+				}
+			}
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+				t.Errorf("resources lack a cpu or memory request or limit: %+v", c.Resources)
+			}
+			vols := map[string]bool{}
+			for _, v := range pod.Volumes {
+				if v.HostPath == nil {
+					t.Errorf("volume %s is not a hostPath", v.Name)
+				} else if !filepath.IsAbs(v.HostPath.Path) {
+					t.Errorf("volume %s: hostPath %q not absolute", v.Name, v.HostPath.Path)
+				}
+				vols[v.Name] = true
+			}
+			mounted := map[string]bool{}
+			for _, m := range c.VolumeMounts {
+				// The sidecar mounts the bookie pod's own volumes.
+				if kind == "DaemonSet" && !vols[m.Name] || kind == "StatefulSet" && !strings.HasPrefix(m.Name, meta.Name+"-") {
+					t.Errorf("mount %s references no volume", m.Name)
+				}
+				if !m.ReadOnly {
+					t.Errorf("mount %s should be read-only (the agent never writes to a live bookie's disk)", m.Name)
+				}
+				mounted[m.MountPath] = true
+			}
+			procfs, _ := serve.Flags().GetString("path.procfs")
+			sysfs, _ := serve.Flags().GetString("path.sysfs")
+			jd, _ := serve.Flags().GetStringSlice("journal-dir")
+			ld, _ := serve.Flags().GetStringSlice("ledger-dir")
+			paths := append(jd, ld...)
+			if kind == "DaemonSet" {
+				paths = append(paths, procfs, sysfs)
+			} else if procfs != "/proc" || sysfs != "/sys" {
+				t.Errorf("the sidecar reads its own /proc and /sys, not %s %s", procfs, sysfs)
+			}
+			if len(jd) == 0 || len(ld) == 0 {
+				t.Errorf("journal dirs %v, ledger dirs %v", jd, ld)
+			}
+			for _, p := range paths {
+				if !mounted[p] {
+					t.Errorf("flag path %s is not a volume mount", p)
+				}
+			}
+		})
 	}
 }
 

@@ -76,12 +76,12 @@ func (o *Options) defaults() {
 }
 
 // Agents reads the bookie agents' /report. A user and password in an
-// agent URL (http://user:password@{host}:8000/report) are sent as basic
+// agent URL (http://user:password@{host}:9580/report) are sent as basic
 // auth and never printed: Describe and every error show the URL as
 // blob.RedactURL gives it.
 type Agents struct {
 	// Template is a URL with {host}, replaced by the host part of the
-	// bookie id ("http://{host}:8000/report").
+	// bookie id ("http://{host}:9580/report").
 	Template string
 	// URLs are explicit report URLs per bookie id (override Template).
 	URLs map[string]string
