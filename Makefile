@@ -54,17 +54,17 @@ deps: deps-apt $(DEPS)
 
 deps-apt:
 	@missing=""; for p in $(sort $(APT_PACKAGES)); do \
-	  if dpkg -s $$p >/dev/null 2>&1; then printf '%-20s %-52s cached\n' "$$p" "Debian package"; \
+	  if dpkg -s $$p >/dev/null 2>&1; then printf '%-24s %-48s cached\n' "$$p" "Debian package"; \
 	  else missing="$$missing $$p"; fi; done; \
 	if [ -n "$$missing" ]; then \
 	  $(DEP) debian-packages "apt-get install$$missing" "" \
-	    "$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends$$missing"; \
+	    "$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends$$missing"; \
 	fi
 
 ## build: compile every command into bin/.
 build:
 	@mkdir -p $(BIN)
-	@printf '%-20s %-52s %s\n' build "$(BIN:$(ROOT)/%=%)/: $(notdir $(wildcard cmd/*))" "$(VERSION)"
+	@printf '%-24s %-48s %s\n' build "$(BIN:$(ROOT)/%=%)/: $(notdir $(wildcard cmd/*))" "$(VERSION)"
 	@$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 ## test: unit, fault-injection and real-peer suites (installs what they need); RACE_PKGS with -race.
@@ -89,13 +89,13 @@ lint: vet $(CACHE)/bin/staticcheck
 	$(CACHE)/bin/staticcheck ./...
 
 $(CACHE)/bin/staticcheck:
-	@$(DEP) staticcheck $@ "" "GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2"
+	@$(DEP) staticcheck .cache/bin/staticcheck "" "GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2"
 
 ## proto: regenerate Go code from internal/*/*.proto.
 proto:
 	@$(DEP) protobuf-compiler "Debian package (protoc)" "command -v protoc" \
 	  "$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y protobuf-compiler"
-	@$(DEP) protoc-gen-go $(CACHE)/bin/protoc-gen-go "test -x $(CACHE)/bin/protoc-gen-go" "GOBIN=$(CACHE)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12"
+	@$(DEP) protoc-gen-go .cache/bin/protoc-gen-go "test -x $(CACHE)/bin/protoc-gen-go" "GOBIN=$(CACHE)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12"
 	PATH=$(CACHE)/bin:$$PATH protoc --go_out=. --go_opt=paths=source_relative internal/bkproto/*.proto internal/mlproto/*.proto
 
 clean:

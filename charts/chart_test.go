@@ -312,7 +312,7 @@ func checkOffloader(t *testing.T, o *objects, replicas int) {
 					files[m.MountPath+"/"+it.Path] = "secret-" + it.Key
 				}
 			}
-			if v.ConfigMap != nil {
+			if v.ConfigMap != nil && v.Name == "config" {
 				cm := o.configMapNamed(v.ConfigMap.Name)
 				if cm == nil {
 					t.Fatalf("config volume %s names ConfigMap %s, not rendered", v.Name, v.ConfigMap.Name)

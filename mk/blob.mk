@@ -4,7 +4,7 @@ DEPS += dep-versitygw
 
 .PHONY: dep-versitygw
 dep-versitygw $(CACHE)/bin/versitygw:
-	@$(DEP) versitygw $(CACHE)/bin/versitygw "test -x $(CACHE)/bin/versitygw" \
+	@$(DEP) versitygw .cache/bin/versitygw "test -x $(CACHE)/bin/versitygw" \
 	  "GOBIN=$(CACHE)/bin $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)"
 
 .PHONY: test-blob

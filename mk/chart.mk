@@ -13,7 +13,7 @@ TEST_DEPS += dep-helm
 
 .PHONY: dep-helm configs test-chart
 dep-helm $(HELM):
-	@$(DEP) helm $(HELM) "$(HELM) version --short | grep -q '^$(HELM_VERSION)'" \
+	@$(DEP) helm .cache/bin/helm "$(HELM) version --short | grep -q '^$(HELM_VERSION)'" \
 	  "GOBIN=$(CACHE)/bin $(GO) install -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)"
 
 ## configs: re-render configs/offloader-deployment.yaml, bookieagent-daemonset.yaml and bookieagent-sidecar-patch.yaml from the chart.

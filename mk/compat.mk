@@ -23,7 +23,7 @@ TEST_DEPS    += compat-prepare
 ## compat-prepare: build the Java side (tool, classpath file, jcloud NAR); offline when .cache/m2 is primed.
 compat-prepare: $(COMPAT_OUT)
 	@if [ -f $(COMPAT_JAVA)/target/.built ]; then rm -f $(COMPAT_JAVA)/target/.built; \
-	else printf '%-20s %-52s cached\n' compat-java "$(COMPAT_JAVA)/target, Maven repo $(COMPAT_M2:$(ROOT)/%=%)"; fi
+	else printf '%-24s %-48s cached\n' compat-java "$(COMPAT_JAVA)/target, Maven repo $(COMPAT_M2:$(ROOT)/%=%)"; fi
 
 $(COMPAT_PV): compat-pulsar-version
 	@mkdir -p $(@D); [ -f $@ ] && [ "$$(cat $@)" = "$(PULSAR_VERSION)" ] || echo "$(PULSAR_VERSION)" > $@

@@ -7,7 +7,7 @@
 set -uo pipefail
 name=$1 where=$2 check=$3 install=$4
 cache=${TIERKEEPER_CACHE:-.cache}
-line() { printf '%-20s %-52s %s\n' "$name" "$where" "$1"; }
+line() { printf '%-24s %-48s %s\n' "$name" "$where" "$1"; }
 if [ -n "$check" ] && bash -c "$check" >/dev/null 2>&1; then
   line cached
   exit 0
@@ -15,11 +15,12 @@ fi
 mkdir -p "$cache/logs"
 log=$cache/logs/$name.log
 start=$SECONDS
-if bash -c "$install" >"$log" 2>&1; then
+bash -c "$install" >"$log" 2>&1
+rc=$?
+if [ "$rc" = 0 ]; then
   line "done ($((SECONDS - start)) s; log ${log#"$PWD"/})"
   exit 0
 fi
-rc=$?
 line "FAILED (exit $rc after $((SECONDS - start)) s)"
 echo "---- last 40 lines of $log:"
 tail -n 40 "$log"
