@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tierkeeper/tierkeeper/offloader"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite configs/*.yaml from the chart")
@@ -52,39 +53,23 @@ const (
 // helmBin finds helm: .cache/bin (make installs it there) or PATH.
 func helmBin(t *testing.T) string {
 	t.Helper()
-	if c := os.Getenv("TIERKEEPER_CACHE"); c != "" {
-		if p := filepath.Join(c, "bin", "helm"); fileExists(p) {
-			return p
-		}
-	}
-	if p := filepath.Join("..", ".cache", "bin", "helm"); fileExists(p) {
+	if p := filepath.Join(testenv.CacheDir(), "bin", "helm"); fileExists(p) {
 		return p
 	}
 	p, err := exec.LookPath("helm")
 	if err != nil {
-		if os.Getenv("TIERKEEPER_REQUIRE_PEERS") != "" {
-			t.Fatal("helm not installed (make deps installs it into .cache/bin)")
-		}
-		t.Skip("helm not installed (make deps)")
+		testenv.Unavailable(t, "helm not installed (make deps installs it into .cache/bin)")
 	}
 	return p
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// helm runs helm with args, bounded in time; it returns stdout and the
-// error with stderr.
+// helm runs helm with args, bounded in time; the error has stderr's tail.
 func helm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, helmBin(t), args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, errOut.String())
-	}
-	return out.String(), nil
+	out, err := testenv.RunTool(context.Background(), time.Minute, exec.Command(helmBin(t), args...))
+	return string(out), err
 }
 
 func render(t *testing.T, args ...string) (string, error) {
@@ -210,18 +195,19 @@ func parse(t *testing.T, rendered string) *objects {
 	return o
 }
 
+// configMapNamed is the ConfigMap called name, configMap the first whose
+// name ends in suffix; nil if none.
 func (o *objects) configMapNamed(name string) *corev1.ConfigMap {
-	for _, c := range o.configMaps {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
+	return o.findConfigMap(func(n string) bool { return n == name })
 }
 
 func (o *objects) configMap(suffix string) *corev1.ConfigMap {
+	return o.findConfigMap(func(n string) bool { return strings.HasSuffix(n, suffix) })
+}
+
+func (o *objects) findConfigMap(match func(string) bool) *corev1.ConfigMap {
 	for _, c := range o.configMaps {
-		if strings.HasSuffix(c.Name, suffix) {
+		if match(c.Name) {
 			return c
 		}
 	}
@@ -573,7 +559,7 @@ func TestBadValues(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v\nwant it to contain %q", err, tc.want)
 			}
-			if _, msg, _ := strings.Cut(err.Error(), "\nError:"); strings.Contains(msg, "abc") {
+			if _, msg, _ := strings.Cut(err.Error(), "Error:"); strings.Contains(msg, "abc") {
 				t.Errorf("the secret value is in the message")
 			}
 		})

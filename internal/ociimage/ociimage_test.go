@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 // TestImagesCoverEveryCommand: every command under cmd/ is shipped in an
@@ -57,14 +59,13 @@ func TestImageTarball(t *testing.T) {
 	binDir := filepath.Join(dir, "bin")
 	const rev = "0123456789abcdef0123456789abcdef01234567"
 	created := time.Date(2026, 12, 1, 21, 44, 14, 0, time.UTC)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", binDir+"/",
+	ctx := context.Background()
+	build := exec.Command("go", "build", "-trimpath", "-o", binDir+"/",
 		"-ldflags", "-s -w -X "+stampPkg+".stampedRevision="+rev+" -X "+stampPkg+".stampedTime="+created.Format(time.RFC3339),
 		"../../cmd/diskbench")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if _, err := testenv.RunTool(ctx, 8*time.Minute, build); err != nil {
+		t.Fatalf("go build: %v", err)
 	}
 
 	img := Image{Name: "diskbench", Title: "t", Description: "d", Commands: []string{"diskbench"}}
@@ -141,9 +142,9 @@ func TestImageTarball(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertStatic(t, exe)
-	out, err := exec.CommandContext(ctx, exe, "--version").CombinedOutput()
+	out, err := testenv.RunTool(ctx, 30*time.Second, exec.Command(exe, "--version"))
 	if err != nil {
-		t.Fatalf("--version: %v\n%s", err, out)
+		t.Fatalf("--version: %v", err)
 	}
 	if want := "diskbench github.com/tierkeeper/tierkeeper (devel) (revision " + rev + ", 2026-12-01T21:44:14Z) go"; !strings.HasPrefix(string(out), want) {
 		t.Errorf("--version printed %q, want prefix %q", out, want)
