@@ -154,11 +154,16 @@ ports:
   - name: tk-agent
     containerPort: {{ $b.port }}
     protocol: TCP
+{{- if .host }}
 readinessProbe:
   httpGet: {path: /healthz, port: tk-agent}
   initialDelaySeconds: 5
   periodSeconds: 30
   timeoutSeconds: 5
+{{- end }}
+{{- /* No readiness probe in the bookie pod: the agent must never make a
+bookie unready (its Service, the StatefulSet's rolling update). A failing
+liveness probe restarts only the agent's container. */}}
 livenessProbe:
   httpGet: {path: /healthz, port: tk-agent}
   initialDelaySeconds: 60
