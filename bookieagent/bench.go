@@ -93,6 +93,14 @@ type BenchOptions struct {
 	// Sweep runs one diskbench plan. Default diskbench.Sweep; tests inject
 	// faults through it.
 	Sweep func(ctx context.Context, p diskbench.Plan) (*diskbench.Report, error)
+	// Guard bounds every run so that no directory's filesystem passes the
+	// bookie's disk-usage ceiling (DiskGuard). Default DefaultDiskGuard():
+	// pass the bookie's own thresholds (DiskGuardFromConf,
+	// DiskGuardFromServerConfig) when they differ.
+	Guard *DiskGuard
+	// Statfs reads a filesystem's size and available bytes before every
+	// run. Default GopsutilStatfs.
+	Statfs StatfsFunc
 }
 
 // BenchDisk is one prepared disk.
@@ -114,6 +122,9 @@ type BenchDisk struct {
 type PreparedBench struct {
 	o     BenchOptions
 	Disks []BenchDisk
+	// Guard is what the disk guard found at the start; Run updates its
+	// counts.
+	Guard GuardRecord
 }
 
 // PrepareBench validates every directory (exists, is a directory, is
@@ -148,6 +159,16 @@ func PrepareBench(ctx context.Context, o BenchOptions) (*PreparedBench, error) {
 	if o.Sweep == nil {
 		o.Sweep = diskbench.Sweep
 	}
+	if o.Guard == nil {
+		g := DefaultDiskGuard()
+		o.Guard = &g
+	}
+	if err := o.Guard.validate(); err != nil {
+		return nil, err
+	}
+	if o.Statfs == nil {
+		o.Statfs = GopsutilStatfs
+	}
 	if len(o.JournalDirs) == 0 || len(o.LedgerDirs) == 0 {
 		return nil, errors.New("need at least one --journal-dir and one --ledger-dir")
 	}
@@ -166,6 +187,9 @@ func PrepareBench(ctx context.Context, o BenchOptions) (*PreparedBench, error) {
 			}
 			p.Disks = append(p.Disks, bd)
 		}
+	}
+	if err := p.checkRoom(ctx); err != nil {
+		return nil, err
 	}
 	// The least a run can do: the probes and one round of the essential
 	// points at the shortest measurement.
@@ -429,6 +453,9 @@ type BenchPlan struct {
 	// CPUs /proc/stat lists.
 	Load        []RunLoad `json:"load,omitempty"`
 	MachineCPUs int       `json:"machine_cpus,omitempty"`
+	// Guard is how the benchmark kept every filesystem below the bookie's
+	// disk-usage ceiling.
+	Guard *GuardRecord `json:"guard,omitempty"`
 }
 
 // BenchResult is what Run measured.
@@ -494,6 +521,7 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	start := time.Now()
 	deadline := start.Add(p.o.TimeBudget)
 	res = &BenchResult{Plan: BenchPlan{TimeBudgetSec: p.o.TimeBudget.Seconds(), MaxBytes: p.o.MaxBytes}}
+	defer p.finishGuard(res)
 	for i := range p.Disks {
 		dir := p.Disks[i].Disk.BenchDir
 		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -550,6 +578,18 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 		if left := time.Until(deadline); left < pt.cost(m)/2 || share < minRunBytes {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped %s: budget spent", name))
 			return nil
+		}
+		// Never past the bookie's disk-usage ceiling, from a fresh statfs.
+		share, skip, why, err := p.guardShare(ctx, pt, share)
+		if err != nil {
+			return err
+		}
+		if skip {
+			p.o.Logger.Debug("bench run skipped by the disk guard", "run", name, "why", why)
+			return nil
+		}
+		if why != "" {
+			p.o.Logger.Debug("bench run bounded by the disk guard", "run", name, "max_bytes", share, "why", why)
 		}
 		before := markLoad(p.o.Host)
 		defer func() {
@@ -648,6 +688,15 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// finishGuard records the guard's view in the plan and its summary in the
+// warnings (deferred by Run, so a stopped benchmark reports it too).
+func (p *PreparedBench) finishGuard(res *BenchResult) {
+	g := p.Guard
+	g.Disks = slices.Clone(g.Disks)
+	res.Plan.Guard = &g
+	res.Warnings = append(res.Warnings, g.warnings()...)
 }
 
 // planFor builds the diskbench plan of one run.

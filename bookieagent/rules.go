@@ -663,6 +663,9 @@ func Recommend(in Input) (*Recommendation, error) {
 	if w, ok := loadWarning(in.Bench); ok {
 		r.Warnings = append([]string{w}, r.Warnings...)
 	}
+	if in.Bench != nil && in.Bench.Guard != nil {
+		r.Warnings = append(r.Warnings, in.Bench.Guard.warnings()...)
+	}
 	return r, nil
 }
 

@@ -81,6 +81,7 @@ func (o *diffOptions) runDiff(cmd *cobra.Command) error {
 			return err
 		}
 	}
+	o.guardConf = o.conf
 	m, err := o.measure(cmd, o.quiet || o.output == "json")
 	if err != nil {
 		return err

@@ -26,6 +26,8 @@ type recommendOptions struct {
 	input     string
 	saveInput string
 	quiet     bool
+	// guardConf is diff's --conf, the disk guard's fallback.
+	guardConf string
 }
 
 func newRecommendCmd() *cobra.Command {
@@ -170,7 +172,11 @@ func (o *recommendOptions) measure(cmd *cobra.Command, quiet bool) (measured, er
 		if err != nil {
 			return measured{}, err
 		}
-		prep, err := bookieagent.PrepareBench(ctx, bookieagent.BenchOptions{
+		guard, err := o.bench.guard(ctx, o.guardConf, nil)
+		if err != nil {
+			return measured{}, err
+		}
+		prep, err := bookieagent.PrepareBench(ctx, bookieagent.BenchOptions{Guard: guard,
 			JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
 			TimeBudget: budget, MaxBytes: maxBytes, Rounds: o.bench.rounds, CPUs: o.bench.cpus, AllowLiveBookie: o.bench.allowLive,
 			Host: o.dirs.host(), RaiseGOMAXPROCS: true, Progress: progressPrinter(stderr, quiet),
@@ -185,6 +191,10 @@ func (o *recommendOptions) measure(cmd *cobra.Command, quiet bool) (measured, er
 					where += " (beside the live bookie in " + d.Disk.Dir + ")"
 				}
 				fmt.Fprintf(stderr, "%s disk %s: benchmarking in %s\n", d.Role, d.Disk.Dir, where)
+			}
+			for _, g := range prep.Guard.Disks {
+				fmt.Fprintf(stderr, "%s disk %s: usage %.1f%%; the benchmark writes at most %s at a time, keeping it ≤ %.0f%%: %s\n",
+					g.Role, g.Dir, 100*g.UsageAtStart, units.HumanBytes(float64(g.RoomAtStart)), 100*prep.Guard.Ceiling, prep.Guard.Rule)
 			}
 		}
 		res, err := prep.Run(ctx)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -133,6 +135,10 @@ type benchFlags struct {
 	rounds    int
 	cpus      int
 	allowLive bool
+	// The disk guard: where the bookie's disk-usage thresholds come from.
+	bookieConf string
+	bookieHTTP string
+	diskMargin float64
 }
 
 func (o *benchFlags) addFlags(fs *pflag.FlagSet) {
@@ -141,6 +147,9 @@ func (o *benchFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Var(&o.maxBytes, "max-bytes", "bytes the benchmark may write in total (must be positive; files are removed after every run)")
 	fs.IntVar(&o.rounds, "rounds", bookieagent.DefaultRounds, "rounds of each decisive point (directory counts, writeBufferSizeBytes); a choice changes only when the rounds separate it from the current value")
 	fs.IntVar(&o.cpus, "cpus", startCPUs, "CPUs the bookie may use (evidence; default: this process's CPU limit, cgroup cpu.max — give the bookie pod's)")
+	fs.StringVar(&o.bookieConf, "bookie-conf", "", "the bookie's bookkeeper.conf: its diskUsageThreshold / WarnThreshold / LwmThreshold bound what the benchmark writes (default: BookKeeper's 0.95 / 0.90 / = threshold)")
+	fs.StringVar(&o.bookieHTTP, "bookie-http", "", "the bookie's HTTP admin address (http://host:8000): its running disk-usage thresholds are read from /api/v1/config/server_config")
+	fs.Float64Var(&o.diskMargin, "disk-margin", bookieagent.DefaultDiskMargin, "the benchmark keeps every filesystem this far (a share of its size) below the lowest disk-usage threshold")
 	fs.BoolVar(&o.allowLive, "allow-live-bookie", false, "benchmark a disk that holds a live bookie, in a scratch directory beside the bookie's directories (its files are never touched, but its disk carries the load)")
 }
 
@@ -150,6 +159,51 @@ func (o *benchFlags) cpusSource(fs *pflag.FlagSet) string {
 		return "--cpus"
 	}
 	return "GOMAXPROCS at start: this process's CPU limit (cgroup cpu.max) or CPU affinity"
+}
+
+// guard returns the disk guard: from --bookie-http, else --bookie-conf,
+// else fallbackConf (diff's --conf), else def (nil: BookKeeper's defaults).
+func (o *benchFlags) guard(ctx context.Context, fallbackConf string, def *bookieagent.DiskGuard) (*bookieagent.DiskGuard, error) {
+	if o.diskMargin < 0 || o.diskMargin >= 0.5 {
+		return nil, fmt.Errorf("--disk-margin %v: want 0 ≤ margin < 0.5", o.diskMargin)
+	}
+	if o.bookieHTTP != "" && o.bookieConf != "" {
+		return nil, errors.New("give --bookie-http or --bookie-conf, not both")
+	}
+	if o.bookieHTTP != "" {
+		cfg, err := bookieagent.FetchServerConfig(ctx, nil, o.bookieHTTP, 10*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("--bookie-http: %w", err)
+		}
+		g, err := bookieagent.DiskGuardFromServerConfig(cfg, o.diskMargin, o.bookieHTTP+" /api/v1/config/server_config")
+		if err != nil {
+			return nil, fmt.Errorf("--bookie-http: %w", err)
+		}
+		return &g, nil
+	}
+	path := o.bookieConf
+	if path == "" {
+		path = fallbackConf
+	}
+	if path != "" {
+		c, err := readConf(path, bookieagent.ParseConf)
+		if err != nil {
+			return nil, fmt.Errorf("--bookie-conf: %w", err)
+		}
+		g, err := bookieagent.DiskGuardFromConf(c, o.diskMargin)
+		if err != nil {
+			return nil, fmt.Errorf("--bookie-conf: %w", err)
+		}
+		return &g, nil
+	}
+	if def != nil {
+		g := *def
+		g.Margin = o.diskMargin
+		return &g, nil
+	}
+	g := bookieagent.DefaultDiskGuard()
+	g.Margin = o.diskMargin
+	return &g, nil
 }
 
 // parse returns --budget and --max-bytes as a duration and a byte count.

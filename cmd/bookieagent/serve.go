@@ -94,8 +94,19 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return fmt.Errorf("--bench-on-start: %w", err)
 		}
+		// The bookie's thresholds as serve was given them, unless its conf
+		// or HTTP config is named.
+		def := bookieagent.DiskGuard{Threshold: o.thresholds.threshold, WarnThreshold: o.thresholds.warn, LwmThreshold: o.thresholds.lwm,
+			Source: "serve's --disk-usage-*-threshold flags"}
+		if def.LwmThreshold == 0 {
+			def.LwmThreshold = def.Threshold
+		}
+		guard, err := o.bench.guard(cmd.Context(), "", &def)
+		if err != nil {
+			return fmt.Errorf("--bench-on-start: %w", err)
+		}
 		bench = &bookieagent.BenchOnStartOptions{DirectMemoryBytes: direct, DirectMemorySource: directSrc, CPUsSource: o.bench.cpusSource(cmd.Flags()),
-			Bench: bookieagent.BenchOptions{JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
+			Bench: bookieagent.BenchOptions{Guard: guard, JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
 				TimeBudget: budget, MaxBytes: maxBytes, Rounds: o.bench.rounds, CPUs: o.bench.cpus, AllowLiveBookie: o.bench.allowLive,
 				Host: o.dirs.host(), Logger: log,
 				// Measured as recommend measures: the process is the

@@ -1,0 +1,232 @@
+package bookieagent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tierkeeper/tierkeeper/diskbench"
+)
+
+// loopFS makes a sparse ext4 image of size bytes (no root reserve, so the
+// usage arithmetic is exact), mounts it on a loop device and returns the
+// mount point; it is unmounted at the end of the test. It skips the test,
+// saying why, only where loop devices cannot be used (not root, no
+// /dev/loop-control, mount refused).
+func loopFS(t *testing.T, size int64) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a loop device (mount -o loop)")
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		t.Skipf("loop devices unavailable in this sandbox: %v", err)
+	}
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if out, err := exec.CommandContext(t.Context(), "mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", img).CombinedOutput(); err != nil {
+		t.Skipf("mkfs.ext4 unavailable: %v: %s", err, out)
+	}
+	if out, err := exec.CommandContext(t.Context(), "mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Skipf("loop devices unavailable in this sandbox: mount -o loop: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+	})
+	return mnt
+}
+
+// usageOf is BookKeeper's usage figure of path's filesystem.
+func usageOf(t *testing.T, path string) float64 {
+	t.Helper()
+	u, err := GopsutilStatfs(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 1 - float64(u.Avail)/float64(u.Size)
+}
+
+// fillTo allocates (fallocate: real blocks, no data written) a file until
+// the filesystem of dir is at usage u.
+func fillTo(t *testing.T, dir string, u float64) {
+	t.Helper()
+	st, err := GopsutilStatfs(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grow(t, filepath.Join(dir, "bookie-data.fill"), int64(u*float64(st.Size))-int64(st.Size-st.Avail))
+}
+
+// grow extends path by n allocated bytes.
+func grow(t *testing.T, path string, n int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), 0, st.Size(), n); err != nil {
+		t.Fatalf("fallocate %s: %v", path, err)
+	}
+}
+
+// writeGuardConf writes a bookkeeper.conf with the Pulsar chart's
+// thresholds and returns the guard read from it (ceiling 0.83).
+func writeGuardConf(t *testing.T) DiskGuard {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "bookkeeper.conf")
+	body := "diskUsageThreshold=0.95\ndiskUsageWarnThreshold=0.90\ndiskUsageLwmThreshold=0.85\n"
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConf(p, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := DiskGuardFromConf(c, DefaultDiskMargin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := g.Ceiling(); c < 0.829 || c > 0.831 {
+		t.Fatalf("ceiling %v, want 0.83", c)
+	}
+	return g
+}
+
+// TestBenchGuardRefusesNearlyFullDisk: a filesystem already within 1 MiB
+// of the ceiling is refused before anything is written, and the error
+// names the usage and the bookie's thresholds.
+func TestBenchGuardRefusesNearlyFullDisk(t *testing.T) {
+	mnt := loopFS(t, 1<<30)
+	g := writeGuardConf(t)
+	j, l := filepath.Join(mnt, "journal"), filepath.Join(mnt, "ledgers")
+	for _, d := range []string{j, l} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fillTo(t, mnt, 0.825)
+	f := &fakeSweep{rate: 150e6}
+	_, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: []string{j}, LedgerDirs: []string{l}, Guard: &g, Sweep: f.sweep})
+	if !errors.Is(err, ErrDiskNearFull) {
+		t.Fatalf("err = %v, want ErrDiskNearFull", err)
+	}
+	for _, want := range []string{"usage 82.", "diskUsageLwmThreshold 0.85", "bookkeeper.conf"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if len(f.plans) != 0 {
+		t.Errorf("%d runs started on a refused disk", len(f.plans))
+	}
+}
+
+// TestBenchGuardShrinksRunsBesideGrowingBookie: on a 10 GiB filesystem at
+// 80 % (the ceiling 83 % leaves ~300 MiB, well under the 1.25 GiB the
+// free-space reserve alone would allow) every run really allocates what it
+// was given, while a "bookie" keeps writing 64 MiB between runs. No run may
+// take the filesystem past the ceiling; runs are made smaller, then left
+// out, and the result and the recommendation say so.
+func TestBenchGuardShrinksRunsBesideGrowingBookie(t *testing.T) {
+	mnt := loopFS(t, 10<<30)
+	g := writeGuardConf(t)
+	j, l := filepath.Join(mnt, "journal"), filepath.Join(mnt, "ledgers")
+	for _, d := range []string{j, l} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fillTo(t, mnt, 0.80)
+	var mu sync.Mutex
+	peak := 0.0
+	f := &fakeSweep{rate: 150e6}
+	sweep := func(ctx context.Context, p diskbench.Plan) (*diskbench.Report, error) {
+		// The run's bytes, really allocated in its scratch directory.
+		size := p.MaxBytes
+		if p.RandRead != nil {
+			size = p.RandRead.FileSize
+		}
+		path := filepath.Join(p.Dir, "run.dat")
+		grow(t, path, size)
+		u := usageOf(t, p.Dir)
+		mu.Lock()
+		peak = max(peak, u)
+		n := len(f.plans)
+		mu.Unlock()
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+		if n >= 2 {
+			// The live bookie writes meanwhile.
+			grow(t, filepath.Join(mnt, "bookie-data.fill"), 64<<20)
+		}
+		return f.sweep(ctx, p)
+	}
+	p, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: []string{j}, LedgerDirs: []string{l}, Guard: &g, Sweep: sweep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak > g.Ceiling()+1e-4 {
+		t.Errorf("a run took the filesystem to %.4f, past the ceiling %.2f", peak, g.Ceiling())
+	}
+	if peak < 0.80 {
+		t.Errorf("peak usage %.4f: the runs allocated nothing", peak)
+	}
+	gr := res.Plan.Guard
+	if gr == nil || len(gr.Disks) != 2 {
+		t.Fatalf("plan's guard record %+v", gr)
+	}
+	shrunk, skipped := 0, 0
+	for _, d := range gr.Disks {
+		shrunk += d.Shrunk
+		skipped += d.Skipped
+		if d.UsageAtStart < 0.79 || d.UsageAtStart > 0.81 {
+			t.Errorf("%s: usage at start %.3f, want 0.80", d.Dir, d.UsageAtStart)
+		}
+	}
+	if shrunk == 0 || skipped == 0 {
+		t.Errorf("shrunk %d, skipped %d runs: want both (the room shrinks below a run as the bookie grows)", shrunk, skipped)
+	}
+	say := func(where string, ws []string) {
+		t.Helper()
+		for _, w := range ws {
+			if strings.Contains(w, "left out so the filesystem stays at or below 83%") && strings.Contains(w, "diskUsageLwmThreshold 0.85") {
+				return
+			}
+		}
+		t.Errorf("%s does not report the guard: %q", where, ws)
+	}
+	say("the benchmark's warnings", res.Warnings)
+	rec, err := Recommend(Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, Bench: &res.Plan, CPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	say("the recommendation's warnings", rec.Warnings)
+}
