@@ -28,6 +28,8 @@ var bkDefaults = map[string]string{
 	"minorCompactionInterval":             "3600",
 	"minorCompactionThreshold":            "0.2",
 	"majorCompactionInterval":             "86400",
+	"minorCompactionMaxTimeMillis":        "-1",
+	"majorCompactionMaxTimeMillis":        "-1",
 	"majorCompactionThreshold":            "0.8",
 	"rereplicationEntryBatchSize":         "10",
 	"dbStorage_rocksDB_writeBufferSizeMB": "64",

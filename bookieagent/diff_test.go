@@ -83,7 +83,7 @@ func TestParseRocksConf(t *testing.T) {
 // defaults; directory counts are grouped apart; a value that does not
 // parse is an error with its line.
 func TestDiff(t *testing.T) {
-	rec, err := Recommend(loadProfile(t, "nvme"))
+	rec, err := Recommend(loadProfile(t, "nvme-64core-4x7tb"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,6 +101,14 @@ func header(e *errWriter, r *Recommendation, prefix string) {
 		e.printf("%sdirect memory UNKNOWN: %s have no value; give %s\n", prefix, strings.Join(keys, ", "), NeedsDirectMemory)
 	}
 	e.printf("%snative memory for RocksDB (outside the JVM limits): ~%s\n", prefix, units.HumanBytes(float64(m.RocksDBNative)))
+	if m.LimitBytes > 0 {
+		e.printf("%scontainer memory limit %s (%s): heap %s, direct %s, RocksDB ~%s, JVM overhead %s, page cache %s\n", prefix,
+			units.FormatBytes(m.LimitBytes), m.LimitSource, units.HumanBytes(float64(m.HeapBytes)), units.HumanBytes(float64(m.DirectBytes)),
+			units.HumanBytes(float64(m.RocksDBNative)), units.HumanBytes(float64(m.JVMOverheadBytes)), units.HumanBytes(float64(m.PageCacheBytes)))
+	}
+	if m.JVMOptions != "" {
+		e.printf("%sJVM memory options assumed (BOOKIE_MEM / PULSAR_MEM): %s\n", prefix, m.JVMOptions)
+	}
 	for _, w := range r.Warnings {
 		e.printf("%sWARNING: %s\n", prefix, w)
 	}

@@ -7,75 +7,92 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
-// Rule constants. Each cites the row of disk-tuning.md §3 it implements;
-// "Heur." marks our own choice where the document gives a range.
+// Rule constants. docs/bookieagent.md ("Rules") gives the reasoning behind
+// each; "Heur." marks our own choice where BookKeeper's code fixes no value.
 const (
 	// JournalDirGain: a journal count qualifies when the best count does
-	// not clearly beat it by more than 10% ("within ~5–10% of the best").
+	// not clearly beat it by more than 10%.
 	JournalDirGain = 1.10
-	// JournalP99Factor: ... and its p99 add latency is at most 2× the
-	// single-journal p99 ("≤ 2× the N=1 p99"), or within JournalP99Floor.
+	// JournalP99Factor: a journal count is over the latency budget when its
+	// fastest round's p99 add latency exceeds max(JournalP99Factor × the
+	// slowest 1-journal round's p99, JournalP99Floor).
 	JournalP99Factor = 2.0
-	// JournalP99Floor: a p99 add latency below 10 ms is within budget
-	// whatever the 1-journal p99 (Heur.: far inside a bookie add's budget;
-	// at 1–2 ms a 2× rule measures noise).
-	JournalP99Floor = 10 * time.Millisecond
-	// MaxJournalDirsPerDisk caps journal dirs per disk ("cap ... at 8").
-	// There is no CPU cap: a journal's two threads (journal, force write)
-	// mostly wait on fdatasync.
+	// JournalP99Floor: the budget is never below 10 ms (Heur.): a p99 add
+	// latency under 10 ms is far inside what a Pulsar broker waits for an
+	// add (its addEntryTimeout is seconds), and at 1–2 ms a 2× rule would
+	// reject counts for a fraction of a millisecond.
+	JournalP99Floor = 10_000_000 // ns
+	// MaxJournalDirsPerDisk caps journal dirs per disk (Heur.). There is
+	// no CPU cap: a journal's two threads (journal, force write) mostly
+	// wait on fdatasync.
 	MaxJournalDirsPerDisk = 8
 	// LevelOff is the share of the peak at which a sweep counts as levelled
-	// off (writeBufferSizeBytes: "~95% of peak"; journal group size).
+	// off (write sizes, journal group sizes).
 	LevelOff = 0.95
-	// JournalThresholdMin/Max bound journalBufferedWritesThreshold ("usually
-	// 512 KiB–1 MiB"; never below Pulsar's 512 KiB default, Heur. max 4 MiB).
+	// JournalThresholdMin/Max bound journalBufferedWritesThreshold (never
+	// below Pulsar's 512 KiB; Heur. max 4 MiB).
 	JournalThresholdMin = 512 * KiB
 	JournalThresholdMax = 4 * MiB
 	// JournalWriteBufferGain: raise journalWriteBufferSizeKB only when a
-	// larger write size beats 64 KiB by more than 10% at the same group size
-	// (Heur.; "raise only if the bs sweep shows higher MB/s with sync").
+	// larger buffer beats 64 KiB by more than 10% at the same group size.
 	JournalWriteBufferGain = 1.10
-	// GroupWaitMinMs/MaxMs bound journalMaxGroupWaitMSec ("≈ p50 sync
-	// latency; 1–2 ms on NVMe; more only on high-latency disks").
+	// GroupWaitMinMs/MaxMs bound journalMaxGroupWaitMSec (≈ the device's
+	// p50 fdatasync latency).
 	GroupWaitMinMs = 1
 	GroupWaitMaxMs = 20
-	// LedgerDirGain: a ledger-dir count qualifies while the next count
-	// still gains more than 10% ("while (b) ... still gains >10%").
+	// LedgerDirGain: one more ledger dir per disk must gain more than 10%
+	// of what the bookie can flush (LedgerFlushRate).
 	LedgerDirGain = 1.10
 	// FlushThreadBytesPerSec is what one DbLedgerStorage flush thread
-	// sustains (BK PR #1289, ~500 MB/s); faster disks need more dirs.
+	// sustains (BK PR #1289: ~500 MB/s): a ledger dir cannot flush faster,
+	// whatever the disk does.
 	FlushThreadBytesPerSec = 500e6
 	// MaxLedgerDirsPerDisk caps ledger dirs per disk (Heur.).
 	MaxLedgerDirsPerDisk = 4
-	// FlushEntrylogSeconds: flushEntrylogBytes ≈ 100 ms of sustained write
-	// bandwidth, clamped to 32–64 MiB ("32–64 MiB, or ≈ 50–100 ms").
+	// FlushEntrylogSeconds: flushEntrylogBytes ≈ 100 ms of sustained
+	// per-dir bandwidth, clamped to 32–64 MiB (Pulsar ships 32 MiB).
 	FlushEntrylogSeconds = 0.1
 	FlushEntrylogMin     = 32 * MiB
 	FlushEntrylogMax     = 64 * MiB
-	// CompactionShare: the ledger disk's compaction may take 10% of its
-	// sustained write bandwidth, divided among the dirs on the disk (each
-	// dir compacts on its own GC thread with its own rate limiter) — the
-	// lower end of "10–20% of the measured ledger-disk write bandwidth left
-	// over at peak ingest"; ingest is unknown to the agent.
+	// CompactionShare is the share of a ledger disk's sustained write
+	// bandwidth left after the journal (when they share a device) that
+	// compaction's own I/O may take, over all the dirs on the disk (Heur.).
+	// Compaction reads every live entry of a log and writes it again, so
+	// the throttle (bytes re-added) gets half of it.
 	CompactionShare = 0.10
+	// CompactionIOPerByte: disk bytes moved per byte compactionRateByBytes
+	// lets through (one read, one write).
+	CompactionIOPerByte = 2
 	// HDDMaxIOPS: a disk with fewer 4 KiB random-read IOPS is treated as a
 	// spinning disk whatever sysfs says (Heur.; HDDs do 100–500).
 	HDDMaxIOPS = 1000
 	// JournalMemShare is journalMaxMemorySizeMb's default, 5% of direct
-	// memory (disk-tuning §0.3).
+	// memory (ServerConfiguration.getJournalMaxMemorySizeMb).
 	JournalMemShare = 0.05
-	// HeadroomShare is direct memory left for Netty and in-flight requests
-	// (Heur.; at least HeadroomMin).
+	// CacheShare is BookKeeper's default share of direct memory for the
+	// write cache plus the read-ahead cache (DbLedgerStorage: 25% each).
+	// The agent keeps it: the right split depends on ingest and catch-up
+	// reads, which a disk benchmark does not measure.
+	CacheShare = 0.50
+	// HeadroomShare is direct memory kept for Netty's pooled buffers and
+	// in-flight requests (Heur.; at least HeadroomMin).
 	HeadroomShare = 0.20
 	HeadroomMin   = 128 * MiB
-	// EntryLogBufferShare caps 2 × ledgerDirs × writeBufferSizeBytes (entry
-	// logger + compaction logger, both direct buffers) at 10% of direct
+	// EntryLogBuffersPerDir: every ledger dir's entry logger holds direct
+	// write buffers of writeBufferSizeBytes for the current log, the
+	// preallocated next one (EntryLoggerAllocator) and the compaction log
+	// (DefaultEntryLogger), plus rotated logs until the next checkpoint
+	// flushes them: at least 3.
+	EntryLogBuffersPerDir = 3
+	// CompactionScanBuffer is the direct buffer DefaultEntryLogger.scanEntryLog
+	// allocates per compacting dir (1 MiB, grown to the largest entry).
+	CompactionScanBuffer = 1 * MiB
+	// EntryLogBufferShare caps the entry-log write buffers at 10% of direct
 	// memory (Heur.).
 	EntryLogBufferShare = 0.10
 	// MinWriteCachePerDir: each write-cache half must hold ≥ 3 entries of
@@ -84,6 +101,24 @@ const (
 	// MinReadCachePerDir is the smallest useful read-ahead cache per dir
 	// (Heur.).
 	MinReadCachePerDir = 16 * MiB
+	// Container memory split (Heur.): page cache kept for entry-log
+	// writeback and reads (dirty pages are charged to the pod's memory
+	// cgroup), the JVM's own overhead (metaspace, thread stacks, GC), and
+	// the heap when -Xmx is not given.
+	PageCacheShare = 0.25
+	PageCacheMin   = 512 * MiB
+	JVMOverhead    = 256 * MiB
+	HeapShare      = 0.125
+	HeapMin        = 512 * MiB
+	HeapMax        = 4 * GiB
+	// DirectShareMax caps derived direct memory at 40% of the limit
+	// (Heur.): beyond the caches' share, the page cache serves entry-log
+	// reads and writeback for whatever BookKeeper's caches miss, and it is
+	// given back under pressure where direct memory is not.
+	DirectShareMax = 0.40
+	// RocksShareMax: RocksDB's native memory may take at most a quarter of
+	// the container limit before the larger memtables are given up.
+	RocksShareMax = 0.25
 	// RocksDB entry-location index settings (Pulsar's
 	// entry_location_rocksdb.conf defaults and the WeChat report's 128 MB).
 	RocksWriteBufferSSD      = 128 * MiB
@@ -91,9 +126,17 @@ const (
 	RocksMaxWriteBufferCount = 4
 	RocksBlockCacheDefault   = 206150041
 	// ReadBufferDefault is readBufferSizeBytes for unknown entry sizes
-	// (Pulsar's value; WeChat report), ReadBufferMax its ceiling.
+	// (Pulsar's value), ReadBufferMax its ceiling: BookKeeper allocates one
+	// heap buffer of this size per reading thread per entry log it reads
+	// (DefaultEntryLogger's thread-local BufferedReadChannel map).
 	ReadBufferDefault = 4096
-	ReadBufferMax     = 1 * MiB
+	ReadBufferMax     = 16 * KiB
+	// ReadThreads are the threads that read entry logs with Pulsar's
+	// settings: numReadWorkerThreads 8 + numHighPriorityWorkerThreads 8
+	// (each ledger dir's GC thread adds one); CatchUpLogs is how many entry
+	// logs a catch-up burst may keep open per thread (Heur.).
+	ReadThreads = 16
+	CatchUpLogs = 100
 	// RereplicationBatch is rereplicationEntryBatchSize (Pulsar; WeChat).
 	RereplicationBatch = 100
 	// MixedP99Factor: a journal whose p99 add latency rises by more than
@@ -157,6 +200,13 @@ type Input struct {
 	DirectMemoryBytes int64 `json:"direct_memory_bytes"`
 	// DirectMemorySource says where DirectMemoryBytes came from.
 	DirectMemorySource string `json:"direct_memory_source"`
+	// HeapBytes is the bookie JVM's -Xmx, when known (0 = unknown).
+	HeapBytes int64 `json:"heap_bytes,omitempty"`
+	// MemoryLimitBytes is the bookie container's memory limit (cgroup v2
+	// memory.max, v1 memory.limit_in_bytes), 0 when unknown or unlimited;
+	// MemoryLimitSource says where it came from.
+	MemoryLimitBytes  int64  `json:"memory_limit_bytes,omitempty"`
+	MemoryLimitSource string `json:"memory_limit_source,omitempty"`
 	// EntrySizeBytes is the median entry size, when known (0 = unknown).
 	EntrySizeBytes int64 `json:"entry_size_bytes,omitempty"`
 	// Bench is the plan the measurements were taken with, when recorded.
@@ -220,8 +270,11 @@ type DiskSummary struct {
 	TotalBytes uint64 `json:"total_bytes,omitempty"`
 }
 
-// MemoryPlan is the direct-memory budget behind the cache sizes. All
-// zero but DirectSource when direct memory is unknown.
+// MemoryPlan is the memory budget behind the cache sizes: the container
+// limit split between heap, direct memory, RocksDB's native memory and the
+// page cache (when the limit is known), and direct memory split between
+// the journal, entry-log buffers, headroom and the caches. The direct
+// figures are zero but DirectSource when direct memory is unknown.
 type MemoryPlan struct {
 	DirectBytes       int64  `json:"direct_bytes"`
 	DirectSource      string `json:"direct_source"`
@@ -233,6 +286,17 @@ type MemoryPlan struct {
 	LedgerDirs        int    `json:"ledger_dirs"`
 	RocksDBNative     int64  `json:"rocksdb_native_bytes"`
 	MemoryLimitedNote string `json:"memory_limited,omitempty"`
+	// LimitBytes is the container's memory limit (0: unknown), split into
+	// HeapBytes, DirectBytes, RocksDBNative, JVMOverheadBytes and
+	// PageCacheBytes (what is left for the kernel's page cache).
+	LimitBytes       int64  `json:"limit_bytes,omitempty"`
+	LimitSource      string `json:"limit_source,omitempty"`
+	HeapBytes        int64  `json:"heap_bytes,omitempty"`
+	JVMOverheadBytes int64  `json:"jvm_overhead_bytes,omitempty"`
+	PageCacheBytes   int64  `json:"page_cache_bytes,omitempty"`
+	// JVMOptions are the memory flags for BOOKIE_MEM / PULSAR_MEM that
+	// the plan assumes, when the agent derived them from the limit.
+	JVMOptions string `json:"jvm_options,omitempty"`
 }
 
 // Recommendation is Recommend's result.
@@ -276,380 +340,126 @@ func (r *Recommendation) Setting(key string) (Setting, bool) {
 // a pure function: the same Input always gives the same Recommendation.
 // It fails with ErrNoMeasurements when a disk lacks the results a rule
 // needs and ErrDirectMemoryTooSmall when the minimum caches do not fit.
-// Without a direct-memory size the settings that are shares of it carry
-// NeedsInput instead of a value, and the rest are given.
+// Without a direct-memory size (given, or derived from the container's
+// memory limit) the settings that are shares of it carry NeedsInput
+// instead of a value, and the rest are given.
+//
+// The rules run per area, each appending its settings in order: journal
+// (rules_journal.go), ledger directories and entry logs
+// (rules_ledger.go), memory and caches, RocksDB (rules_memory.go), then
+// garbage collection and compaction (rules_compaction.go).
 func Recommend(in Input) (*Recommendation, error) {
 	if len(in.JournalDisks) == 0 || len(in.LedgerDisks) == 0 {
 		return nil, fmt.Errorf("%w: need at least one journal and one ledger disk", ErrNoMeasurements)
 	}
-	cpus := max(1, in.CPUs)
-	r := &Recommendation{}
-	var settings []Setting
-	allDisks := append(append([]Disk{}, in.JournalDisks...), in.LedgerDisks...)
-	jCookie := firstCookie(in.JournalDisks, in.LedgerDisks)
-	lCookie := firstCookie(in.LedgerDisks, in.JournalDisks)
+	rc := newRecommender(in)
+	for _, area := range []func() error{
+		rc.journalRules, rc.ledgerDirRules, rc.memoryRules, rc.entryLogRules, rc.cacheRules,
+		rc.compactionRules, rc.autoRecoveryRules, rc.rocksDBRules,
+	} {
+		if err := area(); err != nil {
+			return nil, err
+		}
+	}
+	rc.finish()
+	return rc.r, nil
+}
 
-	// Shared-device mixed measurements, by journal disk and ledger disk.
-	type pair struct{ j, l int }
-	mixed := map[pair]mixedFigures{}
+// diskPair is a journal disk and a ledger disk (indexes into Input).
+type diskPair struct{ j, l int }
+
+// recommender carries what one area's rules hand to the next.
+type recommender struct {
+	in               Input
+	cpus             int
+	r                *Recommendation
+	all              []Disk
+	jCookie, lCookie *Cookie
+	// mixed holds the shared-device measurements.
+	mixed map[diskPair]mixedFigures
+
+	// journalRules: the aggregate sustained rate the chosen journal counts
+	// accept, in total and per device.
+	jAgg       float64
+	jAggDevice map[string]float64
+	// jAggNew is what the recommended journal counts accept: the ingest a
+	// new bookie's ledger dirs must take.
+	jAggNew float64
+
+	// ledgerDirRules: per ledger disk.
+	ledgers []ledgerPlan
+	lDirs   []string
+	// runDirs is the ledger dir count the bookie runs: the cookie's on a
+	// live bookie, else the recommendation.
+	runDirs int
+	anyHDD  bool
+
+	// entry-log write buffer, chosen per disk before the memory plan
+	// bounds it.
+	wb       int64
+	bufCands []int64
+	bufEv    []string
+
+	// memoryRules.
+	haveMem bool
+	mp      MemoryPlan
+	memEv   []string
+	rocksWB int64
+	rocksEv []string
+}
+
+// ledgerPlan is one ledger disk's part of the plan.
+type ledgerPlan struct {
+	disk Disk
+	// recommended is the dir count for a new bookie, run the count the
+	// bookie runs (its cookie's when live).
+	recommended, run int
+	// sustained is the disk's sustained write rate at the recommended
+	// count; left what ledger writes get beside the journal on a shared
+	// device (basis says how it was found).
+	sustained, left float64
+	basis           string
+	summary         int // index into Recommendation.Disks
+}
+
+func newRecommender(in Input) *recommender {
+	rc := &recommender{in: in, cpus: max(1, in.CPUs), r: &Recommendation{}, jAggDevice: map[string]float64{},
+		mixed: map[diskPair]mixedFigures{}}
+	rc.all = append(append([]Disk{}, in.JournalDisks...), in.LedgerDisks...)
+	rc.jCookie = firstCookie(in.JournalDisks, in.LedgerDisks)
+	rc.lCookie = firstCookie(in.LedgerDisks, in.JournalDisks)
 	for i, j := range in.JournalDisks {
 		for k, l := range in.LedgerDisks {
 			if sameDevice(j, l) {
 				if m, ok := mixedOf(j, l); ok {
-					mixed[pair{i, k}] = m
+					rc.mixed[diskPair{i, k}] = m
 				}
 			}
 		}
 	}
+	return rc
+}
 
-	// ---- journal disks ----
-	var jDirs []string
-	var jEv []string
-	var jLatP50 []string
-	var jAgg float64
-	gw := GroupWaitMinMs
-	thresh := JournalThresholdMin
-	var threshEv []string
-	wbKB := int64(64)
-	var wbEv []string
-	for i, d := range in.JournalDisks {
-		sum := summarize("journal", d, allDisks)
-		sweep := journalWritersSweep(d.Results)
-		if len(sweep) == 0 {
-			return nil, fmt.Errorf("%w: journal disk %s has no journal results", ErrNoMeasurements, d.Dir)
+// add appends settings, scoping bookkeeper.conf ones to the bookie unless
+// they name their process.
+func (rc *recommender) add(ss ...Setting) {
+	for _, s := range ss {
+		if s.Scope == "" && s.File == FileBookKeeper {
+			s.Scope = ScopeBookie
 		}
-		base := 1
-		if jCookie != nil {
-			base = max(1, countOnDisk(jCookie.JournalDirs, d.Dir, len(in.JournalDisks)))
-		}
-		n, ev := pickJournalCount(sweep, base)
-		jEv = append(jEv, fmt.Sprintf("%s: %s", diskLabel(d), ev))
-		sum.RecommendedDirs = n
-		dirs := subDirs(d.Dir, n)
-		jDirs = append(jDirs, dirs...)
-		r.Layout.Journal = append(r.Layout.Journal, DiskDirs{Disk: d.Dir, Device: sum.Device, TotalBytes: d.TotalBytes, Recommended: dirs})
-		jAgg += rateRounds(sweep[n]).median()
-		for _, rs := range sweep {
-			sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, rateRounds(rs).median())
-		}
-		p50, ok := syncP50(sweep)
-		basis := "1 journal alone"
-		for k := range in.LedgerDisks {
-			if m, has := mixed[pair{i, k}]; has && m.syncP50Mixed > p50 {
-				p50, ok, basis = m.syncP50Mixed, true, fmt.Sprintf("1 journal while ledger %s on the same device is written", in.LedgerDisks[k].Dir)
-			}
-		}
-		if ok {
-			ms := int(math.Ceil(p50 / 1e6))
-			gw = max(gw, min(GroupWaitMaxMs, max(GroupWaitMinMs, ms)))
-			jLatP50 = append(jLatP50, fmt.Sprintf("%s: p50 fdatasync %s (%s)", diskLabel(d), fmtNs(p50), basis))
-		}
-		t, tev := pickGroupThreshold(d.Results)
-		threshEv = append(threshEv, fmt.Sprintf("%s: %s", diskLabel(d), tev))
-		thresh = max(thresh, t)
-		kb, wev := pickJournalWriteBuffer(d.Results)
-		wbEv = append(wbEv, fmt.Sprintf("%s: %s", diskLabel(d), wev))
-		wbKB = max(wbKB, kb)
-		r.Disks = append(r.Disks, sum)
+		rc.r.Settings = append(rc.r.Settings, s)
 	}
-	jEv = append(jEv, fmt.Sprintf("%d CPUs (%s): each journal dir adds a journal and a force-write thread, which mostly wait on fdatasync, so the count is not capped by CPUs", cpus, orDefault(in.CPUsSource, "as given")))
-	if n := len(jDirs); n > 2*cpus {
-		jEv = append(jEv, fmt.Sprintf("%d journal dirs on %d CPUs: watch the bookie's CPU use under load", n, cpus))
-	}
-	js := Setting{
-		File: FileBookKeeper, Key: "journalDirectories", Value: strings.Join(jDirs, ","),
-		PulsarDefault: "data/bookkeeper/journal (1 dir)",
-		Rule: fmt.Sprintf("per journal disk: the smallest journal count that the best count (by median over rounds, not clearly over a p99 add latency of max(%.0f× the 1-journal p99, %s)) does not clearly beat by >%.0f%%; changed from the current count (cookie, else Pulsar's 1) only when the rounds separate the two; at most %d per disk; N>1 → N sub-directories",
-			JournalP99Factor, fmtNs(float64(JournalP99Floor)), (JournalDirGain-1)*100, MaxJournalDirsPerDisk),
-		Evidence:       jEv,
-		NewBookiesOnly: true,
-	}
-	if jCookie != nil {
-		js.Current = strings.Join(jCookie.JournalDirs, ",")
-		js.Evidence = append(js.Evidence, fmt.Sprintf("live bookie: cookie %s fixes %d journal dir(s): %s", jCookie.Path, len(jCookie.JournalDirs), js.Current))
-		for i := range r.Layout.Journal {
-			r.Layout.Journal[i].Current = jCookie.JournalDirs
-		}
-	}
-	settings = append(settings, js)
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "journalWriteBufferSizeKB", Value: strconv.FormatInt(wbKB, 10), PulsarDefault: "64",
-		Rule:     fmt.Sprintf("raise from 64 only if a larger write buffer (BookKeeper journal model; plain model: write size) clearly beats 64 KiB by >%.0f%% at the same group threshold; then the smallest size within %.0f%% of the best, 64–1024", (JournalWriteBufferGain-1)*100, (1-LevelOff)*100),
-		Evidence: wbEv,
-	})
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "journalBufferedWritesThreshold", Value: strconv.FormatInt(thresh, 10), PulsarDefault: "524288",
-		Rule:     fmt.Sprintf("smallest journalBufferedWritesThreshold (BookKeeper journal model; plain model: group size) reaching %.0f%% of the best MB/s with 1 journal, clamped to %s–%s (largest over journal disks); Pulsar's 512 KiB kept unless the choice clearly beats it", LevelOff*100, units.FormatBytes(JournalThresholdMin), units.FormatBytes(JournalThresholdMax)),
-		Evidence: threshEv,
-	})
-	if len(jLatP50) == 0 {
-		jLatP50 = append(jLatP50, "no sync latency measured; Pulsar default kept")
-	}
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "journalMaxGroupWaitMSec", Value: strconv.Itoa(gw), PulsarDefault: "1",
-		Rule:     fmt.Sprintf("≈ the device's p50 fdatasync latency (under the mixed load when journal and ledgers share a device), rounded up to whole ms, clamped to %d–%d (slowest journal disk)", GroupWaitMinMs, GroupWaitMaxMs),
-		Evidence: jLatP50,
-	})
-	align := int64(4096)
-	var alEv []string
-	for _, d := range in.JournalDisks {
-		if d.Device != nil && d.Device.PhysicalBlockSize > 0 {
-			align = max(align, d.Device.PhysicalBlockSize)
-			alEv = append(alEv, fmt.Sprintf("%s: sysfs physical_block_size %d", diskLabel(d), d.Device.PhysicalBlockSize))
-		} else {
-			alEv = append(alEv, fmt.Sprintf("%s: physical_block_size unknown", diskLabel(d)))
-		}
-	}
-	alEv = append(alEv, "takes effect with journalFormatVersionToWrite ≥ 5 (Pulsar ships 5)")
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "journalAlignmentSize", Value: strconv.FormatInt(align, 10), PulsarDefault: "4096",
-		Rule:     "max(4096, sysfs physical_block_size of the journal disks)",
-		Evidence: alEv,
-	})
+}
 
-	// ---- ledger disks ----
-	var lDirs []string
-	var lEv, bufEv, flushEv, compEv []string
-	var bufCands []int64
-	wbBytes := int64(64 * KiB)
-	var flushBytes int64
-	compRate := math.Inf(1)
-	var lAgg float64
-	anyHDD := false
-	var dirsPerDisk []int
-	for k, d := range in.LedgerDisks {
-		sum := summarize("ledger", d, allDisks)
-		if sum.Class == "hdd" {
-			anyHDD = true
-		}
-		sizes := entryLogSizes(d.Results)
-		if len(sizes) == 0 {
-			return nil, fmt.Errorf("%w: ledger disk %s has no entrylog results", ErrNoMeasurements, d.Dir)
-		}
-		bs, bev := pickEntryLogBuffer(sizes)
-		bufEv = append(bufEv, fmt.Sprintf("%s: %s", diskLabel(d), bev))
-		wbBytes = max(wbBytes, bs)
-		for s := range sizes {
-			bufCands = append(bufCands, s)
-		}
-		base := 1
-		if lCookie != nil {
-			base = max(1, countOnDisk(lCookie.LedgerDirs, d.Dir, len(in.LedgerDisks)))
-		}
-		n, diskBW, lev := pickLedgerCount(d.Results, base, sizes[bs].median())
-		lEv = append(lEv, fmt.Sprintf("%s: %s", diskLabel(d), lev))
-		sum.RecommendedDirs = n
-		sum.TotalBytes = d.TotalBytes
-		for _, v := range sizes {
-			sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, v.median())
-		}
-		sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, diskBW)
-		dirs := subDirs(d.Dir, n)
-		lDirs = append(lDirs, dirs...)
-		r.Layout.Ledgers = append(r.Layout.Ledgers, DiskDirs{Disk: d.Dir, Device: sum.Device, TotalBytes: d.TotalBytes, Recommended: dirs})
-		dirsPerDisk = append(dirsPerDisk, n)
-		// The bandwidth ledger writes get: alone, or while the journal on
-		// the same device writes too.
-		sustained, basis := diskBW, "sustained"
-		for i := range in.JournalDisks {
-			m, ok := mixed[pair{i, k}]
-			if !ok || m.logAlone.median() <= 0 {
-				continue
-			}
-			// One entry-log writer with and without the journal beside it:
-			// the disk's aggregate scaled by what the journal took.
-			if f := m.logMixed.median() / m.logAlone.median(); f < 1 && diskBW*f < sustained {
-				sustained, basis = diskBW*f, fmt.Sprintf("sustained × %.2f (1 writer with journal %s written at once ÷ alone)", f, in.JournalDisks[i].Dir)
-			}
-		}
-		lAgg += sustained
-		perDir := sustained / float64(n)
-		fb := roundUp(int64(perDir*FlushEntrylogSeconds), MiB)
-		fb = min(FlushEntrylogMax, max(FlushEntrylogMin, fb))
-		flushEv = append(flushEv, fmt.Sprintf("%s: %s %s ÷ %d dirs = %s per dir × %.0f ms = %s", diskLabel(d), units.DecimalRate(sustained), basis, n,
-			units.DecimalRate(perDir), FlushEntrylogSeconds*1000, units.HumanBytes(perDir*FlushEntrylogSeconds)))
-		flushBytes = max(flushBytes, fb)
-		cr := sustained * CompactionShare / float64(n)
-		compEv = append(compEv, fmt.Sprintf("%s: %s %s × %.0f%% = %s for the disk, ÷ %d dirs = %s per dir",
-			diskLabel(d), units.DecimalRate(sustained), basis, CompactionShare*100, units.DecimalRate(sustained*CompactionShare), n, units.DecimalRate(cr)))
-		compRate = math.Min(compRate, cr)
-		r.Disks = append(r.Disks, sum)
-	}
-	ls := Setting{
-		File: FileBookKeeper, Key: "ledgerDirectories", Value: strings.Join(lDirs, ","),
-		PulsarDefault: "data/bookkeeper/ledgers (1 dir)",
-		Rule: fmt.Sprintf("per ledger disk: the smallest measured entry-log writer count (one entry logger and flush thread per dir) that the best does not clearly beat by >%.0f%%, changed from the current count (cookie, else Pulsar's 1) only when the rounds separate the two; raised to ⌈MB/s ÷ %.0f MB/s⌉ (one flush thread's limit) only up to a measured count that is not clearly slower; at most %d; N>1 → N sub-directories",
-			(LedgerDirGain-1)*100, FlushThreadBytesPerSec/1e6, MaxLedgerDirsPerDisk),
-		Evidence:       lEv,
-		NewBookiesOnly: true,
-	}
-	effLedgerDirs := len(lDirs)
-	if lCookie != nil {
-		ls.Current = strings.Join(lCookie.LedgerDirs, ",")
-		effLedgerDirs = len(lCookie.LedgerDirs)
-		ls.Evidence = append(ls.Evidence, fmt.Sprintf("live bookie: cookie %s fixes %d ledger dir(s): %s (ledger dirs may only grow, with allowStorageExpansion; ledgerId mod N placement makes any change unsafe for existing data)", lCookie.Path, effLedgerDirs, ls.Current))
-		for i := range r.Layout.Ledgers {
-			r.Layout.Ledgers[i].Current = lCookie.LedgerDirs
-		}
-	}
-
-	// ---- memory plan ----
-	haveMem := in.DirectMemoryBytes > 0
-	var mp MemoryPlan
-	var memEv []string
-	if haveMem {
-		var err error
-		mp, memEv, err = planMemory(in, effLedgerDirs, wbBytes, bufCands)
-		if err != nil {
-			return nil, err
-		}
-		if mp.EntryLogBufBytes/int64(2*effLedgerDirs) < wbBytes {
-			bufEv = append(bufEv, fmt.Sprintf("memory-limited: 2 × %d dirs × %s > %.0f%% of direct memory %s; reduced to %s",
-				effLedgerDirs, units.FormatBytes(wbBytes), EntryLogBufferShare*100, units.FormatBytes(in.DirectMemoryBytes), units.FormatBytes(mp.EntryLogBufBytes/int64(2*effLedgerDirs))))
-			wbBytes = mp.EntryLogBufBytes / int64(2*effLedgerDirs)
-		}
-	} else {
-		mp = MemoryPlan{DirectSource: "unknown", LedgerDirs: effLedgerDirs}
-		bufEv = append(bufEv, fmt.Sprintf("direct memory unknown: 2 × %d dirs × %s of direct buffers (entry logger + compaction logger) not checked against -XX:MaxDirectMemorySize", effLedgerDirs, units.FormatBytes(wbBytes)))
-	}
-	flushBytes = max(flushBytes, wbBytes)
-
-	settings = append(settings, ls)
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "writeBufferSizeBytes", Value: strconv.FormatInt(wbBytes, 10), PulsarDefault: "65536",
-		Rule: fmt.Sprintf("the entry logger's write(2) size into the page cache (the disk I/O size is set by writeback and the fdatasync every flushEntrylogBytes): Pulsar's 64 KiB unless a larger size clearly beats it by >%.0f%% in the sustained sweep (then the smallest within %.0f%% of the best, largest over ledger disks); 2 × ledger dirs × size ≤ %.0f%% of direct memory",
-			(1/LevelOff-1)*100, (1-LevelOff)*100, EntryLogBufferShare*100),
-		Evidence: append(bufEv, "one data point: WeChat runs 64 MiB in production (its disks, not this one)"),
-	})
-	rb := int64(ReadBufferDefault)
-	rbEv := []string{"entry size unknown: Pulsar's 4096 (also the WeChat report's value on SSD)"}
-	if in.EntrySizeBytes > 0 {
-		rb = min(ReadBufferMax, max(ReadBufferDefault, roundUp(in.EntrySizeBytes, 4*KiB)))
-		rbEv = []string{fmt.Sprintf("median entry size %d B", in.EntrySizeBytes)}
-	}
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "readBufferSizeBytes", Value: strconv.FormatInt(rb, 10), PulsarDefault: "4096",
-		Rule:     "≈ median entry size rounded up to 4 KiB (4096 … 1 MiB)",
-		Evidence: rbEv,
-	})
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "flushEntrylogBytes", Value: strconv.FormatInt(flushBytes, 10), PulsarDefault: "33554432",
-		Rule:     fmt.Sprintf("≈ %.0f ms of sustained per-dir write bandwidth rounded up to MiB, clamped to %s–%s, ≥ writeBufferSizeBytes (largest over ledger disks)", FlushEntrylogSeconds*1000, units.FormatBytes(FlushEntrylogMin), units.FormatBytes(FlushEntrylogMax)),
-		Evidence: flushEv,
-	})
-	wc := Setting{File: FileBookKeeper, Key: "dbStorage_writeCacheMaxSizeMb", PulsarDefault: "(25% of direct memory)",
-		Rule: "half of (direct memory − journal 5% − headroom − entry-log buffers), total over all ledger dirs (BK splits it evenly)"}
-	rc := Setting{File: FileBookKeeper, Key: "dbStorage_readAheadCacheMaxSizeMb", PulsarDefault: "(25% of direct memory)",
-		Rule: "the other half of the cache budget, total over all ledger dirs"}
-	if haveMem {
-		wc.Value = strconv.FormatInt(mp.WriteCacheBytes/MiB, 10)
-		wc.Evidence = append(memEv, fmt.Sprintf("per ledger dir: %s, two halves of %s", units.HumanBytes(float64(mp.WriteCacheBytes)/float64(effLedgerDirs)), units.HumanBytes(float64(mp.WriteCacheBytes)/float64(2*effLedgerDirs))))
-		rc.Value = strconv.FormatInt(mp.ReadCacheBytes/MiB, 10)
-		rc.Evidence = []string{
-			fmt.Sprintf("BookKeeper's start-up check: write %d MiB + read %d MiB = %d MiB ≤ direct memory %d MiB", mp.WriteCacheBytes/MiB, mp.ReadCacheBytes/MiB, (mp.WriteCacheBytes+mp.ReadCacheBytes)/MiB, in.DirectMemoryBytes/MiB),
-			fmt.Sprintf("per ledger dir: %s", units.HumanBytes(float64(mp.ReadCacheBytes)/float64(effLedgerDirs))),
-		}
-	} else {
-		for _, s := range []*Setting{&wc, &rc} {
-			s.NeedsInput = NeedsDirectMemory
-			s.Evidence = []string{"a share of the bookie JVM's direct memory, which was not given"}
-		}
-	}
-	settings = append(settings, wc, rc)
-	compBytes := max(int64(1000000), int64(compRate)/MiB*MiB)
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "isThrottleByBytes", Value: "true", PulsarDefault: "false",
-		Rule:     "throttle compaction by bytes so its rate is tied to measured disk bandwidth (disk-tuning §3)",
-		Evidence: []string{"compaction rewrites live entries; an entry-count limit means nothing in bytes when entry sizes vary"},
-	})
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "compactionRateByBytes", Value: strconv.FormatInt(compBytes, 10), PulsarDefault: "1000000",
-		Rule:     fmt.Sprintf("%.0f%% of the ledger disk's sustained write bandwidth, divided among the dirs on that disk (each dir compacts on its own GC thread and rate limiter), rounded down to MiB/s, slowest disk", CompactionShare*100),
-		Evidence: compEv,
-	})
-	gc := planGC(in.LedgerDisks, dirsPerDisk, compBytes)
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "gcWaitTime", Value: strconv.FormatInt(gc.gcWaitMs, 10), PulsarDefault: "900000",
-		Rule:     "the GC cycle: keep Pulsar's 15 min; the compaction intervals are whole cycles of it",
-		Evidence: gc.gcEv,
-	})
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "minorCompactionInterval", Value: strconv.FormatInt(gc.minorSec, 10), PulsarDefault: "3600",
-		Rule:     fmt.Sprintf("at least Pulsar's 3600 s and at least the worst-case minor pass (%.1f × dir capacity ÷ compactionRateByBytes), in whole gcWaitTime cycles", MinorCompactionThresh),
-		Evidence: gc.minorEv,
-	})
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "minorCompactionThreshold", Value: strconv.FormatFloat(MinorCompactionThresh, 'f', -1, 64), PulsarDefault: "0.2",
-		Rule:     "keep Pulsar's 0.2: minor compaction only picks nearly empty entry logs, cheap to rewrite",
-		Evidence: []string{compactionThresholdEvidence(MinorCompactionThresh), "must stay below majorCompactionThreshold (GarbageCollectorThread refuses to start otherwise)"},
-	})
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "majorCompactionInterval", Value: strconv.FormatInt(gc.majorSec, 10), PulsarDefault: "86400",
-		Rule:     fmt.Sprintf("at least Pulsar's 86400 s and at least the worst-case major pass (%.1f × dir capacity ÷ compactionRateByBytes), in whole gcWaitTime cycles, > minorCompactionInterval", MajorCompactionThresh),
-		Evidence: gc.majorEv,
-	})
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "majorCompactionThreshold", Value: strconv.FormatFloat(MajorCompactionThresh, 'f', -1, 64), PulsarDefault: "0.5",
-		Rule:     "keep Pulsar's 0.5: above it a compaction rewrites more bytes than it frees",
-		Evidence: []string{compactionThresholdEvidence(MajorCompactionThresh)},
-	})
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Scope: ScopeAutoRecovery, Key: "rereplicationEntryBatchSize", Value: strconv.Itoa(RereplicationBatch), PulsarDefault: "100",
-		Rule:     "100 entries in parallel per ledger being re-replicated (BK code default 10); read by the AutoRecovery process",
-		Evidence: []string{"Pulsar's shipped value; the WeChat deployment used 100 to speed up recovery"},
-	})
-
-	// ---- RocksDB entry-location index ----
-	rw := int64(RocksWriteBufferSSD)
-	rwEv := []string{"ledger disks are SSD-class: 128 MB memtables (WeChat report) mean fewer L0 flushes and compactions"}
-	switch {
-	case anyHDD:
-		rw = RocksWriteBufferDefault
-		rwEv = []string{"an HDD-class ledger disk: keep Pulsar's 64 MiB (the 128 MB report is from SSDs)"}
-	case !haveMem:
-		rw = RocksWriteBufferDefault
-		rwEv = []string{"direct memory unknown (our proxy for the pod's size): keep Pulsar's 64 MiB; give -XX:MaxDirectMemorySize to consider 128 MiB"}
-	case rocksNative(effLedgerDirs, RocksWriteBufferSSD) > in.DirectMemoryBytes:
-		rw = RocksWriteBufferDefault
-		rwEv = []string{fmt.Sprintf("SSD-class, but 128 MiB memtables would need %s of native memory, more than the %s direct memory (our proxy for the pod's size): keep Pulsar's 64 MiB",
-			units.HumanBytes(float64(rocksNative(effLedgerDirs, RocksWriteBufferSSD))), units.FormatBytes(in.DirectMemoryBytes))}
-	}
-	mp.RocksDBNative = rocksNative(effLedgerDirs, rw)
-	rwEv = append(rwEv, fmt.Sprintf("native memory (outside MaxDirectMemorySize), per bookie: %d dirs × (block cache %s + %d × %s) = %s — the pod limit must cover it",
-		effLedgerDirs, units.HumanBytes(RocksBlockCacheDefault), RocksMaxWriteBufferCount, units.FormatBytes(rw), units.HumanBytes(float64(mp.RocksDBNative))))
-	settings = append(settings, Setting{
-		File: FileBookKeeper, Key: "dbStorage_rocksDB_writeBufferSizeMB", Value: strconv.FormatInt(rw/MiB, 10), PulsarDefault: "64",
-		Rule:     "same as write_buffer_size in entry_location_rocksdb.conf; BookKeeper ignores it when that file exists (Pulsar ≥ 2.11 ships it), but the Pulsar image's update-rocksdb-conf-from-env.py writes it into the file from the environment (the Helm chart runs it)",
-		Evidence: rwEv[:1],
-	})
-	settings = append(settings, Setting{
-		File: FileRocksDB, Section: `CFOptions "default"`, Key: "write_buffer_size", Value: strconv.FormatInt(rw, 10), PulsarDefault: "67108864",
-		Rule:     "128 MiB on SSD-class ledger disks when dirs × (block cache + 4 × 128 MiB) ≤ direct memory; Pulsar's 64 MiB otherwise",
-		Evidence: rwEv,
-	})
-	settings = append(settings, Setting{
-		File: FileRocksDB, Section: `CFOptions "default"`, Key: "max_write_buffer_number", Value: strconv.Itoa(RocksMaxWriteBufferCount), PulsarDefault: "4",
-		Rule:     "keep Pulsar's value",
-		Evidence: []string{"listed because the native-memory estimate uses it"},
-	})
-	settings = append(settings, Setting{
-		File: FileRocksDB, Section: `TableOptions/BlockBasedTable "default"`, Key: "block_cache", Value: strconv.Itoa(RocksBlockCacheDefault), PulsarDefault: "206150041",
-		Rule:     "keep Pulsar's value unless the locations index is known to be larger",
-		Evidence: []string{"index size is a property of the data, not the disk; disk-tuning §3: hold a large part of the locations index (can reach ~2 GB)"},
-	})
-	for i := range settings {
-		if settings[i].Scope == "" && settings[i].File == FileBookKeeper {
-			settings[i].Scope = ScopeBookie
-		}
-	}
-
-	r.Memory = mp
-	r.Settings = settings
-	if haveMem && mp.RocksDBNative > in.DirectMemoryBytes {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("RocksDB needs ~%s of native memory outside the JVM limits; the pod's memory limit must cover heap + direct memory + this + page cache", units.HumanBytes(float64(mp.RocksDBNative))))
+// finish collects the warnings.
+func (rc *recommender) finish() {
+	in, r := rc.in, rc.r
+	var own []string
+	if rc.haveMem && r.Memory.LimitBytes == 0 && r.Memory.RocksDBNative > in.DirectMemoryBytes {
+		own = append(own, fmt.Sprintf("RocksDB needs ~%s of native memory outside the JVM limits; the pod's memory limit must cover heap + direct memory + this + page cache", units.HumanBytes(float64(r.Memory.RocksDBNative))))
 	}
 	var mixedW []string
-	for pr, m := range mixed {
+	for pr, m := range rc.mixed {
 		j, l := in.JournalDisks[pr.j], in.LedgerDisks[pr.l]
 		w := fmt.Sprintf("journal %s and ledger %s share device %s; measured at once: journal %s (alone %s), p99 add %s (alone %s); entry log %s (alone %s)",
 			j.Dir, l.Dir, j.Device.Disk, m.journalMixed.describe(), m.journalAlone.describe(), fmtNs(m.p99Mixed), fmtNs(m.p99Alone), m.logMixed.describe(), m.logAlone.describe())
@@ -659,14 +469,17 @@ func Recommend(in Input) (*Recommendation, error) {
 		mixedW = append(mixedW, w)
 	}
 	slices.Sort(mixedW)
-	r.Warnings = append(append(warnings(in, r, jAgg, lAgg, len(mixed) > 0), mixedW...), r.Warnings...)
+	var lAgg float64
+	for _, lp := range rc.ledgers {
+		lAgg += lp.left
+	}
+	r.Warnings = append(append(append(warnings(in, r, rc.jAgg, lAgg, len(rc.mixed) > 0), mixedW...), own...), r.Warnings...)
 	if w, ok := loadWarning(in.Bench); ok {
 		r.Warnings = append([]string{w}, r.Warnings...)
 	}
 	if in.Bench != nil && in.Bench.Guard != nil {
 		r.Warnings = append(r.Warnings, in.Bench.Guard.warnings()...)
 	}
-	return r, nil
 }
 
 // countOnDisk counts the cookie's dirs on the disk of dir: dir itself or
@@ -690,70 +503,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// planMemory lays out direct memory: journal 5%, headroom, entry-log
-// buffers (reduced to fit their share), then write and read caches in equal
-// halves of what is left.
-func planMemory(in Input, ledgerDirs int, wb int64, cands []int64) (MemoryPlan, []string, error) {
-	d := in.DirectMemoryBytes
-	mp := MemoryPlan{DirectBytes: d, DirectSource: in.DirectMemorySource, LedgerDirs: ledgerDirs}
-	mp.JournalBytes = int64(float64(d) * JournalMemShare)
-	mp.HeadroomBytes = max(HeadroomMin, int64(float64(d)*HeadroomShare))
-	limit := int64(float64(d) * EntryLogBufferShare)
-	per := wb
-	if 2*int64(ledgerDirs)*per > limit {
-		fit := int64(0)
-		slices.Sort(cands)
-		for _, c := range cands {
-			if c <= wb && 2*int64(ledgerDirs)*c <= limit {
-				fit = c
-			}
-		}
-		if fit == 0 {
-			// No measured size fits: the largest power of two that does,
-			// never below BK's 64 KiB.
-			fit = 64 * KiB
-			for fit*2 <= wb && 2*int64(ledgerDirs)*fit*2 <= limit {
-				fit *= 2
-			}
-		}
-		per = fit
-		mp.MemoryLimitedNote = fmt.Sprintf("entry-log write buffer reduced from %s to %s to fit %.0f%% of direct memory", units.FormatBytes(wb), units.FormatBytes(per), EntryLogBufferShare*100)
-	}
-	mp.EntryLogBufBytes = 2 * int64(ledgerDirs) * per
-	cache := d - mp.JournalBytes - mp.HeadroomBytes - mp.EntryLogBufBytes
-	need := int64(ledgerDirs) * (MinWriteCachePerDir + MinReadCachePerDir)
-	if cache < need {
-		return mp, nil, fmt.Errorf("%w: %s direct memory leaves %s for caches after journal %s, headroom %s and entry-log buffers %s; %d ledger dirs need ≥ %s (use -XX:MaxDirectMemorySize ≥ %s)",
-			ErrDirectMemoryTooSmall, units.FormatBytes(d), units.HumanBytes(float64(cache)), units.HumanBytes(float64(mp.JournalBytes)), units.HumanBytes(float64(mp.HeadroomBytes)),
-			units.HumanBytes(float64(mp.EntryLogBufBytes)), ledgerDirs, units.FormatBytes(need), units.FormatBytes(roundUp(minDirectFor(ledgerDirs, mp.EntryLogBufBytes), 256*MiB)))
-	}
-	// Whole MiB per dir, as BK divides the MB total by the dir count.
-	half := cache / 2 / int64(ledgerDirs) / MiB * MiB * int64(ledgerDirs)
-	mp.WriteCacheBytes, mp.ReadCacheBytes = half, half
-	ev := []string{
-		fmt.Sprintf("direct memory %s (%s)", units.FormatBytes(d), in.DirectMemorySource),
-		fmt.Sprintf("− journal %.0f%% %s − headroom (Netty, in-flight requests) %s − entry-log buffers 2 × %d dirs × %s = %s for caches",
-			JournalMemShare*100, units.HumanBytes(float64(mp.JournalBytes)), units.HumanBytes(float64(mp.HeadroomBytes)), ledgerDirs, units.FormatBytes(per), units.HumanBytes(float64(cache))),
-	}
-	return mp, ev, nil
-}
-
-// minDirectFor solves planMemory's inequality for the direct memory a node
-// with n ledger dirs needs.
-func minDirectFor(n int, bufs int64) int64 {
-	need := int64(n)*(MinWriteCachePerDir+MinReadCachePerDir) + bufs
-	// d·(1 − 0.05 − 0.20) ≥ need, and d − 0.05d − 128 MiB ≥ need.
-	a := int64(float64(need) / (1 - JournalMemShare - HeadroomShare))
-	b := int64(float64(need+HeadroomMin) / (1 - JournalMemShare))
-	return max(a, b)
-}
-
-// rocksNative is the RocksDB memory outside the JVM: one entry-location
-// DB per ledger dir, each with its own block cache and memtables.
-func rocksNative(dirs int, writeBuffer int64) int64 {
-	return int64(dirs) * (RocksBlockCacheDefault + RocksMaxWriteBufferCount*writeBuffer)
 }
 
 // warnings collects conditions an operator should know about.

@@ -3,7 +3,9 @@ package bookieagent
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
@@ -138,10 +140,10 @@ func rateRounds(rs []diskbench.Result) rounds {
 
 // pickJournalCount applies the journalDirectories rule to a writers sweep
 // of one disk: the p99 budget, then pickCount against base. A count is over
-// the budget only when it clearly is: its best round's p99 add latency
-// above JournalP99Factor × the worst 1-journal round's, and above
-// JournalP99Floor (sub-10 ms journal latencies are far inside any add
-// budget, and their p99 moves by a third from run to run).
+// the budget only when it clearly is: its fastest round's p99 add latency
+// above both JournalP99Factor × the slowest 1-journal round's p99 and
+// JournalP99Floor (10 ms: far inside what a broker waits for an add, and
+// at 1–2 ms a 2× rule would decide on fractions of a millisecond).
 func pickJournalCount(sweep map[int][]diskbench.Result, base int) (int, string) {
 	counts := slices.Sorted(maps.Keys(sweep))
 	by := map[int]rounds{}
@@ -178,7 +180,7 @@ func pickJournalCount(sweep map[int][]diskbench.Result, base int) (int, string) 
 	n, note := pickCount(by, ok, base, JournalDirGain)
 	for _, c := range counts {
 		if !ok(c) && c <= MaxJournalDirsPerDisk {
-			note = strings.TrimPrefix(note+fmt.Sprintf("; N=%d is over the p99 budget (max(%.0f× the 1-journal p99, %s) = %s)", c, JournalP99Factor, fmtNs(float64(JournalP99Floor)), fmtNs(budget)), "; ")
+			note = strings.TrimPrefix(note+fmt.Sprintf("; N=%d is over the p99 budget (its fastest round above max(%.0f× the slowest 1-journal round's p99, %s) = %s)", c, JournalP99Factor, fmtNs(float64(JournalP99Floor)), fmtNs(budget)), "; ")
 		}
 	}
 	ev := fmt.Sprintf("%s: %s → N=%d", journalConfigOf(sweep[counts[0]][0]).describe(), strings.Join(parts, ", "), n)
@@ -262,9 +264,12 @@ func levelOff(by map[int64]rounds, def int64) (int64, string) {
 		still = " (still rising at the largest measured)"
 	}
 	ev := fmt.Sprintf("%s; levels off at %s%s", strings.Join(parts, ", "), units.FormatBytes(level), still)
+	if v != def && by[v].n() < 2 {
+		return def, ev + fmt.Sprintf("; %s measured in a single round: one round does not show that a gain repeats, %s kept", units.FormatBytes(v), units.FormatBytes(def))
+	}
 	if d, ok := by[def]; ok && v != def && !by[v].beats(d, 1/LevelOff) {
-		return def, ev + fmt.Sprintf("; %s does not clearly beat %s by >%.0f%%: the evidence does not separate them, %s kept",
-			units.FormatBytes(v), units.FormatBytes(def), (1/LevelOff-1)*100, units.FormatBytes(def))
+		return def, ev + fmt.Sprintf("; %s: the evidence does not separate them, %s kept",
+			notSeparated(units.FormatBytes(v), by[v], units.FormatBytes(def), d, 1/LevelOff), units.FormatBytes(def))
 	}
 	return v, ev + " → " + units.FormatBytes(v)
 }
@@ -329,7 +334,7 @@ func pickBuffer(m map[int64]rounds, ev string) (int64, string) {
 	for _, kb := range kbs {
 		if kb > 64 && m[kb].median() >= LevelOff*best {
 			if !m[kb].beats(base, JournalWriteBufferGain) {
-				return 64, ev + fmt.Sprintf("; %d KiB does not clearly beat 64 KiB by >%.0f%%: the evidence does not separate them, 64 kept", kb, (JournalWriteBufferGain-1)*100)
+				return 64, ev + fmt.Sprintf("; %s: the evidence does not separate them, 64 kept", notSeparated(fmt.Sprintf("%d KiB", kb), m[kb], "64 KiB", base, JournalWriteBufferGain))
 			}
 			v := min(1024, kb)
 			return v, ev + fmt.Sprintf("; %d KiB is within %.0f%% of the best and beats 64 KiB by %.0f%% → %d", kb, (1-LevelOff)*100, (m[kb].median()/base.median()-1)*100, v)
@@ -400,4 +405,121 @@ func pickJournalWriteBuffer(rs []diskbench.Result) (int64, string) {
 		parts = append(parts, fmt.Sprintf("%s %s", units.FormatBytes(kb*KiB), m[kb].describe()))
 	}
 	return pickBuffer(m, fmt.Sprintf("group %s, write size → MB/s: %s", units.FormatBytes(group), strings.Join(parts, ", ")))
+}
+
+// journalRules sets the journal settings: per journal disk the journal
+// count (pickJournalCount), the group-commit threshold and write buffer
+// (largest over the disks) and the group wait (slowest disk's fdatasync),
+// and the alignment (largest physical block).
+func (rc *recommender) journalRules() error {
+	in, r := rc.in, rc.r
+	var jDirs, jEv, jLatP50, threshEv, wbEv []string
+	gw := GroupWaitMinMs
+	thresh := int64(JournalThresholdMin)
+	wbKB := int64(64)
+	for i, d := range in.JournalDisks {
+		sum := summarize("journal", d, rc.all)
+		sweep := journalWritersSweep(d.Results)
+		if len(sweep) == 0 {
+			return fmt.Errorf("%w: journal disk %s has no journal results", ErrNoMeasurements, d.Dir)
+		}
+		base := 1
+		if rc.jCookie != nil {
+			base = max(1, countOnDisk(rc.jCookie.JournalDirs, d.Dir, len(in.JournalDisks)))
+		}
+		n, ev := pickJournalCount(sweep, base)
+		jEv = append(jEv, fmt.Sprintf("%s: %s", diskLabel(d), ev))
+		sum.RecommendedDirs = n
+		dirs := subDirs(d.Dir, n)
+		jDirs = append(jDirs, dirs...)
+		r.Layout.Journal = append(r.Layout.Journal, DiskDirs{Disk: d.Dir, Device: sum.Device, TotalBytes: d.TotalBytes, Recommended: dirs})
+		// What the bookie's journals on this disk accept: at the count it
+		// runs (the cookie's on a live bookie).
+		runN := n
+		if rc.jCookie != nil {
+			runN = base
+		}
+		acc := rateRounds(sweep[runN]).median()
+		if acc == 0 {
+			acc = rateRounds(sweep[n]).median()
+		}
+		rc.jAgg += acc
+		rc.jAggNew += rateRounds(sweep[n]).median()
+		if sum.Device != "" {
+			rc.jAggDevice[sum.Device] += acc
+		}
+		for _, rs := range sweep {
+			sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, rateRounds(rs).median())
+		}
+		p50, ok := syncP50(sweep)
+		basis := "1 journal alone"
+		for k := range in.LedgerDisks {
+			if m, has := rc.mixed[diskPair{i, k}]; has && m.syncP50Mixed > p50 {
+				p50, ok, basis = m.syncP50Mixed, true, fmt.Sprintf("1 journal while ledger %s on the same device is written", in.LedgerDisks[k].Dir)
+			}
+		}
+		if ok {
+			ms := int(math.Ceil(p50 / 1e6))
+			gw = max(gw, min(GroupWaitMaxMs, max(GroupWaitMinMs, ms)))
+			jLatP50 = append(jLatP50, fmt.Sprintf("%s: p50 fdatasync %s (%s)", diskLabel(d), fmtNs(p50), basis))
+		}
+		t, tev := pickGroupThreshold(d.Results)
+		threshEv = append(threshEv, fmt.Sprintf("%s: %s", diskLabel(d), tev))
+		thresh = max(thresh, t)
+		kb, wev := pickJournalWriteBuffer(d.Results)
+		wbEv = append(wbEv, fmt.Sprintf("%s: %s", diskLabel(d), wev))
+		wbKB = max(wbKB, kb)
+		r.Disks = append(r.Disks, sum)
+	}
+	jEv = append(jEv, fmt.Sprintf("%d CPUs (%s): each journal dir adds a journal and a force-write thread, which mostly wait on fdatasync, so the count is not capped by CPUs", rc.cpus, orDefault(in.CPUsSource, "as given")))
+	if n := len(jDirs); n > 2*rc.cpus {
+		jEv = append(jEv, fmt.Sprintf("%d journal dirs on %d CPUs: watch the bookie's CPU use under load", n, rc.cpus))
+	}
+	js := Setting{
+		File: FileBookKeeper, Key: "journalDirectories", Value: strings.Join(jDirs, ","),
+		PulsarDefault: "data/bookkeeper/journal (1 dir)",
+		Rule: fmt.Sprintf("per journal disk: the smallest journal count that the best count (by median over rounds, within the p99 budget: a count's fastest round at most max(%.0f× the slowest 1-journal round's p99 add latency, %s)) does not clearly beat by >%.0f%%; changed from the current count (cookie, else Pulsar's 1) only when repeated rounds of both separate the two; at most %d per disk; N>1 → N sub-directories",
+			JournalP99Factor, fmtNs(JournalP99Floor), (JournalDirGain-1)*100, MaxJournalDirsPerDisk),
+		Evidence:       jEv,
+		NewBookiesOnly: true,
+	}
+	if rc.jCookie != nil {
+		js.Current = strings.Join(rc.jCookie.JournalDirs, ",")
+		js.Evidence = append(js.Evidence, fmt.Sprintf("live bookie: cookie %s fixes %d journal dir(s): %s", rc.jCookie.Path, len(rc.jCookie.JournalDirs), js.Current))
+		for i := range r.Layout.Journal {
+			r.Layout.Journal[i].Current = rc.jCookie.JournalDirs
+		}
+	}
+	if len(jLatP50) == 0 {
+		jLatP50 = append(jLatP50, "no sync latency measured; Pulsar default kept")
+	}
+	align := int64(4096)
+	var alEv []string
+	for _, d := range in.JournalDisks {
+		if d.Device != nil && d.Device.PhysicalBlockSize > 0 {
+			align = max(align, d.Device.PhysicalBlockSize)
+			alEv = append(alEv, fmt.Sprintf("%s: sysfs physical_block_size %d", diskLabel(d), d.Device.PhysicalBlockSize))
+		} else {
+			alEv = append(alEv, fmt.Sprintf("%s: physical_block_size unknown", diskLabel(d)))
+		}
+	}
+	alEv = append(alEv, "takes effect with journalFormatVersionToWrite ≥ 5 (Pulsar ships 5)")
+	rc.add(js, Setting{
+		File: FileBookKeeper, Key: "journalWriteBufferSizeKB", Value: strconv.FormatInt(wbKB, 10), PulsarDefault: "64",
+		Rule:     fmt.Sprintf("raise from 64 only if a larger write buffer (BookKeeper journal model; plain model: write size) clearly beats 64 KiB by >%.0f%% at the same group threshold, over repeated rounds; then the smallest size within %.0f%% of the best, 64–1024", (JournalWriteBufferGain-1)*100, (1-LevelOff)*100),
+		Evidence: wbEv,
+	}, Setting{
+		File: FileBookKeeper, Key: "journalBufferedWritesThreshold", Value: strconv.FormatInt(thresh, 10), PulsarDefault: "524288",
+		Rule:     fmt.Sprintf("smallest journalBufferedWritesThreshold (BookKeeper journal model; plain model: group size) reaching %.0f%% of the best MB/s with 1 journal, clamped to %s–%s (largest over journal disks); Pulsar's 512 KiB kept unless the choice clearly beats it over repeated rounds", LevelOff*100, units.FormatBytes(JournalThresholdMin), units.FormatBytes(JournalThresholdMax)),
+		Evidence: threshEv,
+	}, Setting{
+		File: FileBookKeeper, Key: "journalMaxGroupWaitMSec", Value: strconv.Itoa(gw), PulsarDefault: "1",
+		Rule:     fmt.Sprintf("≈ the device's p50 fdatasync latency (under the mixed load when journal and ledgers share a device), rounded up to whole ms, clamped to %d–%d (slowest journal disk)", GroupWaitMinMs, GroupWaitMaxMs),
+		Evidence: jLatP50,
+	}, Setting{
+		File: FileBookKeeper, Key: "journalAlignmentSize", Value: strconv.FormatInt(align, 10), PulsarDefault: "4096",
+		Rule:     "max(4096, sysfs physical_block_size of the journal disks)",
+		Evidence: alEv,
+	})
+	return nil
 }

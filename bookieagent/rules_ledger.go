@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
@@ -83,44 +84,56 @@ func pickEntryLogBuffer(by map[int64]rounds) (int64, string) {
 	switch {
 	case chosen == def:
 		return def, ev + " → 64KiB"
+	case by[chosen].n() < 2:
+		return def, ev + fmt.Sprintf("; %s measured in a single round: one round does not show that a gain repeats, Pulsar's 64KiB kept", units.FormatBytes(chosen))
 	case !hasDef:
 		return chosen, ev + "; 64KiB not measured → " + units.FormatBytes(chosen)
 	case chosen > def && (!by[chosen].repeatable() || !d.repeatable()):
 		return def, ev + fmt.Sprintf("; the rounds of %s or 64KiB are not all within ±%.0f%% of their median (not repeatable): the evidence does not separate them, Pulsar's 64KiB kept",
 			units.FormatBytes(chosen), 100*SpreadGate)
 	case chosen > def && !by[chosen].beats(d, 1/LevelOff):
-		return def, ev + fmt.Sprintf("; %s does not clearly beat 64KiB by >%.0f%%: the evidence does not separate them, Pulsar's 64KiB kept",
-			units.FormatBytes(chosen), (1/LevelOff-1)*100)
+		return def, ev + fmt.Sprintf("; %s: the evidence does not separate them, Pulsar's 64KiB kept",
+			notSeparated(units.FormatBytes(chosen), by[chosen], "64KiB", d, 1/LevelOff))
 	}
 	return chosen, ev + " → " + units.FormatBytes(chosen)
 }
 
-// pickLedgerCount applies the ledgerDirectories rule to one disk: the
-// writer counts measured (one entry logger and flush thread per ledger
-// dir) through pickCount against base; then, when one flush thread's
-// ~500 MB/s (BK PR #1289) is below the disk's rate, the count is raised
-// only to a measured count that is not clearly slower — never to a count
-// that was not measured. It returns the count and the disk's sustained
-// aggregate MB/s at it.
-func pickLedgerCount(rs []diskbench.Result, base int, peak1 float64) (int, float64, string) {
+// pickLedgerCount applies the ledgerDirectories rule to one disk. For each
+// measured entry-log writer count N (one entry logger and flush thread per
+// ledger dir), what BookKeeper could write is the measured rate, at most
+// N × FlushThreadBytesPerSec (one DbLedgerStorage flush thread's limit,
+// BK PR #1289) and at most ingest (the journals' sustained rate for this
+// disk: every add passes the journal first; 0 = unknown). pickCount then
+// picks on those figures against base: an extra dir must gain more than
+// LedgerDirGain of what the bookie can really write. It returns the count,
+// the disk's measured sustained rate at it, the measured counts and the
+// evidence.
+func pickLedgerCount(rs []diskbench.Result, base int, peak1, ingest float64) (int, float64, []int, string) {
 	bs, by := entryLogWriters(rs)
 	if len(by) < 2 {
-		n := base
-		ev := fmt.Sprintf("writer counts not measured; %s (1 writer)", units.DecimalRate(peak1))
-		if f := flushFloor(peak1); f > n {
-			ev += fmt.Sprintf("; one flush thread sustains ~%.0f MB/s and this disk more, but %d dirs were not measured: N=%d kept", FlushThreadBytesPerSec/1e6, f, n)
-		} else {
-			ev += fmt.Sprintf(" → N=%d", n)
-		}
-		return n, peak1, ev
+		return base, peak1, []int{1}, fmt.Sprintf("writer counts not measured; %s (1 writer) → N=%d kept", units.DecimalRate(peak1), base)
 	}
 	ws := slices.Sorted(maps.Keys(by))
+	eff := map[int]rounds{}
 	var parts []string
 	for _, w := range ws {
-		parts = append(parts, fmt.Sprintf("N=%d %s", w, by[w].describe()))
+		var e rounds
+		for _, v := range by[w].v {
+			e.add(flushable(w, v, ingest))
+		}
+		eff[w] = e
+		p := fmt.Sprintf("N=%d %s", w, by[w].describe())
+		if e.median() < by[w].median() {
+			p += fmt.Sprintf(" → BookKeeper %s", units.DecimalRate(e.median()))
+		}
+		parts = append(parts, p)
 	}
-	n, note := pickCount(by, func(c int) bool { return c <= MaxLedgerDirsPerDisk }, base, LedgerDirGain)
-	ev := fmt.Sprintf("%s writes, sustained: %s → N=%d", units.FormatBytes(bs), strings.Join(parts, ", "), n)
+	caps := fmt.Sprintf("N × %.0f MB/s flush threads", FlushThreadBytesPerSec/1e6)
+	if ingest > 0 {
+		caps += fmt.Sprintf(", the journals' %s", units.DecimalRate(ingest))
+	}
+	n, note := pickCount(eff, func(c int) bool { return c <= MaxLedgerDirsPerDisk }, base, LedgerDirGain)
+	ev := fmt.Sprintf("%s writes, sustained (capped at %s): %s → N=%d", units.FormatBytes(bs), caps, strings.Join(parts, ", "), n)
 	if note != "" {
 		ev += " (" + note + ")"
 	}
@@ -128,26 +141,17 @@ func pickLedgerCount(rs []diskbench.Result, base int, peak1 float64) (int, float
 	if bw == 0 {
 		bw = peak1
 	}
-	if f := flushFloor(bw); f > n {
-		to := n
-		for _, c := range ws {
-			if c > n && c <= f && !by[n].beats(by[c], LedgerDirGain) && by[c].repeatable() {
-				to = c
-			}
-		}
-		ev += fmt.Sprintf("; %s needs ⌈%s ÷ %.0f MB/s⌉ = %d flush threads", units.DecimalRate(bw), units.DecimalRate(bw), FlushThreadBytesPerSec/1e6, f)
-		if to > n {
-			ev += fmt.Sprintf(" → raised to the measured N=%d", to)
-			n, bw = to, max(bw, by[to].median())
-		} else {
-			ev += fmt.Sprintf(", but no measured count up to %d keeps the rate: N=%d kept", f, n)
-		}
-	}
-	return n, bw, ev
+	return n, bw, ws, ev
 }
 
-func flushFloor(bw float64) int {
-	return max(1, min(MaxLedgerDirsPerDisk, int(math.Ceil(bw/FlushThreadBytesPerSec))))
+// flushable is what a bookie with dirs ledger dirs could write to a disk
+// measured at v: one flush thread per dir, and no more than ingest.
+func flushable(dirs int, v, ingest float64) float64 {
+	f := min(v, float64(dirs)*FlushThreadBytesPerSec)
+	if ingest > 0 {
+		f = min(f, ingest)
+	}
+	return f
 }
 
 // mixedFigures are the shared-device measurements: the journal and the
@@ -192,73 +196,226 @@ func mixedOf(j, l Disk) (mixedFigures, bool) {
 	return m, true
 }
 
-// gcPlan is the GC and compaction schedule for the ledger dirs.
-type gcPlan struct {
-	gcWaitMs, minorSec, majorSec int64
-	minorEv, majorEv, gcEv       []string
+// ledgerDirRules sets ledgerDirectories: per ledger disk the entry-log
+// writer count BookKeeper can use (pickLedgerCount), bounded by what the
+// extra directories cost in memory; it also picks each disk's entry-log
+// write size and finds the bandwidth ledger writes get beside the journal,
+// which the entry-log and compaction rules size from.
+func (rc *recommender) ledgerDirRules() error {
+	in, r := rc.in, rc.r
+	var lEv []string
+	rc.wb = 64 * KiB
+	measured := make([][]int, len(in.LedgerDisks))
+	ingest := 0.0
+	if rc.jAggNew > 0 {
+		ingest = rc.jAggNew / float64(len(in.LedgerDisks))
+	}
+	for k, d := range in.LedgerDisks {
+		sum := summarize("ledger", d, rc.all)
+		if sum.Class == "hdd" {
+			rc.anyHDD = true
+		}
+		sizes := entryLogSizes(d.Results)
+		if len(sizes) == 0 {
+			return fmt.Errorf("%w: ledger disk %s has no entrylog results", ErrNoMeasurements, d.Dir)
+		}
+		bs, bev := pickEntryLogBuffer(sizes)
+		rc.bufEv = append(rc.bufEv, fmt.Sprintf("%s: %s", diskLabel(d), bev))
+		rc.wb = max(rc.wb, bs)
+		for s := range sizes {
+			rc.bufCands = append(rc.bufCands, s)
+		}
+		base := 1
+		if rc.lCookie != nil {
+			base = max(1, countOnDisk(rc.lCookie.LedgerDirs, d.Dir, len(in.LedgerDisks)))
+		}
+		n, diskBW, counts, lev := pickLedgerCount(d.Results, base, sizes[bs].median(), ingest)
+		measured[k] = counts
+		lEv = append(lEv, fmt.Sprintf("%s: %s", diskLabel(d), lev))
+		sum.TotalBytes = d.TotalBytes
+		for _, v := range sizes {
+			sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, v.median())
+		}
+		sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, diskBW)
+		run := n
+		if rc.lCookie != nil {
+			run = base
+		}
+		lp := ledgerPlan{disk: d, recommended: n, run: run, sustained: diskBW, summary: len(r.Disks)}
+		lp.left, lp.basis = rc.leftAfterJournal(k, sum.Device, diskBW)
+		rc.ledgers = append(rc.ledgers, lp)
+		r.Disks = append(r.Disks, sum)
+	}
+	lEv = append(lEv, rc.gateLedgerDirs(measured)...)
+	for _, lp := range rc.ledgers {
+		r.Disks[lp.summary].RecommendedDirs = lp.recommended
+		dirs := subDirs(lp.disk.Dir, lp.recommended)
+		rc.lDirs = append(rc.lDirs, dirs...)
+		r.Layout.Ledgers = append(r.Layout.Ledgers, DiskDirs{Disk: lp.disk.Dir, Device: r.Disks[lp.summary].Device, TotalBytes: lp.disk.TotalBytes, Recommended: dirs})
+		rc.runDirs += lp.run
+	}
+	ls := Setting{
+		File: FileBookKeeper, Key: "ledgerDirectories", Value: strings.Join(rc.lDirs, ","),
+		PulsarDefault: "data/bookkeeper/ledgers (1 dir)",
+		Rule: fmt.Sprintf("per ledger disk: what BookKeeper can write at each measured entry-log writer count N (one entry logger and flush thread per dir) is the measured rate, at most N × %.0f MB/s (one flush thread's limit, BK PR #1289) and at most the journals' sustained rate (ingest passes the journal first); the smallest N the best does not clearly beat by >%.0f%%, changed from the current count (cookie, else Pulsar's 1) only when repeated rounds separate the two; fewer when the extra dirs' RocksDB indexes or cache split do not fit the memory; at most %d; N>1 → N sub-directories",
+			FlushThreadBytesPerSec/1e6, (LedgerDirGain-1)*100, MaxLedgerDirsPerDisk),
+		Evidence:       lEv,
+		NewBookiesOnly: true,
+	}
+	if rc.lCookie != nil {
+		ls.Current = strings.Join(rc.lCookie.LedgerDirs, ",")
+		rc.runDirs = len(rc.lCookie.LedgerDirs)
+		ls.Evidence = append(ls.Evidence, fmt.Sprintf("live bookie: cookie %s fixes %d ledger dir(s): %s (ledger dirs may only grow, with allowStorageExpansion; ledgerId mod N placement makes any change unsafe for existing data); every size below is for the %d dir(s) it runs",
+			rc.lCookie.Path, rc.runDirs, ls.Current, rc.runDirs))
+		for i := range r.Layout.Ledgers {
+			r.Layout.Ledgers[i].Current = rc.lCookie.LedgerDirs
+		}
+	}
+	rc.add(ls)
+	return nil
 }
 
-// Pulsar's shipped GC and compaction settings (conf/bookkeeper.conf).
-const (
-	GCWaitTimeMs          = 900000
-	MinorCompactionSec    = 3600
-	MajorCompactionSec    = 86400
-	MinorCompactionThresh = 0.2
-	MajorCompactionThresh = 0.5
-)
-
-// planGC derives the compaction intervals from each ledger dir's capacity
-// and its compaction throttle: one pass of minor (major) compaction
-// rewrites at most threshold × the dir's capacity (every entry log just
-// under the threshold), at compactionRateByBytes per dir; a pass that
-// takes longer than its interval keeps the dir's single GC thread busy
-// (minor compaction never runs while a major pass does), so the interval
-// is raised to cover the worst-case pass, in whole gcWaitTime cycles
-// (compaction starts only inside a GC cycle). Pulsar's intervals are kept
-// when they already do.
-func planGC(ledgers []Disk, dirsPerDisk []int, rate int64) gcPlan {
-	g := gcPlan{gcWaitMs: GCWaitTimeMs, minorSec: MinorCompactionSec, majorSec: MajorCompactionSec}
-	cycle := int64(GCWaitTimeMs / 1000)
-	g.gcEv = []string{
-		"each ledger dir's GC thread runs every gcWaitTime (the dirs staggered by gcWaitTime ÷ dirs); every cycle lists the ledgers in the metadata store and the dir's index and deletes what is gone, so its cost grows with the number of ledgers, not with the disk",
-		fmt.Sprintf("compaction only starts inside a cycle: the intervals below are whole cycles of %d s; BookKeeper refuses to start when an interval is shorter than gcWaitTime", cycle),
-		"Pulsar's 900000 ms (15 min) kept: disk speed does not change the cycle's cost",
-	}
-	roundCycles := func(sec int64) int64 { return (sec + cycle - 1) / cycle * cycle }
-	var worstMinor, worstMajor float64
-	var mEv, MEv []string
-	for i, d := range ledgers {
-		if d.TotalBytes == 0 || rate <= 0 || i >= len(dirsPerDisk) {
-			mEv = append(mEv, fmt.Sprintf("%s: capacity unknown (measurement recorded without it)", diskLabel(d)))
+// leftAfterJournal is the write bandwidth ledger disk k gets while a
+// journal on the same device writes too: the measured mixed figure (one
+// entry-log writer with and without the journal beside it scales the
+// disk's rate), else an estimate from the journal's own rate.
+func (rc *recommender) leftAfterJournal(k int, device string, bw float64) (float64, string) {
+	left, basis := bw, "sustained (no journal on this device)"
+	shared := false
+	for i, j := range rc.in.JournalDisks {
+		if !sameDevice(j, rc.in.LedgerDisks[k]) {
 			continue
 		}
-		c := float64(d.TotalBytes) / float64(dirsPerDisk[i])
-		tm := MinorCompactionThresh * c / float64(rate)
-		tM := MajorCompactionThresh * c / float64(rate)
-		worstMinor, worstMajor = max(worstMinor, tm), max(worstMajor, tM)
-		mEv = append(mEv, fmt.Sprintf("%s: %s per dir × %.1f ÷ %s = worst-case minor pass %.0f s", diskLabel(d), units.HumanBytes(c), MinorCompactionThresh, units.DecimalRate(float64(rate)), tm))
-		MEv = append(MEv, fmt.Sprintf("%s: %s per dir × %.1f ÷ %s = worst-case major pass %.0f s", diskLabel(d), units.HumanBytes(c), MajorCompactionThresh, units.DecimalRate(float64(rate)), tM))
-	}
-	g.minorSec = max(MinorCompactionSec, roundCycles(int64(math.Ceil(worstMinor))))
-	g.majorSec = max(MajorCompactionSec, roundCycles(int64(math.Ceil(worstMajor))))
-	if g.majorSec <= g.minorSec {
-		g.majorSec = roundCycles(g.minorSec + 1)
-	}
-	note := func(v, def int64) string {
-		if v == def {
-			return fmt.Sprintf("the worst-case pass fits: Pulsar's %d s kept", def)
+		shared = true
+		m, ok := rc.mixed[diskPair{i, k}]
+		if !ok || m.logAlone.median() <= 0 {
+			continue
 		}
-		return fmt.Sprintf("raised from Pulsar's %d s to %d s (whole %d s cycles) so a worst-case pass fits its interval", def, v, cycle)
+		if f := m.logMixed.median() / m.logAlone.median(); f < 1 && bw*f < left {
+			left, basis = bw*f, fmt.Sprintf("sustained × %.2f (1 writer with journal %s written at once ÷ alone)", f, j.Dir)
+		}
 	}
-	g.minorEv = append(mEv, note(g.minorSec, MinorCompactionSec), "minor < major interval and ≥ gcWaitTime, as GarbageCollectorThread requires")
-	g.majorEv = append(MEv, note(g.majorSec, MajorCompactionSec),
-		"major compaction is suspended above diskUsageWarnThreshold (unless isForceGCAllowWhenNoSpace): it has to run while the disk is below it")
-	return g
+	if shared && left == bw {
+		if jr := rc.jAggDevice[device]; jr > 0 && !strings.HasPrefix(basis, "sustained ×") {
+			left = max(bw-jr, bw/4)
+			basis = fmt.Sprintf("sustained − the journals' %s on the same device (estimate: not measured at once; at least a quarter)", units.DecimalRate(jr))
+		}
+	}
+	return left, basis
 }
 
-// compactionThresholdEvidence explains the thresholds by write
-// amplification: compacting an entry log whose live share is f rewrites f
-// to free 1 − f.
-func compactionThresholdEvidence(t float64) string {
-	return fmt.Sprintf("an entry log compacted at a live share of %.0f%% rewrites %.2f bytes per byte it frees (f ÷ (1 − f)); the chart's 0.8 would rewrite 4", t*100, t/(1-t))
+// gateLedgerDirs lowers the recommended counts (the disk with the most
+// dirs first, to its next smaller measured count) while the directories
+// cost more memory than the node has: every ledger dir runs its own
+// DbLedgerStorage with an entry-location and a ledger-metadata RocksDB
+// (native memory: block cache + memtables), a GC and a flush thread, and
+// takes an equal split of the write and read caches.
+func (rc *recommender) gateLedgerDirs(measured [][]int) []string {
+	in := rc.in
+	perDirNative := int64(RocksBlockCacheDefault + RocksMaxWriteBufferCount*RocksWriteBufferDefault)
+	limit, why := math.MaxInt, ""
+	if l := in.MemoryLimitBytes; l > 0 {
+		if n := int(float64(l) * RocksShareMax / float64(perDirNative)); n < limit {
+			limit = max(1, n)
+			why = fmt.Sprintf("%d dirs × ~%s of RocksDB native memory (block cache + %d × 64 MiB memtables) fit in %.0f%% of the %s container limit",
+				limit, units.HumanBytes(float64(perDirNative)), RocksMaxWriteBufferCount, RocksShareMax*100, units.FormatBytes(l))
+		}
+	}
+	if d := in.DirectMemoryBytes; d > 0 {
+		perDir := int64(MinWriteCachePerDir + MinReadCachePerDir + EntryLogBuffersPerDir*64*KiB + CompactionScanBuffer)
+		avail := int64(float64(d)*(1-JournalMemShare-HeadroomShare)) - 0
+		if n := int(avail / perDir); n < limit {
+			limit = max(1, n)
+			why = fmt.Sprintf("%d dirs fit the %s direct memory at the minimum caches (%s write + %s read per dir)", limit, units.FormatBytes(d),
+				units.FormatBytes(MinWriteCachePerDir), units.FormatBytes(MinReadCachePerDir))
+		}
+	}
+	total := func() int {
+		t := 0
+		for _, lp := range rc.ledgers {
+			t += lp.recommended
+		}
+		return t
+	}
+	var ev []string
+	if t := total(); t > 1 {
+		ev = append(ev, fmt.Sprintf("cost of %d ledger dirs: %d DbLedgerStorage instances, each with 2 RocksDB (entry locations: ~%s native at Pulsar's block cache and 4 × 64 MiB memtables; ledger metadata), a GC thread and a flush thread (%d CPUs), and 1/%d of the write and read caches",
+			t, t, units.HumanBytes(float64(perDirNative)), rc.cpus, t))
+	}
+	for total() > limit {
+		big := -1
+		for i, lp := range rc.ledgers {
+			if lp.recommended > 1 && (big < 0 || lp.recommended > rc.ledgers[big].recommended) {
+				big = i
+			}
+		}
+		if big < 0 {
+			break
+		}
+		lp := &rc.ledgers[big]
+		next := 1
+		for _, c := range measured[big] {
+			if c < lp.recommended {
+				next = max(next, c)
+			}
+		}
+		ev = append(ev, fmt.Sprintf("%s: %d → %d dirs: only %s", diskLabel(lp.disk), lp.recommended, next, why))
+		lp.recommended = next
+		if rc.lCookie == nil {
+			lp.run = next
+		}
+	}
+	return ev
+}
+
+// entryLogRules sets writeBufferSizeBytes (bounded by the memory plan),
+// readBufferSizeBytes and flushEntrylogBytes.
+func (rc *recommender) entryLogRules() error {
+	in := rc.in
+	bufEv := rc.bufEv
+	if rc.haveMem {
+		if per := rc.mp.EntryLogBufBytes / int64(EntryLogBuffersPerDir*rc.runDirs); per < rc.wb {
+			bufEv = append(bufEv, fmt.Sprintf("memory-limited: %d × %d dirs × %s > %.0f%% of direct memory %s; reduced to %s",
+				EntryLogBuffersPerDir, rc.runDirs, units.FormatBytes(rc.wb), EntryLogBufferShare*100, units.FormatBytes(rc.mp.DirectBytes), units.FormatBytes(per)))
+			rc.wb = per
+		}
+	} else {
+		bufEv = append(bufEv, fmt.Sprintf("direct memory unknown: %d × %d dirs × %s of direct buffers (current, preallocated next and compaction entry log) not checked against -XX:MaxDirectMemorySize",
+			EntryLogBuffersPerDir, rc.runDirs, units.FormatBytes(rc.wb)))
+	}
+	var flushEv []string
+	var flushBytes int64
+	for _, lp := range rc.ledgers {
+		perDir := lp.left / float64(lp.run)
+		fb := roundUp(int64(perDir*FlushEntrylogSeconds), MiB)
+		fb = min(FlushEntrylogMax, max(FlushEntrylogMin, fb))
+		flushEv = append(flushEv, fmt.Sprintf("%s: %s %s ÷ %d dirs = %s per dir × %.0f ms = %s", diskLabel(lp.disk), units.DecimalRate(lp.left), lp.basis, lp.run,
+			units.DecimalRate(perDir), FlushEntrylogSeconds*1000, units.HumanBytes(perDir*FlushEntrylogSeconds)))
+		flushBytes = max(flushBytes, fb)
+	}
+	flushBytes = max(flushBytes, rc.wb)
+	rb := int64(ReadBufferDefault)
+	rbEv := []string{"entry size unknown: Pulsar's 4096"}
+	if in.EntrySizeBytes > 0 {
+		rb = min(ReadBufferMax, max(ReadBufferDefault, roundUp(in.EntrySizeBytes, 4*KiB)))
+		rbEv = []string{fmt.Sprintf("median entry size %d B: rounded up to 4 KiB, at most %s (a larger entry is read through the buffer in several preads of the page cache)", in.EntrySizeBytes, units.FormatBytes(ReadBufferMax))}
+	}
+	threads := ReadThreads + rc.runDirs
+	rbEv = append(rbEv, fmt.Sprintf("heap cost: one buffer per reading thread per entry log it reads (DefaultEntryLogger keeps a thread-local BufferedReadChannel per log): %d threads (numReadWorkerThreads 8 + numHighPriorityWorkerThreads 8 + %d GC threads) × %d entry logs of a catch-up burst × %s = %s of heap",
+		threads, rc.runDirs, CatchUpLogs, units.FormatBytes(rb), units.HumanBytes(float64(int64(threads)*CatchUpLogs*rb))))
+	rc.add(Setting{
+		File: FileBookKeeper, Key: "writeBufferSizeBytes", Value: strconv.FormatInt(rc.wb, 10), PulsarDefault: "65536",
+		Rule: fmt.Sprintf("the entry logger's write(2) size into the page cache (the disk I/O size is set by writeback and the fdatasync every flushEntrylogBytes): Pulsar's 64 KiB unless a larger size clearly beats it by >%.0f%% over repeated rounds of the sustained sweep (then the smallest within %.0f%% of the best, largest over ledger disks); %d buffers per ledger dir (current, preallocated next and compaction log) × dirs × size ≤ %.0f%% of direct memory",
+			(1/LevelOff-1)*100, (1-LevelOff)*100, EntryLogBuffersPerDir, EntryLogBufferShare*100),
+		Evidence: append(bufEv, "one data point: WeChat runs 64 MiB in production (its disks, not this one)"),
+	}, Setting{
+		File: FileBookKeeper, Key: "readBufferSizeBytes", Value: strconv.FormatInt(rb, 10), PulsarDefault: "4096",
+		Rule:     fmt.Sprintf("kept small, allocated per reading thread per entry log: Pulsar's 4096, or the median entry size rounded up to 4 KiB when given, at most %s", units.FormatBytes(ReadBufferMax)),
+		Evidence: rbEv,
+	}, Setting{
+		File: FileBookKeeper, Key: "flushEntrylogBytes", Value: strconv.FormatInt(flushBytes, 10), PulsarDefault: "33554432",
+		Rule:     fmt.Sprintf("≈ %.0f ms of the per-dir write bandwidth ledger writes get (beside the journal on a shared device), over the dirs the bookie runs, rounded up to MiB, clamped to %s–%s, ≥ writeBufferSizeBytes (largest over ledger disks)", FlushEntrylogSeconds*1000, units.FormatBytes(FlushEntrylogMin), units.FormatBytes(FlushEntrylogMax)),
+		Evidence: flushEv,
+	})
+	return nil
 }

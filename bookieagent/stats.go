@@ -70,18 +70,25 @@ func (r rounds) repeatable() bool {
 }
 
 // beats reports whether a is clearly faster than b by more than gain
-// (1.10 = 10%): with repeated rounds of both, a's slowest round must beat
-// b's fastest by gain, so run-to-run noise cannot decide; with a single
-// round of either, the medians are compared (the noise is unknown, and the
-// evidence says so).
+// (1.10 = 10%): a's slowest round must beat b's fastest by gain, so
+// run-to-run noise cannot decide. A single round of either never beats:
+// its noise is unknown (a 0.1 s point of a disk's cache can look 4× faster
+// than the disk), so a value measured once never moves a setting away
+// from its current or default value; the evidence shows "1 round".
 func (a rounds) beats(b rounds, gain float64) bool {
-	if a.n() == 0 || b.n() == 0 {
+	if a.n() < 2 || b.n() < 2 {
 		return false
 	}
-	if a.n() >= 2 && b.n() >= 2 {
-		return a.lo() > b.hi()*gain
+	return a.lo() > b.hi()*gain
+}
+
+// notSeparated says why a did not beat b by gain: a single round of
+// either, or overlapping rounds.
+func notSeparated(aName string, a rounds, bName string, b rounds, gain float64) string {
+	if a.n() < 2 || b.n() < 2 {
+		return fmt.Sprintf("%s vs %s measured in a single round: one round does not show that a difference repeats", aName, bName)
 	}
-	return a.median() > b.median()*gain
+	return fmt.Sprintf("%s does not clearly beat %s by >%.0f%% (its slowest round against the other's fastest)", aName, bName, (gain-1)*100)
 }
 
 // describe renders the rounds as "412.3 MB/s (3 rounds 401–420, spread 5%)".
@@ -136,6 +143,12 @@ func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n 
 		}
 	}
 	b, hasBase := by[base]
+	// A count is fixed by the cookie for the bookie's life: one round of
+	// either count cannot show that the difference repeats.
+	if hasBase && cand != base && (by[cand].n() < 2 || b.n() < 2) {
+		return base, fmt.Sprintf("N=%d (%s) vs N=%d (%s): a single round does not separate them (a cookie-fixed count changes only on repeated rounds): N=%d kept",
+			cand, by[cand].describe(), base, b.describe(), base)
+	}
 	// The spread gate: a count is fixed by the cookie for the bookie's
 	// life, so a change needs rounds that repeat — both the candidate's and
 	// the current count's within SpreadGate — besides separating them.
@@ -149,15 +162,15 @@ func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n 
 	}
 	switch {
 	case cand == base && best != base:
-		return base, fmt.Sprintf("the fastest, N=%d at %s, does not clearly beat N=%d at %s by >%.0f%%: the evidence does not separate them, N=%d kept",
-			best, by[best].describe(), base, by[base].describe(), (gain-1)*100, base)
+		return base, fmt.Sprintf("the fastest is N=%d at %s, N=%d at %s: %s: the evidence does not separate them, N=%d kept",
+			best, by[best].describe(), base, by[base].describe(), notSeparated(fmt.Sprintf("N=%d", best), by[best], fmt.Sprintf("N=%d", base), by[base], gain), base)
 	case cand == base:
 		return base, ""
 	case !hasBase:
 		return cand, fmt.Sprintf("the current count %d was not measured", base)
 	case cand > base && !by[cand].beats(b, gain):
-		return base, fmt.Sprintf("N=%d does not clearly beat N=%d by >%.0f%% (%s vs %s): the evidence does not separate them, N=%d kept",
-			cand, base, (gain-1)*100, by[cand].describe(), b.describe(), base)
+		return base, fmt.Sprintf("%s (%s vs %s): the evidence does not separate them, N=%d kept",
+			notSeparated(fmt.Sprintf("N=%d", cand), by[cand], fmt.Sprintf("N=%d", base), b, gain), by[cand].describe(), b.describe(), base)
 	case cand < base && b.beats(by[cand], gain):
 		return base, fmt.Sprintf("N=%d is clearly slower than N=%d: N=%d kept", cand, base, base)
 	}
