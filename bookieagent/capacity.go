@@ -108,7 +108,7 @@ type SamplerOptions struct {
 	// Interval between samples. Default 30 s.
 	Interval time.Duration
 	// Window is how far back growth is fitted. Default 6 h (compaction
-	// makes usage a sawtooth; disk-tuning §4 suggests 6–24 h).
+	// makes usage a sawtooth; see docs/bookieagent.md, Limits).
 	Window time.Duration
 	// MaxSamples bounds the samples kept per mount. Default 4096.
 	MaxSamples int

@@ -2,6 +2,7 @@ package bookieagent
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -175,4 +176,17 @@ func FuzzParseRocksConf(f *testing.F) {
 			t.Fatalf("error %v does not wrap ErrBadConf", err)
 		}
 	})
+}
+
+// TestConfKeysAreKeys: every known key is a key (the list once held 17
+// lines of Java source, "static final String … =", which no conf can set).
+func TestConfKeysAreKeys(t *testing.T) {
+	key := regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.]*$`)
+	for _, list := range [][]string{bookkeeperKeys, pulsarConfKeys} {
+		for _, k := range list {
+			if !key.MatchString(k) {
+				t.Errorf("%q is not a configuration key", k)
+			}
+		}
+	}
 }

@@ -6,8 +6,11 @@
 //
 // Recommend is a pure function of measured [diskbench.Result]s per disk and
 // a few node facts (CPUs, the JVM's -XX:MaxDirectMemorySize, sysfs block
-// sizes, cookies found on disk). Each rule implements a row of the settings
-// table in disk-tuning.md §3; the constants in rules.go name the thresholds.
+// sizes, cookies found on disk, the container's memory limit). The rules
+// run per area (rules_journal.go, rules_ledger.go, rules_memory.go,
+// rules_compaction.go); docs/bookieagent.md ("Rules") gives the reasoning
+// behind each, checked against BookKeeper 4.17's code, and the constants in
+// rules.go name the thresholds.
 // Every Setting carries its Rule and Evidence; Render prints them as
 // comments of a bookkeeper.conf fragment, an entry_location_rocksdb.conf
 // fragment (Pulsar ≥ 2.11 ignores dbStorage_rocksDB_* keys when that file
@@ -20,8 +23,10 @@
 // ledger in dir ledgerId mod N. Directory counts are therefore marked "new
 // or re-formatted bookies only"; when a cookie is found the rendered config
 // keeps the cookie's value active and shows the recommendation as a comment.
-// Benchmarks never write into a live bookie directory: Plan picks a scratch
-// sibling on the same filesystem, or refuses.
+// Benchmarks never write into a live bookie directory: PrepareBench picks a
+// scratch sibling on the same filesystem, or refuses; and no run may take a
+// journal or ledger filesystem past the bookie's disk-usage thresholds less
+// a margin (DiskGuard).
 //
 // # Capacity
 //
