@@ -163,6 +163,11 @@ type BenchOnStartOptions struct {
 	// Input.
 	DirectMemoryBytes  int64
 	DirectMemorySource string
+	// HeapBytes and MemoryLimitBytes / MemoryLimitSource are the JVM's
+	// -Xmx and the container's memory limit, as in Input (0: unknown).
+	HeapBytes         int64
+	MemoryLimitBytes  int64
+	MemoryLimitSource string
 	// CPUsSource says where Bench.CPUs came from.
 	CPUsSource string
 }
@@ -208,7 +213,8 @@ func (s *Server) BenchOnStart(ctx context.Context, o BenchOnStartOptions) {
 		return
 	}
 	rec, err := Recommend(Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, Bench: &res.Plan,
-		CPUs: max(1, o.Bench.CPUs), CPUsSource: o.CPUsSource, DirectMemoryBytes: o.DirectMemoryBytes, DirectMemorySource: o.DirectMemorySource})
+		CPUs: max(1, o.Bench.CPUs), CPUsSource: o.CPUsSource, DirectMemoryBytes: o.DirectMemoryBytes, DirectMemorySource: o.DirectMemorySource,
+		HeapBytes: o.HeapBytes, MemoryLimitBytes: o.MemoryLimitBytes, MemoryLimitSource: o.MemoryLimitSource})
 	if err != nil {
 		fail(err)
 		return

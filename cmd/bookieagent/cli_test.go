@@ -248,3 +248,20 @@ func TestRecommendInputCPUsAndNoMemory(t *testing.T) {
 		t.Errorf("no direct memory: %v\n%s", err, out)
 	}
 }
+
+// TestRecommendMemoryLimitFlag: --memory-limit replaces the recorded limit
+// and the direct memory derived from it; a bad value is refused.
+func TestRecommendMemoryLimitFlag(t *testing.T) {
+	profile := "../../bookieagent/testdata/profiles/vm-2cpu.json"
+	out, _, err := runCLI(t, map[string]string{"BOOKIE_MEM": "", "PULSAR_MEM": ""}, "recommend", "--input", profile, "--memory-limit", "8g", "-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8 GiB: heap 1 GiB, direct ≤ 40% = 3 GiB (rounded to 256 MiB), so the caches are 1536 MiB.
+	if !strings.Contains(out, "container memory limit 8GiB (--memory-limit 8g)") || !strings.Contains(out, "\ndbStorage_writeCacheMaxSizeMb=768\n") {
+		t.Errorf("--memory-limit 8g not applied:\n%s", out)
+	}
+	if _, _, err := runCLI(t, nil, "recommend", "--input", profile, "--memory-limit", "lots", "-q"); err == nil || !strings.Contains(err.Error(), "--memory-limit") {
+		t.Errorf("bad --memory-limit: %v", err)
+	}
+}

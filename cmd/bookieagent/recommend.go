@@ -55,8 +55,16 @@ are never touched. Directory counts are marked "new or re-formatted bookies only
 live bookie's current values stay active.
 
 Memory rules use the JVM's direct memory: --max-direct-memory, or the
--XX:MaxDirectMemorySize (else -Xmx) in $BOOKIE_MEM / $PULSAR_MEM. Without it the
-settings that are shares of it are listed with what they need, and the rest is given.`,
+-XX:MaxDirectMemorySize (else -Xmx) in $BOOKIE_MEM / $PULSAR_MEM, and the container's
+memory limit (--memory-limit, else this process's cgroup), split between heap, direct
+memory, RocksDB's native memory and the page cache; without the JVM flags direct memory
+is derived from the limit, without either the settings that are shares of it are listed
+with what they need, and the rest is given.
+
+No benchmark run may take a journal or ledger filesystem past the bookie's lowest
+disk-usage threshold (diskUsageThreshold, diskUsageWarnThreshold, diskUsageLwmThreshold
+from --bookie-conf or --bookie-http, else BookKeeper's defaults) less --disk-margin; a
+disk already there is refused, and shrunk or skipped runs are reported.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -138,6 +146,12 @@ func (o *recommendOptions) measure(cmd *cobra.Command, quiet bool) (measured, er
 			if in.DirectMemoryBytes, in.DirectMemorySource, err = o.mem.resolve(); err != nil {
 				return measured{}, err
 			}
+			in.HeapBytes = o.mem.heap
+		}
+		if cmd.Flags().Changed("memory-limit") {
+			if in.MemoryLimitBytes, in.MemoryLimitSource, err = o.mem.memoryLimit(o.dirs.host()); err != nil {
+				return measured{}, err
+			}
 		}
 		// --cpus overrides the recorded count only when given (it used to
 		// be ignored without a word).
@@ -161,11 +175,20 @@ func (o *recommendOptions) measure(cmd *cobra.Command, quiet bool) (measured, er
 		if err != nil {
 			return measured{}, err
 		}
+		limit, limitSrc, err := o.mem.memoryLimit(o.dirs.host())
+		if err != nil {
+			return measured{}, err
+		}
 		direct, source, err := o.mem.resolve()
 		if errors.Is(err, bookieagent.ErrNoDirectMemory) {
-			// Not fatal: the settings that need it say so.
+			// Not fatal: derived from the container limit when there is
+			// one, else the settings that need it say so.
 			if !quiet {
-				fmt.Fprintf(stderr, "warning: %v; the write and read cache sizes will be left out\n", err)
+				if limit > 0 {
+					fmt.Fprintf(stderr, "warning: %v; direct memory will be derived from the %s container limit\n", err, units.FormatBytes(limit))
+				} else {
+					fmt.Fprintf(stderr, "warning: %v; the write and read cache sizes will be left out\n", err)
+				}
 			}
 			direct, source, err = 0, "", nil
 		}
@@ -212,7 +235,8 @@ func (o *recommendOptions) measure(cmd *cobra.Command, quiet bool) (measured, er
 			}
 		}
 		in = bookieagent.Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, Bench: &res.Plan,
-			CPUs: o.bench.cpus, CPUsSource: o.bench.cpusSource(cmd.Flags()), DirectMemoryBytes: direct, DirectMemorySource: source}
+			CPUs: o.bench.cpus, CPUsSource: o.bench.cpusSource(cmd.Flags()), DirectMemoryBytes: direct, DirectMemorySource: source,
+			HeapBytes: o.mem.heap, MemoryLimitBytes: limit, MemoryLimitSource: limitSrc}
 	}
 	if entrySize > 0 {
 		in.EntrySizeBytes = entrySize

@@ -74,6 +74,9 @@ type memOptions struct {
 	maxDirect string
 	mem       string // diff's --mem: the JVM options themselves
 	jvmEnv    []string
+	limit     string
+	// heap is -Xmx from the JVM options resolve read, when there.
+	heap int64
 }
 
 // given reports whether a direct-memory flag was given.
@@ -82,6 +85,30 @@ func (o *memOptions) given() bool { return o.maxDirect != "" || o.mem != "" }
 func (o *memOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.maxDirect, "max-direct-memory", "", "the bookie JVM's -XX:MaxDirectMemorySize (e.g. 4g); default: parsed from --jvm-env")
 	fs.StringSliceVar(&o.jvmEnv, "jvm-env", []string{"BOOKIE_MEM", "PULSAR_MEM"}, "environment variables holding the bookie's JVM memory options, tried in order")
+	fs.StringVar(&o.limit, "memory-limit", "", "the bookie container's memory limit (e.g. 16g), split between heap, direct memory, RocksDB and page cache; \"none\" for unknown; default: this process's cgroup (memory.max, v1 memory.limit_in_bytes) — right when the agent runs in the bookie's pod")
+}
+
+// memoryLimit returns the container limit: --memory-limit, else this
+// process's cgroup through host; 0 when unknown or unlimited.
+func (o *memOptions) memoryLimit(host bookieagent.HostFS) (int64, string, error) {
+	switch o.limit {
+	case "none":
+		return 0, "", nil
+	case "":
+		l, src, ok, err := host.MemoryLimit()
+		if err != nil {
+			return 0, "", fmt.Errorf("--memory-limit: reading this process's cgroup: %w (give --memory-limit)", err)
+		}
+		if !ok {
+			return 0, "", nil
+		}
+		return l, "this process's " + src + " (the agent's own limit: right in the bookie's pod, else give --memory-limit)", nil
+	}
+	v, err := units.ParseSize(o.limit)
+	if err != nil || v <= 0 {
+		return 0, "", fmt.Errorf("--memory-limit %q: want a size like 16g, or none", o.limit)
+	}
+	return v, "--memory-limit " + o.limit, nil
 }
 
 // resolve returns the direct-memory size and where it came from.
@@ -94,6 +121,7 @@ func (o *memOptions) resolve() (int64, string, error) {
 		if err != nil {
 			return 0, "", fmt.Errorf("--mem: %w", err)
 		}
+		o.heap = m.HeapBytes
 		return m.DirectBytes, "--mem " + m.Source, nil
 	}
 	if o.maxDirect != "" {
@@ -117,6 +145,7 @@ func (o *memOptions) resolve() (int64, string, error) {
 		if err != nil {
 			return 0, "", fmt.Errorf("%s: %w", name, err)
 		}
+		o.heap = m.HeapBytes
 		return m.DirectBytes, name + " " + m.Source, nil
 	}
 	return 0, "", fmt.Errorf("%w: give --max-direct-memory or set one of %s (e.g. \"-Xmx2g -XX:MaxDirectMemorySize=4g\")",

@@ -105,7 +105,17 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return fmt.Errorf("--bench-on-start: %w", err)
 		}
-		bench = &bookieagent.BenchOnStartOptions{DirectMemoryBytes: direct, DirectMemorySource: directSrc, CPUsSource: o.bench.cpusSource(cmd.Flags()),
+		// The agent's own cgroup is the DaemonSet pod's, not the bookie's:
+		// only a given --memory-limit counts here.
+		var limit int64
+		var limitSrc string
+		if cmd.Flags().Changed("memory-limit") {
+			if limit, limitSrc, err = o.mem.memoryLimit(o.dirs.host()); err != nil {
+				return fmt.Errorf("--bench-on-start: %w", err)
+			}
+		}
+		bench = &bookieagent.BenchOnStartOptions{DirectMemoryBytes: direct, DirectMemorySource: directSrc,
+			HeapBytes: o.mem.heap, MemoryLimitBytes: limit, MemoryLimitSource: limitSrc, CPUsSource: o.bench.cpusSource(cmd.Flags()),
 			Bench: bookieagent.BenchOptions{Guard: guard, JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
 				TimeBudget: budget, MaxBytes: maxBytes, Rounds: o.bench.rounds, CPUs: o.bench.cpus, AllowLiveBookie: o.bench.allowLive,
 				Host: o.dirs.host(), Logger: log,
