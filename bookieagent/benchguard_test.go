@@ -55,6 +55,18 @@ func loopFS(t *testing.T, size int64) string {
 	return mnt
 }
 
+// bookieDirs makes a journal and a ledger directory on mnt.
+func bookieDirs(t *testing.T, mnt string) (string, string) {
+	t.Helper()
+	j, l := filepath.Join(mnt, "journal"), filepath.Join(mnt, "ledgers")
+	for _, d := range []string{j, l} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return j, l
+}
+
 // usageOf is BookKeeper's usage figure of path's filesystem.
 func usageOf(t *testing.T, path string) float64 {
 	t.Helper()
@@ -122,12 +134,7 @@ func writeGuardConf(t *testing.T) DiskGuard {
 func TestBenchGuardRefusesNearlyFullDisk(t *testing.T) {
 	mnt := loopFS(t, 1<<30)
 	g := writeGuardConf(t)
-	j, l := filepath.Join(mnt, "journal"), filepath.Join(mnt, "ledgers")
-	for _, d := range []string{j, l} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	j, l := bookieDirs(t, mnt)
 	fillTo(t, mnt, 0.825)
 	f := &fakeSweep{rate: 150e6}
 	_, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: []string{j}, LedgerDirs: []string{l}, Guard: &g, Sweep: f.sweep})
@@ -153,12 +160,7 @@ func TestBenchGuardRefusesNearlyFullDisk(t *testing.T) {
 func TestBenchGuardShrinksRunsBesideGrowingBookie(t *testing.T) {
 	mnt := loopFS(t, 10<<30)
 	g := writeGuardConf(t)
-	j, l := filepath.Join(mnt, "journal"), filepath.Join(mnt, "ledgers")
-	for _, d := range []string{j, l} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	j, l := bookieDirs(t, mnt)
 	fillTo(t, mnt, 0.80)
 	var mu sync.Mutex
 	peak := 0.0
