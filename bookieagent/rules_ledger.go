@@ -144,6 +144,31 @@ func pickLedgerCount(rs []diskbench.Result, base int, peak1, ingest float64) (in
 	return n, bw, ws, ev
 }
 
+// MinSustainedSec: an entry-log point measured for less than this measures
+// caches (the page cache, a virtual disk's host cache), not the disk's
+// sustained rate.
+const MinSustainedSec = 1.0
+
+// shortOnly reports whether every usable entry-log result with writers
+// writers ran under MinSustainedSec, and then the slowest sustained figure
+// of any entry-log result on the disk.
+func shortOnly(rs []diskbench.Result, writers int) (float64, bool) {
+	slow, any := math.Inf(1), false
+	for _, r := range rs {
+		if r.Workload != diskbench.WorkloadEntryLog || !usable(r) {
+			continue
+		}
+		if max(1, r.Writers) == writers {
+			if r.DurationSec >= MinSustainedSec {
+				return 0, false
+			}
+			any = true
+		}
+		slow = min(slow, sustainedRate(r))
+	}
+	return slow, any
+}
+
 // flushable is what a bookie with dirs ledger dirs could write to a disk
 // measured at v: one flush thread per dir, and no more than ingest.
 func flushable(dirs int, v, ingest float64) float64 {
@@ -237,6 +262,11 @@ func (rc *recommender) ledgerDirRules() error {
 			sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, v.median())
 		}
 		sum.PeakBytesPerSec = math.Max(sum.PeakBytesPerSec, diskBW)
+		if slow, ok := shortOnly(d.Results, n); ok && slow < diskBW {
+			lEv = append(lEv, fmt.Sprintf("%s: every %d-writer entry-log point ran under %.0f s (a cache's speed, not the disk's): the sizes below use the slowest entry-log figure measured on the disk, %s, not %s",
+				diskLabel(d), n, MinSustainedSec, units.DecimalRate(slow), units.DecimalRate(diskBW)))
+			diskBW = slow
+		}
 		run := n
 		if rc.lCookie != nil {
 			run = base
