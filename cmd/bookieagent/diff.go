@@ -48,7 +48,7 @@ is 0 whether or not anything differs.`,
 	o.mem.addFlags(fs)
 	fs.StringVar(&o.mem.mem, "mem", "", "the bookie's JVM memory options (e.g. \"$BOOKIE_MEM\"): -XX:MaxDirectMemorySize, else -Xmx")
 	o.bench.addFlags(fs)
-	fs.StringVar(&o.entrySize, "entry-size", "", "median entry size, if known (sets readBufferSizeBytes)")
+	fs.StringVar(&o.entrySize, "entry-size", "", "median entry size, if known (sets readBufferSizeBytes, rounded up to 4 KiB, at most 16 KiB)")
 	fs.StringVar(&o.input, "input", "", "measurements saved by recommend --save-input (else: benchmark now)")
 	fs.StringVar(&o.saveInput, "save-input", "", "also write the measurements and node facts as JSON to this file")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")

@@ -73,7 +73,7 @@ disk already there is refused, and shrunk or skipped runs are reported.`,
 	o.mem.addFlags(fs)
 	o.bench.addFlags(fs)
 	fs.StringVar(&o.format, "format", "conf", "output: conf, rocksdb, helm or json")
-	fs.StringVar(&o.entrySize, "entry-size", "", "median entry size, if known (sets readBufferSizeBytes)")
+	fs.StringVar(&o.entrySize, "entry-size", "", "median entry size, if known (sets readBufferSizeBytes, rounded up to 4 KiB, at most 16 KiB)")
 	fs.StringVar(&o.input, "input", "", "skip the benchmark: read measurements from this JSON (as written by --save-input)")
 	fs.StringVar(&o.saveInput, "save-input", "", "also write the measurements and node facts as JSON to this file")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
