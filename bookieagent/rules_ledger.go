@@ -352,9 +352,8 @@ func (rc *recommender) gateLedgerDirs(measured [][]int) []string {
 		}
 	}
 	if d := in.DirectMemoryBytes; d > 0 {
-		perDir := int64(MinWriteCachePerDir + MinReadCachePerDir + EntryLogBuffersPerDir*64*KiB + CompactionScanBuffer)
-		avail := int64(float64(d)*(1-JournalMemShare-HeadroomShare)) - 0
-		if n := int(avail / perDir); n < limit {
+		perDir := int64(MinWriteCachePerDir + MinReadCachePerDir)
+		if n := int(int64(float64(d)*CacheShare) / perDir); n < limit {
 			limit = max(1, n)
 			why = fmt.Sprintf("%d dirs fit the %s direct memory at the minimum caches (%s write + %s read per dir)", limit, units.FormatBytes(d),
 				units.FormatBytes(MinWriteCachePerDir), units.FormatBytes(MinReadCachePerDir))

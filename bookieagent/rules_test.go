@@ -500,3 +500,28 @@ func TestMixedLatencyRobustToARound(t *testing.T) {
 		t.Errorf("journalMaxGroupWaitMSec %d (%v): want ⌈0.8 ms under the mixed load⌉ = 1, the disturbed round not deciding", v, s.Evidence)
 	}
 }
+
+// TestLedgerDirsCostGate: the 64-core node's journals (1700 MB/s) and one
+// of its ledger disks would get 4 dirs (1700 MB/s flushable vs 1000 at 2);
+// in a 4 GiB pod the 4 entry-location indexes (~0.45 GiB native each) do
+// not fit a quarter of the limit, so the disk gets the measured 2 and the
+// evidence says why.
+func TestLedgerDirsCostGate(t *testing.T) {
+	in := loadProfile(t, "nvme-64core-4x7tb")
+	in.LedgerDisks = in.LedgerDisks[:1]
+	r, err := Recommend(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := r.Setting("ledgerDirectories"); len(strings.Split(s.Value, ",")) != 4 {
+		t.Fatalf("256 GiB pod: %q, want 4 dirs: %v", s.Value, s.Evidence)
+	}
+	in.MemoryLimitBytes = 4 * GiB
+	if r, err = Recommend(in); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := r.Setting("ledgerDirectories")
+	if len(strings.Split(s.Value, ",")) != 2 || !strings.Contains(strings.Join(s.Evidence, " "), "4 → 2 dirs: only 2 dirs") {
+		t.Errorf("4 GiB pod: %q, want 2 dirs with the cost named: %v", s.Value, s.Evidence)
+	}
+}
