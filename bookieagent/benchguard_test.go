@@ -3,16 +3,20 @@ package bookieagent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 // loopFS makes a sparse ext4 image of size bytes (no root reserve, so the
@@ -231,4 +235,37 @@ func TestBenchGuardShrinksRunsBesideGrowingBookie(t *testing.T) {
 		t.Fatal(err)
 	}
 	say("the recommendation's warnings", rec.Warnings)
+}
+
+// TestDiskGuardFromRealBookie reads the thresholds a real BookKeeper 4.17
+// bookie runs with from its HTTP admin server (GET
+// /api/v1/config/server_config), as --bookie-http does; a bookie without
+// the server is an error that says what was asked.
+func TestDiskGuardFromRealBookie(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	port := testenv.FreePort(t)
+	testenv.StartBookiesWith(t, z, 1, testenv.BookieOptions{Extra: []string{
+		"httpServerEnabled=true", fmt.Sprintf("httpServerPort=%d", port), "httpServerHost=127.0.0.1",
+		"httpServerClass=org.apache.bookkeeper.http.vertx.VertxHttpServer",
+		"diskUsageThreshold=0.97", "diskUsageWarnThreshold=0.93", "diskUsageLwmThreshold=0.88",
+	}})
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	// The bookie registers before its HTTP component listens.
+	var cfg map[string]string
+	var err error
+	testenv.WaitFor(t, "the bookie's HTTP admin server", 60*time.Second, 500*time.Millisecond, func() bool {
+		cfg, err = FetchServerConfig(t.Context(), nil, base, 5*time.Second)
+		return err == nil
+	})
+	g, err := DiskGuardFromServerConfig(cfg, DefaultDiskMargin, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Threshold != 0.97 || g.WarnThreshold != 0.93 || g.LwmThreshold != 0.88 || math.Abs(g.Ceiling()-0.86) > 1e-9 {
+		t.Errorf("guard %+v (ceiling %v), want 0.97 / 0.93 / 0.88 → 0.86", g, g.Ceiling())
+	}
+	closed := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
+	if _, err := FetchServerConfig(t.Context(), nil, closed, 2*time.Second); err == nil || !strings.Contains(err.Error(), "/api/v1/config/server_config") {
+		t.Errorf("no server: %v", err)
+	}
 }
