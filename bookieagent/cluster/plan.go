@@ -166,8 +166,8 @@ type Plan struct {
 	// on another rack).
 	Unplaceable []SegmentIssue `json:"unplaceable,omitempty"`
 	// Risks are per removal step, in order.
-	Risks []StepRisk     `json:"step_risks"`
-	Data  []BookieData   `json:"data"`
+	Risks []StepRisk   `json:"step_risks"`
+	Data  []BookieData `json:"data"`
 	// AsIs copies everything; AfterOffload first deletes the offloaded
 	// ledgers' BookKeeper copies and offloads the offloadable ones.
 	AsIs         Estimate `json:"estimate_as_is"`

@@ -102,7 +102,11 @@ func WriteText(w io.Writer, v *View, m *Merged, p *Plan, d *Drift, g *Gate) erro
 			ew.printf("  %s %s: %s\n", mark, c.Name, c.Detail)
 		}
 		for _, s := range p.Stranded {
-			ew.printf("  stranded: %s, W=%d A=%d, %s (%s)\n", s, s.WriteQuorum, s.AckQuorum, s.Detail, s.ManagedState)
+			owner := ""
+			if s.ManagedState != "" && s.ManagedState != "none" {
+				owner = " (managed ledger state " + s.ManagedState + ")"
+			}
+			ew.printf("  stranded: %s, W=%d A=%d, %s%s\n", s, s.WriteQuorum, s.AckQuorum, s.Detail, owner)
 		}
 		for _, s := range p.Unplaceable {
 			ew.printf("  no replacement: %s: %s\n", s, s.Detail)

@@ -86,7 +86,7 @@ or a gate has not passed.`,
 	fs.StringVar(&o.agentTemplate, "agent-url", "", "agent base URL template for every bookie, {host} replaced by the bookie's host")
 	fs.DurationVar(&o.agentTimeout, "agent-timeout", 10*time.Second, "bound on each agent request")
 	fs.StringSliceVar(&o.remove, "remove", nil, "bookie ids to remove (scale-in plan)")
-	fs.IntVar(&o.removeCount, "remove-count", 0, "plan removing this many bookies, those with the least data to copy")
+	fs.IntVar(&o.removeCount, "remove-count", 0, "plan removing this many bookies: with --statefulset the highest ordinals, else those with the least data to copy")
 	fs.Var(&o.rate, "rereplication-rate", "re-replication rate per second (e.g. 200MiB); default: measured by the agents")
 	fs.IntVar(&o.workers, "autorecovery-workers", 1, "AutoRecovery replication workers (default: the AutoRecovery processes voting in ZooKeeper)")
 	fs.Float64Var(&o.perLedger, "per-ledger-seconds", cluster.DefaultPerLedgerSeconds, "AutoRecovery overhead per ledger")

@@ -60,11 +60,11 @@ type BookieOptions struct {
 
 // BookieInfo describes one bookie of a cluster.
 type BookieInfo struct {
-	Index   int
-	ID      string // bookie id as stored in ledger metadata: "127.0.0.1:port"
-	Addr    string // network address, same as ID here
-	Port    int
-	Dir     string // journal in Dir/j, ledgers in Dir/l
+	Index int
+	ID    string // bookie id as stored in ledger metadata: "127.0.0.1:port"
+	Addr  string // network address, same as ID here
+	Port  int
+	Dir   string // journal in Dir/j, ledgers in Dir/l
 	// HTTPAddr is the HTTP admin server's host:port (BookieOptions.HTTP).
 	HTTPAddr string
 	// Conf is the bookie's configuration file.
@@ -304,6 +304,8 @@ func (c *BookKeeperCluster) confText(index, port, httpPort int, dir string) stri
 	if httpPort > 0 {
 		lines = append(lines, "httpServerPort="+strconv.Itoa(httpPort))
 		c.replace(&lines, "httpServerEnabled=true")
+		// No default: BookKeeper needs the class (Pulsar's conf sets it).
+		c.replace(&lines, "httpServerClass=org.apache.bookkeeper.http.vertx.VertxHttpServer")
 	}
 	// Extra lines replace defaults with the same key (a repeated key would
 	// become a list in BookKeeper's configuration library).
