@@ -39,6 +39,22 @@ func profileRec(t *testing.T, name string) *bookieagent.Recommendation {
 	return r
 }
 
+// hungServer returns the URL of a server that never answers (until the
+// request or the test ends).
+func hungServer(t *testing.T) string {
+	t.Helper()
+	hang := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hung.Close)
+	t.Cleanup(func() { close(hang) })
+	return hung.URL
+}
+
 // TestClusterRealBookies reads a real cluster: ZooKeeper, 4 BookKeeper
 // 4.17 bookies, ledgers written by BookKeeper's Java client (E=3 W=2 A=2
 // and E=2 W=2 A=2), a Pulsar managed ledger owning some of them (one
@@ -78,20 +94,12 @@ func TestClusterRealBookies(t *testing.T) {
 	ids := bk.RunningBookies()
 	slices.Sort(ids)
 	// A hanging agent: its bookie's figures are an error within the bound.
-	hang := make(chan struct{})
-	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-hang:
-		case <-r.Context().Done():
-		}
-	}))
-	defer hung.Close()
-	defer close(hang)
+	hung := hungServer(t)
 	agents := map[string]string{
 		ids[0]: mltest.AgentServer(t, 0.40, profileRec(t, "nvme")),
 		ids[1]: mltest.AgentServer(t, 0.50, profileRec(t, "sata-ssd")),
 		ids[2]: mltest.AgentServer(t, 0.30, profileRec(t, "nvme")),
-		ids[3]: hung.URL,
+		ids[3]: hung,
 	}
 	read := func() *View {
 		t.Helper()

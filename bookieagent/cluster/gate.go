@@ -39,10 +39,19 @@ func CheckGate(v *View, id string) *Gate {
 		false: "still registered (" + registered + "): stop it; decommissionbookie refuses a registered bookie"}[registered == ""])
 	var examples []string
 	for _, l := range v.Ledgers {
-		b, in, _ := l.BytesOn(id)
-		if !in {
+		// Stored on it: in the write set of some entry (as BookKeeper's
+		// decommission counts; an empty segment naming it holds nothing).
+		stored := false
+		for si := range l.Segments {
+			if slices.ContainsFunc(writeSets(l, si), func(ws []string) bool { return slices.Contains(ws, id) }) {
+				stored = true
+				break
+			}
+		}
+		if !stored {
 			continue
 		}
+		b, _, _ := l.BytesOn(id)
 		g.LedgersLeft++
 		g.BytesLeft += b
 		if len(examples) < 10 {

@@ -394,7 +394,7 @@ func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 			}
 			// Copies meanwhile, per removal step.
 			for i, id := range remove {
-				if !slices.Contains(s.Bookies, id) {
+				if !slices.ContainsFunc(sets, func(ws []string) bool { return slices.Contains(ws, id) }) {
 					continue
 				}
 				risk[i].Segments++
@@ -421,10 +421,15 @@ func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 			}
 			// Replacements: one distinct bookie outside the ensemble for
 			// every removed member, within the segment's groups.
+			// Removed bookies that store entries of the segment (one in
+			// the ensemble but in no write set holds nothing of it, and
+			// BookKeeper's decommission skips it too).
 			var members []string
-			for _, b := range s.Bookies {
-				if gone(b) && !slices.Contains(members, b) {
-					members = append(members, b)
+			for _, ws := range sets {
+				for _, b := range ws {
+					if gone(b) && !slices.Contains(members, b) {
+						members = append(members, b)
+					}
 				}
 			}
 			if len(members) == 0 {

@@ -94,13 +94,7 @@ func WriteText(w io.Writer, v *View, m *Merged, p *Plan, d *Drift, g *Gate) erro
 		for _, r := range p.Refused {
 			ew.printf("  MISSING %s\n", r)
 		}
-		for _, c := range p.Checks {
-			mark := "ok  "
-			if !c.OK {
-				mark = "FAIL"
-			}
-			ew.printf("  %s %s: %s\n", mark, c.Name, c.Detail)
-		}
+		ew.checks(p.Checks)
 		for _, s := range p.Stranded {
 			owner := ""
 			if s.ManagedState != "" && s.ManagedState != "none" {
@@ -182,13 +176,7 @@ func WriteText(w io.Writer, v *View, m *Merged, p *Plan, d *Drift, g *Gate) erro
 			verdict = "NOT YET"
 		}
 		ew.printf("\ngate after removing %s: %s (%d ledgers, %s left on it)\n", g.Bookie, verdict, g.LedgersLeft, units.HumanBytes(g.BytesLeft))
-		for _, c := range g.Checks {
-			mark := "ok  "
-			if !c.OK {
-				mark = "FAIL"
-			}
-			ew.printf("  %s %s: %s\n", mark, c.Name, c.Detail)
-		}
+		ew.checks(g.Checks)
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
@@ -198,6 +186,17 @@ func WriteText(w io.Writer, v *View, m *Merged, p *Plan, d *Drift, g *Gate) erro
 type printer struct{ b *strings.Builder }
 
 func (p printer) printf(format string, a ...any) { fmt.Fprintf(p.b, format, a...) }
+
+// checks prints one line per check, marked ok or FAIL.
+func (p printer) checks(cs []Check) {
+	for _, c := range cs {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		p.printf("  %s %s: %s\n", mark, c.Name, c.Detail)
+	}
+}
 
 func dash(s string) string {
 	if s == "" {

@@ -323,20 +323,11 @@ func TestScaleInPlanRealBookies(t *testing.T) {
 
 	t.Run("refused", func(t *testing.T) {
 		// An agent that does not answer.
-		hang := make(chan struct{})
-		hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-hang:
-			case <-r.Context().Done():
-			}
-		}))
-		defer hung.Close()
-		defer close(hang)
 		silent := map[string]string{}
 		for k, u := range agents {
 			silent[k] = u
 		}
-		silent[b[1]] = hung.URL
+		silent[b[1]] = hungServer(t)
 		timeout = 2 * time.Second
 		p, _ := PlanScaleIn(read(silent), PlanOptions{Remove: []string{b[4]}})
 		if p.Feasible || len(p.Refused) != 1 || !strings.Contains(p.Refused[0], b[1]) || !strings.Contains(p.Refused[0], "no answer within") {
@@ -482,4 +473,68 @@ func TestDecommissionByPlan(t *testing.T) {
 		}
 	}
 	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestStatefulSetOrder: with --statefulset the plan removes the highest
+// ordinals first (whatever their data), --remove-count picks them, and a
+// removal of other ordinals fails the check: a StatefulSet's scale-in
+// would stop other bookies than the plan's. The view is built by hand:
+// StatefulSet host names cannot be bookie ids of local test bookies.
+func TestStatefulSetOrder(t *testing.T) {
+	id := func(n int) string { return fmt.Sprintf("pulsar-bookie-%d.pulsar-bookie.pulsar.svc.cluster.local:3181", n) }
+	v := &View{AutoRecovery: []string{"autorecovery-0"}, Auditor: "autorecovery-0", LostBookieRecoveryDelay: -1}
+	for n := range 5 {
+		v.Bookies = append(v.Bookies, Bookie{ID: id(n), Writable: true, Report: &bookieagent.Report{LedgerWarnHeadroomBytes: 1 << 40}})
+	}
+	// Ordinal 4 holds much more than ordinal 3.
+	seg := func(first int64, ids ...int) metadata.Segment {
+		s := metadata.Segment{FirstEntryID: first}
+		for _, n := range ids {
+			s.Bookies = append(s.Bookies, id(n))
+		}
+		return s
+	}
+	closed := metadata.StateClosed.String()
+	v.Ledgers = []Ledger{
+		{ID: 1, Ensemble: 2, WriteQuorum: 2, AckQuorum: 2, State: closed, Length: 1 << 30, LastEntryID: 99, Segments: []metadata.Segment{seg(0, 4, 0)}},
+		{ID: 2, Ensemble: 2, WriteQuorum: 2, AckQuorum: 2, State: closed, Length: 1 << 10, LastEntryID: 9, Segments: []metadata.Segment{seg(0, 3, 1)}},
+		{ID: 3, Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, State: closed, Length: 1 << 20, LastEntryID: 9, Segments: []metadata.Segment{seg(0, 1, 2, 4), seg(5, 1, 2, 0)}},
+	}
+	v.MaxEnsemble, v.MaxWrite, v.MaxAck = 3, 2, 2
+	p, err := PlanScaleIn(v, PlanOptions{RemoveCount: 2, StatefulSet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Feasible || !slices.Equal(p.Remove, []string{id(4), id(3)}) || !strings.Contains(p.Order, "highest StatefulSet ordinal first") {
+		t.Fatalf("feasible %v, order %v (%s), checks %+v", p.Feasible, p.Remove, p.Order, p.Checks)
+	}
+	var cmds []string
+	for _, s := range p.Steps {
+		if s.Bookie != "" {
+			cmds = append(cmds, s.Commands[0])
+		}
+	}
+	if len(cmds) != 2 || !strings.HasPrefix(cmds[0], "kubectl scale statefulset pulsar-bookie --replicas=4 ") || !strings.HasPrefix(cmds[1], "kubectl scale statefulset pulsar-bookie --replicas=3 ") {
+		t.Errorf("stop commands %q", cmds)
+	}
+	// Without --statefulset the least data goes first.
+	if p, _ := PlanScaleIn(v, PlanOptions{Remove: []string{id(4), id(3)}}); !slices.Equal(p.Remove, []string{id(3), id(4)}) {
+		t.Errorf("order without --statefulset %v", p.Remove)
+	}
+	// Ordinal 2 is not the top: refused by the check.
+	p, _ = PlanScaleIn(v, PlanOptions{Remove: []string{id(4), id(2)}, StatefulSet: true})
+	if c, _ := checkNamed(p, "StatefulSet ordinals"); p.Feasible || c.OK || !strings.Contains(c.Detail, "not "+id(2)) {
+		t.Errorf("removing ordinals 4 and 2: %+v", c)
+	}
+	// Segment 1 of ledger 3 (entries 5–9 on 1, 2, 0) was not on ordinal 4;
+	// its first segment was. A segment without entries is no risk.
+	v.Ledgers[2].Segments = append(v.Ledgers[2].Segments, seg(10, 4, 3, 2))
+	if p, _ := PlanScaleIn(v, PlanOptions{Remove: []string{id(4), id(3)}, StatefulSet: true}); !p.Feasible {
+		t.Errorf("an empty last segment on the removed bookies made the plan infeasible: %+v %+v", p.Checks, p.Stranded)
+	}
+	// Ids that are not pod host names are refused with --statefulset.
+	v.Bookies[0].ID = "10.0.0.1:3181"
+	if _, err := PlanScaleIn(v, PlanOptions{RemoveCount: 1, StatefulSet: true}); !errors.Is(err, ErrBadRemove) {
+		t.Errorf("IP bookie ids with --statefulset: %v", err)
+	}
 }
