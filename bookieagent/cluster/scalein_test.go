@@ -481,7 +481,9 @@ func TestDecommissionByPlan(t *testing.T) {
 // would stop other bookies than the plan's. The view is built by hand:
 // StatefulSet host names cannot be bookie ids of local test bookies.
 func TestStatefulSetOrder(t *testing.T) {
-	id := func(n int) string { return fmt.Sprintf("pulsar-bookie-%d.pulsar-bookie.pulsar.svc.cluster.local:3181", n) }
+	id := func(n int) string {
+		return fmt.Sprintf("pulsar-bookie-%d.pulsar-bookie.pulsar.svc.cluster.local:3181", n)
+	}
 	v := &View{AutoRecovery: []string{"autorecovery-0"}, Auditor: "autorecovery-0", LostBookieRecoveryDelay: -1}
 	for n := range 5 {
 		v.Bookies = append(v.Bookies, Bookie{ID: id(n), Writable: true, Report: &bookieagent.Report{LedgerWarnHeadroomBytes: 1 << 40}})
