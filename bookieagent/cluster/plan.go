@@ -516,7 +516,7 @@ func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 		fmt.Sprintf("%d ledgers are marked under-replicated (%s); finish their recovery first so every gate starts from zero", len(v.UnderReplicated), urList(v.UnderReplicated)))
 	check("AutoRecovery enabled", !v.AutoRecoveryDisabled, "with <ledgers root>/underreplication/disable present AutoRecovery copies nothing (bookkeeper shell autorecovery -enable)")
 	if v.Auditor == "" {
-		check("auditor elected", false, "no AutoRecovery process votes under <ledgers root>/underreplication/auditorelection, so no auditor marks the bookie's ledgers and nobody copies them: decommissionbookie would wait forever. Run AutoRecovery (the chart's autorecovery pods, or autoRecoveryDaemonEnabled=true on the bookies)")
+		check("auditor elected", false, "no AutoRecovery process votes under <ledgers root>/underreplication/auditorelection, so no auditor marks the bookie's ledgers and nobody copies them (decommissionbookie gives up at once: 'No auditor elected'). Run AutoRecovery (the chart's autorecovery pods, or autoRecoveryDaemonEnabled=true on the bookies)")
 	} else {
 		var staying []string
 		for _, a := range v.AutoRecovery {
@@ -524,7 +524,11 @@ func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 				staying = append(staying, a)
 			}
 		}
-		check("auditor elected", true, fmt.Sprintf("auditor %s; %d AutoRecovery processes (%s)", v.Auditor, len(v.AutoRecovery), strings.Join(v.AutoRecovery, ", ")))
+		delay := ""
+		if v.LostBookieRecoveryDelay > 0 {
+			delay = fmt.Sprintf("; lostBookieRecoveryDelay %d s: the auditor marks a stopped bookie's ledgers that long after it went (decommissionbookie's audit trigger does not wait)", v.LostBookieRecoveryDelay)
+		}
+		check("auditor elected", true, fmt.Sprintf("auditor %s; %d AutoRecovery processes (%s)%s", v.Auditor, len(v.AutoRecovery), strings.Join(v.AutoRecovery, ", "), delay))
 		check("AutoRecovery outlives the removal", len(staying) > 0,
 			fmt.Sprintf("AutoRecovery processes not on a removed bookie: %s (one on a bookie that is removed stops with it; the next vote becomes auditor)", dashList(staying)))
 	}

@@ -186,6 +186,24 @@ func TestScaleInPlanRealBookies(t *testing.T) {
 			t.Errorf("output:\n%s", out.String())
 		}
 		t.Logf("bookieagent cluster --remove %s,%s:\n%s%s", b[0], b[1], out.String(), errb.String())
+		// The same as JSON.
+		out.Reset()
+		cmd = exec.Command(bin, "cluster", "--zk", z.Addr, "--no-managed-ledgers", "--agents", strings.Join(agentFlags, ","),
+			"--bookie-http-port", closedPort, "--remove", b[0]+","+b[1], "--output", "json")
+		cmd.Stdout = &out
+		if err := cmd.Run(); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("--output json: exit %v, want 1", err)
+		}
+		var doc struct {
+			Plan  Plan  `json:"scale_in"`
+			Drift Drift `json:"running_config"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatalf("--output json: %v\n%s", err, out.String())
+		}
+		if doc.Plan.Feasible || len(doc.Plan.Stranded) != 1 || len(doc.Drift.Bookies) != 5 || len(doc.Drift.Differing()) == 0 {
+			t.Errorf("--output json: plan %+v, drift %+v", doc.Plan.Stranded, doc.Drift.Bookies)
+		}
 	})
 
 	t.Run("feasible", func(t *testing.T) {
@@ -426,6 +444,16 @@ func TestDecommissionByPlan(t *testing.T) {
 	if g := CheckGate(read(), victim); g.Passed || g.LedgersLeft != 3 {
 		t.Fatalf("gate before decommission: %+v", g)
 	}
+	bin := testenv.BuiltCommand(t, "bookieagent")
+	gate := func() error {
+		cmd := exec.Command(bin, "cluster", "--zk", z.Addr, "--no-managed-ledgers", "--gate", victim)
+		out, err := cmd.CombinedOutput()
+		t.Logf("bookieagent cluster --gate %s: %v\n%s", victim, err, out)
+		return err
+	}
+	if err := gate(); err == nil {
+		t.Errorf("--gate %s exits 0 before the decommission", victim)
+	}
 	decStart := time.Now()
 	out, err := bk.Shell(ctx, 3*time.Minute, strings.Fields(strings.TrimPrefix(dec, "bin/bookkeeper shell "))...)
 	if err != nil {
@@ -435,6 +463,9 @@ func TestDecommissionByPlan(t *testing.T) {
 	v = read()
 	if g := CheckGate(v, victim); !g.Passed {
 		t.Fatalf("gate after decommission: %+v", g)
+	}
+	if err := gate(); err != nil {
+		t.Errorf("--gate %s after the decommission: %v", victim, err)
 	}
 
 	// Every ledger, read back whole from its new ensemble.
