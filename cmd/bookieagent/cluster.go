@@ -88,7 +88,7 @@ or a gate has not passed.`,
 	fs.StringSliceVar(&o.remove, "remove", nil, "bookie ids to remove (scale-in plan)")
 	fs.IntVar(&o.removeCount, "remove-count", 0, "plan removing this many bookies: with --statefulset the highest ordinals, else those with the least data to copy")
 	fs.Var(&o.rate, "rereplication-rate", "re-replication rate per second (e.g. 200MiB); default: measured by the agents")
-	fs.IntVar(&o.workers, "autorecovery-workers", 1, "AutoRecovery replication workers (default: the AutoRecovery processes voting in ZooKeeper)")
+	fs.IntVar(&o.workers, "autorecovery-workers", 0, "AutoRecovery replication workers (0: the AutoRecovery processes voting for auditor in ZooKeeper, at least 1)")
 	fs.Float64Var(&o.perLedger, "per-ledger-seconds", cluster.DefaultPerLedgerSeconds, "AutoRecovery overhead per ledger")
 	fs.IntVar(&o.bookieHTTPPort, "bookie-http-port", 8000, "the bookies' HTTP port when their registration does not publish one (read-only step, running configuration)")
 	fs.BoolVar(&o.statefulSet, "statefulset", false, "the bookies are a StatefulSet's pods: remove the highest ordinals first (--remove-count picks them)")
@@ -113,8 +113,8 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 	if o.gate != "" && (len(o.remove) > 0 || o.removeCount > 0) {
 		return errors.New("--gate checks one step of a plan already under way: not with --remove or --remove-count")
 	}
-	if o.workers < 1 || o.rate < 0 || o.agentTimeout <= 0 {
-		return errors.New("--autorecovery-workers, --rereplication-rate and --agent-timeout must be positive")
+	if o.workers < 0 || o.rate < 0 || o.agentTimeout <= 0 {
+		return errors.New("--autorecovery-workers and --rereplication-rate must not be negative, --agent-timeout must be positive")
 	}
 	explicit := map[string]string{}
 	var byHost []string
@@ -170,12 +170,8 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 	}
 	var plan *cluster.Plan
 	if len(o.remove) > 0 || o.removeCount > 0 {
-		workers := o.workers
-		if !cmd.Flags().Changed("autorecovery-workers") {
-			workers = 0 // the AutoRecovery processes found
-		}
 		plan, err = cluster.PlanScaleIn(v, cluster.PlanOptions{Remove: o.remove, RemoveCount: o.removeCount, StatefulSet: o.statefulSet,
-			RereplicationRate: float64(o.rate), Workers: workers, PerLedgerSeconds: o.perLedger, HTTPPort: o.bookieHTTPPort, ZK: o.zk})
+			RereplicationRate: float64(o.rate), Workers: o.workers, PerLedgerSeconds: o.perLedger, HTTPPort: o.bookieHTTPPort, ZK: o.zk})
 		if err != nil {
 			return err
 		}
