@@ -829,7 +829,11 @@ func (p *Plan) steps(v *View, known map[string]*Bookie, o PlanOptions, ordinals 
 	}
 	var ro, rw []string
 	for _, id := range p.Remove {
-		ro = append(ro, fmt.Sprintf("curl -sf -X PUT -H 'Content-Type: application/json' -d '{\"readOnly\":true}' http://%s/api/v1/bookie/state/readonly", httpOf(id)))
+		note := ""
+		if b := known[id]; b == nil || b.HTTP == "" {
+			note = "   # its registration publishes no HTTP endpoint: port assumed; the bookie needs httpServerEnabled=true"
+		}
+		ro = append(ro, fmt.Sprintf("curl -sf -X PUT -H 'Content-Type: application/json' -d '{\"readOnly\":true}' http://%s/api/v1/bookie/state/readonly%s", httpOf(id), note))
 		rw = append(rw, fmt.Sprintf("curl -sf -X PUT -H 'Content-Type: application/json' -d '{\"readOnly\":false}' http://%s/api/v1/bookie/state/readonly", httpOf(id)))
 	}
 	p.Steps = []Step{
