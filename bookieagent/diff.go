@@ -35,6 +35,13 @@ var bkDefaults = map[string]string{
 	"dbStorage_rocksDB_writeBufferSizeMB": "64",
 }
 
+// Default returns BookKeeper 4.17.2's code default of a key the agent
+// recommends, and whether it has one.
+func Default(key string) (string, bool) {
+	v, ok := bkDefaults[key]
+	return v, ok
+}
+
 // DiffLine is one setting: what the bookie uses now and what the agent
 // recommends.
 type DiffLine struct {

@@ -31,8 +31,19 @@ type ServerOptions struct {
 	// StaleAfter makes /healthz fail when the last sample is older. Default
 	// 3 × the sampling interval.
 	StaleAfter time.Duration
+	// Conf is the bookie's bookkeeper.conf as the agent read it at start
+	// (nil: none given); /conf serves its keys.
+	Conf *Conf
 	// Logger receives request errors. Default: discard.
 	Logger *slog.Logger
+}
+
+// ConfState is what /conf serves: the keys of the bookie's
+// bookkeeper.conf the agent was given (the fallback when the bookie's own
+// HTTP admin server is off).
+type ConfState struct {
+	Path string            `json:"path"`
+	Keys map[string]string `json:"keys"`
 }
 
 // BenchState is what /recommendation serves.
@@ -46,7 +57,7 @@ type BenchState struct {
 	Recommendation *Recommendation `json:"recommendation,omitempty"`
 }
 
-// Server serves /metrics, /report, /recommendation and /healthz.
+// Server serves /metrics, /report, /recommendation, /conf and /healthz.
 type Server struct {
 	o   ServerOptions
 	mux *http.ServeMux
@@ -95,6 +106,17 @@ func NewServer(o ServerOptions) (*Server, error) {
 		}
 		writeJSON(w, code, st)
 	})
+	s.mux.HandleFunc("GET /conf", func(w http.ResponseWriter, _ *http.Request) {
+		if o.Conf == nil {
+			http.Error(w, "no bookkeeper.conf given (serve --conf)", http.StatusNotFound)
+			return
+		}
+		st := ConfState{Path: o.Conf.Path, Keys: make(map[string]string, len(o.Conf.Keys))}
+		for k, v := range o.Conf.Keys {
+			st.Keys[k] = v.Value
+		}
+		writeJSON(w, http.StatusOK, st)
+	})
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		n, _, last := o.Sampler.Stats()
 		age := time.Since(last)
@@ -107,7 +129,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 	})
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "bookieagent: /metrics /report /recommendation /healthz")
+		fmt.Fprintln(w, "bookieagent: /metrics /report /recommendation /conf /healthz")
 	})
 	return s, nil
 }

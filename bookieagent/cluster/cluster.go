@@ -15,9 +15,20 @@
 // down (BookKeeperAdmin.decommissionBookie refuses a registered one),
 // triggers an audit, waits until every ledger of the bookie is replicated
 // and deletes its cookie; a bookie turns read-only through its HTTP API
-// (PUT /api/v1/bookie/state/readonly {"readOnly":true}). Pulsar's
-// rack-aware placement reads the bookie → rack map from /bookies
-// (BookieRackAffinityMapping).
+// (PUT /api/v1/bookie/state/readonly {"readOnly":true}). Every
+// AutoRecovery process (a bookie with autoRecoveryDaemonEnabled or an
+// autorecovery pod) votes under <root>/underreplication/auditorelection
+// (ephemeral sequential V_<seq>, text `bookieId: "…"`); the lowest sequence
+// is the auditor (ZkLedgerAuditorManager). Pulsar's rack-aware placement
+// reads the bookie → rack map from /bookies {"group": {"bookie id":
+// {"rack": …}}} (BookieRackAffinityMapping); its isolation placement
+// (IsolatedBookieEnsemblePlacementPolicy) excludes every bookie of a group
+// other than the ledger's, whose groups a broker writes into the ledger's
+// custom metadata "EnsemblePlacementPolicyConfig" (JSON: policyClass,
+// properties isolationBookieGroups / secondaryIsolationBookieGroups). A
+// bookie with httpServerEnabled publishes an "httpserver" endpoint in its
+// registration and serves its running configuration at
+// /api/v1/config/server_config (the keys set, as strings).
 package cluster
 
 import (
@@ -45,6 +56,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/status"
 )
@@ -56,6 +68,9 @@ var (
 	// ErrBadRemove is returned for a scale-in that names unknown bookies
 	// or removes none or all.
 	ErrBadRemove = errors.New("bad scale-in")
+	// ErrBookieHTTP is wrapped by every failure to read a bookie's HTTP
+	// admin server.
+	ErrBookieHTTP = errors.New("bookie http")
 )
 
 // Options configure Read.
@@ -82,6 +97,14 @@ type Options struct {
 	// Concurrency bounds ledger-metadata reads and agent requests in
 	// flight. Default 16.
 	Concurrency int
+	// RunningConfig reads every bookie's running configuration: its HTTP
+	// admin server's /api/v1/config/server_config (the registration's
+	// "httpserver" endpoint, else BookieHTTPPort on the bookie's host),
+	// else its agent's /conf.
+	RunningConfig bool
+	// BookieHTTPPort is the bookies' HTTP port when a registration does
+	// not publish one. Default 8000 (the Pulsar chart's).
+	BookieHTTPPort int
 	// Logger receives progress. Default: discard.
 	Logger *slog.Logger
 }
@@ -98,6 +121,16 @@ type Ledger struct {
 	Segments     []metadata.Segment `json:"-"`
 	ManagedState string             `json:"managed_state"` // offloaded, bookkeeper, open, … or "none"
 	Topic        string             `json:"topic,omitempty"`
+	// Isolation is the ledger's isolation placement from its custom
+	// metadata (nil: none recorded).
+	Isolation *Isolation `json:"isolation,omitempty"`
+}
+
+// Isolation is Pulsar's isolation placement of one ledger: AutoRecovery
+// places a replacement only on a bookie of these groups or of no group.
+type Isolation struct {
+	Primary   []string `json:"primary"`
+	Secondary []string `json:"secondary,omitempty"`
 }
 
 // BytesOn estimates the bytes of l a bookie stores: entries are striped
@@ -139,6 +172,15 @@ type Bookie struct {
 	Writable bool   `json:"writable"`
 	ReadOnly bool   `json:"readonly"`
 	Rack     string `json:"rack,omitempty"`
+	// Groups are the /bookies groups naming the bookie.
+	Groups []string `json:"groups,omitempty"`
+	// HTTP is the bookie's HTTP admin server (host:port) as its
+	// registration publishes it ("" when it does not).
+	HTTP string `json:"http,omitempty"`
+	// Cookie is true when <root>/cookies/<id> exists.
+	Cookie bool `json:"cookie"`
+	// Config is the bookie's running configuration (RunningConfig).
+	Config *RunningConfig `json:"config,omitempty"`
 	// Agent is the agent URL the bookie's figures came from.
 	Agent          string                      `json:"agent,omitempty"`
 	AgentError     string                      `json:"agent_error,omitempty"`
@@ -168,7 +210,17 @@ type View struct {
 	// UnderReplicated lists the ledgers marked now (at most 1000 read).
 	UnderReplicated      []UnderReplicated `json:"under_replicated"`
 	AutoRecoveryDisabled bool              `json:"autorecovery_disabled"`
-	AuditorElected       bool              `json:"auditor_elected"`
+	// Auditor is the elected auditor's bookie id ("" when none is:
+	// no AutoRecovery process runs); AutoRecovery lists every process's
+	// vote (its bookie id), the auditor first.
+	Auditor      string   `json:"auditor"`
+	AutoRecovery []string `json:"autorecovery"`
+	// LostBookieRecoveryDelay is <root>/underreplication/lostBookieRecoveryDelay
+	// in seconds (-1: not set, the auditors' configuration applies).
+	LostBookieRecoveryDelay int `json:"lost_bookie_recovery_delay"`
+	// Cookies lists <root>/cookies: bookies known to the cluster, running
+	// or not.
+	Cookies []string `json:"cookies"`
 	// ManagedLedgers is the number of Pulsar managed ledgers read (-1:
 	// not read).
 	ManagedLedgers int `json:"managed_ledgers"`
@@ -194,6 +246,9 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.BookieHTTPPort <= 0 {
+		o.BookieHTTPPort = 8000
+	}
 }
 
 // Read builds the view. ZooKeeper failures fail it (every call bounded by
@@ -201,7 +256,7 @@ func (o *Options) defaults() {
 // that cannot be, are recorded in the view and the Bookie.
 func Read(ctx context.Context, o Options) (*View, error) {
 	o.defaults()
-	v := &View{ManagedLedgers: -1}
+	v := &View{ManagedLedgers: -1, LostBookieRecoveryDelay: -1}
 	if o.Conn != nil {
 		if err := readZK(ctx, o, v); err != nil {
 			return nil, err
@@ -235,6 +290,9 @@ func Read(ctx context.Context, o Options) (*View, error) {
 		}
 	}
 	readAgents(ctx, o, v)
+	if o.RunningConfig {
+		readRunningConfigs(ctx, o, v)
+	}
 	return v, nil
 }
 
@@ -252,6 +310,43 @@ func readZK(ctx context.Context, o Options, v *View) error {
 	}
 	for _, id := range readonly {
 		v.Bookies = append(v.Bookies, Bookie{ID: id, ReadOnly: true})
+	}
+	for i := range v.Bookies {
+		b := &v.Bookies[i]
+		dir := "/available/"
+		if b.ReadOnly {
+			dir = "/available/readonly/"
+		}
+		data, _, err := tkzk.Get(ctx, o.Conn, o.LedgersRoot+dir+b.ID)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("read registration of %s: %w", b.ID, err)
+		}
+		if len(data) == 0 {
+			continue
+		}
+		if info, err := metadata.ParseBookieServiceInfo(data); err == nil {
+			for _, e := range info.Endpoints {
+				if e.ID == "httpserver" && e.Port > 0 {
+					h := e.Host
+					if h == "" || h == "0.0.0.0" || h == "::" {
+						h = hostOf(b.ID)
+					}
+					b.HTTP = net.JoinHostPort(h, strconv.Itoa(e.Port))
+				}
+			}
+		}
+	}
+	cookies, err := tkzk.Children(ctx, o.Conn, o.LedgersRoot+"/cookies")
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("list %s/cookies: %w", o.LedgersRoot, err)
+	}
+	sort.Strings(cookies)
+	v.Cookies = cookies
+	for i := range v.Bookies {
+		v.Bookies[i].Cookie = slices.Contains(cookies, v.Bookies[i].ID)
 	}
 	ids, err := store.ListLedgers(ctx)
 	if err != nil {
@@ -271,7 +366,8 @@ func readZK(ctx context.Context, o Options, v *View) error {
 				return err
 			}
 			ledgers[i] = &Ledger{ID: id, Ensemble: m.EnsembleSize, WriteQuorum: m.WriteQuorum, AckQuorum: m.AckQuorum,
-				State: m.State.String(), Length: m.Length, LastEntryID: m.LastEntryID, Segments: m.Segments}
+				State: m.State.String(), Length: m.Length, LastEntryID: m.LastEntryID, Segments: m.Segments,
+				Isolation: isolationOf(m.CustomMetadata)}
 			return nil
 		})
 	}
@@ -313,11 +409,19 @@ func readRacks(ctx context.Context, o Options, v *View) error {
 		v.Errors = append(v.Errors, fmt.Sprintf("%s: not a rack map: %v", p, err))
 		return nil
 	}
-	for _, g := range groups {
-		for id, bi := range g {
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	for _, g := range names {
+		for id, bi := range groups[g] {
 			for i := range v.Bookies {
 				if v.Bookies[i].ID == id || hostOf(v.Bookies[i].ID) == hostOf(id) && portOf(id) == portOf(v.Bookies[i].ID) {
-					v.Bookies[i].Rack = bi.Rack
+					if bi.Rack != "" {
+						v.Bookies[i].Rack = bi.Rack
+					}
+					v.Bookies[i].Groups = append(v.Bookies[i].Groups, g)
 					v.Racks = v.Racks || bi.Rack != ""
 				}
 			}
@@ -326,7 +430,89 @@ func readRacks(ctx context.Context, o Options, v *View) error {
 	return nil
 }
 
-var replicaRE = regexp.MustCompile(`replica:\s*"([^"]+)"`)
+// isolationPolicy is the class of Pulsar's isolation placement.
+const isolationPolicy = "org.apache.pulsar.bookie.rackawareness.IsolatedBookieEnsemblePlacementPolicy"
+
+// isolationOf reads the isolation groups a broker recorded in a ledger's
+// custom metadata (EnsemblePlacementPolicyConfig), or nil.
+func isolationOf(custom map[string][]byte) *Isolation {
+	raw, ok := custom["EnsemblePlacementPolicyConfig"]
+	if !ok {
+		return nil
+	}
+	var c struct {
+		PolicyClass string         `json:"policyClass"`
+		Properties  map[string]any `json:"properties"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.PolicyClass != isolationPolicy {
+		return nil
+	}
+	split := func(k string) []string {
+		s, _ := c.Properties[k].(string)
+		var out []string
+		for _, g := range strings.Split(s, ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				out = append(out, g)
+			}
+		}
+		return out
+	}
+	iso := &Isolation{Primary: split("isolationBookieGroups"), Secondary: split("secondaryIsolationBookieGroups")}
+	if len(iso.Primary) == 0 {
+		return nil
+	}
+	return iso
+}
+
+var (
+	replicaRE  = regexp.MustCompile(`replica:\s*"([^"]+)"`)
+	voteBookie = regexp.MustCompile(`bookieId:\s*"([^"]+)"`)
+)
+
+// readAuditors reads the AutoRecovery votes: every V_<seq> child of the
+// election znode is one running AutoRecovery process; the lowest sequence
+// is the auditor. A vote whose data cannot be read or parsed is an error:
+// the plan must not guess who audits.
+func readAuditors(ctx context.Context, o Options, v *View, election string) error {
+	kids, err := tkzk.Children(ctx, o.Conn, election)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", election, err)
+	}
+	type vote struct {
+		seq int64
+		id  string
+	}
+	var votes []vote
+	for _, k := range kids {
+		seq, err := strconv.ParseInt(strings.TrimPrefix(k, "V_"), 10, 64)
+		if !strings.HasPrefix(k, "V_") || err != nil {
+			continue
+		}
+		data, _, err := tkzk.Get(ctx, o.Conn, election+"/"+k)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // that process ended meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("read auditor vote %s/%s: %w", election, k, err)
+		}
+		m := voteBookie.FindSubmatch(data)
+		if m == nil {
+			return fmt.Errorf("auditor vote %s/%s: no bookieId in %.100q", election, k, data)
+		}
+		votes = append(votes, vote{seq, string(m[1])})
+	}
+	sort.Slice(votes, func(i, j int) bool { return votes[i].seq < votes[j].seq })
+	for _, vt := range votes {
+		v.AutoRecovery = append(v.AutoRecovery, vt.id)
+	}
+	if len(votes) > 0 {
+		v.Auditor = votes[0].id
+	}
+	return nil
+}
 
 // maxUnderReplicated bounds the under-replicated ledgers read.
 const maxUnderReplicated = 1000
@@ -343,10 +529,15 @@ func readUnderReplication(ctx context.Context, o Options, v *View) error {
 	} else if !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("read %s/disable: %w", base, err)
 	}
-	if kids, err := tkzk.Children(ctx, o.Conn, base+"/auditorelection"); err == nil {
-		v.AuditorElected = len(kids) > 0
+	if err := readAuditors(ctx, o, v, base+"/auditorelection"); err != nil {
+		return err
+	}
+	if data, _, err := tkzk.Get(ctx, o.Conn, base+"/lostBookieRecoveryDelay"); err == nil {
+		if d, perr := strconv.Atoi(strings.TrimSpace(string(data))); perr == nil {
+			v.LostBookieRecoveryDelay = d
+		}
 	} else if !errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("read %s/auditorelection: %w", base, err)
+		return fmt.Errorf("read %s/lostBookieRecoveryDelay: %w", base, err)
 	}
 	var walk func(p string, depth int) error
 	walk = func(p string, depth int) error {
@@ -456,7 +647,7 @@ func readAgents(ctx context.Context, o Options, v *View) {
 			defer func() { <-sem }()
 			j.b.Agent = j.url
 			var st bookieagent.BenchState
-			if err := getJSON(ctx, o, j.url+"/recommendation", &st, true); err != nil {
+			if err := getJSON(ctx, o, ErrAgent, j.url+"/recommendation", &st, true); err != nil {
 				j.b.AgentError = err.Error()
 				return
 			}
@@ -466,7 +657,7 @@ func readAgents(ctx context.Context, o Options, v *View) {
 				j.b.AgentError = fmt.Sprintf("%s/recommendation: status %s %s", j.url, st.Status, st.Reason)
 			}
 			var rep bookieagent.Report
-			if err := getJSON(ctx, o, j.url+"/report", &rep, false); err != nil {
+			if err := getJSON(ctx, o, ErrAgent, j.url+"/report", &rep, false); err != nil {
 				j.b.AgentError = strings.TrimPrefix(j.b.AgentError+"; "+err.Error(), "; ")
 				return
 			}
@@ -482,33 +673,35 @@ func readAgents(ctx context.Context, o Options, v *View) {
 	sort.Strings(v.Errors)
 }
 
-// getJSON GETs u within o.Timeout and decodes at most 16 MiB of JSON. A
-// 404 is accepted when notFoundOK (the agent's /recommendation before a
-// benchmark ran).
-func getJSON(ctx context.Context, o Options, u string, v any, notFoundOK bool) error {
+// getJSON GETs u within o.Timeout and decodes at most 16 MiB of JSON;
+// failures wrap kind (ErrAgent, ErrBookieHTTP) and name the URL with any
+// password redacted. A 404 is accepted when notFoundOK (the agent's
+// /recommendation before a benchmark ran).
+func getJSON(ctx context.Context, o Options, kind error, u string, v any, notFoundOK bool) error {
+	shown := blob.RedactURL(u)
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrAgent, u, err)
+		return fmt.Errorf("%w: %s: %v", kind, shown, blob.URLErrorCause(err))
 	}
 	resp, err := o.Client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%w: GET %s: no answer within %s", ErrAgent, u, o.Timeout)
+			return fmt.Errorf("%w: GET %s: no answer within %s", kind, shown, o.Timeout)
 		}
-		return fmt.Errorf("%w: GET %s: %v", ErrAgent, u, err)
+		return fmt.Errorf("%w: GET %s: %v", kind, shown, blob.URLErrorCause(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK && !(notFoundOK && resp.StatusCode == http.StatusNotFound) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-		return fmt.Errorf("%w: GET %s: %s: %s", ErrAgent, u, resp.Status, strings.TrimSpace(string(b)))
+		return fmt.Errorf("%w: GET %s: %s: %s", kind, shown, resp.Status, strings.TrimSpace(string(b)))
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%w: GET %s: no complete answer within %s", ErrAgent, u, o.Timeout)
+			return fmt.Errorf("%w: GET %s: no complete answer within %s", kind, shown, o.Timeout)
 		}
-		return fmt.Errorf("%w: GET %s: not an agent answer: %v", ErrAgent, u, err)
+		return fmt.Errorf("%w: GET %s: not the expected JSON: %v", kind, shown, err)
 	}
 	return nil
 }

@@ -2,11 +2,15 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -29,10 +33,16 @@ const (
 
 // PlanOptions configure PlanScaleIn.
 type PlanOptions struct {
-	// Remove names the bookies to remove; or RemoveCount picks that many,
-	// those with the fewest bytes that must be copied.
+	// Remove names the bookies to remove; or RemoveCount picks that many:
+	// with StatefulSet the highest ordinals, else those with the fewest
+	// bytes that must be copied.
 	Remove      []string
 	RemoveCount int
+	// StatefulSet: the bookies are a Kubernetes StatefulSet's pods, whose
+	// scale-in always removes the highest ordinals (read from the bookie
+	// ids' host names, "<set>-<ordinal>.…"); the plan removes them in that
+	// order and refuses others.
+	StatefulSet bool
 	// RereplicationRate is the copy rate in bytes/s. Zero: measured — a
 	// share of the slowest remaining bookie's sustained ledger-disk rate
 	// (its agent's recommendation) per worker — else
@@ -40,13 +50,16 @@ type PlanOptions struct {
 	RereplicationRate float64
 	// Workers is the number of AutoRecovery replication workers
 	// (autorecovery pods, or bookies with autoRecoveryDaemonEnabled).
-	// Default 1.
+	// Default: the AutoRecovery processes voting for auditor, at least 1.
 	Workers int
 	// PerLedgerSeconds is the per-ledger overhead. Default
 	// DefaultPerLedgerSeconds.
 	PerLedgerSeconds float64
-	// HTTPPort is the bookies' HTTP port for the read-only step. Default 8000.
+	// HTTPPort is the bookies' HTTP port for the read-only step when a
+	// registration does not publish one. Default 8000.
 	HTTPPort int
+	// ZK is the ZooKeeper address shown in the commands. Default "<zk>".
+	ZK string
 }
 
 // Check is one pre-condition of the plan.
@@ -92,35 +105,112 @@ type Estimate struct {
 
 // Step is one step of the plan.
 type Step struct {
-	Title    string   `json:"title"`
-	Why      string   `json:"why"`
+	Title string `json:"title"`
+	Why   string `json:"why"`
+	// Bookie is the bookie a removal step removes.
+	Bookie   string   `json:"bookie,omitempty"`
 	Commands []string `json:"commands,omitempty"`
+	// Watch says what to watch while the step runs.
+	Watch []string `json:"watch,omitempty"`
+	// Gate must hold before the next step starts.
+	Gate []string `json:"gate,omitempty"`
+}
+
+// SegmentIssue is a ledger segment the scale-in would endanger.
+type SegmentIssue struct {
+	Ledger       int64    `json:"ledger"`
+	Segment      int      `json:"segment"`
+	FirstEntry   int64    `json:"first_entry"`
+	Ensemble     []string `json:"ensemble"`
+	WriteQuorum  int      `json:"write_quorum"`
+	AckQuorum    int      `json:"ack_quorum"`
+	WriteSet     []string `json:"write_set,omitempty"`
+	Detail       string   `json:"detail"`
+	ManagedState string   `json:"managed_state,omitempty"`
+}
+
+// String names the segment.
+func (s SegmentIssue) String() string {
+	return fmt.Sprintf("ledger %d segment %d (from entry %d, ensemble %s)", s.Ledger, s.Segment, s.FirstEntry, strings.Join(s.Ensemble, ","))
+}
+
+// StepRisk is what one removal does to the ledgers until AutoRecovery
+// has re-replicated the bookie's fragments.
+type StepRisk struct {
+	Bookie string `json:"bookie"`
+	// Segments are the ledger segments with entries on the bookie.
+	Segments int `json:"segments"`
+	// MinCopies is the fewest copies any entry keeps meanwhile.
+	MinCopies int `json:"min_copies"`
+	// BelowAck counts the segments left with fewer copies than their ack
+	// quorum meanwhile.
+	BelowAck int `json:"below_ack_quorum"`
 }
 
 // Plan is a scale-in plan.
 type Plan struct {
-	Remove   []string     `json:"remove"`
-	Feasible bool         `json:"feasible"`
-	Checks   []Check      `json:"checks"`
-	Data     []BookieData `json:"data"`
+	// Remove is the bookies in removal order (one at a time).
+	Remove []string `json:"remove"`
+	// Order says why this order.
+	Order    string `json:"order"`
+	Feasible bool   `json:"feasible"`
+	// Refused lists what could not be read: a plan on a partial view is
+	// never feasible.
+	Refused []string `json:"refused,omitempty"`
+	Checks  []Check  `json:"checks"`
+	// Stranded are the segments some of whose entries have every copy on
+	// the removed bookies (or on bookies already gone).
+	Stranded []SegmentIssue `json:"stranded,omitempty"`
+	// Unplaceable are the segments AutoRecovery could not give a
+	// replacement outside their ensemble (within their isolation groups,
+	// on another rack).
+	Unplaceable []SegmentIssue `json:"unplaceable,omitempty"`
+	// Risks are per removal step, in order.
+	Risks []StepRisk   `json:"step_risks"`
+	Data  []BookieData `json:"data"`
 	// AsIs copies everything; AfterOffload first deletes the offloaded
 	// ledgers' BookKeeper copies and offloads the offloadable ones.
 	AsIs         Estimate `json:"estimate_as_is"`
 	AfterOffload Estimate `json:"estimate_after_offload"`
 	Steps        []Step   `json:"steps"`
-	Rollback     string   `json:"rollback"`
+	Rollback     []string `json:"rollback"`
 }
 
-// PlanScaleIn plans removing bookies from the cluster of v.
+// maxIssues bounds the segments listed per kind (all are counted).
+const maxIssues = 50
+
+// ordinalOf parses a StatefulSet pod's bookie id,
+// "<set>-<ordinal>[.<service>…]:port".
+func ordinalOf(id string) (set string, ordinal int, ok bool) {
+	h := hostOf(id)
+	label, _, _ := strings.Cut(h, ".")
+	if net.ParseIP(h) != nil {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(label, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(label[i+1:])
+	if err != nil || n < 0 {
+		return "", 0, false
+	}
+	return label[:i], n, true
+}
+
+// PlanScaleIn plans removing bookies from the cluster of v, one at a time.
 func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 	if o.Workers <= 0 {
-		o.Workers = 1
+		o.Workers = max(1, len(v.AutoRecovery))
 	}
 	if o.PerLedgerSeconds <= 0 {
 		o.PerLedgerSeconds = DefaultPerLedgerSeconds
 	}
 	if o.HTTPPort <= 0 {
 		o.HTTPPort = 8000
+	}
+	if o.ZK == "" {
+		o.ZK = "<zk>"
 	}
 	known := map[string]*Bookie{}
 	for i := range v.Bookies {
@@ -132,8 +222,8 @@ func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 		return nil, fmt.Errorf("%w: give the bookies to remove or a count, not both", ErrBadRemove)
 	case len(remove) == 0 && o.RemoveCount <= 0:
 		return nil, fmt.Errorf("%w: give the bookies to remove or a count", ErrBadRemove)
-	case o.RemoveCount >= len(v.Bookies):
-		return nil, fmt.Errorf("%w: removing %d of %d bookies", ErrBadRemove, o.RemoveCount, len(v.Bookies))
+	case o.RemoveCount >= len(v.Bookies) || len(remove) >= len(v.Bookies) && len(remove) > 0:
+		return nil, fmt.Errorf("%w: removing %d of %d bookies", ErrBadRemove, max(o.RemoveCount, len(remove)), len(v.Bookies))
 	}
 	for _, id := range remove {
 		if known[id] == nil {
@@ -145,72 +235,319 @@ func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 			return nil, fmt.Errorf("%w: %s is not a registered bookie (have %s)", ErrBadRemove, id, strings.Join(ids, ", "))
 		}
 	}
+	seen := map[string]bool{}
+	for _, id := range remove {
+		if seen[id] {
+			return nil, fmt.Errorf("%w: %s named twice", ErrBadRemove, id)
+		}
+		seen[id] = true
+	}
 	data := map[string]*BookieData{}
 	for _, b := range v.Bookies {
 		data[b.ID] = dataOf(v, b.ID)
+	}
+	toCopy := func(id string) float64 { return data[id].MustCopy.Bytes + data[id].Offloadable.Bytes }
+
+	// StatefulSet ordinals.
+	ordinals := map[string]int{}
+	setNames := map[string]bool{}
+	var notOrdinal []string
+	if o.StatefulSet {
+		for _, b := range v.Bookies {
+			set, n, ok := ordinalOf(b.ID)
+			if !ok {
+				notOrdinal = append(notOrdinal, b.ID)
+				continue
+			}
+			ordinals[b.ID] = n
+			setNames[set] = true
+		}
+		if len(notOrdinal) > 0 || len(setNames) != 1 {
+			return nil, fmt.Errorf("%w: --statefulset needs bookie ids that are one StatefulSet's pod host names (<set>-<ordinal>.<service>…:port, useHostNameAsBookieID=true); not: %s (sets %v)",
+				ErrBadRemove, strings.Join(notOrdinal, ", "), slices.Sorted(maps.Keys(setNames)))
+		}
+	}
+	byOrdinalDesc := func(ids []string) {
+		sort.Slice(ids, func(i, j int) bool { return ordinals[ids[i]] > ordinals[ids[j]] })
 	}
 	if o.RemoveCount > 0 {
 		ids := make([]string, 0, len(v.Bookies))
 		for _, b := range v.Bookies {
 			ids = append(ids, b.ID)
 		}
-		sort.Slice(ids, func(i, j int) bool {
-			a, b := data[ids[i]].MustCopy.Bytes+data[ids[i]].Offloadable.Bytes, data[ids[j]].MustCopy.Bytes+data[ids[j]].Offloadable.Bytes
-			if a != b {
-				return a < b
-			}
-			return ids[i] < ids[j]
-		})
+		if o.StatefulSet {
+			byOrdinalDesc(ids)
+		} else {
+			sort.Slice(ids, func(i, j int) bool {
+				if a, b := toCopy(ids[i]), toCopy(ids[j]); a != b {
+					return a < b
+				}
+				return ids[i] < ids[j]
+			})
+		}
 		remove = ids[:o.RemoveCount]
 	}
-	sort.Strings(remove)
-	p := &Plan{Remove: remove, Feasible: true}
 	gone := func(id string) bool { return slices.Contains(remove, id) }
 
-	// Checks.
-	var remaining []string
-	for _, b := range v.Bookies {
-		if b.Writable && !gone(b.ID) {
-			remaining = append(remaining, b.ID)
-		}
+	// Order: one bookie at a time.
+	p := &Plan{Feasible: true}
+	voters := map[string]bool{}
+	for _, a := range v.AutoRecovery {
+		voters[a] = true
 	}
+	if o.StatefulSet {
+		byOrdinalDesc(remove)
+		p.Order = "highest StatefulSet ordinal first: a StatefulSet's scale-in always removes its highest ordinals, one replica at a time"
+	} else {
+		sort.Slice(remove, func(i, j int) bool {
+			if voters[remove[i]] != voters[remove[j]] {
+				return !voters[remove[i]]
+			}
+			if a, b := toCopy(remove[i]), toCopy(remove[j]); a != b {
+				return a < b
+			}
+			return remove[i] < remove[j]
+		})
+		p.Order = "the least data to copy first (the first gate proves the procedure soonest); bookies running an AutoRecovery process last"
+	}
+	p.Remove = remove
 	check := func(name string, ok bool, detail string) {
 		p.Checks = append(p.Checks, Check{Name: name, OK: ok, Detail: detail})
 		p.Feasible = p.Feasible && ok
 	}
-	check("quorum", len(remaining) >= v.MaxEnsemble,
-		fmt.Sprintf("%d writable bookies remain (%s); the largest ensemble in use is %d (ledger %d), write quorum %d, ack quorum %d: AutoRecovery replaces a removed bookie by one outside the ensemble, so it needs at least E writable bookies (and so do brokers creating ledgers with E=%d)",
-			len(remaining), strings.Join(remaining, ", "), v.MaxEnsemble, v.MaxEnsembleOf, v.MaxWrite, v.MaxAck, v.MaxEnsemble))
-	if v.Racks {
-		racks, after := map[string]int{}, map[string]int{}
-		for _, b := range v.Bookies {
-			if !b.Writable {
+
+	// What could not be read.
+	dead := map[string]int{}
+	for _, l := range v.Ledgers {
+		for _, s := range l.Segments {
+			for _, b := range s.Bookies {
+				if known[b] == nil {
+					dead[b]++
+				}
+			}
+		}
+	}
+	for _, b := range slices.Sorted(maps.Keys(dead)) {
+		cookie := "no cookie under <root>/cookies either"
+		if slices.Contains(v.Cookies, b) {
+			cookie = "its cookie is still there"
+		}
+		p.Refused = append(p.Refused, fmt.Sprintf("bookie %s is named by %d ledger segments but not registered (%s): it is down, or was removed without re-replication — start it again, or let AutoRecovery restore its ledgers, then plan", b, dead[b], cookie))
+	}
+	for _, b := range v.Bookies {
+		switch {
+		case b.Report != nil:
+		case b.AgentError != "":
+			p.Refused = append(p.Refused, fmt.Sprintf("agent report of %s (room on its ledger disks): %s", b.ID, b.AgentError))
+		case !gone(b.ID):
+			p.Refused = append(p.Refused, fmt.Sprintf("agent report of %s (room on its ledger disks): no agent for it (give --agents or --agent-url)", b.ID))
+		}
+	}
+	if len(p.Refused) > 0 {
+		p.Feasible = false
+	}
+
+	// Per segment: copies left, a replacement outside the ensemble, racks.
+	racks := map[string]string{}
+	groups := map[string][]string{}
+	var remaining []string
+	for _, b := range v.Bookies {
+		racks[b.ID] = b.Rack
+		groups[b.ID] = b.Groups
+		if b.Writable && !gone(b.ID) {
+			remaining = append(remaining, b.ID)
+		}
+	}
+	lost := func(id string) bool { return gone(id) || known[id] == nil }
+	stranded, unplaceable := 0, 0
+	strandedLedgers := map[int64]bool{}
+	risk := make([]StepRisk, len(remove))
+	for i, id := range remove {
+		risk[i] = StepRisk{Bookie: id, MinCopies: math.MaxInt}
+	}
+	for _, l := range v.Ledgers {
+		for si, s := range l.Segments {
+			sets := writeSets(l, si)
+			if len(sets) == 0 {
 				continue
 			}
-			racks[b.Rack]++
-			if !gone(b.ID) {
-				after[b.Rack]++
+			issue := func(detail string, ws []string) SegmentIssue {
+				return SegmentIssue{Ledger: l.ID, Segment: si, FirstEntry: s.FirstEntryID, Ensemble: s.Bookies,
+					WriteQuorum: l.WriteQuorum, AckQuorum: l.AckQuorum, WriteSet: ws, Detail: detail, ManagedState: l.ManagedState}
+			}
+			// Copies left when every removed bookie is gone.
+			for _, ws := range sets {
+				left := 0
+				for _, b := range ws {
+					if !lost(b) {
+						left++
+					}
+				}
+				if left == 0 {
+					stranded++
+					strandedLedgers[l.ID] = true
+					if len(p.Stranded) < maxIssues {
+						p.Stranded = append(p.Stranded, issue(fmt.Sprintf("entries written to %s have no copy outside the removed bookies", strings.Join(ws, ",")), ws))
+					}
+					break
+				}
+			}
+			// Copies meanwhile, per removal step.
+			for i, id := range remove {
+				if !slices.ContainsFunc(sets, func(ws []string) bool { return slices.Contains(ws, id) }) {
+					continue
+				}
+				risk[i].Segments++
+				minc := math.MaxInt
+				for _, ws := range sets {
+					if !slices.Contains(ws, id) {
+						continue
+					}
+					c := 0
+					for _, b := range ws {
+						if b != id && known[b] != nil {
+							c++
+						}
+					}
+					minc = min(minc, c)
+				}
+				if minc == math.MaxInt {
+					continue
+				}
+				risk[i].MinCopies = min(risk[i].MinCopies, minc)
+				if minc < l.AckQuorum {
+					risk[i].BelowAck++
+				}
+			}
+			// Replacements: one distinct bookie outside the ensemble for
+			// every removed member, within the segment's groups.
+			// Removed bookies that store entries of the segment (one in
+			// the ensemble but in no write set holds nothing of it, and
+			// BookKeeper's decommission skips it too).
+			var members []string
+			for _, ws := range sets {
+				for _, b := range ws {
+					if gone(b) && !slices.Contains(members, b) {
+						members = append(members, b)
+					}
+				}
+			}
+			if len(members) == 0 {
+				continue
+			}
+			allowed, scope := placementScope(l, s.Bookies, remaining, groups)
+			var cands []string
+			for _, b := range allowed {
+				if !slices.Contains(s.Bookies, b) {
+					cands = append(cands, b)
+				}
+			}
+			if len(cands) < len(members) {
+				unplaceable++
+				if len(p.Unplaceable) < maxIssues {
+					p.Unplaceable = append(p.Unplaceable, issue(fmt.Sprintf("AutoRecovery needs %d writable bookie(s) outside the ensemble %s to replace %s; %s has %d: %s",
+						len(members), scope, strings.Join(members, ","), scope, len(cands), dashList(cands)), nil))
+				}
+				continue
+			}
+			if v.Racks {
+				if d := rackProblem(sets, members, cands, racks); d != "" {
+					unplaceable++
+					if len(p.Unplaceable) < maxIssues {
+						p.Unplaceable = append(p.Unplaceable, issue(d, nil))
+					}
+				}
 			}
 		}
-		var lost []string
-		for r := range racks {
-			if after[r] == 0 {
-				lost = append(lost, r)
+	}
+	for i := range risk {
+		if risk[i].MinCopies == math.MaxInt {
+			risk[i].MinCopies = 0
+		}
+	}
+	p.Risks = risk
+
+	check("no ledger stranded", stranded == 0, func() string {
+		if stranded == 0 {
+			return "every entry of every ledger keeps a copy on a bookie that stays"
+		}
+		var names []string
+		for i, s := range p.Stranded {
+			if i == 10 {
+				names = append(names, "…")
+				break
+			}
+			names = append(names, s.String())
+		}
+		return fmt.Sprintf("%d segments of %d ledgers have entries whose every copy is on the bookies being removed (%s): remove fewer bookies in this plan, or offload or delete those ledgers first",
+			stranded, len(strandedLedgers), strings.Join(names, "; "))
+	}())
+	check("a replacement outside each ensemble", unplaceable == 0, func() string {
+		if unplaceable == 0 {
+			return "every segment on a removed bookie has enough writable bookies outside its ensemble (within its isolation groups, and on another rack where racks are assigned) for AutoRecovery to copy to"
+		}
+		var names []string
+		for i, s := range p.Unplaceable {
+			if i == 5 {
+				names = append(names, "…")
+				break
+			}
+			names = append(names, s.String()+": "+s.Detail)
+		}
+		return fmt.Sprintf("%d segments could not be re-replicated, decommissionbookie would wait forever: %s", unplaceable, strings.Join(names, "; "))
+	}())
+	check("room for new ledgers", len(remaining) >= v.MaxEnsemble,
+		fmt.Sprintf("%d writable bookies remain (%s); the largest ensemble in use is %d (ledger %d): brokers need E writable bookies to create a ledger",
+			len(remaining), strings.Join(remaining, ", "), v.MaxEnsemble, v.MaxEnsembleOf))
+	if v.Racks {
+		all, after := map[string]bool{}, map[string]bool{}
+		for _, b := range v.Bookies {
+			if b.Writable {
+				all[b.Rack] = true
+				if !gone(b.ID) {
+					after[b.Rack] = true
+				}
 			}
 		}
-		sort.Strings(lost)
-		ok := len(after) >= 2 || v.MaxWrite < 2
-		d := fmt.Sprintf("racks with writable bookies: %d before, %d after", len(racks), len(after))
-		if len(lost) > 0 {
-			d += "; no bookie left in " + strings.Join(lost, ", ")
-		}
-		check("racks", ok, d+": rack-aware placement (Pulsar's /bookies) needs two racks for a write quorum of 2 or more")
+		check("racks", len(after) >= 2 || v.MaxWrite < 2 || len(all) < 2,
+			fmt.Sprintf("racks with writable bookies: %d before, %d after: rack-aware placement (Pulsar's /bookies) spreads a write quorum over two racks", len(all), len(after)))
 	}
 	check("nothing under-replicated now", len(v.UnderReplicated) == 0,
-		fmt.Sprintf("%d ledgers are marked under-replicated (%s); finish their recovery first so the plan's figures hold", len(v.UnderReplicated), urList(v.UnderReplicated)))
+		fmt.Sprintf("%d ledgers are marked under-replicated (%s); finish their recovery first so every gate starts from zero", len(v.UnderReplicated), urList(v.UnderReplicated)))
 	check("AutoRecovery enabled", !v.AutoRecoveryDisabled, "with <ledgers root>/underreplication/disable present AutoRecovery copies nothing (bookkeeper shell autorecovery -enable)")
-	if !v.AuditorElected {
-		p.Checks = append(p.Checks, Check{Name: "auditor elected", OK: true, Detail: "no auditor is elected now (no AutoRecovery process running?); decommissionbookie triggers an audit itself, but replication needs AutoRecovery running"})
+	if v.Auditor == "" {
+		check("auditor elected", false, "no AutoRecovery process votes under <ledgers root>/underreplication/auditorelection, so no auditor marks the bookie's ledgers and nobody copies them (decommissionbookie gives up at once: 'No auditor elected'). Run AutoRecovery (the chart's autorecovery pods, or autoRecoveryDaemonEnabled=true on the bookies)")
+	} else {
+		var staying []string
+		for _, a := range v.AutoRecovery {
+			if !gone(a) {
+				staying = append(staying, a)
+			}
+		}
+		delay := ""
+		if v.LostBookieRecoveryDelay > 0 {
+			delay = fmt.Sprintf("; lostBookieRecoveryDelay %d s: the auditor marks a stopped bookie's ledgers that long after it went (decommissionbookie's audit trigger does not wait)", v.LostBookieRecoveryDelay)
+		}
+		check("auditor elected", true, fmt.Sprintf("auditor %s; %d AutoRecovery processes (%s)%s", v.Auditor, len(v.AutoRecovery), strings.Join(v.AutoRecovery, ", "), delay))
+		check("AutoRecovery outlives the removal", len(staying) > 0,
+			fmt.Sprintf("AutoRecovery processes not on a removed bookie: %s (one on a bookie that is removed stops with it; the next vote becomes auditor)", dashList(staying)))
+	}
+	if o.StatefulSet {
+		all := make([]string, 0, len(v.Bookies))
+		for _, b := range v.Bookies {
+			all = append(all, b.ID)
+		}
+		byOrdinalDesc(all)
+		top := all[:len(remove)]
+		var wrong []string
+		for _, id := range remove {
+			if !slices.Contains(top, id) {
+				wrong = append(wrong, id)
+			}
+		}
+		check("StatefulSet ordinals", len(wrong) == 0, fmt.Sprintf("a StatefulSet scale-in removes ordinals %s (%s); %s",
+			ordinalList(top, ordinals), strings.Join(top, ", "), map[bool]string{true: "the plan removes exactly those, highest first",
+				false: "not " + strings.Join(wrong, ", ") + ": scaling the StatefulSet down would stop other bookies than the plan's"}[len(wrong) == 0]))
 	}
 
 	// Data on the removed bookies.
@@ -240,8 +577,8 @@ func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 			fmt.Sprintf("their ledger disks can take %s before diskUsageWarnThreshold; %s would be copied (%s after deleting the offloaded copies)",
 				units.HumanBytes(head), units.HumanBytes(total.Bytes), units.HumanBytes(total.Bytes-offloaded.Bytes)))
 	} else {
-		p.Checks = append(p.Checks, Check{Name: "room on the remaining bookies", OK: true,
-			Detail: fmt.Sprintf("not checked: %d of %d remaining bookies have an agent report", reported, len(remaining))})
+		check("room on the remaining bookies", false,
+			fmt.Sprintf("not known: %d of %d remaining bookies have an agent report", reported, len(remaining)))
 	}
 
 	// Estimates.
@@ -258,8 +595,149 @@ func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 	}
 	p.AsIs = est(total)
 	p.AfterOffload = est(Share{Ledgers: total.Ledgers - offloaded.Ledgers - offloadable.Ledgers, Bytes: total.Bytes - offloaded.Bytes - offloadable.Bytes})
-	p.steps(remove, o, total, offloaded, offloadable)
+	p.steps(v, known, o, ordinals, data, offloaded, offloadable)
 	return p, nil
+}
+
+// writeSets returns the distinct write sets (bookie ids) of the entries of
+// segment si of l: entry e goes to ensemble positions (e+k) mod E, k < W.
+// A segment without entries has none; an open ledger's last segment is
+// taken as holding entries.
+func writeSets(l Ledger, si int) [][]string {
+	s := l.Segments[si]
+	e := len(s.Bookies)
+	w := min(l.WriteQuorum, e)
+	if e == 0 || w <= 0 {
+		return nil
+	}
+	var n int64 = math.MaxInt64
+	closed := l.State == metadata.StateClosed.String()
+	if si+1 < len(l.Segments) {
+		n = l.Segments[si+1].FirstEntryID - s.FirstEntryID
+	} else if closed {
+		n = l.LastEntryID + 1 - s.FirstEntryID
+	}
+	if n <= 0 {
+		return nil
+	}
+	var out [][]string
+	for k := int64(0); k < min(n, int64(e)); k++ {
+		start := (s.FirstEntryID + k) % int64(e)
+		ws := make([]string, 0, w)
+		for j := 0; j < w; j++ {
+			ws = append(ws, s.Bookies[(start+int64(j))%int64(e)])
+		}
+		out = append(out, ws)
+	}
+	return out
+}
+
+// placementScope returns the remaining writable bookies AutoRecovery may
+// place a replacement of the segment on, and how that was decided:
+// Pulsar's isolation placement excludes the bookies of every group but
+// the ledger's (recorded in its custom metadata; else, when every bookie
+// of the ensemble shares groups, those), falling back to the secondary
+// groups when the primary ones have fewer bookies than the ensemble.
+func placementScope(l Ledger, ensemble, remaining []string, groups map[string][]string) ([]string, string) {
+	primary, secondary, how := []string(nil), []string(nil), ""
+	if l.Isolation != nil {
+		primary, secondary = l.Isolation.Primary, l.Isolation.Secondary
+		how = "of the ledger's isolation groups " + strings.Join(primary, ",")
+	} else {
+		var common []string
+		for i, b := range ensemble {
+			if i == 0 {
+				common = slices.Clone(groups[b])
+				continue
+			}
+			common = slices.DeleteFunc(common, func(g string) bool { return !slices.Contains(groups[b], g) })
+		}
+		if len(common) == 0 {
+			return remaining, "of the cluster"
+		}
+		primary = common
+		how = "of the ensemble's group " + strings.Join(common, ",")
+	}
+	in := func(b string, gs []string) bool {
+		for _, g := range groups[b] {
+			if slices.Contains(gs, g) {
+				return true
+			}
+		}
+		return false
+	}
+	pick := func(gs []string) []string {
+		var out []string
+		for _, b := range remaining {
+			if len(groups[b]) == 0 || in(b, gs) {
+				out = append(out, b)
+			}
+		}
+		return out
+	}
+	inPrimary := 0
+	for _, b := range remaining {
+		if in(b, primary) {
+			inPrimary++
+		}
+	}
+	if inPrimary < len(ensemble) && len(secondary) > 0 {
+		return pick(append(slices.Clone(primary), secondary...)), how + " (with secondary " + strings.Join(secondary, ",") + ")"
+	}
+	return pick(primary), how
+}
+
+// rackProblem says why no candidate keeps a write set on as many racks
+// (up to two) as it spans now, or "".
+func rackProblem(sets [][]string, members, cands []string, racks map[string]string) string {
+	for _, ws := range sets {
+		before := map[string]bool{}
+		for _, b := range ws {
+			before[racks[b]] = true
+		}
+		want := min(2, len(before))
+		if want < 2 {
+			continue
+		}
+		for _, m := range members {
+			if !slices.Contains(ws, m) {
+				continue
+			}
+			ok := false
+			for _, c := range cands {
+				after := map[string]bool{racks[c]: true}
+				for _, b := range ws {
+					if b != m {
+						after[racks[b]] = true
+					}
+				}
+				if len(after) >= want {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				return fmt.Sprintf("no candidate outside the ensemble keeps write set %s on two racks once %s is replaced (candidates %s all on the rack of the others)",
+					strings.Join(ws, ","), m, strings.Join(cands, ","))
+			}
+		}
+	}
+	return ""
+}
+
+func dashList(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func ordinalList(ids []string, ordinals map[string]int) string {
+	var out []string
+	for _, id := range ids {
+		out = append(out, strconv.Itoa(ordinals[id]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // measuredRate is the copy rate from the remaining bookies' agents: a
@@ -342,33 +820,96 @@ func urList(us []UnderReplicated) string {
 	return strings.Join(parts, ", ")
 }
 
-func (p *Plan) steps(remove []string, o PlanOptions, total, offloaded, offloadable Share) {
-	var ro, stop, dec []string
-	for _, id := range remove {
-		ro = append(ro, fmt.Sprintf("curl -X PUT -H 'Content-Type: application/json' -d '{\"readOnly\":true}' http://%s:%d/api/v1/bookie/state/readonly", hostOf(id), o.HTTPPort))
-		stop = append(stop, fmt.Sprintf("stop the bookie %s (with the Pulsar chart: kubectl scale statefulset <release>-bookie --replicas=<n-%d> — a StatefulSet removes its highest ordinals, so plan those bookies)", id, len(remove)))
-		dec = append(dec, "bin/bookkeeper shell decommissionbookie -bookieid "+id)
+func (p *Plan) steps(v *View, known map[string]*Bookie, o PlanOptions, ordinals map[string]int, data map[string]*BookieData, offloaded, offloadable Share) {
+	httpOf := func(id string) string {
+		if b := known[id]; b != nil && b.HTTP != "" {
+			return b.HTTP
+		}
+		return net.JoinHostPort(hostOf(id), strconv.Itoa(o.HTTPPort))
+	}
+	var ro, rw []string
+	for _, id := range p.Remove {
+		note := ""
+		if b := known[id]; b == nil || b.HTTP == "" {
+			note = "   # its registration publishes no HTTP endpoint: port assumed; the bookie needs httpServerEnabled=true"
+		}
+		ro = append(ro, fmt.Sprintf("curl -sf -X PUT -H 'Content-Type: application/json' -d '{\"readOnly\":true}' http://%s/api/v1/bookie/state/readonly%s", httpOf(id), note))
+		rw = append(rw, fmt.Sprintf("curl -sf -X PUT -H 'Content-Type: application/json' -d '{\"readOnly\":false}' http://%s/api/v1/bookie/state/readonly", httpOf(id)))
 	}
 	p.Steps = []Step{
-		{Title: "Check", Why: "the checks above must pass: enough writable bookies for the largest ensemble, racks, nothing under-replicated, AutoRecovery enabled, room on the remaining disks"},
-		{Title: "Set the bookies read-only", Commands: ro,
-			Why: "brokers stop placing new ledgers there; existing data stays readable (needs httpServerEnabled, which the chart sets)"},
+		{Title: "Check", Why: "every check above must pass; the plan removes one bookie at a time, in the order given, and runs the next step only once the previous one's gate holds"},
+		{Title: "Set every bookie to be removed read-only", Commands: ro,
+			Why: "brokers and AutoRecovery then place no new data on them, so no copy lands on a bookie that leaves later; they keep serving reads (needs httpServerEnabled, which the Pulsar chart sets)"},
 	}
 	if offloaded.Ledgers > 0 || offloadable.Ledgers > 0 {
-		p.Steps = append(p.Steps, Step{Title: "Move data out of BookKeeper first",
-			Why: fmt.Sprintf("%d ledgers (%s) on these bookies are offloaded already: delete their BookKeeper copies (offloader offload --trim, or the broker's offload deletion lag) instead of re-replicating them; %d more (%s) are closed and could be offloaded first (offloader offload, or a disk-pressure policy for these bookies). Re-replication then copies %s instead of %s",
+		topics := map[string]bool{}
+		for _, id := range p.Remove {
+			for _, t := range data[id].Topics {
+				topics[t] = true
+			}
+		}
+		for _, l := range v.Ledgers {
+			if (l.ManagedState == "offloaded") && l.Topic != "" {
+				for _, s := range l.Segments {
+					if slices.ContainsFunc(p.Remove, func(id string) bool { return slices.Contains(s.Bookies, id) }) {
+						topics[l.Topic] = true
+					}
+				}
+			}
+		}
+		var cmds []string
+		for i, t := range slices.Sorted(maps.Keys(topics)) {
+			if i == 20 {
+				cmds = append(cmds, fmt.Sprintf("… %d more topics", len(topics)-20))
+				break
+			}
+			cmds = append(cmds, fmt.Sprintf("offloader offload --zk %s --store <store.yaml> --admin-url <broker admin URL> --delete-bookkeeper %s", o.ZK, t))
+		}
+		p.Steps = append(p.Steps, Step{Title: "Move data out of BookKeeper first (optional)", Commands: cmds,
+			Why: fmt.Sprintf("%d ledgers (%s) on these bookies are offloaded already and %d more (%s) are closed and could be: offloading them and deleting their BookKeeper copies (--delete-bookkeeper, after the broker has reloaded the topic) leaves %s to re-replicate instead of %s",
 				offloaded.Ledgers, units.HumanBytes(offloaded.Bytes), offloadable.Ledgers, units.HumanBytes(offloadable.Bytes),
-				units.HumanBytes(total.Bytes-offloaded.Bytes-offloadable.Bytes), units.HumanBytes(total.Bytes)),
-			Commands: []string{"offloader offload --trim <topics with ledgers on these bookies>"}})
+				units.HumanBytes(p.AfterOffload.Bytes), units.HumanBytes(p.AsIs.Bytes))})
 	}
-	p.Steps = append(p.Steps,
-		Step{Title: "Stop the bookies", Commands: stop,
-			Why: "decommissionbookie refuses a bookie that is still registered (writable or read-only)"},
-		Step{Title: "Decommission", Commands: dec,
-			Why: "triggers an audit, waits until every ledger of the bookie is re-replicated by AutoRecovery, then deletes its cookie (<ledgers root>/cookies/<id>)"},
-		Step{Title: "Check AutoRecovery", Commands: []string{"bin/bookkeeper shell listunderreplicated", "bookieagent cluster --zk <zk> (nothing under-replicated)"},
-			Why: "no ledger may stay listed under <ledgers root>/underreplication/ledgers with these bookies as missing replicas"},
-		Step{Title: "Reclaim the disks", Why: "only after the checks: delete the PVCs (or wipe the disks)"},
-	)
-	p.Rollback = "Until decommissionbookie has deleted the cookie and the disk is wiped, start the bookie again with its disk: it registers with its cookie, serves its ledgers, and AutoRecovery stops (ledgers already copied are over-replicated; the bookies' GC removes the extra copies after gcOverreplicatedLedgerWaitTime, 1 day). Set it writable with the same HTTP call and {\"readOnly\":false}."
+	set := ""
+	for id := range ordinals {
+		set, _, _ = ordinalOf(id)
+		break
+	}
+	for k, id := range p.Remove {
+		r := p.Risks[k]
+		stop := fmt.Sprintf("stop the bookie %s and keep its disk (systemctl stop / kill the bookie process; a pod: delete it without its volume)", id)
+		if o.StatefulSet {
+			stop = fmt.Sprintf("kubectl scale statefulset %s --replicas=%d   # stops ordinal %d (%s); its PVC stays", set, ordinals[id], ordinals[id], id)
+		}
+		d := data[id]
+		p.Steps = append(p.Steps, Step{
+			Title:  fmt.Sprintf("Remove %s (%d of %d)", id, k+1, len(p.Remove)),
+			Bookie: id,
+			Why: fmt.Sprintf("%d ledgers, %s on it; decommissionbookie refuses a registered bookie, triggers an audit, waits until no ledger's ensemble names it any more (AutoRecovery copies each fragment from the other copies to a bookie outside the ensemble), then deletes its cookie",
+				d.Total.Ledgers, units.HumanBytes(d.Total.Bytes)),
+			Commands: []string{
+				stop,
+				"bin/bookkeeper shell decommissionbookie -bookieid " + id,
+				fmt.Sprintf("# or from Java: new BookKeeperAdmin(clientConf).decommissionBookie(BookieId.parse(%q)), then delete the cookie <root>/cookies/%s as the shell does", id, id),
+			},
+			Watch: []string{
+				fmt.Sprintf("bytes left: bookieagent cluster --zk %s --gate %s (the ledgers and bytes whose ensembles still name it, from the metadata; it falls as AutoRecovery works)", o.ZK, id),
+				fmt.Sprintf("meanwhile %d segments keep at least %d copies; %d of them are below their ack quorum until re-replicated (reads are served from the other copies; an open ledger's writer replaces the bookie itself)", r.Segments, r.MinCopies, r.BelowAck),
+				"ZooKeeper load: echo mntr | nc <zk host> 2181 (zk_outstanding_requests, zk_avg_latency): AutoRecovery reads and rewrites the metadata of every ledger it copies",
+				"the remaining bookies' load: their agents' tierkeeper_bookieagent_disk_io_time_seconds_total rate and tierkeeper_bookieagent_bookie_ledger_headroom_bytes, and the brokers' add latency",
+			},
+			Gate: []string{
+				fmt.Sprintf("bookieagent cluster --zk %s --gate %s exits 0: no ledger names it, nothing under-replicated, an auditor elected and AutoRecovery running and enabled, the bookie unregistered and its cookie deleted", o.ZK, id),
+				"decommissionbookie has returned successfully (the cookie's deletion is its last act)",
+				fmt.Sprintf("only then reclaim %s's disk (delete its PVC or wipe it) and go on", id),
+			},
+		})
+	}
+	p.Rollback = []string{
+		"Before a bookie's decommissionbookie has finished: stop the running decommissionbookie (Ctrl-C, or kill its JVM; it deletes the cookie only at its end), then start the bookie again with its disk" +
+			map[bool]string{true: " (kubectl scale the StatefulSet back up by one: the PVC is still there)", false: ""}[o.StatefulSet] +
+			": it registers with its cookie and serves its ledgers; AutoRecovery stops copying them. Copies made meanwhile are extra; the bookies' GC removes over-replicated ledgers after gcOverreplicatedLedgerWaitTime (1 day).",
+		"Once its cookie is deleted OR its disk is wiped — either suffices — that bookie cannot come back with its data: BookKeeper refuses to start when the directories hold a cookie the metadata store lacks, or the metadata store holds a cookie for empty directories. Its ledgers are re-replicated already; add capacity back as a new bookie (empty disk, no cookie under <ledgers root>/cookies).",
+		"Set the bookies not yet removed writable again: " + strings.Join(rw, " ; "),
+	}
 }

@@ -35,14 +35,17 @@ type clusterOptions struct {
 	workers        int
 	perLedger      float64
 	bookieHTTPPort int
+	statefulSet    bool
+	gate           string
+	noRunning      bool
 	format         string
 }
 
 func newClusterCmd() *cobra.Command {
 	o := &clusterOptions{}
 	cmd := &cobra.Command{
-		Use:   "cluster --zk ADDR [--agents URL,... | --agent-url 'http://{host}:9580'] [--remove ID,... | --remove-count K]",
-		Short: "Cluster view: merge the agents' recommendations, plan a scale-in of bookies",
+		Use:   "cluster --zk ADDR [--agents URL,... | --agent-url 'http://{host}:9580'] [--remove ID,... | --remove-count K [--statefulset]] [--gate ID]",
+		Short: "Cluster view: merge the agents' recommendations, the fleet's running configuration, plan a scale-in of bookies",
 		Long: `cluster reads the BookKeeper cluster from ZooKeeper (--zk: host:port[/ledgers root], or a
 metadataServiceUri): the bookies, every ledger's ensembles and quorums, Pulsar's rack map
 (/bookies), AutoRecovery's under-replicated ledgers, and the managed ledgers that own the
@@ -51,14 +54,25 @@ ledgers with their offload state; and every bookie agent's /recommendation and /
 
 It prints the cluster's bytes per bookie, one configuration merged from the agents'
 recommendations (per key the minimum, maximum or median, as safe for every node; see
-docs/bookieagent.md), and with --remove or --remove-count a scale-in plan: whether the
-remaining bookies still cover the largest ensemble in use (and the racks), the bytes to
-re-replicate per removed bookie and how many belong to ledgers already offloaded (their
-BookKeeper copies can be deleted instead) or that could be offloaded first, an estimate
-at the measured rate, the ordered steps and a rollback note.
+docs/bookieagent.md), and each bookie's running configuration (its HTTP admin server's
+/api/v1/config/server_config, else its agent's /conf) per key against the merged
+recommendation and against the other bookies.
+
+With --remove or --remove-count a scale-in plan that removes ONE bookie at a time:
+every ledger segment's copies left (a segment with entries whose every copy is on the
+removed bookies makes the plan infeasible, named), a replacement outside each
+segment's ensemble within its isolation groups and racks, the auditor and AutoRecovery
+really running (their votes in ZooKeeper), room on the remaining disks, the bytes to
+re-replicate per bookie (and how many belong to ledgers offloaded or offloadable
+first), an estimate, and per step what to run, what to watch and the gate to pass
+before the next (--gate ID checks one from the metadata: exit 0 once passed), and the
+rollback. --statefulset removes the highest ordinals first (bookie ids must be the
+pods' host names). A plan on a cluster that could not be read completely (a bookie
+named by ledgers but not registered, an agent that does not answer) is refused.
 
 --format helm prints the merged configuration as Helm values. Without --zk only the
-agents are read (merge). An infeasible plan is printed and the exit code is 1.`,
+agents are read (merge). The exit code is 1 when a plan is not feasible or refused,
+or a gate has not passed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -72,12 +86,16 @@ agents are read (merge). An infeasible plan is printed and the exit code is 1.`,
 	fs.StringVar(&o.agentTemplate, "agent-url", "", "agent base URL template for every bookie, {host} replaced by the bookie's host")
 	fs.DurationVar(&o.agentTimeout, "agent-timeout", 10*time.Second, "bound on each agent request")
 	fs.StringSliceVar(&o.remove, "remove", nil, "bookie ids to remove (scale-in plan)")
-	fs.IntVar(&o.removeCount, "remove-count", 0, "plan removing this many bookies, those with the least data to copy")
+	fs.IntVar(&o.removeCount, "remove-count", 0, "plan removing this many bookies: with --statefulset the highest ordinals, else those with the least data to copy")
 	fs.Var(&o.rate, "rereplication-rate", "re-replication rate per second (e.g. 200MiB); default: measured by the agents")
-	fs.IntVar(&o.workers, "autorecovery-workers", 1, "AutoRecovery replication workers (autorecovery pods)")
+	fs.IntVar(&o.workers, "autorecovery-workers", 0, "AutoRecovery replication workers (0: the AutoRecovery processes voting for auditor in ZooKeeper, at least 1)")
 	fs.Float64Var(&o.perLedger, "per-ledger-seconds", cluster.DefaultPerLedgerSeconds, "AutoRecovery overhead per ledger")
-	fs.IntVar(&o.bookieHTTPPort, "bookie-http-port", 8000, "the bookies' HTTP port (read-only step)")
-	fs.StringVar(&o.format, "format", "text", "text, json or helm")
+	fs.IntVar(&o.bookieHTTPPort, "bookie-http-port", 8000, "the bookies' HTTP port when their registration does not publish one (read-only step, running configuration)")
+	fs.BoolVar(&o.statefulSet, "statefulset", false, "the bookies are a StatefulSet's pods: remove the highest ordinals first (--remove-count picks them)")
+	fs.StringVar(&o.gate, "gate", "", "check the gate after removing this bookie id: re-replicated, nothing under-replicated, auditor running, cookie deleted")
+	fs.BoolVar(&o.noRunning, "no-running-config", false, "do not read the bookies' running configuration")
+	fs.StringVarP(&o.format, "format", "o", "text", "text, json or helm")
+	fs.StringVar(&o.format, "output", "text", "same as --format")
 	return cmd
 }
 
@@ -89,11 +107,14 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 	if o.zk == "" && len(o.agents) == 0 {
 		return errors.New("give --zk (the cluster) and/or --agents")
 	}
-	if (len(o.remove) > 0 || o.removeCount > 0) && o.zk == "" {
-		return errors.New("a scale-in plan needs --zk")
+	if (len(o.remove) > 0 || o.removeCount > 0 || o.gate != "") && o.zk == "" {
+		return errors.New("a scale-in plan and a gate need --zk")
 	}
-	if o.workers < 1 || o.rate < 0 || o.agentTimeout <= 0 {
-		return errors.New("--autorecovery-workers, --rereplication-rate and --agent-timeout must be positive")
+	if o.gate != "" && (len(o.remove) > 0 || o.removeCount > 0) {
+		return errors.New("--gate checks one step of a plan already under way: not with --remove or --remove-count")
+	}
+	if o.workers < 0 || o.rate < 0 || o.agentTimeout <= 0 {
+		return errors.New("--autorecovery-workers and --rereplication-rate must not be negative, --agent-timeout must be positive")
 	}
 	explicit := map[string]string{}
 	var byHost []string
@@ -112,6 +133,7 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 		}
 	}
 	copts := cluster.Options{AgentTemplate: o.agentTemplate, Timeout: o.agentTimeout,
+		RunningConfig: o.zk != "" && !o.noRunning && o.gate == "", BookieHTTPPort: o.bookieHTTPPort,
 		Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if o.zk != "" {
 		servers, root, err := tkzk.ParseServiceURI(o.zk)
@@ -148,11 +170,19 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 	}
 	var plan *cluster.Plan
 	if len(o.remove) > 0 || o.removeCount > 0 {
-		plan, err = cluster.PlanScaleIn(v, cluster.PlanOptions{Remove: o.remove, RemoveCount: o.removeCount,
-			RereplicationRate: float64(o.rate), Workers: o.workers, PerLedgerSeconds: o.perLedger, HTTPPort: o.bookieHTTPPort})
+		plan, err = cluster.PlanScaleIn(v, cluster.PlanOptions{Remove: o.remove, RemoveCount: o.removeCount, StatefulSet: o.statefulSet,
+			RereplicationRate: float64(o.rate), Workers: o.workers, PerLedgerSeconds: o.perLedger, HTTPPort: o.bookieHTTPPort, ZK: o.zk})
 		if err != nil {
 			return err
 		}
+	}
+	var drift *cluster.Drift
+	if copts.RunningConfig {
+		drift = cluster.ComputeDrift(v, merged)
+	}
+	var gate *cluster.Gate
+	if o.gate != "" {
+		gate = cluster.CheckGate(v, o.gate)
 	}
 	var out bytes.Buffer
 	switch o.format {
@@ -168,10 +198,12 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 		err = enc.Encode(struct {
 			View   *cluster.View   `json:"cluster"`
 			Merged *cluster.Merged `json:"merged,omitempty"`
+			Drift  *cluster.Drift  `json:"running_config,omitempty"`
 			Plan   *cluster.Plan   `json:"scale_in,omitempty"`
-		}{v, merged, plan})
+			Gate   *cluster.Gate   `json:"gate,omitempty"`
+		}{v, merged, drift, plan, gate})
 	default:
-		err = cluster.WriteText(&out, v, merged, plan)
+		err = cluster.WriteText(&out, v, merged, plan, drift, gate)
 	}
 	if err != nil {
 		return err
@@ -181,12 +213,24 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 	}
 	if plan != nil && !plan.Feasible {
 		var failed []string
+		if len(plan.Refused) > 0 {
+			failed = append(failed, fmt.Sprintf("refused, %d things could not be read", len(plan.Refused)))
+		}
 		for _, c := range plan.Checks {
 			if !c.OK {
 				failed = append(failed, c.Name)
 			}
 		}
 		return fmt.Errorf("scale-in of %s is not feasible: %s", strings.Join(plan.Remove, ", "), strings.Join(failed, ", "))
+	}
+	if gate != nil && !gate.Passed {
+		var failed []string
+		for _, c := range gate.Checks {
+			if !c.OK {
+				failed = append(failed, c.Name)
+			}
+		}
+		return fmt.Errorf("gate after removing %s not passed: %s", gate.Bookie, strings.Join(failed, ", "))
 	}
 	return nil
 }

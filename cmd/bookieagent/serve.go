@@ -23,13 +23,14 @@ type serveOptions struct {
 	thresholds   thresholdFlags
 	benchOnStart bool
 	logLevel     string
+	conf         string
 }
 
 func newServeCmd() *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve --listen ADDR --journal-dir D... --ledger-dir D...",
-		Short: "Run as a DaemonSet: sample capacity, serve /metrics /report /recommendation /healthz",
+		Short: "Run as a DaemonSet: sample capacity, serve /metrics /report /recommendation /conf /healthz",
 		Long: `serve samples the capacity of the mounts holding the journal and ledger directories
 (statfs; usage = 1 - avail/size as BookKeeper computes it) and their devices' I/O
 counters (/proc/diskstats) every --interval, fits growth over --window, and serves:
@@ -38,6 +39,9 @@ counters (/proc/diskstats) every --interval, fits growth over --window, and serv
                    seconds to diskUsageWarnThreshold and to diskUsageThreshold
   /report          JSON capacity report per mount
   /recommendation  the last benchmark's recommendation (404 when none ran)
+  /conf            the keys of --conf (the bookie's bookkeeper.conf, read at start;
+                   404 without it): what "bookieagent cluster" shows for a bookie
+                   whose HTTP admin server is off
   /healthz         200 while samples are fresh
 
 --bench-on-start runs the recommend benchmark once at start, with recommend's rules: in
@@ -58,6 +62,7 @@ does, so both measure alike.`,
 	o.thresholds.addFlags(fs)
 	fs.BoolVar(&o.benchOnStart, "bench-on-start", false, "benchmark the disks once at start (see above)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.conf, "conf", "", "the bookie's bookkeeper.conf, served at /conf (read once at start)")
 	return cmd
 }
 
@@ -130,12 +135,19 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	var conf *bookieagent.Conf
+	if o.conf != "" {
+		var err error
+		if conf, err = readConf(o.conf, bookieagent.ParseConf); err != nil {
+			return fmt.Errorf("--conf: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
 	// NewServer's default registry carries the Go and process collectors.
-	srv, err := bookieagent.NewServer(bookieagent.ServerOptions{Sampler: sampler, Logger: log})
+	srv, err := bookieagent.NewServer(bookieagent.ServerOptions{Sampler: sampler, Conf: conf, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,15 +49,26 @@ type BookieOptions struct {
 	// Extra are more bookie configuration lines ("key=value"); a key that
 	// is also a default (e.g. "zkTimeout=4000") replaces the default.
 	Extra []string
+	// ExtraFor are more lines for the bookie with that index only (after
+	// Extra), e.g. a bookie that also runs AutoRecovery
+	// ("autoRecoveryDaemonEnabled=true") or a setting that differs.
+	ExtraFor map[int][]string
+	// HTTP starts each bookie's HTTP admin server on 127.0.0.1 at a free
+	// port (BookieInfo.HTTPAddr).
+	HTTP bool
 }
 
 // BookieInfo describes one bookie of a cluster.
 type BookieInfo struct {
-	Index   int
-	ID      string // bookie id as stored in ledger metadata: "127.0.0.1:port"
-	Addr    string // network address, same as ID here
-	Port    int
-	Dir     string // journal in Dir/j, ledgers in Dir/l
+	Index int
+	ID    string // bookie id as stored in ledger metadata: "127.0.0.1:port"
+	Addr  string // network address, same as ID here
+	Port  int
+	Dir   string // journal in Dir/j, ledgers in Dir/l
+	// HTTPAddr is the HTTP admin server's host:port (BookieOptions.HTTP).
+	HTTPAddr string
+	// Conf is the bookie's configuration file.
+	Conf    string
 	LogPath string // log of the current (or last) process
 	Running bool
 }
@@ -237,21 +250,31 @@ func (c *BookKeeperCluster) AddBookie(t testing.TB) int {
 // with BookKeeper's own shell: `BookieShell initnewcluster`.
 func (c *BookKeeperCluster) format(t testing.TB) error {
 	conf := filepath.Join(c.dir, "format.conf")
-	if err := os.WriteFile(conf, []byte(c.confText(0, c.dir)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(c.confText(-1, 0, 0, c.dir)), 0o644); err != nil {
 		return err
 	}
-	opts := append(JVMOptions("96m", true), "-Dtk.loglevel=WARN")
-	cds, done := c.build.CDS("bkshell")
-	opts = append(opts, cds...)
-	cmd := c.build.Command(opts, "org.apache.bookkeeper.bookie.BookieShell", "-conf", conf, "initnewcluster")
-	out, err := runJava(t.Context(), 60*time.Second, cmd, done)
+	out, err := c.Shell(t.Context(), 60*time.Second, "initnewcluster")
 	if err != nil {
 		return fmt.Errorf("initnewcluster: %w (stdout %s)", err, out)
 	}
 	return nil
 }
 
-func (c *BookKeeperCluster) confText(port int, dir string) string {
+// Shell runs BookKeeper's own shell (`bin/bookkeeper shell …`,
+// org.apache.bookkeeper.bookie.BookieShell) against the cluster's metadata
+// with args, e.g. "decommissionbookie", "-bookieid", id; bounded by
+// timeout. It returns the shell's output (stdout; its log goes to stderr,
+// part of the error when it fails).
+func (c *BookKeeperCluster) Shell(ctx context.Context, timeout time.Duration, args ...string) ([]byte, error) {
+	opts := append(JVMOptions("96m", true), "-Dtk.loglevel=WARN")
+	cds, done := c.build.CDS("bkshell")
+	opts = append(opts, cds...)
+	conf := filepath.Join(c.dir, "format.conf")
+	cmd := c.build.Command(opts, "org.apache.bookkeeper.bookie.BookieShell", append([]string{"-conf", conf}, args...)...)
+	return runJava(ctx, timeout, cmd, done)
+}
+
+func (c *BookKeeperCluster) confText(index, port, httpPort int, dir string) string {
 	lines := []string{
 		fmt.Sprintf("bookiePort=%d", port),
 		"advertisedAddress=127.0.0.1",
@@ -272,26 +295,37 @@ func (c *BookKeeperCluster) confText(port int, dir string) string {
 		"diskUsageThreshold=0.99",
 		"diskUsageWarnThreshold=0.98",
 		"httpServerEnabled=false",
+		"httpServerHost=127.0.0.1",
 		"statsProviderClass=org.apache.bookkeeper.stats.NullStatsProvider",
 		"zkTimeout=10000",
 		// Pulsar's bookkeeper.conf raises the frame size for 5 MiB messages.
 		"nettyMaxFrameSizeBytes=5253120",
 	}
+	if httpPort > 0 {
+		lines = append(lines, "httpServerPort="+strconv.Itoa(httpPort))
+		c.replace(&lines, "httpServerEnabled=true")
+		// No default: BookKeeper needs the class (Pulsar's conf sets it).
+		c.replace(&lines, "httpServerClass=org.apache.bookkeeper.http.vertx.VertxHttpServer")
+	}
 	// Extra lines replace defaults with the same key (a repeated key would
 	// become a list in BookKeeper's configuration library).
-	for _, e := range c.opts.Extra {
-		k, _, _ := strings.Cut(e, "=")
-		replaced := false
-		for i, l := range lines {
-			if lk, _, _ := strings.Cut(l, "="); strings.TrimSpace(lk) == strings.TrimSpace(k) {
-				lines[i], replaced = e, true
-			}
-		}
-		if !replaced {
-			lines = append(lines, e)
-		}
+	for _, e := range append(slices.Clone(c.opts.Extra), c.opts.ExtraFor[index]...) {
+		c.replace(&lines, e)
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// replace sets line e ("key=value") in lines, replacing the line of the
+// same key or appending it.
+func (c *BookKeeperCluster) replace(lines *[]string, e string) {
+	k, _, _ := strings.Cut(e, "=")
+	for i, l := range *lines {
+		if lk, _, _ := strings.Cut(l, "="); strings.TrimSpace(lk) == strings.TrimSpace(k) {
+			(*lines)[i] = e
+			return
+		}
+	}
+	*lines = append(*lines, e)
 }
 
 func (c *BookKeeperCluster) newBookie(t testing.TB) int {
@@ -303,16 +337,23 @@ func (c *BookKeeperCluster) newBookie(t testing.TB) int {
 		t.Fatalf("bookkeeper: %v", err)
 	}
 	port := FreePort(t)
+	httpPort, httpAddr := 0, ""
+	if c.opts.HTTP {
+		httpPort = FreePort(t)
+		httpAddr = fmt.Sprintf("127.0.0.1:%d", httpPort)
+	}
 	conf := filepath.Join(dir, "bk.conf")
-	if err := os.WriteFile(conf, []byte(c.confText(port, dir)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(c.confText(i, port, httpPort, dir)), 0o644); err != nil {
 		t.Fatalf("bookkeeper: %v", err)
 	}
 	id := fmt.Sprintf("127.0.0.1:%d", port)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i = len(c.bookies)
+	if i != len(c.bookies) {
+		t.Fatalf("bookkeeper: bookies added concurrently")
+	}
 	c.bookies = append(c.bookies, &bookie{
-		BookieInfo: BookieInfo{Index: i, ID: id, Addr: id, Port: port, Dir: dir},
+		BookieInfo: BookieInfo{Index: i, ID: id, Addr: id, Port: port, Dir: dir, HTTPAddr: httpAddr, Conf: conf},
 		conf:       conf,
 	})
 	return i

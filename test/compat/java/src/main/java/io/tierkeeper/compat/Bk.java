@@ -141,6 +141,7 @@ final class Bk {
         long bigMib = a.longv("big-mib", 0);
         int bigEntrySize = a.intv("big-entry-size", 1 << 20);
         int outstanding = a.intv("outstanding", 16);
+        String ensembles = a.str("ensembles", null);
         a.done();
         if (ensembleChange && pauseDir == null) {
             throw new Args.UsageException("--ensemble-change needs --pause-dir (the Go runner stops a bookie there)");
@@ -151,17 +152,29 @@ final class Bk {
         byte[] pw = password.getBytes(StandardCharsets.UTF_8);
         long t0 = System.nanoTime();
         List<Object> ledgers = new ArrayList<>();
-        try (BookKeeper bk = client(uri, v2)) {
+        ClientConfiguration conf = clientConf(uri, v2);
+        if (ensembles != null) {
+            conf.setEnsemblePlacementPolicy(org.apache.bookkeeper.client.ChosenEnsemblePlacementPolicy.class);
+        }
+        try (BookKeeper bk = new BookKeeper(conf)) {
             long ledgerSeed = seed;
-            if (bigMib > 0) {
+            if (ensembles != null) {
+                // One ledger per ensemble ("a,b;c,d"), with the first digest.
+                DigestType dt = digest(digests.isEmpty() ? "CRC32C" : digests.get(0));
+                for (String e : ensembles.split(";")) {
+                    String[] ids = e.trim().split(",");
+                    ledgers.add(writeOne(bk, dt, pw, ids.length, Math.min(wq, ids.length), Math.min(aq, ids.length),
+                            ledgerSeed++, entries, null, 0, e.trim()));
+                }
+            } else if (bigMib > 0) {
                 long n = bigMib * (1L << 20) / bigEntrySize;
                 ledgers.add(writeBig(bk, digest(digests.isEmpty() ? "CRC32C" : digests.get(0)), pw, ens, wq, aq, ledgerSeed, n, bigEntrySize, outstanding));
             } else {
                 for (String d : digests) {
-                    ledgers.add(writeOne(bk, digest(d), pw, ens, wq, aq, ledgerSeed++, entries, null, 0));
+                    ledgers.add(writeOne(bk, digest(d), pw, ens, wq, aq, ledgerSeed++, entries, null, 0, null));
                 }
                 if (ensembleChange) {
-                    ledgers.add(writeOne(bk, digest(ecDigest), pw, ens, wq, aq, ledgerSeed++, entries, Path.of(pauseDir), pauseTimeoutMs));
+                    ledgers.add(writeOne(bk, digest(ecDigest), pw, ens, wq, aq, ledgerSeed++, entries, Path.of(pauseDir), pauseTimeoutMs, null));
                 }
             }
         }
@@ -186,9 +199,17 @@ final class Bk {
     }
 
     private static WriteHandle create(BookKeeper bk, DigestType dt, byte[] pw, int ens, int wq, int aq, String purpose) throws Exception {
+        return create(bk, dt, pw, ens, wq, aq, purpose, null);
+    }
+
+    private static WriteHandle create(BookKeeper bk, DigestType dt, byte[] pw, int ens, int wq, int aq, String purpose,
+                                      String ensemble) throws Exception {
         Map<String, byte[]> custom = new LinkedHashMap<>();
         custom.put("application", "tierkeeper-compat".getBytes(StandardCharsets.UTF_8));
         custom.put("tierkeeper/purpose", purpose.getBytes(StandardCharsets.UTF_8));
+        if (ensemble != null) {
+            custom.put(org.apache.bookkeeper.client.ChosenEnsemblePlacementPolicy.KEY, ensemble.getBytes(StandardCharsets.UTF_8));
+        }
         return bk.newCreateLedgerOp()
                 .withEnsembleSize(ens).withWriteQuorumSize(wq).withAckQuorumSize(aq)
                 .withDigestType(dt).withPassword(pw).withCustomMetadata(custom)
@@ -196,8 +217,9 @@ final class Bk {
     }
 
     private static Map<String, Object> writeOne(BookKeeper bk, DigestType dt, byte[] pw, int ens, int wq, int aq,
-                                                long seed, int entries, Path pauseDir, long pauseTimeoutMs) throws Exception {
-        WriteHandle wh = create(bk, dt, pw, ens, wq, aq, pauseDir == null ? "digest-" + dt.name() : "ensemble-change");
+                                                long seed, int entries, Path pauseDir, long pauseTimeoutMs, String ensemble) throws Exception {
+        WriteHandle wh = create(bk, dt, pw, ens, wq, aq, ensemble != null ? "chosen-ensemble"
+                : pauseDir == null ? "digest-" + dt.name() : "ensemble-change", ensemble);
         List<Object> es = new ArrayList<>();
         for (int e = 0; e < entries; e++) {
             if (pauseDir != null && e == entries / 2) {

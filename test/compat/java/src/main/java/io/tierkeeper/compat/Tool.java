@@ -22,6 +22,7 @@ public final class Tool {
             "  write-ledgers       --zk ADDR [--out FILE] [--entries 24] [--seed 1] [--digests CRC32,MAC,CRC32C,DUMMY]",
             "                      [--password tierkeeper-pw] [--ensemble 3 --write-quorum 2 --ack-quorum 2] [--v2]",
             "                      [--ensemble-change --pause-dir DIR] [--big-mib N [--big-entry-size 1048576]]",
+            "                      [--ensembles ID,ID;ID,ID,... (one ledger per chosen ensemble)]",
             "  read-ledger-bench   --zk ADDR --ledger ID [--batch 100] [--outstanding 8] [--v3] [--batch-read] [--repeat 1] [--checksum]",
             "  read-ledger         --zk ADDR --ledger ID [--batch 100] [--v2]",
             "  ledger-metadata     --zk ADDR --ledger ID",
