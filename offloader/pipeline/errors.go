@@ -32,6 +32,11 @@ var (
 	// ErrTrimRefused: trimming BookKeeper is not safe yet (no confirmed
 	// reload) or the BookKeeper ledger changed; nothing was deleted.
 	ErrTrimRefused = errors.New("pipeline: not trimming BookKeeper")
+	// ErrForeignBucket: the offload context names a bucket other than the
+	// one this offloader reads (the broker offloaded the ledger elsewhere,
+	// or another cluster's offloader did), so its objects cannot be
+	// checked; nothing is deleted on their account.
+	ErrForeignBucket = errors.New("pipeline: objects in a bucket this offloader does not read")
 	// ErrFailpoint is returned by the failpoint action "error".
 	ErrFailpoint = errors.New("pipeline: failpoint")
 )

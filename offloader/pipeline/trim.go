@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
 
@@ -66,6 +71,19 @@ func (p *Pipeline) markAll(ctx context.Context, ml string, done []*work) []*work
 				Err: fmt.Errorf("%w: the broker is not reloaded, so it may still read ledger %d from BookKeeper", ErrTrimRefused, lr.LedgerID)}
 			continue
 		}
+		// The mark lets the broker delete the BookKeeper copy too: the
+		// objects are checked first, as before the delete.
+		if err := p.step(ctx, lr.Target, StepTrim, lr, func() error {
+			_, err := p.checkBeforeDelete(ctx, lr.Target, oc, lr.Entries, lr.Bytes)
+			if errors.Is(err, errBKGone) {
+				return nil
+			}
+			return err
+		}); err != nil {
+			lr.Trim.Note = "not trimmed: " + err.Error()
+			lr.Err = err
+			continue
+		}
 		mark = append(mark, w)
 	}
 	if len(mark) == 0 {
@@ -117,11 +135,38 @@ func (p *Pipeline) marked(ctx context.Context, lr *LedgerResult) bool {
 	return true
 }
 
-// deleteBK compare-and-deletes the BookKeeper ledger: only if it is still
-// closed with the entries and length the managed ledger recorded.
+// deleteBK compare-and-deletes the BookKeeper ledger, after
+// checkBeforeDelete on the offload context as stored now (re-read: the
+// objects or the context may have changed since the run selected the
+// ledger), and only if the ledger is still closed with the entries and
+// length the managed ledger recorded.
 func (p *Pipeline) deleteBK(ctx context.Context, lr *LedgerResult) error {
 	t := lr.Target
-	res, err := p.d.Ledgers.DeleteLedger(ctx, t.LedgerID, metadata.Expect{LastEntryID: lr.Entries - 1, Length: lr.Bytes})
+	snap, err := p.d.ML.Get(ctx, t.ML)
+	if err != nil {
+		return err
+	}
+	var li *LedgerInfo
+	for _, l := range snap.Info.GetLedgerInfo() {
+		if l.GetLedgerId() == t.LedgerID {
+			li = l
+		}
+	}
+	if li == nil {
+		return fmt.Errorf("%w: %w", ErrTrimRefused, mlmeta.ErrLedgerNotFound)
+	}
+	oc := li.GetOffloadContext()
+	if id, _ := mlmeta.AttemptUUID(oc); !oc.GetBookkeeperDeleted() || (lr.UUID != uuid.Nil && id != lr.UUID) {
+		return fmt.Errorf("%w: the stored offload context changed (attempt %s, bookkeeperDeleted %t)", ErrTrimRefused, id, oc.GetBookkeeperDeleted())
+	}
+	if _, err := p.checkBeforeDelete(ctx, t, oc, li.GetEntries(), li.GetSize()); errors.Is(err, errBKGone) {
+		lr.Trim.Deleted = true
+		return nil
+	} else if err != nil {
+		lr.Trim.Note = "not trimmed: " + err.Error()
+		return err
+	}
+	res, err := p.d.Ledgers.DeleteLedger(ctx, t.LedgerID, metadata.Expect{LastEntryID: li.GetEntries() - 1, Length: li.GetSize()})
 	if errors.Is(err, metadata.ErrChanged) || errors.Is(err, metadata.ErrNotClosed) {
 		return fmt.Errorf("%w: %w", ErrTrimRefused, err)
 	}
@@ -133,4 +178,90 @@ func (p *Pipeline) deleteBK(ctx context.Context, lr *LedgerResult) error {
 		lr.Trim.FreedBytes = lr.Bytes
 	}
 	return p.hit(ctx, FPAfterTrim, t)
+}
+
+// errBKGone: checkBeforeDelete found no BookKeeper ledger (nothing to
+// delete).
+var errBKGone = errors.New("the BookKeeper ledger does not exist")
+
+// checkBeforeDelete is what must hold before any deletion of a ledger's
+// BookKeeper copy, and before the bookkeeperDeleted mark that lets the
+// broker delete it: the context is complete and names the bucket this
+// offloader reads (the broker may have offloaded the ledger elsewhere);
+// both objects are there, the index parses and describes exactly the
+// managed ledger's entries and bytes (CheckObjects); and the BookKeeper
+// ledger is closed with the same last entry and length. Anything else is
+// ErrTrimRefused (wrapping ErrVerify when the objects are missing or
+// wrong). errBKGone when the BookKeeper ledger is already gone (the
+// objects were checked first).
+func (p *Pipeline) checkBeforeDelete(ctx context.Context, t Target, oc *mlproto.OffloadContext, entries, size int64) (*metadata.LedgerMetadata, error) {
+	id, ok := mlmeta.AttemptUUID(oc)
+	if !ok || !oc.GetComplete() {
+		return nil, fmt.Errorf("%w: %w", ErrTrimRefused, mlmeta.ErrNotOffloaded)
+	}
+	if b := mlmeta.DriverFromMetadata(oc.GetDriverMetadata()).Bucket; b != p.o.Driver.Bucket {
+		return nil, fmt.Errorf("%w: %w: the objects are recorded in bucket %q, this offloader reads %q and cannot check them",
+			ErrTrimRefused, ErrForeignBucket, b, p.o.Driver.Bucket)
+	}
+	if _, err := CheckObjects(ctx, p.d.Store, id, t.LedgerID, entries-1, size); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTrimRefused, err)
+	}
+	md, err := p.d.Ledgers.ReadLedger(ctx, t.LedgerID)
+	if errors.Is(err, metadata.ErrNoSuchLedger) {
+		return nil, errBKGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !md.Closed() || md.LastEntryID != entries-1 || md.Length != size {
+		return nil, fmt.Errorf("%w: BookKeeper has ledger %d %s with last entry %d / %d bytes, the managed ledger %d / %d",
+			ErrTrimRefused, t.LedgerID, md.State, md.LastEntryID, md.Length, entries-1, size)
+	}
+	return md, nil
+}
+
+// ObjectsReport is what CheckObjects found.
+type ObjectsReport struct {
+	DataKey, IndexKey string
+	// ObjectBytes and Blocks describe the data object (from its index).
+	ObjectBytes int64
+	Blocks      int
+	// Requests counts the store requests made (2 when both exist).
+	Requests int
+}
+
+// CheckObjects checks the two objects of attempt id of a ledger with two
+// requests: a HEAD of the data object and a GET of the index. Both must
+// exist with format version 1, the index must parse and describe entries
+// 0..lastEntryID and length payload bytes, and the data object must be
+// as long as the index says. Missing or wrong objects are ErrVerify
+// (wrapping blob.ErrNotFound when one is missing); any other error means
+// the store could not be asked (nothing is known).
+func CheckObjects(ctx context.Context, store blob.Reader, id uuid.UUID, ledgerID, lastEntryID, length int64) (ObjectsReport, error) {
+	rep := ObjectsReport{DataKey: format.DataKey(id, ledgerID), IndexKey: format.IndexKey(id, ledgerID)}
+	rep.Requests++
+	a, err := store.Head(ctx, rep.DataKey)
+	if err != nil {
+		return rep, objectsWrong(fmt.Errorf("head %s: %w", rep.DataKey, err))
+	}
+	if err := format.CheckVersion(rep.DataKey, a.Metadata); err != nil {
+		return rep, objectsWrong(err)
+	}
+	rep.Requests++
+	ix, _, err := format.ReadIndex(ctx, store, rep.IndexKey, 0)
+	if err != nil {
+		return rep, objectsWrong(err)
+	}
+	rep.ObjectBytes, rep.Blocks = ix.DataObjectLength, len(ix.Blocks)
+	if err := ix.Validate(); err != nil {
+		return rep, objectsWrong(fmt.Errorf("index %s: %w", rep.IndexKey, err))
+	}
+	if got := ix.Metadata; got.GetLastEntryId() != lastEntryID || got.GetLength() != length {
+		return rep, fmt.Errorf("%w: index %s describes entries 0..%d, %d bytes; the ledger has 0..%d, %d bytes",
+			ErrVerify, rep.IndexKey, got.GetLastEntryId(), got.GetLength(), lastEntryID, length)
+	}
+	if a.Size != ix.DataObjectLength {
+		return rep, fmt.Errorf("%w: %s has %d bytes, its index says %d", ErrVerify, rep.DataKey, a.Size, ix.DataObjectLength)
+	}
+	return rep, nil
 }
