@@ -44,6 +44,7 @@ type Config struct {
 	Pressure   Pressure   `yaml:"pressure"`
 	Policy     Policy     `yaml:"policy"`
 	Sweeper    Sweeper    `yaml:"sweeper"`
+	Scrub      Scrubber   `yaml:"scrub"`
 	Metrics    Metrics    `yaml:"metrics"`
 }
 
@@ -264,6 +265,32 @@ type Sweeper struct {
 	DryRun bool `yaml:"dry_run"`
 }
 
+// Scrubber configures the scrubber: every committed ledger's objects are
+// checked (package scrub); a ledger whose objects are missing or wrong
+// while BookKeeper still has it is repaired (context cleared, topic
+// reloaded, offloaded again by the policy); one whose BookKeeper copy is
+// gone too is reported (/status, tierkeeper_scrub_lost_ledgers).
+type Scrubber struct {
+	// Enabled runs the scrubber in the service. Default true: without it
+	// a lost object is only noticed when a reader fails, after the
+	// deletion lag may have removed the BookKeeper copy.
+	Enabled *bool `yaml:"enabled"`
+	// Interval is the time from the start of one pass over every
+	// committed ledger to the start of the next. Default 24h.
+	Interval Duration `yaml:"interval"`
+	// LedgersPerSecond bounds the ledgers checked per second (two store
+	// requests each, through the store's limits). Default 10.
+	LedgersPerSecond float64 `yaml:"ledgers_per_second"`
+	// Deep also compares every entry with BookKeeper while it has the
+	// ledger (reads whole ledgers from the bookies and the store).
+	Deep bool `yaml:"deep"`
+	// DryRun checks and reports, and repairs or trims nothing.
+	DryRun bool `yaml:"dry_run"`
+}
+
+// On says whether the scrubber runs (default true).
+func (s Scrubber) On() bool { return s.Enabled == nil || *s.Enabled }
+
 // Metrics configures Prometheus labels.
 type Metrics struct {
 	// PerTopic adds topic labels to the lag gauges (high cardinality:
@@ -372,6 +399,10 @@ func (c *Config) applyDefaults() {
 	}
 	def(&c.Sweeper.Interval, time.Hour)
 	def(&c.Sweeper.Grace, 24*time.Hour)
+	def(&c.Scrub.Interval, 24*time.Hour)
+	if c.Scrub.LedgersPerSecond == 0 {
+		c.Scrub.LedgersPerSecond = 10
+	}
 	if c.Driver.Name == "" {
 		c.Driver.Name = "aws-s3"
 	}
@@ -441,13 +472,16 @@ func (c *Config) Validate() error {
 		"scheduler.retry_initial": c.Scheduler.RetryInitial, "scheduler.retry_max": c.Scheduler.RetryMax,
 		"scheduler.park_for": c.Scheduler.ParkFor, "scheduler.interval": c.Scheduler.Interval,
 		"scheduler.stop_timeout": c.Scheduler.StopTimeout, "pressure.interval": c.Pressure.Interval,
-		"pressure.timeout": c.Pressure.Timeout, "sweeper.interval": c.Sweeper.Interval} {
+		"pressure.timeout": c.Pressure.Timeout, "sweeper.interval": c.Sweeper.Interval, "scrub.interval": c.Scrub.Interval} {
 		if d <= 0 {
 			bad("%s must be positive", k)
 		}
 	}
 	if c.Scheduler.RetryMax < c.Scheduler.RetryInitial {
 		bad("scheduler.retry_max %s is below scheduler.retry_initial %s", c.Scheduler.RetryMax, c.Scheduler.RetryInitial)
+	}
+	if c.Scrub.LedgersPerSecond < 0 {
+		bad("scrub.ledgers_per_second %v: want a positive rate", c.Scrub.LedgersPerSecond)
 	}
 	if c.Sweeper.Grace.D() < time.Minute {
 		bad("sweeper.grace %s: want at least 1m (an upload in progress must never look orphaned)", c.Sweeper.Grace)
