@@ -3,6 +3,7 @@ package offloader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
+	"github.com/tierkeeper/tierkeeper/offloader/scrub"
 )
 
 // pipelineRunner runs scheduler jobs on pipelines, one per distinct
@@ -31,6 +33,9 @@ type pipelineRunner struct {
 	perJb int // parts in flight per ledger
 	// onResult, when set, sees every ledger result.
 	onResult func(*pipeline.LedgerResult)
+	// scrub runs repair jobs and hears of finished trims (nil: no
+	// scrubber).
+	scrub *scrub.Scrubber
 
 	mu    sync.Mutex
 	pipes map[policy.Settings]*pipeline.Pipeline
@@ -80,12 +85,18 @@ func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.O
 		}
 		return out
 	}
+	if j.Action == policy.ActionRepair {
+		return r.repair(ctx, j)
+	}
 	tr, _ := p.RunTopic(ctx, j.ML, j.Ledgers)
 	var out []scheduler.Outcome
 	if tr == nil {
 		return nil
 	}
 	for _, lr := range tr.Ledgers {
+		if r.scrub != nil && lr.Err == nil && lr.Trim.Deleted {
+			r.scrub.Forget(j.ML, []int64{lr.LedgerID})
+		}
 		if r.onResult != nil && !errors.Is(lr.Err, context.Canceled) {
 			r.onResult(lr)
 		}
@@ -106,6 +117,41 @@ func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.O
 			o.Bytes = lr.Trim.FreedBytes
 		case lr.Outcome == pipeline.OutcomeOffloaded || lr.Outcome == pipeline.OutcomeAdopted:
 			o.Bytes = lr.Bytes
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// repair runs a repair job: the scrubber checks the ledgers again and
+// clears the contexts of those still to repair (the policy offloads them
+// again in a later round).
+func (r *pipelineRunner) repair(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
+	out := make([]scheduler.Outcome, 0, len(j.Ledgers))
+	if r.scrub == nil {
+		for _, id := range j.Ledgers {
+			out = append(out, scheduler.Outcome{LedgerID: id, Step: "repair", Err: errors.New("no scrubber")})
+		}
+		return out
+	}
+	fs, err := r.scrub.Repair(ctx, j.ML, j.Ledgers)
+	got := map[int64]scrub.Finding{}
+	for _, f := range fs {
+		got[f.LedgerID] = f
+	}
+	for _, id := range j.Ledgers {
+		o := scheduler.Outcome{LedgerID: id, Step: "repair"}
+		f, ok := got[id]
+		switch {
+		case !ok && err != nil:
+			o.Err = err
+		case !ok:
+			o.Skipped = true // no longer committed: nothing to repair
+		case f.Repaired:
+		case f.Verdict == scrub.VerdictRepair:
+			o.Err = fmt.Errorf("not repaired: %s", f.Action)
+		default:
+			o.Skipped = true // the fresh check found no repair to do
 		}
 		out = append(out, o)
 	}

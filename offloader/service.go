@@ -29,6 +29,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/offloader/pressure"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
+	"github.com/tierkeeper/tierkeeper/offloader/scrub"
 	"github.com/tierkeeper/tierkeeper/offloader/sweeper"
 )
 
@@ -80,6 +81,7 @@ type Service struct {
 	status  Status
 	done    Done
 	sched   *scheduler.Scheduler
+	scrub   *scrub.Scrubber
 	ready   bool
 	started time.Time
 }
@@ -106,24 +108,9 @@ func New(ctx context.Context, c *Config, d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	drv, err := pipeline.DriverForStore(c.Store.Client(), c.Driver.Name)
+	drv, err := c.driver()
 	if err != nil {
-		return nil, fmt.Errorf("driver: %w", err)
-	}
-	if c.Driver.Provider != "" {
-		drv.Provider = c.Driver.Provider
-	}
-	if c.Driver.Bucket != "" {
-		drv.Bucket = c.Driver.Bucket
-	}
-	if c.Driver.Region != "" {
-		drv.Region = c.Driver.Region
-	}
-	if c.Driver.ServiceEndpoint != "" {
-		drv.ServiceEndpoint = c.Driver.ServiceEndpoint
-	}
-	if _, err := drv.Metadata(); err != nil {
-		return nil, fmt.Errorf("driver: %w", err)
+		return nil, err
 	}
 	s := &Service{cfg: c, rules: rules, log: d.Logger, reg: d.Registerer, gath: d.Gatherer, ln: d.Listener, fps: d.Failpoints,
 		drv: drv, started: time.Now()}
@@ -246,6 +233,23 @@ func (s *Service) session(ctx context.Context) error {
 	runner := newPipelineRunner(ml, ledgers, bk, s.store, broker, s.pool, s.steps, s.drv, c, s.log, s.reg)
 	runner.deps.Failpoints = s.fps
 	runner.onResult = s.record
+	var sc *scrub.Scrubber
+	if c.Scrub.On() {
+		verifier, err := pipeline.New(runner.deps, runner.base)
+		if err != nil {
+			return err
+		}
+		var broker pipeline.Broker
+		if runner.deps.Broker != nil {
+			broker = runner.deps.Broker
+		}
+		sc, err = scrub.New(scrub.Deps{ML: ml, Ledgers: ledgers, Store: s.store, Verifier: verifier, Broker: broker,
+			Logger: s.log, Registerer: s.reg}, scrub.Options{Deep: c.Scrub.Deep, LedgersPerSecond: c.Scrub.LedgersPerSecond})
+		if err != nil {
+			return err
+		}
+		runner.scrub = sc
+	}
 	sched := scheduler.New(runner, leases, scheduler.Options{
 		LedgersInFlight: c.Scheduler.LedgersInFlight,
 		Backoff:         retry.Backoff{Initial: c.Scheduler.RetryInitial.D(), Max: c.Scheduler.RetryMax.D()},
@@ -276,7 +280,7 @@ func (s *Service) session(ctx context.Context) error {
 	}
 	s.log.Info("first scan", "managed_ledgers", first.Listed, "ledgers", first.Ledgers, "errors", first.Errors, "took", first.Took)
 	s.mu.Lock()
-	s.sched, s.ready = sched, true
+	s.sched, s.scrub, s.ready = sched, sc, true
 	s.mu.Unlock()
 	s.up.Set(1)
 	defer func() {
@@ -290,6 +294,13 @@ func (s *Service) session(ctx context.Context) error {
 		defer wg.Done()
 		s.evaluateLoop(work, disc, sn, sched)
 	}()
+	if sc != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.scrubLoop(work, disc, sc, leases)
+		}()
+	}
 	if c.Sweeper.Enabled {
 		sw := newSweeper(c, sess, s.store, false, s.log, s.reg)
 		wg.Add(1)
@@ -348,7 +359,7 @@ func (s *Service) evaluate(ctx context.Context, disc *discovery.Discovery, sn *s
 	now := time.Now()
 	res := policy.Evaluate(snap, now, s.rules)
 	s.evals.Inc()
-	sched.Offer(res.Candidates)
+	sched.Offer(append(res.Candidates, s.scrubCandidates()...))
 	s.publish(now, res, rep, readErrs, snap.BookieUsage, disc.LastScan())
 }
 
@@ -423,6 +434,9 @@ type Status struct {
 	Pressured       map[string]float64      `json:"pressuredBookies,omitempty"`
 	Warnings        []string                `json:"warnings,omitempty"`
 	Sweeper         *SweepStatus            `json:"sweeper,omitempty"`
+	// Scrub is the scrubber's last pass, the ledgers it found lost and
+	// those waiting for a repair.
+	Scrub *ScrubStatus `json:"scrub,omitempty"`
 	// Done is what this replica did since it started.
 	Done Done `json:"done"`
 }
@@ -593,6 +607,7 @@ func (s *Service) publish(now time.Time, res policy.Result, rep SnapshotReport, 
 	s.mu.Lock()
 	st.Ready = s.ready
 	st.Sweeper = s.status.Sweeper
+	st.Scrub = s.status.Scrub
 	st.LastError, st.LastErrorAt = s.status.LastError, s.status.LastErrorAt
 	s.status = st
 	s.mu.Unlock()
@@ -605,6 +620,7 @@ func (s *Service) Status() Status {
 	s.mu.Lock()
 	st := s.status
 	st.Ready = s.ready
+	st.Scrub, st.Warnings = s.scrubView(st.Scrub, st.Warnings)
 	st.StartedAt = s.started
 	st.Done = s.done
 	sched := s.sched
@@ -705,4 +721,28 @@ func (s *Service) Handler() http.Handler {
 		fmt.Fprintln(w, "tierkeeper offloader: /status /metrics /healthz /readyz")
 	})
 	return mux
+}
+
+// driver is the driver metadata the config records in offload contexts.
+func (c *Config) driver() (mlmeta.Driver, error) {
+	drv, err := pipeline.DriverForStore(c.Store.Client(), c.Driver.Name)
+	if err != nil {
+		return mlmeta.Driver{}, fmt.Errorf("driver: %w", err)
+	}
+	if c.Driver.Provider != "" {
+		drv.Provider = c.Driver.Provider
+	}
+	if c.Driver.Bucket != "" {
+		drv.Bucket = c.Driver.Bucket
+	}
+	if c.Driver.Region != "" {
+		drv.Region = c.Driver.Region
+	}
+	if c.Driver.ServiceEndpoint != "" {
+		drv.ServiceEndpoint = c.Driver.ServiceEndpoint
+	}
+	if _, err := drv.Metadata(); err != nil {
+		return mlmeta.Driver{}, fmt.Errorf("driver: %w", err)
+	}
+	return drv, nil
 }

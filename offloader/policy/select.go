@@ -82,11 +82,18 @@ const (
 	ActionOffload Action = iota
 	// ActionTrim deletes the BookKeeper copy of an offloaded ledger.
 	ActionTrim
+	// ActionRepair clears the offload context of a committed ledger whose
+	// objects the scrubber found missing or wrong while BookKeeper still
+	// has it (never chosen by Select: the service's scrubber offers it).
+	ActionRepair
 )
 
 func (a Action) String() string {
-	if a == ActionTrim {
+	switch a {
+	case ActionTrim:
 		return "trim"
+	case ActionRepair:
+		return "repair"
 	}
 	return "offload"
 }
