@@ -52,3 +52,12 @@ bench-offload-producing: deps compat-prepare
 	  | grep -E '^(Benchmark|    producing_test|ok|FAIL|---)' | sed 's/^    producing_test.go:[0-9]*: //'
 
 bench: bench-offload-producing
+
+BENCH_SCRUB_LEDGERS ?= 10000
+.PHONY: bench-scrub
+## bench-scrub: one unthrottled scrub pass over 10 000 committed ledgers generated straight into ZooKeeper and versitygw (ledgers/s, objects/s, requests per ledger, load average).
+bench-scrub: compat-prepare
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_BENCH_SCRUB_LEDGERS=$(BENCH_SCRUB_LEDGERS) \
+	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkScrub$$' -benchtime 1x -timeout 30m ./offloader/ \
+	  | grep -E '^(built|scrub pass|load average|Benchmark|ok|FAIL|---)'
+bench: bench-scrub
