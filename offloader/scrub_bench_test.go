@@ -124,7 +124,7 @@ func BenchmarkScrub(b *testing.B) {
 	fmt.Printf("scrub pass: %d ledgers, %d objects in %.2fs: %.0f ledgers/s, %.0f objects/s, %.2f requests/ledger (one at a time; the default scrub.ledgers_per_second 10 makes such a pass take %s)\n",
 		rep.Ledgers, rep.Objects, rep.Seconds, rep.LedgersPerSecond, rep.ObjectsPerSecond, rep.RequestsPerLedger,
 		(time.Duration(rep.Ledgers) * time.Second / 10).Round(time.Second))
-	fmt.Printf("load average before: %s         after:  %s", load, after)
+	fmt.Printf("load average before: %s; after: %s\n", strings.TrimSpace(string(load)), strings.TrimSpace(string(after)))
 	b.ReportMetric(rep.ObjectsPerSecond, "objects/s")
 	b.ReportMetric(rep.RequestsPerLedger, "requests/ledger")
 }
