@@ -19,6 +19,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/scrub"
 )
 
 // fetchServiceStatus reads a running service's /status, bounded by timeout.
@@ -236,8 +237,36 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if s := st.Scrub; s != nil {
+		renderScrub(w, s)
+	}
 	for _, wn := range st.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
 	}
 	return nil
+}
+
+// renderScrub prints the scrubber's line of a service status, and every
+// lost or pending ledger.
+func renderScrub(w io.Writer, s *offloader.ScrubStatus) {
+	switch {
+	case s.By != "":
+		fmt.Fprintf(w, "\nscrub: by replica %s", s.By)
+	case s.Pass != nil:
+		what := "last scrub pass"
+		if s.Running {
+			what = "scrub pass running"
+		}
+		fmt.Fprintf(w, "\n%s (from %s): %d ledgers in %d topics, %s", what, s.Pass.Started.Format(time.RFC3339), s.Pass.Ledgers,
+			s.Pass.Topics, verdictCounts(s.Pass.Verdicts))
+	default:
+		fmt.Fprint(w, "\nscrub: no pass yet")
+	}
+	if s.Err != "" {
+		fmt.Fprintf(w, "; error: %s", s.Err)
+	}
+	fmt.Fprintf(w, "; %d lost, %d pending\n", len(s.Lost), len(s.Pending))
+	for _, f := range append(append([]scrub.Finding(nil), s.Lost...), s.Pending...) {
+		fmt.Fprintf(w, "  %-13s %s ledger %d (%s): %s\n", f.Verdict, f.ML, f.LedgerID, f.UUID, f.Detail)
+	}
 }

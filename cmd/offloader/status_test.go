@@ -15,6 +15,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
+	"github.com/tierkeeper/tierkeeper/offloader/scrub"
 )
 
 func TestStatusCommand(t *testing.T) {
@@ -50,6 +51,8 @@ func TestStatusCommand(t *testing.T) {
 			{ML: "t/ns/persistent/a", LedgerID: 10, State: "running", LastStep: "copy", StepBytes: 3 << 28, StepTotalBytes: 1 << 30},
 			{ML: "t/ns/persistent/a", LedgerID: 11, State: "running"}},
 		Warnings: []string{`rule "x" matches no topic`},
+		Scrub: &offloader.ScrubStatus{Pass: &scrub.Report{Ledgers: 12, Topics: 2, Verdicts: map[scrub.Verdict]int{scrub.VerdictOK: 11, scrub.VerdictLost: 1}},
+			Lost: []scrub.Finding{{ML: "t/ns/persistent/a", LedgerID: 3, Verdict: scrub.VerdictLost, Detail: "index missing; the BookKeeper ledger is gone"}}},
 	}
 	doc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(st) }))
 	defer doc.Close()
@@ -58,7 +61,8 @@ func TestStatusCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"replica r2: ready", "2 topics; on BookKeeper 3.0 GiB, offloaded 5.0 GiB; lag 1.0 GiB in 4 ledgers (oldest 2h0m0s)",
-		"1 parked", "persistent://t/ns/a", "offload ledger 7 (default: age)", "t/ns/persistent/a  9       parked", "10      running  copy, 75% of 1.0 GiB read", "11      running  waiting (its job is on another ledger)", `warning: rule "x" matches no topic`} {
+		"1 parked", "persistent://t/ns/a", "offload ledger 7 (default: age)", "t/ns/persistent/a  9       parked", "10      running  copy, 75% of 1.0 GiB read", "11      running  waiting (its job is on another ledger)", `warning: rule "x" matches no topic`,
+		"12 ledgers in 2 topics, 1 lost, 11 ok; 1 lost, 0 pending", "lost          t/ns/persistent/a ledger 3"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output misses %q:\n%s", w, out)
 		}
