@@ -2,6 +2,9 @@ package zk
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +17,8 @@ import (
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
+
+	"github.com/tierkeeper/tierkeeper/internal/tlsfiles"
 )
 
 // Defaults of Options.
@@ -35,6 +40,14 @@ var (
 	ErrSessionLost = errors.New("session lost")
 	// ErrClosed is Session.Err after Close.
 	ErrClosed = errors.New("session closed")
+	// ErrTLS is returned by Connect, at once, when a TLS handshake fails
+	// in a way retrying cannot fix: the server's certificate is not
+	// trusted or not for the name dialed, or the server refused ours.
+	ErrTLS = errors.New("TLS handshake failed")
+	// ErrAuth is returned by Connect when the server refuses the
+	// credentials (Options.Digest) or does not answer their submission
+	// within the connect timeout.
+	ErrAuth = errors.New("authentication failed")
 )
 
 // Options configures Connect. The zero value gives the defaults.
@@ -49,7 +62,28 @@ type Options struct {
 	// Logger receives go-zookeeper's log lines at debug level and session
 	// state changes at info/warn. Default: discard.
 	Logger *slog.Logger
+	// TLS, when set, connects with TLS (ZooKeeper's secureClientPort):
+	// every dial does the handshake, bounded by ConnectTimeout, with
+	// ServerName set to the host dialed unless TLS sets one
+	// (tlsfiles.Files builds it from PEM files).
+	TLS *tls.Config
+	// Digest is "user:password" for ZooKeeper's digest authentication. It
+	// is sent after the session is established and again after every
+	// reconnect (go-zookeeper re-submits it before any queued request);
+	// znodes created with Session.ACL are then restricted to that
+	// identity. It never appears in logs or errors.
+	Digest string
 }
+
+// DigestUser returns the user of a "user:password" digest ("" if none).
+func DigestUser(digest string) string {
+	u, _, _ := strings.Cut(digest, ":")
+	return u
+}
+
+// ErrBadDigest is returned by Connect for a digest that is not
+// user:password.
+var ErrBadDigest = errors.New("digest credentials must be user:password")
 
 // Session is an established ZooKeeper session. The embedded *zk.Conn
 // serves requests (and recipes such as zk.NewLock); Session adds the
@@ -67,6 +101,45 @@ type Session struct {
 	err       error
 	requested time.Duration // session timeout asked for
 	heard     *atomic.Int64 // unix nanos of the last bytes read from a server
+	user      string        // digest user, "" without authentication
+	digestID  string        // user:base64(sha1(user:password)), the ACL id
+}
+
+// addAuth submits digest credentials, bounded by ctx (go-zookeeper's
+// AddAuth waits for the answer without a bound).
+func addAuth(ctx context.Context, conn *gozk.Conn, digest string) error {
+	_, err := Do(ctx, func() (struct{}, error) { return struct{}{}, conn.AddAuth("digest", []byte(digest)) })
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errors.New("no answer to the credentials within the connect timeout")
+	}
+	return err
+}
+
+// User returns the digest user the session authenticated as, "" when it
+// did not authenticate.
+func (s *Session) User() string { return s.user }
+
+// ACL returns the ACL for znodes tierkeeper creates: without
+// authentication open to all (ZooKeeper's OPEN_ACL_UNSAFE, as Pulsar and
+// BookKeeper create theirs by default); with it, every permission for the
+// session's digest identity (every replica configured with the same
+// credentials; not a TLS client certificate's x509 identity, which
+// ZooKeeper's "auth" scheme would add) and read for everyone (lease
+// holders are replica ids, shown to operators, never secrets).
+func (s *Session) ACL() []gozk.ACL {
+	if s.user == "" {
+		return gozk.WorldACL(gozk.PermAll)
+	}
+	return append([]gozk.ACL{{Perms: gozk.PermAll, Scheme: "digest", ID: s.digestID}}, gozk.WorldACL(gozk.PermRead)...)
+}
+
+// digestID is the digest ACL id of "user:password" credentials.
+func digestID(digest string) string {
+	if digest == "" {
+		return ""
+	}
+	user, pw, _ := strings.Cut(digest, ":")
+	return user + ":" + digestHash(user, pw)
 }
 
 // Connect opens a session to servers (host:port, each entry may hold a
@@ -87,17 +160,49 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 	if len(list) == 0 {
 		return nil, fmt.Errorf("zookeeper: %w", ErrNoServers)
 	}
+	if u, pw, ok := strings.Cut(opts.Digest, ":"); opts.Digest != "" && (!ok || u == "" || pw == "") {
+		return nil, fmt.Errorf("zookeeper: %w", ErrBadDigest)
+	}
 	name := strings.Join(list, ",")
-	cl := &clientLog{l: lg}
+	tlsFail := make(chan error, 1)
+	cl := &clientLog{l: lg, tlsFail: tlsFail}
 	heard := &atomic.Int64{}
 	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
 		c, err := net.DialTimeout(network, addr, timeout)
 		if err != nil {
 			return nil, err
 		}
+		if opts.TLS != nil {
+			tc := tls.Client(c, tlsfiles.ForAddr(opts.TLS, addr))
+			// go-zookeeper's dial timeout is 1 s; a JVM server's first
+			// handshakes can take longer, so the handshake has the connect
+			// timeout (Connect gives up then anyway).
+			_ = c.SetDeadline(time.Now().Add(opts.ConnectTimeout))
+			if err := tc.Handshake(); err != nil {
+				c.Close()
+				err = fmt.Errorf("TLS handshake with %s: %w", addr, err)
+				if tlsfiles.Permanent(err) {
+					select {
+					case tlsFail <- err:
+					default:
+					}
+				}
+				return nil, err
+			}
+			_ = c.SetDeadline(time.Time{})
+			c = tc
+		}
 		return heardConn{Conn: c, at: heard}, nil
 	}
-	conn, events, err := gozk.Connect(list, opts.SessionTimeout, gozk.WithLogger(cl), gozk.WithLogInfo(true), gozk.WithDialer(dial))
+	// go-zookeeper's default host provider dials resolved IP addresses;
+	// with TLS the server's certificate is checked against the name
+	// configured, so the names are dialed.
+	hosts := gozk.HostProvider(&gozk.DNSHostProvider{})
+	if opts.TLS != nil {
+		hosts = &namedHosts{}
+	}
+	conn, events, err := gozk.Connect(list, opts.SessionTimeout, gozk.WithLogger(cl), gozk.WithLogInfo(true), gozk.WithDialer(dial),
+		gozk.WithHostProvider(hosts))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", name, err)
 	}
@@ -115,13 +220,25 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 				reachedServer = true
 			case gozk.StateHasSession:
 				s := &Session{Conn: conn, servers: name, log: lg, cl: cl, lost: make(chan struct{}), requested: opts.SessionTimeout,
-					heard: heard}
+					heard: heard, user: DigestUser(opts.Digest), digestID: digestID(opts.Digest)}
+				if opts.Digest != "" {
+					if err := addAuth(wait, conn, opts.Digest); err != nil {
+						go conn.Close()
+						if ctx.Err() != nil {
+							return nil, fmt.Errorf("zookeeper %s: no session: %w", name, ctx.Err())
+						}
+						return nil, fmt.Errorf("zookeeper %s: %w: digest user %q: %w", name, ErrAuth, s.user, err)
+					}
+				}
 				go s.watch(events)
 				return s, nil
 			case gozk.StateAuthFailed:
 				go conn.Close()
 				return nil, fmt.Errorf("zookeeper %s: %w", name, gozk.ErrAuthFailed)
 			}
+		case err := <-tlsFail:
+			go conn.Close()
+			return nil, fmt.Errorf("zookeeper %s: %w: %w (%s)", name, ErrTLS, err, tlsfiles.Explain(err))
 		case <-wait.Done():
 			// Close waits up to 1 s for a server to acknowledge; there is none.
 			go conn.Close()
@@ -282,6 +399,10 @@ type clientLog struct {
 	mu   sync.Mutex
 	fail string
 	neg  time.Duration
+	// tlsFail receives a TLS alert the server sent after the client's
+	// handshake returned (TLS 1.3: a refused or missing client
+	// certificate shows on the first read).
+	tlsFail chan<- error
 }
 
 var negotiatedRE = regexp.MustCompile(`^authenticated: id=\d+, timeout=(\d+)$`)
@@ -297,6 +418,12 @@ func (c *clientLog) Printf(format string, args ...any) {
 		_, c.fail, _ = strings.Cut(strings.TrimPrefix(msg, "failed to connect to "), ": ")
 	case strings.HasPrefix(msg, "authentication failed: "):
 		c.fail = msg
+		if strings.Contains(msg, "remote error: tls:") && c.tlsFail != nil {
+			select {
+			case c.tlsFail <- errors.New(strings.TrimPrefix(msg, "authentication failed: ")):
+			default:
+			}
+		}
 	case negotiatedRE.MatchString(msg):
 		if ms, err := strconv.Atoi(negotiatedRE.FindStringSubmatch(msg)[1]); err == nil && ms > 0 {
 			c.neg = time.Duration(ms) * time.Millisecond
@@ -315,3 +442,110 @@ func (c *clientLog) negotiated() time.Duration {
 	defer c.mu.Unlock()
 	return c.neg
 }
+
+// ErrNoAccess is returned by CheckWritable when a znode's ACL does not
+// let this client write it.
+var ErrNoAccess = errors.New("znode not writable with these credentials")
+
+// ACLGetter reads a znode's ACL; *zk.Conn and *Session implement it.
+type ACLGetter interface {
+	GetACL(path string) ([]gozk.ACL, *gozk.Stat, error)
+}
+
+// CheckWritable reads path's ACL (changing nothing) and returns nil when
+// it lets a client authenticated with digest ("user:password", or "" for
+// none) create children and write data: a world or "auth" entry, or a
+// digest entry of exactly these credentials. Otherwise an error wrapping
+// ErrNoAccess says what the ACL grants (digest hashes left out) and, when
+// it names this user with another password, that the password is wrong.
+// zk.ErrNoNode when path does not exist.
+func CheckWritable(ctx context.Context, c ACLGetter, path, digest string) error {
+	type res struct{ acl []gozk.ACL }
+	r, err := Do(ctx, func() (res, error) {
+		acl, _, err := c.GetACL(path)
+		return res{acl}, err
+	})
+	if err != nil {
+		return fmt.Errorf("read the ACL of %s: %w", path, err)
+	}
+	const need = gozk.PermWrite | gozk.PermCreate
+	user := DigestUser(digest)
+	mine := digestID(digest)
+	var granted []string
+	sameUser := false
+	for _, a := range r.acl {
+		ok := a.Perms&need == need
+		switch {
+		case a.Scheme == "world" && a.ID == "anyone" && ok:
+			return nil
+		case a.Scheme == "digest" && mine != "" && a.ID == mine && ok:
+			return nil
+		case a.Scheme == "digest":
+			u, _, _ := strings.Cut(a.ID, ":")
+			if u == user && ok {
+				sameUser = true
+			}
+			granted = append(granted, fmt.Sprintf("digest:%s:<hash> perms %d", u, a.Perms))
+		default:
+			granted = append(granted, fmt.Sprintf("%s:%s perms %d", a.Scheme, a.ID, a.Perms))
+		}
+	}
+	who := "an unauthenticated client"
+	if digest != "" {
+		who = fmt.Sprintf("digest user %q", user)
+	}
+	hint := ""
+	if sameUser {
+		hint = fmt.Sprintf(": the ACL names digest user %q with another password (wrong password?)", user)
+	}
+	return fmt.Errorf("%s: %w by %s (ACL: %s)%s", path, ErrNoAccess, who, strings.Join(granted, ", "), hint)
+}
+
+// digestHash is ZooKeeper's digest of a password:
+// base64(SHA-1("user:password")).
+func digestHash(user, pw string) string {
+	sum := sha1.Sum([]byte(user + ":" + pw))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// namedHosts is a go-zookeeper HostProvider that hands out the servers as
+// configured (host names, resolved at each dial), in turn.
+type namedHosts struct {
+	mu      sync.Mutex
+	servers []string
+	curr    int
+	last    int
+}
+
+func (h *namedHosts) Init(servers []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.servers = append([]string(nil), servers...)
+	h.curr, h.last = -1, -1
+	return nil
+}
+
+func (h *namedHosts) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.servers)
+}
+
+func (h *namedHosts) Next() (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.curr = (h.curr + 1) % len(h.servers)
+	retryStart := h.curr == h.last
+	if h.last == -1 {
+		h.last = 0
+	}
+	return h.servers[h.curr], retryStart
+}
+
+func (h *namedHosts) Connected() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last = h.curr
+}
+
+var _ gozk.HostProvider = (*namedHosts)(nil)

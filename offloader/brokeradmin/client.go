@@ -3,7 +3,6 @@ package brokeradmin
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/internal/tlsfiles"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
@@ -120,25 +120,11 @@ func New(cfg Config, opts Options) (*Client, error) {
 }
 
 func (cfg Config) tlsConfig() (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify}
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: ca_file: %v", ErrConfig, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: ca_file %s holds no PEM certificate", ErrConfig, cfg.CAFile)
-		}
-		tc.RootCAs = pool
+	tc, err := tlsfiles.Files{CAFile: cfg.CAFile, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile}.Config()
+	if err != nil {
+		return nil, fmt.Errorf("%w: ca_file, cert_file, key_file: %w", ErrConfig, err)
 	}
-	if cfg.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: client certificate: %v", ErrConfig, err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
+	tc.InsecureSkipVerify = cfg.InsecureSkipVerify
 	return tc, nil
 }
 

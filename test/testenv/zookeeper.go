@@ -3,6 +3,8 @@ package testenv
 import (
 	"bufio"
 	"context"
+	"crypto/sha1"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -24,15 +26,20 @@ import (
 // (data survives a process kill, not a machine crash). tickTime is 500 ms,
 // so clients may ask for session timeouts from 1 s to 40 s.
 type ZooKeeper struct {
-	Addr    string // "127.0.0.1:port"
-	Port    int
-	DataDir string // kept across Restart
+	Addr string // "127.0.0.1:port"
+	Port int
+	// SecureAddr is the TLS client port's "127.0.0.1:port" when
+	// ZooKeeperOptions.TLS is set, else "".
+	SecureAddr string
+	DataDir    string // kept across Restart
 
 	owner  testing.TB
 	heap   string
 	build  *JavaBuild
 	logDir string
 	cfg    string
+	// superDigest is the -D option naming the super user, or "".
+	superDigest string
 
 	mu   sync.Mutex
 	proc *Process
@@ -55,6 +62,21 @@ type ZooKeeperOptions struct {
 	// Heap is the server's JVM heap (-Xmx), e.g. "1g" for trees of
 	// hundreds of thousands of znodes. Default "64m".
 	Heap string
+	// TLS, when set, adds a secure client port (SecureAddr; Netty, PEM
+	// key and trust stores) serving Cert, trusting client certificates
+	// signed by CA; the plain port stays (the four-letter commands use it).
+	TLS *ZooKeeperTLS
+	// SuperDigest is "user:password" of ZooKeeper's super user (who
+	// passes every ACL), for tests of ACLs.
+	SuperDigest string
+}
+
+// ZooKeeperTLS is the secure client port's configuration.
+type ZooKeeperTLS struct {
+	CA   *CA
+	Cert Cert
+	// ClientAuth is ssl.clientAuth: "need", "want" (default) or "none".
+	ClientAuth string
 }
 
 // StartZooKeeperWith is StartZooKeeper with options.
@@ -89,8 +111,30 @@ func StartZooKeeperWith(t testing.TB, o ZooKeeperOptions) *ZooKeeper {
 		"forceSync=no",
 		"admin.enableServer=false",
 		"4lw.commands.whitelist=srvr,ruok,stat,mntr,cons,dump",
-		"",
-	}, "\n")
+	}, "\n") + "\n"
+	if o.TLS != nil {
+		port := FreePort(t)
+		z.SecureAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		auth := o.TLS.ClientAuth
+		if auth == "" {
+			auth = "want"
+		}
+		cfg += strings.Join([]string{
+			fmt.Sprintf("secureClientPort=%d", port),
+			"secureClientPortAddress=127.0.0.1",
+			"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+			"ssl.keyStore.location=" + o.TLS.Cert.KeyStoreFile,
+			"ssl.keyStore.type=PEM",
+			"ssl.trustStore.location=" + o.TLS.CA.CertFile,
+			"ssl.trustStore.type=PEM",
+			"ssl.clientAuth=" + auth,
+			"ssl.clientHostnameVerification=false",
+		}, "\n") + "\n"
+	}
+	if o.SuperDigest != "" {
+		user, pw, _ := strings.Cut(o.SuperDigest, ":")
+		z.superDigest = "-Dzookeeper.DigestAuthenticationProvider.superDigest=" + user + ":" + digestOf(user, pw)
+	}
 	if err := os.WriteFile(z.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatalf("zookeeper: %v", err)
 	}
@@ -109,6 +153,9 @@ func (z *ZooKeeper) start(t testing.TB) error {
 	opts := append(JVMOptions(z.heap, true),
 		"-Dzookeeper.admin.enableServer=false",
 		"-Dtk.loglevel=INFO")
+	if z.superDigest != "" {
+		opts = append(opts, z.superDigest)
+	}
 	cds, done := z.build.CDS("zookeeper")
 	opts = append(opts, cds...)
 	cmd := z.build.Command(opts, "org.apache.zookeeper.server.ZooKeeperServerMain", z.cfg)
@@ -247,6 +294,13 @@ func session(ctx context.Context, addr string, o tkzk.Options) (*tkzk.Session, e
 	ctx, cancel := context.WithTimeout(ctx, zkConnectTimeout)
 	defer cancel()
 	return tkzk.Connect(ctx, []string{addr}, o)
+}
+
+// digestOf is ZooKeeper's digest of a user's password:
+// base64(SHA-1("user:password")).
+func digestOf(user, pw string) string {
+	sum := sha1.Sum([]byte(user + ":" + pw))
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // CreatePath creates the znode p with data, creating missing parents empty.
