@@ -263,7 +263,7 @@ func (b *Bookie) serve(c net.Conn) {
 		req := Request{
 			TxnID: pr.GetHeader().GetTxnId(), Version: pr.GetHeader().GetVersion(), Operation: pr.GetHeader().GetOperation(),
 			LedgerID: pr.GetReadRequest().GetLedgerId(), EntryID: pr.GetReadRequest().GetEntryId(),
-			HasFlag: pr.GetReadRequest().Flag != nil, Flag: pr.GetReadRequest().GetFlag(),
+			HasFlag: pr.GetReadRequest() != nil && pr.GetReadRequest().Flag != nil, Flag: pr.GetReadRequest().GetFlag(),
 			MasterKey: pr.GetReadRequest().GetMasterKey(), Raw: body,
 		}
 		b.mu.Lock()
@@ -337,7 +337,9 @@ func (b *Bookie) handle(write func([]byte) error, stall func(), pr *bkproto.Requ
 			Operation: pr.GetHeader().GetOperation().Enum(), TxnId: proto.Uint64(req.TxnID)},
 		Status: bkproto.StatusCode_EOK.Enum(),
 	}
-	if act.TopLevel {
+	if act.TopLevel || req.Operation != bkproto.OperationType_READ_ENTRY {
+		// A real bookie answers other operations (START_TLS without TLS
+		// configured, ...) with a top-level status.
 		resp.Status = status.Enum()
 	} else {
 		resp.ReadResponse = &bkproto.ReadResponse{Status: status.Enum(), LedgerId: proto.Int64(req.LedgerID),

@@ -3,12 +3,14 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -690,5 +692,36 @@ func TestTwoClientsOneRegistry(t *testing.T) {
 	}
 	if n, err := testutil.GatherAndCount(e.reg, "tierkeeper_bookkeeper_replica_errors_total"); err != nil || n != len(errorReasons) {
 		t.Errorf("replica error series: %d (%v), want all %d reasons pre-created", n, err, len(errorReasons))
+	}
+}
+
+// A bookie without TLS answers START_TLS with EBADREQ (bookietest does as
+// a real one): the read fails at once with ErrTLS saying so, and the
+// client sent nothing but START_TLS.
+func TestStartTLSRefused(t *testing.T) {
+	cl := bookietest.StartCluster(t, 3)
+	c, err := New(Options{Resolver: cl, TLS: &tls.Config{}, ConnectTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	md, err := cl.Write(bookietest.Ledger{Ensemble: 3, WriteQuorum: 2, Ack: 2, DigestType: digest.CRC32C}, payloads(2, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Open(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = l.ReadEntry(ctx, 0)
+	if !errors.Is(err, ErrTLS) || !strings.Contains(err.Error(), "EBADREQ") || !strings.Contains(err.Error(), "no TLS configured") {
+		t.Fatalf("read from bookies without TLS: %v", err)
+	}
+	for _, r := range cl.Requests() {
+		if r.Operation != bkproto.OperationType_START_TLS {
+			t.Errorf("request %+v sent on a connection whose START_TLS was refused", r)
+		}
 	}
 }

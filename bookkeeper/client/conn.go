@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/tlsfiles"
 )
 
 // call is one read request waiting for its response.
@@ -73,6 +74,11 @@ func (k *conn) fail(err error) {
 	if k.err != nil {
 		k.mu.Unlock()
 		return
+	}
+	if why := tlsfiles.Explain(err); why != "" {
+		// TLS 1.3: a bookie that refuses the client's certificate says so
+		// after the client's handshake has returned, on the first read.
+		err = fmt.Errorf("%w: %w (%s)", ErrTLS, err, why)
 	}
 	k.err = fmt.Errorf("%w: bookie %s (%s): %w", ErrConnection, k.bookie, k.addr, err)
 	pend := k.pending

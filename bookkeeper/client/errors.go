@@ -46,6 +46,11 @@ var (
 	// ErrNoDigest is returned by Open for metadata that records no digest
 	// type and password (v1, pre-4.2 ledgers) when Options gives none either.
 	ErrNoDigest = errors.New("client: ledger metadata has no digest type; set Options.DigestType")
+	// ErrTLS is returned (inside ErrConnection) when a bookie connection
+	// could not be secured: START_TLS refused (the bookie has no TLS
+	// configured) or the TLS handshake failed; the error says which and,
+	// for certificate problems, what to check.
+	ErrTLS = errors.New("client: bookie TLS failed")
 	// ErrClosed is returned after Client.Close.
 	ErrClosed = errors.New("client: closed")
 )

@@ -47,24 +47,14 @@ func AppendFrame(dst, msg []byte) []byte {
 // ledgerID with the given txnId to dst. The request carries no flag and no
 // master key, so it can never fence the ledger.
 func AppendReadRequest(dst []byte, txnID uint64, ledgerID, entryID int64) []byte {
-	// header: version, operation, txnId
-	hdrLen := 1 + protowire.SizeVarint(uint64(versionThree)) +
-		1 + protowire.SizeVarint(uint64(opReadEntry)) +
-		1 + protowire.SizeVarint(txnID)
+	hdrLen := headerLen(opReadEntry, txnID)
 	rrLen := 1 + protowire.SizeVarint(uint64(ledgerID)) +
 		1 + protowire.SizeVarint(uint64(entryID))
 	msgLen := 1 + protowire.SizeVarint(uint64(hdrLen)) + hdrLen +
 		protowire.SizeTag(fieldReadReq) + protowire.SizeVarint(uint64(rrLen)) + rrLen
 
 	dst = binary.BigEndian.AppendUint32(dst, uint32(msgLen))
-	dst = protowire.AppendTag(dst, fieldHeader, protowire.BytesType)
-	dst = protowire.AppendVarint(dst, uint64(hdrLen))
-	dst = protowire.AppendTag(dst, hdrVersion, protowire.VarintType)
-	dst = protowire.AppendVarint(dst, uint64(versionThree))
-	dst = protowire.AppendTag(dst, hdrOperation, protowire.VarintType)
-	dst = protowire.AppendVarint(dst, uint64(opReadEntry))
-	dst = protowire.AppendTag(dst, hdrTxnID, protowire.VarintType)
-	dst = protowire.AppendVarint(dst, txnID)
+	dst = appendHeader(dst, hdrLen, opReadEntry, txnID)
 	dst = protowire.AppendTag(dst, fieldReadReq, protowire.BytesType)
 	dst = protowire.AppendVarint(dst, uint64(rrLen))
 	dst = protowire.AppendTag(dst, readLedgerID, protowire.VarintType)
@@ -72,6 +62,26 @@ func AppendReadRequest(dst []byte, txnID uint64, ledgerID, entryID int64) []byte
 	dst = protowire.AppendTag(dst, readEntryID, protowire.VarintType)
 	dst = protowire.AppendVarint(dst, uint64(entryID))
 	return dst
+}
+
+// headerLen is the size of a v3 BKPacketHeader{version 3, op, txnID}.
+func headerLen(op int32, txnID uint64) int {
+	return 1 + protowire.SizeVarint(uint64(versionThree)) +
+		1 + protowire.SizeVarint(uint64(op)) +
+		1 + protowire.SizeVarint(txnID)
+}
+
+// appendHeader appends Request.header: BKPacketHeader{version 3, op,
+// txnID} of size hdrLen (headerLen).
+func appendHeader(dst []byte, hdrLen int, op int32, txnID uint64) []byte {
+	dst = protowire.AppendTag(dst, fieldHeader, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(hdrLen))
+	dst = protowire.AppendTag(dst, hdrVersion, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(versionThree))
+	dst = protowire.AppendTag(dst, hdrOperation, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(op))
+	dst = protowire.AppendTag(dst, hdrTxnID, protowire.VarintType)
+	return protowire.AppendVarint(dst, txnID)
 }
 
 // frameChunk is how much of a frame body ReadFrame allocates before any
@@ -315,4 +325,23 @@ func decodeReadResponse(b []byte, rr *ReadResponse) error {
 
 func malformed(what string, n int) error {
 	return fmt.Errorf("%w: %s: %v", ErrMalformed, what, protowire.ParseError(n))
+}
+
+// fieldStartTLSReq is Request.startTLSRequest.
+const fieldStartTLSReq = 106
+
+// OpStartTLS is the START_TLS operation type.
+const OpStartTLS = int32(bkproto.OperationType_START_TLS)
+
+// AppendStartTLSRequest appends one framed START_TLS request (a v3 header
+// and an empty startTLSRequest) with txnID to dst. A bookie with TLS
+// configured answers EOK in plain text and then expects the client's TLS
+// handshake on the same connection; one without answers EBADREQ.
+func AppendStartTLSRequest(dst []byte, txnID uint64) []byte {
+	hdrLen := headerLen(OpStartTLS, txnID)
+	msgLen := 1 + protowire.SizeVarint(uint64(hdrLen)) + hdrLen + protowire.SizeTag(fieldStartTLSReq) + 1
+	dst = binary.BigEndian.AppendUint32(dst, uint32(msgLen))
+	dst = appendHeader(dst, hdrLen, OpStartTLS, txnID)
+	dst = protowire.AppendTag(dst, fieldStartTLSReq, protowire.BytesType)
+	return protowire.AppendVarint(dst, 0)
 }

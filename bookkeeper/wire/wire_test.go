@@ -282,3 +282,12 @@ func BenchmarkReadFrame1MiB(b *testing.B) {
 		}
 	}
 }
+
+// Hand-assembled: frame len 11 | header{version 3, op START_TLS (9), txn 7} |
+// startTLSRequest (field 106, empty).
+func TestStartTLSRequestGolden(t *testing.T) {
+	want, _ := hex.DecodeString("0000000b" + "0a06080310091807" + "d20600")
+	if got := AppendStartTLSRequest(nil, 7); !bytes.Equal(got, want) {
+		t.Fatalf("got %x, want %x", got, want)
+	}
+}
