@@ -296,6 +296,9 @@ func checkOffloader(t *testing.T, o *objects, replicas int) {
 			if v.Secret != nil {
 				for _, it := range v.Secret.Items {
 					files[m.MountPath+"/"+it.Path] = "secret-" + it.Key
+					if strings.Contains(it.Key, "digest") { // ZooKeeper digest credentials are user:password
+						files[m.MountPath+"/"+it.Path] = "tierkeeper:secret-" + it.Key
+					}
 				}
 			}
 			if v.ConfigMap != nil && v.Name == "config" {
@@ -337,6 +340,9 @@ func checkOffloader(t *testing.T, o *objects, replicas int) {
 	}
 	if tok := cfg.Admin.Token.Reveal(); tok != "" && !strings.HasPrefix(tok, "secret-") {
 		t.Errorf("admin token %q is not from the Secret", tok)
+	}
+	if d := cfg.ZooKeeper.Digest.Reveal(); d != "" && !strings.HasPrefix(d, "tierkeeper:secret-") {
+		t.Errorf("zookeeper digest %q is not from the Secret", d)
 	}
 	if grace := pod.TerminationGracePeriodSeconds; grace == nil || float64(*grace) < cfg.Scheduler.StopTimeout.D().Seconds()+30 {
 		t.Errorf("terminationGracePeriodSeconds %v is not above scheduler.stop_timeout %s + 30s", grace, cfg.Scheduler.StopTimeout)

@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
+	"sync"
 	"time"
 
+	gozk "github.com/go-zookeeper/zk"
+
+	bkclient "github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
@@ -48,8 +53,11 @@ type CheckOptions struct {
 }
 
 // Check verifies that the service's peers answer, each within its own
-// bound: ZooKeeper (a session within zookeeper.connect_timeout, the
-// managed-ledger root and the BookKeeper ledgers root readable), the store
+// bound: ZooKeeper (a session within zookeeper.connect_timeout, with TLS
+// and digest credentials when configured; with credentials, the lease
+// root's ACL lets them write; the managed-ledger root and the BookKeeper
+// ledgers root readable), every registered bookie (one harmless read, over
+// TLS when configured), the store
 // (a listing, then a HEAD of a missing key, within StoreTimeout; a missing bucket or refused
 // credentials fail), the admin URL (GET /admin/v2/brokers/ready within
 // admin.timeout) and, when pressure is on, every bookie's usage source
@@ -89,18 +97,54 @@ func timed(r *CheckResult, f func() (string, error)) {
 func checkZK(ctx context.Context, c *Config, o CheckOptions) (*tzk.Session, []CheckResult) {
 	servers, root, _ := tzk.ParseServiceURI(c.ZooKeeper.Servers)
 	r := CheckResult{Name: "zookeeper", Target: strings.Join(servers, ",")}
+	if c.ZooKeeper.TLS.Enabled {
+		r.Target += " (TLS)"
+	}
 	var conn *tzk.Session
 	timed(&r, func() (string, error) {
-		var err error
-		conn, err = tzk.Connect(ctx, servers, tzk.Options{SessionTimeout: c.ZooKeeper.SessionTimeout.D(),
-			ConnectTimeout: c.ZooKeeper.ConnectTimeout.D(), Logger: o.Logger})
+		zo, err := c.zkOptions(o.Logger)
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("session %#x (timeout %s)", conn.SessionID(), c.ZooKeeper.SessionTimeout), nil
+		conn, err = tzk.Connect(ctx, servers, zo)
+		if err != nil {
+			return "", zkCheckError(err)
+		}
+		how := "plain"
+		if zo.TLS != nil {
+			how = "TLS"
+		}
+		if u := conn.User(); u != "" {
+			how += fmt.Sprintf(", digest user %q", u)
+		}
+		return fmt.Sprintf("session %#x (timeout %s, %s)", conn.SessionID(), c.ZooKeeper.SessionTimeout, how), nil
 	})
 	if conn == nil {
 		return nil, []CheckResult{r}
+	}
+	var out []CheckResult
+	out = append(out, r)
+	if u := conn.User(); u != "" {
+		la := CheckResult{Name: "zookeeper-auth", Target: fmt.Sprintf("digest user %q on %s", u, c.Leases.Root)}
+		timed(&la, func() (string, error) {
+			cctx, cancel := context.WithTimeout(ctx, c.ZooKeeper.ConnectTimeout.D())
+			defer cancel()
+			// The lease root, or the nearest ancestor that exists: where
+			// the service creates its leases.
+			p := c.Leases.Root
+			for {
+				err := tzk.CheckWritable(cctx, conn, p, c.ZooKeeper.Digest.Reveal())
+				if errors.Is(err, gozk.ErrNoNode) && p != "/" {
+					p = path.Dir(p)
+					continue
+				}
+				if err != nil {
+					return "", fmt.Errorf("auth: %w", err)
+				}
+				return fmt.Sprintf("%s writable by this user (leases are created digest-only, world-readable)", p), nil
+			}
+		})
+		out = append(out, la)
 	}
 	ml := CheckResult{Name: "managed-ledgers", Target: c.ZooKeeper.MLChroot + mlmeta.Root}
 	timed(&ml, func() (string, error) {
@@ -109,7 +153,7 @@ func checkZK(ctx context.Context, c *Config, o CheckOptions) (*tzk.Session, []Ch
 		st := mlmeta.New(conn, &mlmeta.Options{Chroot: c.ZooKeeper.MLChroot})
 		nss, err := st.ListNamespaces(cctx)
 		if err != nil {
-			return "", fmt.Errorf("list namespaces (waited up to %s): %w", c.ZooKeeper.ConnectTimeout, err)
+			return "", zkCheckError(fmt.Errorf("list namespaces (waited up to %s): %w", c.ZooKeeper.ConnectTimeout, err))
 		}
 		if len(nss) == 0 {
 			return "no namespace with persistent topics yet (is ml_chroot right?)", nil
@@ -126,7 +170,7 @@ func checkZK(ctx context.Context, c *Config, o CheckOptions) (*tzk.Session, []Ch
 		defer cancel()
 		st, err := metadata.NewStore(cctx, conn, metadata.StoreOptions{Root: lr, Logger: o.Logger})
 		if err != nil {
-			return "", fmt.Errorf("read the ledgers root (waited up to %s): %w", c.ZooKeeper.ConnectTimeout, err)
+			return "", zkCheckError(fmt.Errorf("read the ledgers root (waited up to %s): %w", c.ZooKeeper.ConnectTimeout, err))
 		}
 		bk.Target = st.Root()
 		w, ro, err := st.Bookies(cctx)
@@ -135,7 +179,84 @@ func checkZK(ctx context.Context, c *Config, o CheckOptions) (*tzk.Session, []Ch
 		}
 		return fmt.Sprintf("layout %s, %d writable and %d read-only bookies", st.Layout().Manager, len(w), len(ro)), nil
 	})
-	return conn, []CheckResult{r, ml, bk}
+	out = append(out, ml, bk)
+	if st, err := metadata.NewStore(ctx, conn, metadata.StoreOptions{Root: lr, Logger: o.Logger}); err == nil {
+		out = append(out, checkBookies(ctx, c, st, o))
+	}
+	return conn, out
+}
+
+// zkCheckError names what failed in a ZooKeeper error: the TLS handshake
+// (the reason is in the error), authentication, or an ACL.
+func zkCheckError(err error) error {
+	switch {
+	case errors.Is(err, tzk.ErrTLS):
+		return fmt.Errorf("TLS: %w", err)
+	case errors.Is(err, tzk.ErrAuth), errors.Is(err, gozk.ErrAuthFailed):
+		return fmt.Errorf("auth: %w (check zookeeper.digest)", err)
+	case errors.Is(err, gozk.ErrNoAuth):
+		return fmt.Errorf("auth: %w (ZooKeeper denied access: check zookeeper.digest and the znode's ACL)", err)
+	}
+	return err
+}
+
+// checkBookies connects to every registered bookie as the service does
+// (with bookkeeper.tls when enabled) and sends one harmless read (entry 0
+// of ledger 0), each within the client's connect and read timeouts.
+func checkBookies(ctx context.Context, c *Config, st *metadata.Store, o CheckOptions) CheckResult {
+	r := CheckResult{Name: "bookies", Target: "plain"}
+	if c.BookKeeper.TLS.Enabled {
+		r.Target = "TLS (START_TLS)"
+		if c.BookKeeper.TLS.ClientAuthentication {
+			r.Target += " with a client certificate"
+		}
+	}
+	timed(&r, func() (string, error) {
+		tc, err := c.bookieTLS()
+		if err != nil {
+			return "", err
+		}
+		cctx, cancel := context.WithTimeout(ctx, c.ZooKeeper.ConnectTimeout.D())
+		defer cancel()
+		w, ro, err := st.Bookies(cctx)
+		if err != nil {
+			return "", fmt.Errorf("list bookies: %w", err)
+		}
+		ids := append(w, ro...)
+		if len(ids) == 0 {
+			return "no bookie registered", nil
+		}
+		bc, err := bkclient.New(bkclient.Options{Resolver: st, TLS: tc, Logger: o.Logger})
+		if err != nil {
+			return "", err
+		}
+		defer bc.Close()
+		errs := make([]error, len(ids))
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Go(func() {
+				if _, err := bc.Probe(ctx, id); err != nil {
+					what := "connect"
+					if errors.Is(err, bkclient.ErrTLS) {
+						what = "TLS"
+					}
+					errs[i] = fmt.Errorf("%s: %w", what, err)
+				}
+			})
+		}
+		wg.Wait()
+		var failed []error
+		for _, e := range errs {
+			if e != nil {
+				failed = append(failed, e)
+			}
+		}
+		if len(failed) > 0 {
+			return "", fmt.Errorf("%d of %d bookies failed: %w", len(failed), len(ids), errors.Join(failed...))
+		}
+		return fmt.Sprintf("%d bookies answered a read", len(ids)), nil
+	})
+	return r
 }
 
 // checkProbeKey is a key no offload object can have (objects start with a

@@ -3,6 +3,7 @@ package offloader
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tierkeeper/tierkeeper/internal/tlsfiles"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/client"
@@ -63,6 +65,39 @@ type ZooKeeper struct {
 	// ConfigChroot is the chroot of Pulsar's configurationMetadataStoreUrl
 	// (namespace policies live there); default MLChroot.
 	ConfigChroot string `yaml:"config_chroot"`
+	// Digest is "user:password" for ZooKeeper digest authentication (use
+	// !env or !file). The leases tierkeeper creates are then writable only
+	// by this user (and readable by all).
+	Digest blob.Secret `yaml:"digest"`
+	// TLS connects to ZooKeeper's secure client port.
+	TLS ZooKeeperTLS `yaml:"tls"`
+}
+
+// ZooKeeperTLS is TLS to ZooKeeper's secureClientPort, as the Java
+// clients' zookeeper.client.secure and zookeeper.ssl.* settings configure
+// it, with PEM files.
+type ZooKeeperTLS struct {
+	// Enabled turns TLS on (zookeeper.client.secure=true); servers must
+	// then name the secure port.
+	Enabled bool `yaml:"enabled"`
+	// CAFile is the PEM CA bundle (zookeeper.ssl.trustStore.location).
+	// Default: the system roots.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are the PEM client certificate and key
+	// (zookeeper.ssl.keyStore.location), for servers with
+	// ssl.clientAuth=need.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// HostnameVerification checks the server certificate's names against
+	// the host in servers (zookeeper.ssl.hostnameVerification). Default
+	// true.
+	HostnameVerification *bool `yaml:"hostname_verification"`
+}
+
+// Files returns the PEM files of the section.
+func (t ZooKeeperTLS) Files() tlsfiles.Files {
+	return tlsfiles.Files{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
+		SkipHostnameVerification: t.HostnameVerification != nil && !*t.HostnameVerification}
 }
 
 // BookKeeper configures reading ledgers from the bookies.
@@ -74,6 +109,46 @@ type BookKeeper struct {
 	// not record them (v1 metadata). Pulsar's default is CRC32C and "".
 	Digest   string      `yaml:"digest"`
 	Password blob.Secret `yaml:"password"`
+	// TLS secures the connections to the bookies (START_TLS, then TLS).
+	TLS BookKeeperTLS `yaml:"tls"`
+}
+
+// BookKeeperTLS is TLS to the bookies with the settings Pulsar's broker
+// names bookkeeperTLS* (PEM only).
+type BookKeeperTLS struct {
+	// Enabled turns TLS on (the broker's bookkeeperTLSProviderFactoryClass
+	// with the bookies' tlsProviderFactoryClass set).
+	Enabled bool `yaml:"enabled"`
+	// ClientAuthentication sends the client certificate
+	// (bookkeeperTLSClientAuthentication), for bookies with
+	// tlsClientAuthentication=true.
+	ClientAuthentication bool `yaml:"client_authentication"`
+	// KeyFileType is bookkeeperTLSKeyFileType: only PEM (the default).
+	KeyFileType string `yaml:"key_file_type"`
+	// TrustCertTypes is bookkeeperTLSTrustCertTypes: only PEM (the default).
+	TrustCertTypes string `yaml:"trust_cert_types"`
+	// CertificateFile and KeyFile are the client certificate and key
+	// (bookkeeperTLSCertificateFilePath, bookkeeperTLSKeyFilePath).
+	CertificateFile string `yaml:"certificate_file"`
+	KeyFile         string `yaml:"key_file"`
+	// TrustCertsFile is the CA bundle that signed the bookies'
+	// certificates (bookkeeperTLSTrustCertsFilePath). Default: the system
+	// roots.
+	TrustCertsFile string `yaml:"trust_certs_file"`
+	// HostnameVerification checks the bookie certificate's names against
+	// the bookie's address (the BookKeeper client's
+	// hostnameVerificationEnabled). Default false, as there.
+	HostnameVerification bool `yaml:"hostname_verification"`
+}
+
+// Files returns the PEM files of the section (the client certificate only
+// with client_authentication).
+func (t BookKeeperTLS) Files() tlsfiles.Files {
+	f := tlsfiles.Files{CAFile: t.TrustCertsFile, SkipHostnameVerification: !t.HostnameVerification}
+	if t.ClientAuthentication {
+		f.CertFile, f.KeyFile = t.CertificateFile, t.KeyFile
+	}
+	return f
 }
 
 // Driver is the tiered-storage location recorded in the managed-ledger
@@ -423,6 +498,33 @@ func (c *Config) Validate() error {
 	if c.ZooKeeper.ConnectTimeout.D() <= 0 {
 		bad("zookeeper.connect_timeout must be positive")
 	}
+	if d := c.ZooKeeper.Digest.Reveal(); d != "" {
+		if u, pw, ok := strings.Cut(d, ":"); !ok || u == "" || pw == "" {
+			bad("zookeeper.digest: want user:password")
+		}
+	}
+	if zt := c.ZooKeeper.TLS; zt.Enabled {
+		if (zt.CertFile == "") != (zt.KeyFile == "") {
+			bad("zookeeper.tls.cert_file and zookeeper.tls.key_file go together")
+		}
+	} else if zt.CAFile != "" || zt.CertFile != "" || zt.KeyFile != "" {
+		bad("zookeeper.tls: files are set but enabled is false")
+	}
+	if bt := c.BookKeeper.TLS; bt.Enabled {
+		for k, v := range map[string]string{"key_file_type": bt.KeyFileType, "trust_cert_types": bt.TrustCertTypes} {
+			if v != "" && !strings.EqualFold(v, "PEM") {
+				bad("bookkeeper.tls.%s %q: only PEM is supported (convert JKS/PKCS12 with keytool/openssl)", k, v)
+			}
+		}
+		if bt.ClientAuthentication && (bt.CertificateFile == "" || bt.KeyFile == "") {
+			bad("bookkeeper.tls.client_authentication needs certificate_file and key_file")
+		}
+		if !bt.ClientAuthentication && (bt.CertificateFile != "" || bt.KeyFile != "") {
+			bad("bookkeeper.tls: certificate_file/key_file are set but client_authentication is false (they would not be sent)")
+		}
+	} else if bt.TrustCertsFile != "" || bt.CertificateFile != "" || bt.KeyFile != "" {
+		bad("bookkeeper.tls: files are set but enabled is false")
+	}
 	for k, v := range map[string]string{"zookeeper.ml_chroot": c.ZooKeeper.MLChroot, "zookeeper.config_chroot": c.ZooKeeper.ConfigChroot,
 		"bookkeeper.ledgers_root": c.BookKeeper.LedgersRoot} {
 		if v != "" && !strings.HasPrefix(v, "/") {
@@ -618,8 +720,38 @@ func (c *Config) connectZK(ctx context.Context, log *slog.Logger) (*tzk.Session,
 	if err != nil {
 		return nil, err
 	}
-	return tzk.Connect(ctx, servers, tzk.Options{SessionTimeout: c.ZooKeeper.SessionTimeout.D(),
-		ConnectTimeout: c.ZooKeeper.ConnectTimeout.D(), Logger: log})
+	o, err := c.zkOptions(log)
+	if err != nil {
+		return nil, err
+	}
+	return tzk.Connect(ctx, servers, o)
+}
+
+// zkOptions are the session options of the zookeeper section: timeouts,
+// digest credentials, TLS.
+func (c *Config) zkOptions(log *slog.Logger) (tzk.Options, error) {
+	o := tzk.Options{SessionTimeout: c.ZooKeeper.SessionTimeout.D(), ConnectTimeout: c.ZooKeeper.ConnectTimeout.D(),
+		Logger: log, Digest: c.ZooKeeper.Digest.Reveal()}
+	if c.ZooKeeper.TLS.Enabled {
+		tc, err := c.ZooKeeper.TLS.Files().Config()
+		if err != nil {
+			return o, fmt.Errorf("zookeeper.tls: %w", err)
+		}
+		o.TLS = tc
+	}
+	return o, nil
+}
+
+// bookieTLS is the bookkeeper section's TLS config, nil without TLS.
+func (c *Config) bookieTLS() (*tls.Config, error) {
+	if !c.BookKeeper.TLS.Enabled {
+		return nil, nil
+	}
+	tc, err := c.BookKeeper.TLS.Files().Config()
+	if err != nil {
+		return nil, fmt.Errorf("bookkeeper.tls: %w", err)
+	}
+	return tc, nil
 }
 
 // openStore builds the configured blob store (metrics on reg when set).

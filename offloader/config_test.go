@@ -22,6 +22,7 @@ const (
 	secretKey   = "SECRET-KEY-4d1f0b7e"
 	secretToken = "eyJhbGciOiJIUzI1NiJ9.SECRET-TOKEN"
 	secretPass  = "bk-SECRET-password"
+	secretZK    = "tierkeeper:zk-SECRET-pw"
 	accessKey   = "AKIA-access-id"
 )
 
@@ -38,7 +39,7 @@ func files(m map[string]string) func(string) ([]byte, error) {
 }
 
 var testOpts = ParseOptions{
-	Getenv:   env(map[string]string{"S3_ACCESS_KEY_ID": accessKey, "BK_PASSWORD": secretPass}),
+	Getenv:   env(map[string]string{"S3_ACCESS_KEY_ID": accessKey, "BK_PASSWORD": secretPass, "ZK_DIGEST": secretZK}),
 	ReadFile: files(map[string]string{"/etc/tierkeeper/s3/secret_access_key": secretKey + "\n", "/etc/tierkeeper/pulsar/token": secretToken}),
 }
 
@@ -183,7 +184,7 @@ sweeper: {grace: 1s}
 // in every way a program might print it, and scans for the values.
 func TestSecretsNeverRendered(t *testing.T) {
 	doc := `
-zookeeper: {servers: "127.0.0.1:2181"}
+zookeeper: {servers: "127.0.0.1:2181", digest: !env ZK_DIGEST}
 bookkeeper:
   password: !env BK_PASSWORD
 store:
@@ -223,7 +224,7 @@ admin:
 		"Render": c.Render(), "json": string(js), "yaml": string(ym), "slog text": logBuf.String(), "slog json": jsonLogBuf.String(),
 	}
 	for name, out := range renderings {
-		for _, s := range []string{secretKey, secretToken, secretPass, "inline-SECRET-session"} {
+		for _, s := range []string{secretKey, secretToken, secretPass, "inline-SECRET-session", "zk-SECRET-pw"} {
 			if strings.Contains(out, s) {
 				t.Errorf("%s rendering contains the secret %q:\n%s", name, s, out)
 			}
@@ -247,18 +248,20 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		minimal + "scheduler:\n  interval: !file /etc/tierkeeper/pulsar/token\n",
 		// A secret as an unknown key's value and a bad URL.
 		minimal + "admin:\n  url: !env BK_PASSWORD\n",
+		// A digest that is not user:password.
+		strings.Replace(minimal, "zookeeper:", "zookeeper:\n  digest: !env BK_PASSWORD", 1),
 	}
 	for i, d := range docs {
 		_, err := Parse([]byte(d), testOpts)
 		if err == nil {
 			t.Fatalf("doc %d accepted", i)
 		}
-		for _, s := range []string{secretToken, secretPass} {
+		for _, s := range []string{secretToken, secretPass, "zk-SECRET-pw"} {
 			if strings.Contains(err.Error(), s) {
 				t.Errorf("doc %d: error contains the secret: %v", i, err)
 			}
 		}
-		if !strings.Contains(err.Error(), "line ") && !strings.Contains(err.Error(), "admin.url") {
+		if !strings.Contains(err.Error(), "line ") && !strings.Contains(err.Error(), "admin.url") && !strings.Contains(err.Error(), "zookeeper.digest") {
 			t.Errorf("doc %d: error does not say where: %v", i, err)
 		}
 	}

@@ -108,7 +108,7 @@ func (l *zkLeases) TryAcquire(ctx context.Context, ml string) (bool, string, err
 	p := l.path(ml)
 	for attempt := 0; attempt < 2; attempt++ {
 		_, err := tzk.Do(ctx, func() (string, error) {
-			return l.sess.Create(p, []byte(l.id), gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll))
+			return l.sess.Create(p, []byte(l.id), gozk.FlagEphemeral, l.sess.ACL())
 		})
 		switch {
 		case err == nil:
@@ -142,7 +142,7 @@ func (l *zkLeases) makeRoot(ctx context.Context) error {
 	for i := range parts {
 		sub := "/" + strings.Join(parts[:i+1], "/")
 		_, err := tzk.Do(ctx, func() (string, error) {
-			return l.sess.Create(sub, nil, 0, gozk.WorldACL(gozk.PermAll))
+			return l.sess.Create(sub, nil, 0, l.sess.ACL())
 		})
 		if err != nil && !errors.Is(err, gozk.ErrNodeExists) {
 			return fmt.Errorf("lease root %s: %w", sub, err)

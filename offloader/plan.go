@@ -52,8 +52,11 @@ func Plan(ctx context.Context, c *Config, o PlanOptions) (*PlanResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := tzk.Connect(ctx, servers, tzk.Options{SessionTimeout: c.ZooKeeper.SessionTimeout.D(),
-		ConnectTimeout: c.ZooKeeper.ConnectTimeout.D(), Logger: o.Logger})
+	zo, err := c.zkOptions(o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := tzk.Connect(ctx, servers, zo)
 	if err != nil {
 		return nil, err
 	}

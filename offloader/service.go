@@ -200,8 +200,11 @@ func (s *Service) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sess, err := tzk.Connect(ctx, servers, tzk.Options{SessionTimeout: c.ZooKeeper.SessionTimeout.D(),
-		ConnectTimeout: c.ZooKeeper.ConnectTimeout.D(), Logger: s.log})
+	zo, err := c.zkOptions(s.log)
+	if err != nil {
+		return err
+	}
+	sess, err := tzk.Connect(ctx, servers, zo)
 	if err != nil {
 		s.sessions.WithLabelValues("failed").Inc()
 		s.setError(err)
@@ -218,7 +221,11 @@ func (s *Service) session(ctx context.Context) error {
 		s.setError(err)
 		return err
 	}
-	bk, err := bkclient.New(bkclient.Options{Resolver: ledgers, Logger: s.log, Registerer: s.reg})
+	bkTLS, err := c.bookieTLS()
+	if err != nil {
+		return err
+	}
+	bk, err := bkclient.New(bkclient.Options{Resolver: ledgers, TLS: bkTLS, Logger: s.log, Registerer: s.reg})
 	if err != nil {
 		return err
 	}

@@ -84,8 +84,8 @@ Included by every template that depends on them.
 {{- fail (printf "offloader.store.config.credentials.%s: secrets do not go into values; put it in the Secret offloader.secret.name and set offloader.store.secretKeys.%s to its key" $k $k) -}}
 {{- end -}}
 {{- end -}}
-{{- if and (or $o.store.secretKeys $o.admin.tokenSecretKey) (not $o.secret.name) -}}
-{{- fail "offloader.secret.name is required: offloader.store.secretKeys and offloader.admin.tokenSecretKey name keys of that Secret" -}}
+{{- if and (or $o.store.secretKeys $o.admin.tokenSecretKey $o.zookeeper.digestSecretKey) (not $o.secret.name) -}}
+{{- fail "offloader.secret.name is required: offloader.store.secretKeys, offloader.admin.tokenSecretKey and offloader.zookeeper.digestSecretKey name keys of that Secret" -}}
 {{- end -}}
 {{- if and $o.admin.tokenSecretKey (not $o.admin.url) -}}
 {{- fail "offloader.admin.url is required when offloader.admin.tokenSecretKey is set" -}}
