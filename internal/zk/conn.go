@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"regexp"
@@ -180,6 +181,9 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 			_ = c.SetDeadline(time.Now().Add(opts.ConnectTimeout))
 			if err := tc.Handshake(); err != nil {
 				c.Close()
+				if errors.Is(err, io.EOF) {
+					err = fmt.Errorf("%w (the server closed the connection: is %s the secureClientPort?)", err, addr)
+				}
 				err = fmt.Errorf("TLS handshake with %s: %w", addr, err)
 				if tlsfiles.Permanent(err) {
 					select {

@@ -19,8 +19,9 @@ import (
 // credentials give a session whose created znodes only its identity may
 // write (and that keeps its credentials across a reconnect to a restarted
 // server); a wrong CA, a name the server's certificate does not hold and a
-// missing client certificate each fail Connect within seconds with ErrTLS
-// and a reason; a wrong password connects (ZooKeeper accepts any digest)
+// missing client certificate each fail Connect at once with ErrTLS and a
+// reason; TLS to the plain port fails within the connect timeout asking
+// whether it is the secure port; a wrong password connects (ZooKeeper accepts any digest)
 // but cannot write, and CheckWritable says the password is wrong, never
 // printing it.
 func TestTLSAndDigest(t *testing.T) {
@@ -112,6 +113,7 @@ func TestTLSAndDigest(t *testing.T) {
 			"not signed by a trusted CA"},
 		{"hostname mismatch", z.SecureAddr, good, "not for the name dialed"},
 		{"no client certificate", byName, tlsfiles.Files{CAFile: ca.CertFile}, "client certificate"},
+		{"plain port", z.Addr, good, "secureClientPort"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
