@@ -550,6 +550,8 @@ func TestBadValues(t *testing.T) {
 		{"replicas 0", []string{"-f", base, "--set", "offloader.replicas=0"}, "offloader.replicas must be an integer >= 1"},
 		{"replicas -1", []string{"-f", base, "--set", "offloader.replicas=-1"}, "offloader.replicas must be an integer >= 1"},
 		{"secret name missing", []string{"-f", base, "--set", "offloader.secret.name="}, "offloader.secret.name is required"},
+		{"zookeeper digest without a secret", []string{"-f", base, "--set", "offloader.secret.name=,offloader.store.secretKeys=null,offloader.admin.tokenSecretKey=,offloader.store.config.credentials=null"},
+			"offloader.zookeeper.digestSecretKey name keys of that Secret"},
 		{"inline secret", []string{"-f", base, "--set", "offloader.store.config.credentials.secret_access_key=abc"}, "offloader.store.config.credentials.secret_access_key: secrets do not go into values"},
 		{"settings.store", []string{"-f", base, "--set", "offloader.settings.store.type=s3"}, "offloader.settings.store: set it with offloader.store"},
 		{"token without url", []string{"-f", base, "--set", "offloader.admin.url="}, "offloader.admin.url is required"},
