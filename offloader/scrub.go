@@ -76,7 +76,11 @@ func Scrub(ctx context.Context, c *Config, o ScrubOptions, log *slog.Logger) (*s
 	if err != nil {
 		return nil, err
 	}
-	bk, err := bkclient.New(bkclient.Options{Resolver: ledgers, Logger: log})
+	bkTLS, err := c.bookieTLS()
+	if err != nil {
+		return nil, err
+	}
+	bk, err := bkclient.New(bkclient.Options{Resolver: ledgers, TLS: bkTLS, Logger: log})
 	if err != nil {
 		return nil, err
 	}
