@@ -88,7 +88,7 @@ func TestSamplerGrowthAndFaults(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	ffs := &fakeFS{avail: 300_000}
 	s, err := NewSampler(SamplerOptions{
-		Dirs:     []DirRole{{j, RoleJournal}, {l, RoleLedger}, {l, RoleLedger}},
+		Dirs:     []DirRole{{Dir: j, Role: RoleJournal}, {Dir: l, Role: RoleLedger}, {Dir: l, Role: RoleLedger}},
 		Host:     HostFS{ProcPath: "../internal/hostfs/testdata/proc", SysPath: "../internal/hostfs/testdata/sys"},
 		Interval: time.Minute, Window: 10 * time.Minute, MaxSamples: 8,
 		Statfs: ffs.statfs, Now: func() time.Time { return now }, StatfsTimeout: 50 * time.Millisecond,
@@ -157,7 +157,7 @@ func TestSamplerGrowthAndFaults(t *testing.T) {
 
 func TestSamplerRealStatfs(t *testing.T) {
 	dir := t.TempDir()
-	s, err := NewSampler(SamplerOptions{Dirs: []DirRole{{dir, RoleLedger}}})
+	s, err := NewSampler(SamplerOptions{Dirs: []DirRole{{Dir: dir, Role: RoleLedger}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestSamplerRealStatfs(t *testing.T) {
 	if m.SizeBytes == 0 || m.AvailBytes > m.SizeBytes || m.UsedBytes+m.AvailBytes != m.SizeBytes || m.Usage < 0 || m.Usage > 1 {
 		t.Errorf("real statfs: %+v", m)
 	}
-	if _, err := NewSampler(SamplerOptions{Dirs: []DirRole{{filepath.Join(dir, "missing"), RoleLedger}}}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := NewSampler(SamplerOptions{Dirs: []DirRole{{Dir: filepath.Join(dir, "missing"), Role: RoleLedger}}}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing dir: %v", err)
 	}
 }
@@ -188,7 +188,7 @@ func (p pathFS) statfs(ctx context.Context, path string) (FSUsage, error) {
 }
 
 // TestCapacityPerLedgerDir: the bookie's time to read-only is the minimum
-// over its ledger dirs (issue 10: total headroom ÷ total growth, which with
+// over its ledger dirs (not total headroom ÷ total growth, which with
 // unequal disks is optimistic — DbLedgerStorage pins a ledger to dir
 // ledgerId mod N); a bookie with every ledger dir past the threshold is
 // read-only and turns writable only below the low-water mark over all
@@ -202,7 +202,7 @@ func TestCapacityPerLedgerDir(t *testing.T) {
 	big, small, jfs := &fakeFS{avail: 300_000, size: 1_000_000}, &fakeFS{avail: 30_000, size: 100_000}, &fakeFS{avail: 10, size: 1_000_000}
 	now := time.Unix(1_700_000_000, 0)
 	s, err := NewSampler(SamplerOptions{
-		Dirs: []DirRole{{j, RoleJournal}, {l1, RoleLedger}, {l2, RoleLedger}},
+		Dirs: []DirRole{{Dir: j, Role: RoleJournal}, {Dir: l1, Role: RoleLedger}, {Dir: l2, Role: RoleLedger}},
 		// No mountinfo under an empty procfs root: each dir is its own mount.
 		Host:   HostFS{ProcPath: t.TempDir(), SysPath: t.TempDir()},
 		Statfs: pathFS{l1: big, l2: small, j: jfs}.statfs, Now: func() time.Time { return now },
@@ -258,7 +258,7 @@ func TestCheckThresholds(t *testing.T) {
 		ok              bool
 	}{
 		{0.95, 0.90, 0, true}, {0.95, 0.90, 0.85, true}, {0.95, 0.95, 0.95, true},
-		{1.0, 0.90, 0, false}, // issue 10: a threshold of 1.0 was accepted
+		{1.0, 0.90, 0, false}, // a threshold of 1.0 used to be accepted
 		{0, 0.9, 0, false}, {0.95, 0.97, 0, false}, {0.95, 0.90, 0.96, false},
 		{0.95, 0.90, 0.92, false}, {0.95, -0.1, 0, false}, {0.95, 0.9, 1.2, false},
 	} {
@@ -267,7 +267,7 @@ func TestCheckThresholds(t *testing.T) {
 			t.Errorf("CheckThresholds(%v, %v, %v) = %v, want ok=%v", c.full, c.warn, c.lwm, err, c.ok)
 		}
 	}
-	if _, err := NewSampler(SamplerOptions{Dirs: []DirRole{{t.TempDir(), RoleLedger}}, Threshold: 1}); !errors.Is(err, ErrBadThreshold) {
+	if _, err := NewSampler(SamplerOptions{Dirs: []DirRole{{Dir: t.TempDir(), Role: RoleLedger}}, Threshold: 1}); !errors.Is(err, ErrBadThreshold) {
 		t.Errorf("sampler with threshold 1: %v", err)
 	}
 }

@@ -54,6 +54,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/bookieagent/agentapi"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
@@ -184,7 +185,7 @@ type Bookie struct {
 	// Agent is the agent URL the bookie's figures came from.
 	Agent          string                      `json:"agent,omitempty"`
 	AgentError     string                      `json:"agent_error,omitempty"`
-	Report         *bookieagent.Report         `json:"report,omitempty"`
+	Report         *agentapi.Report            `json:"report,omitempty"`
 	Recommendation *bookieagent.Recommendation `json:"recommendation,omitempty"`
 }
 
@@ -656,7 +657,7 @@ func readAgents(ctx context.Context, o Options, v *View) {
 			} else {
 				j.b.AgentError = fmt.Sprintf("%s/recommendation: status %s %s", j.url, st.Status, st.Reason)
 			}
-			var rep bookieagent.Report
+			var rep agentapi.Report
 			if err := getJSON(ctx, o, ErrAgent, j.url+"/report", &rep, false); err != nil {
 				j.b.AgentError = strings.TrimPrefix(j.b.AgentError+"; "+err.Error(), "; ")
 				return

@@ -25,7 +25,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/bookieagent/agentapi"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
@@ -176,7 +176,7 @@ func (a *Agents) readOne(ctx context.Context, u string) (float64, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 		return 0, fmt.Errorf("GET %s: %s: %s", shown, resp.Status, strings.TrimSpace(string(b)))
 	}
-	var rep bookieagent.Report
+	var rep agentapi.Report
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&rep); err != nil {
 		return 0, fmt.Errorf("GET %s: not an agent report: %w", shown, err)
 	}
@@ -186,14 +186,14 @@ func (a *Agents) readOne(ctx context.Context, u string) (float64, error) {
 // LedgerUsage is the usage of the fullest mount of rep that holds a ledger
 // directory: BookKeeper stops writing to a directory past its threshold,
 // so the fullest ledger disk is the one to relieve.
-func LedgerUsage(rep bookieagent.Report) (float64, error) {
+func LedgerUsage(rep agentapi.Report) (float64, error) {
 	best, found := 0.0, false
 	for _, m := range rep.Mounts {
 		if m.Error != "" {
 			continue
 		}
 		for _, d := range m.Dirs {
-			if d.Role == bookieagent.RoleLedger {
+			if d.Role == agentapi.RoleLedger {
 				found = true
 				best = max(best, m.Usage)
 			}

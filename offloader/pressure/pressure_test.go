@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/bookieagent/agentapi"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 )
 
@@ -83,16 +83,16 @@ func TestAgentURLFor(t *testing.T) {
 }
 
 func TestLedgerUsage(t *testing.T) {
-	rep := bookieagent.Report{Mounts: []bookieagent.MountReport{
-		{Usage: 0.99, Dirs: []bookieagent.DirRole{{Role: bookieagent.RoleJournal}}},
-		{Usage: 0.70, Dirs: []bookieagent.DirRole{{Role: bookieagent.RoleLedger}}},
-		{Usage: 0.80, Dirs: []bookieagent.DirRole{{Role: bookieagent.RoleLedger}, {Role: bookieagent.RoleJournal}}},
-		{Usage: 0.97, Error: "statfs timed out", Dirs: []bookieagent.DirRole{{Role: bookieagent.RoleLedger}}},
+	rep := agentapi.Report{Mounts: []agentapi.MountReport{
+		{Usage: 0.99, Dirs: []agentapi.DirRole{{Role: agentapi.RoleJournal}}},
+		{Usage: 0.70, Dirs: []agentapi.DirRole{{Role: agentapi.RoleLedger}}},
+		{Usage: 0.80, Dirs: []agentapi.DirRole{{Role: agentapi.RoleLedger}, {Role: agentapi.RoleJournal}}},
+		{Usage: 0.97, Error: "statfs timed out", Dirs: []agentapi.DirRole{{Role: agentapi.RoleLedger}}},
 	}}
 	if u, err := LedgerUsage(rep); err != nil || u != 0.80 {
 		t.Errorf("LedgerUsage = %v, %v; want 0.80 (fullest readable ledger mount)", u, err)
 	}
-	if _, err := LedgerUsage(bookieagent.Report{}); !errors.Is(err, ErrNoLedgerMount) {
+	if _, err := LedgerUsage(agentapi.Report{}); !errors.Is(err, ErrNoLedgerMount) {
 		t.Errorf("empty report: %v", err)
 	}
 }
