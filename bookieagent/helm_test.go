@@ -130,7 +130,7 @@ func updateRocksFromEnv(env map[string]string) map[string]string {
 // Pulsar's config scripts on the pod's environment: the bookkeeper.conf and
 // entry_location_rocksdb.conf the bookie would read must hold every
 // recommended value, the directories must be the pod's mount paths in the
-// effective layout, and no key may be set twice. (Issue 10: the chart's
+// effective layout, and no key may be set twice. (This used to go wrong: the chart's
 // PULSAR_PREFIX_journalDirectories discarded the agent's journalDirectories,
 // the paths were the agent's, and rereplicationEntryBatchSize went to the
 // bookies instead of AutoRecovery.)

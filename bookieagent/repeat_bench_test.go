@@ -22,7 +22,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-// BenchmarkRecommendRepeat is issue 10's repeatability check (`make
+// BenchmarkRecommendRepeat is the recommendation's repeatability check (`make
 // bench-bookieagent-repeat`): BA_REPEAT_RUNS (3) recommendations with the
 // default budget on BA_REPEAT_DIR/{journal,ledgers} (one disk), then fio
 // runs of BA_FIO_SECONDS (30) of the same patterns on the same disk. It

@@ -62,8 +62,8 @@ func (r rounds) spread() float64 {
 func (r rounds) noisy() bool { return r.spread() > SpreadGate }
 
 // repeatable reports whether every round lies within ±SpreadGate of the
-// median (issue 10's repeatability goal applied to the rounds of one
-// run): the gate a cookie-fixed choice must pass.
+// median (the recommendation's repeatability goal applied to the rounds
+// of one run): the gate a cookie-fixed choice must pass.
 func (r rounds) repeatable() bool {
 	m := r.median()
 	return r.n() < 2 || (r.lo() >= (1-SpreadGate)*m && r.hi() <= (1+SpreadGate)*m)

@@ -13,8 +13,8 @@
 //   - bookietest: an in-process fake bookie for fault-injection tests.
 //
 // Everything here follows what BookKeeper 4.14–4.17 (as used by Pulsar 3.x
-// and 4.x) writes and serves; shared/docs/spec-bookkeeper.md lists the facts
-// and where in BookKeeper's sources they were read.
+// and 4.x) writes and serves; docs/bookkeeper.md describes what is read and
+// how.
 //
 // # Safety
 //

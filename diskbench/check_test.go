@@ -57,7 +57,7 @@ func TestCheckBadTargets(t *testing.T) {
 	if _, err := Check(ctx, Options{}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("empty dir: %v", err)
 	}
-	// A negative budget is an error, not the default (issue 11, bug 8).
+	// A negative budget is an error, not the default.
 	if _, err := Check(ctx, Options{Dir: dir, AllowAnyFS: true, MaxBytes: -1}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("negative MaxBytes: %v", err)
 	}
@@ -70,7 +70,7 @@ func TestCheckBadTargets(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 	// /proc is not a disk, also with AllowAnyFS; the run used to be refused
-	// for "0B free" (issue 11, bug 10).
+	// for "0B free".
 	for _, allow := range []bool{false, true} {
 		tg, err := Check(ctx, Options{Dir: "/proc", AllowAnyFS: allow})
 		if !errors.Is(err, ErrUnsupportedFS) || !strings.Contains(err.Error(), "not a disk") || tg == nil || tg.FSType != "proc" {
@@ -118,7 +118,7 @@ func TestCheckRefusesBookieData(t *testing.T) {
 		"top-level txn":     {"17.txn"},
 		"parent of bookie":  {"journal/current/VERSION"},
 		"ledger entry logs": {"current/ff.log", "current/ledgers/x"},
-		// What the bookie agent's detector found and Check missed (issue 11):
+		// What the bookie agent's detector found and Check missed (both used to be missed):
 		"entry log, other name":   {"current/entries.log"},
 		"parent of entry logs":    {"l0/current/5.log"},
 		"rocksdb index":           {"current/locations/CURRENT"},

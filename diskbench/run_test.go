@@ -525,7 +525,7 @@ func TestFileFullStopsPoint(t *testing.T) {
 }
 
 // TestGOMAXPROCSLeftAloneByDefault: the library no longer changes the
-// process-wide GOMAXPROCS unless the program asks (issue 11); when asked it
+// process-wide GOMAXPROCS unless the program asks; when asked it
 // raises it to writers+2 for the point and restores it.
 func TestGOMAXPROCSLeftAloneByDefault(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

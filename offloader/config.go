@@ -169,7 +169,7 @@ type Driver struct {
 type Admin struct {
 	// URL is the admin service URL, e.g. http://pulsar-broker:8080. Empty:
 	// no unload; the broker's next metadata write fences and reloads the
-	// topic (DESIGN invariant 6).
+	// topic (docs/design.md invariant 6).
 	URL string `yaml:"url"`
 	// Token is a Pulsar JWT sent as "Authorization: Bearer". Use !file.
 	Token blob.Secret `yaml:"token"`

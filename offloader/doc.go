@@ -1,8 +1,8 @@
 // Package offloader is the offload service: its configuration (Config,
 // parsed strictly from YAML with secrets from the environment or files),
 // the start-up checks (Check) and the service that assembles discovery,
-// policy, scheduler, pipeline and sweeper (see DESIGN.md, "Package map for
-// the service").
+// policy, scheduler, pipeline and sweeper (docs/design.md shows how they
+// fit together and the invariants they keep).
 //
 // # Config
 //

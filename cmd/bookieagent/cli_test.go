@@ -74,7 +74,7 @@ func TestBadInput(t *testing.T) {
 		{"bad budget", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--budget", "soon"}, "--budget", nil},
 		{"bad size", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "four gigs"}, "unparseable size", bookieagent.ErrBadSize},
 		{"bad max-bytes", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--max-bytes", "-3"}, "unparseable size", bookieagent.ErrBadSize},
-		// Zero used to mean 2 GiB without a word (issue 11, bug 8).
+		// Zero used to mean 2 GiB without a word .
 		{"zero max-bytes", nil, []string{"recommend", "--journal-dir", j, "--ledger-dir", l, "--max-direct-memory", "4g", "--max-bytes", "0"}, "--max-bytes 0: unparseable size: must be positive", bookieagent.ErrBadSize},
 		{"serve zero max-bytes", nil, []string{"serve", "--listen", "127.0.0.1:0", "--journal-dir", j, "--ledger-dir", l, "--bench-on-start", "--max-direct-memory", "4g", "--max-bytes", "0"}, "must be positive", bookieagent.ErrBadSize},
 		{"bad env", map[string]string{"BOOKIE_MEM": "-Xmx2q"}, []string{"recommend", "--journal-dir", j, "--ledger-dir", l}, "BOOKIE_MEM", bookieagent.ErrBadSize},
@@ -220,9 +220,9 @@ func TestClusterBadInput(t *testing.T) {
 }
 
 // TestRecommendInputCPUsAndNoMemory: with --input, --cpus overrides the
-// recorded count and says so (issue 10: ignored without a word); without
+// recorded count and says so (it used to be ignored without a word); without
 // any direct-memory size the recommendation is still given, the cache
-// sizes name what they need (issue 10: recommend refused to run).
+// sizes name what they need (recommend used to refuse to run).
 func TestRecommendInputCPUsAndNoMemory(t *testing.T) {
 	profile := "../../bookieagent/testdata/profiles/vm-virtio-recorded.json"
 	out, errOut, err := runCLI(t, map[string]string{"BOOKIE_MEM": "", "PULSAR_MEM": ""}, "recommend", "--input", profile, "--cpus", "16", "--format", "conf")

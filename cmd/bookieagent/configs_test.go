@@ -228,7 +228,7 @@ func TestAlertRules(t *testing.T) {
 // TestConfigsOnlyLedgerDirs: BookKeeper's thresholds apply to ledger dirs,
 // so every alert and capacity panel over per-mount figures is restricted to
 // mounts holding a ledger dir, and thresholds come from the agent's
-// metrics, not numbers in the rules (issue 10: the rules treated journal
+// metrics, not numbers in the rules (they once treated journal
 // mounts as if they could turn the bookie read-only).
 func TestConfigsOnlyLedgerDirs(t *testing.T) {
 	var rules struct {

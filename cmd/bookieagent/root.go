@@ -242,7 +242,7 @@ func (o *benchFlags) parse() (time.Duration, int64, error) {
 		return 0, 0, fmt.Errorf("--budget %q: want a positive duration like 5m", o.budget)
 	}
 	if o.maxBytes <= 0 {
-		// Zero used to mean the 2 GiB default without a word (issue 11, bug 8).
+		// Zero used to mean the 2 GiB default without a word.
 		return 0, 0, fmt.Errorf("--max-bytes %s: %w: must be positive", o.maxBytes.String(), bookieagent.ErrBadSize)
 	}
 	if o.rounds < 1 || o.rounds > 20 {

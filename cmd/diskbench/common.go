@@ -73,7 +73,7 @@ func (c *commonFlags) validateDirOutput() error {
 
 // options builds the library options (progress goes to stderr) and opens
 // the --svg file, so that a path that cannot be written fails before the
-// benchmark instead of after it (issue 11, bug 7). The caller defers
+// benchmark instead of after it. The caller defers
 // closeOutputs.
 func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressBar, error) {
 	o := diskbench.Options{

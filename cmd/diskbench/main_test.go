@@ -132,7 +132,7 @@ func TestEntryLogAndSweep(t *testing.T) {
 	}
 }
 
-// TestSVGPathCheckedFirst covers bug 7 of issue 11: an --svg path that
+// TestSVGPathCheckedFirst: an --svg path that
 // cannot be written fails before the benchmark (which used to run in full
 // and then be thrown away), and a chart that fails to write at the end no
 // longer costs the table.
@@ -200,7 +200,7 @@ func TestBadInput(t *testing.T) {
 		"not a dir":     {[]string{"entrylog", "--dir", file}, diskbench.ErrNotDirectory, "not a directory"},
 		"bad size":      {[]string{"journal", "--dir", dir, "--block-size", "4q"}, units.ErrBadSize, `unparseable size "4q"`},
 		"bad file size": {[]string{"randread", "--dir", dir, "--file-size", "1.3"}, units.ErrBadSize, "not a whole number"},
-		// An explicit zero is refused everywhere, never silently the default (issue 11, bug 8).
+		// An explicit zero is refused everywhere, never silently the default.
 		"zero max-bytes":       {[]string{"journal", "--dir", dir, "--max-bytes", "0"}, diskbench.ErrInvalidOptions, "--max-bytes 0: must be positive"},
 		"check zero max-bytes": {[]string{"check", "--dir", dir, "--allow-any-fs", "--max-bytes", "0"}, diskbench.ErrInvalidOptions, "--max-bytes 0: must be positive"},
 		"zero file size":       {[]string{"journal", "--dir", dir, "--model", "plain", "--file-size", "0"}, diskbench.ErrInvalidOptions, "--file-size 0: must be positive"},
@@ -289,7 +289,7 @@ func TestExitCodeOnError(t *testing.T) {
 	}
 }
 
-// TestNotADiskSinglePrefix covers bug 10 of issue 11: --dir /proc said
+// TestNotADiskSinglePrefix: --dir /proc used to say
 // "0B free" (and with a doubled "diskbench: diskbench:" prefix) instead of
 // "not a disk".
 func TestNotADiskSinglePrefix(t *testing.T) {

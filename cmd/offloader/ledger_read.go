@@ -126,7 +126,7 @@ func (o *ledgerReadOptions) validate(g *globalOptions) error {
 		return fmt.Errorf("--window %d: must be >= 1", o.window)
 	}
 	if o.readTimeout <= 0 {
-		// The client would silently use its 5 s default (issue 11, bug 8).
+		// The client would silently use its 5 s default.
 		return fmt.Errorf("--read-timeout %s: must be positive", o.readTimeout)
 	}
 	return nil

@@ -200,7 +200,7 @@ func TestLedgerInfoListAndErrors(t *testing.T) {
 		{[]string{"ledger", "read", "--ledger", "9000", "--to", "99"}, "ends at entry 24"},
 		{[]string{"ledger", "read"}, "--ledger is required"},
 		{[]string{"ledger", "read", "--ledger", "9000", "--payload", "xml"}, "--payload"},
-		// A non-positive read timeout is refused, not replaced by 5 s (issue 11, bug 8).
+		// A non-positive read timeout is refused, not replaced by 5 s.
 		{[]string{"ledger", "read", "--ledger", "9000", "--read-timeout", "-1s"}, "--read-timeout -1s: must be positive"},
 		{[]string{"ledger", "read", "--ledger", "9000", "--read-timeout", "0s"}, "--read-timeout 0s: must be positive"},
 		{[]string{"ledger", "info", "--ledger", "9000", "-o", "yaml"}, "--output"},

@@ -54,7 +54,7 @@ func closedAddr(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", testen
 
 // Every command that talks to ZooKeeper gives up after
 // --zk-connect-timeout with a message naming the servers, the timeout and
-// why (issue 11, bug 1: they used to hang until Ctrl-C).
+// why (they used to hang until Ctrl-C).
 func TestUnreachableZooKeeper(t *testing.T) {
 	refused := closedAddr(t)
 	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
@@ -172,7 +172,7 @@ func (w *killWriter) Write(p []byte) (int, error) {
 
 // ZooKeeper dies during `ledger list --details`: the command stops at once
 // with an error naming the servers, instead of failing every remaining
-// ledger after go-zookeeper's 1 s reconnect pause (issue 11, bug 2).
+// ledger after go-zookeeper's 1 s reconnect pause.
 func TestLedgerListDetailsZooKeeperKilled(t *testing.T) {
 	z := testenv.StartZooKeeper(t) // its own: this test kills it
 	c := z.Session(t, tkzk.Options{})

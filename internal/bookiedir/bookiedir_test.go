@@ -133,8 +133,8 @@ func TestStatAndCheckFS(t *testing.T) {
 	if _, err := Stat(cctx, dir, hostfs.FS{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
-	// /proc is never a disk, whatever the caller allows (bug 10 of issue 11:
-	// diskbench said "0B free").
+	// /proc is never a disk, whatever the caller allows (diskbench
+	// used to say "0B free").
 	if p, err := Stat(ctx, "/proc", hostfs.FS{}); err == nil {
 		for _, allow := range []bool{false, true} {
 			err := p.CheckFS(allow, "use --allow-any-fs")

@@ -1,6 +1,6 @@
 // Pulsar managed-ledger metadata as stored in /managed-ledgers/<name>. Field
 // numbers follow Pulsar's MLDataFormats.proto; see
-// ../../../shared/docs/spec-pulsar-offload-format.md §5. Written for tierkeeper
+// docs/offload-format.md. Written for tierkeeper
 // from the documented wire facts. Unknown fields are preserved by the Go
 // protobuf runtime, so a round trip keeps fields newer brokers add.
 

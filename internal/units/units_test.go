@@ -46,7 +46,7 @@ func TestParseSizeList(t *testing.T) {
 	}
 }
 
-// TestFormatBytesExact covers bug 6 of issue 11: diskbench's FormatBytes
+// TestFormatBytesExact: diskbench's old FormatBytes
 // rounded 1025 to "1.00KiB", which parses back to 1024.
 func TestFormatBytesExact(t *testing.T) {
 	for n, want := range map[int64]string{
@@ -120,7 +120,7 @@ func TestSizeFlags(t *testing.T) {
 }
 
 // FuzzParseSize: whatever parses is non-negative, and its exact form parses
-// back to the same number (bug 6 of issue 11).
+// back to the same number.
 func FuzzParseSize(f *testing.F) {
 	for _, s := range []string{"4k", "64KiB", "1m", "2G", "1.5k", "1025", "1025B", "", "-1", "1e3", "999999999999T",
 		"0x10", "1.4 GiB", "7e", ".5k"} {

@@ -10,8 +10,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
-// Endpoint errors name what is wrong and never print a password (issue 11
-// bug 3: "ftp://u:SECRET@h:1" printed the password; "http://u:SECRET@h:bad"
+// Endpoint errors name what is wrong and never print a password
+// ("ftp://u:SECRET@h:1" used to print the password; "http://u:SECRET@h:bad"
 // printed it and blamed the scheme).
 func TestParseEndpointErrors(t *testing.T) {
 	for _, c := range []struct {

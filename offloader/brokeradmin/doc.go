@@ -1,6 +1,6 @@
 // Package brokeradmin is a small client of the Pulsar broker admin REST API:
 // the calls the offloader needs after it rewrites a managed ledger's
-// metadata in ZooKeeper (DESIGN invariant 6).
+// metadata in ZooKeeper (docs/design.md invariant 6).
 //
 //	Unload         PUT /admin/v2/persistent/{tenant}/{ns}/{topic}/unload
 //	               PUT /admin/persistent/{tenant}/{cluster}/{ns}/{topic}/unload (v1 names)

@@ -324,8 +324,8 @@ func TestUnknownFieldsRoundTrip(t *testing.T) {
 	}
 }
 
-// What a small input can make Decode allocate (issue 11 bug 5: a 19-byte
-// ZSTD and an 18-byte Snappy value claiming 64 MiB allocated 64 MiB each,
+// What a small input can make Decode allocate (a 19-byte
+// ZSTD and an 18-byte Snappy value claiming 64 MiB used to allocate 64 MiB each,
 // under the default limit).
 func TestSmallInputsAllocateLittle(t *testing.T) {
 	hdr := func(codec mlproto.CompressionType) []byte {

@@ -50,7 +50,7 @@
 // The broker caches the info it read at open and does not watch the node:
 // after an external write its next write fails with BadVersion, the managed
 // ledger is fenced and the topic reloads. Unload the topic after a commit
-// (DESIGN invariant 6) to make the change visible at once.
+// (docs/design.md invariant 6) to make the change visible at once.
 //
 // go-zookeeper calls have no context; a call outlives a cancelled ctx in
 // the background until ZooKeeper answers or the connection drops. If a Set

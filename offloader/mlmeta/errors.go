@@ -32,7 +32,7 @@ var (
 	// ErrLastLedger is returned by every update of the last ledger of a
 	// managed ledger (the open/current one): the broker replaces that
 	// LedgerInfo when it reopens the managed ledger, so an offload context
-	// written there would be lost (DESIGN invariant 3).
+	// written there would be lost (docs/design.md invariant 3).
 	ErrLastLedger = errors.New("mlmeta: refusing to touch the last ledger")
 
 	// ErrOffloadConflict is returned when the offload attempt UUID stored in

@@ -192,7 +192,7 @@ func States(info *mlproto.ManagedLedgerInfo) []LedgerState {
 }
 
 // PrepareOffload records attempt id and the driver location in the ledger's
-// OffloadContext before any object is uploaded (DESIGN invariant 4; the
+// OffloadContext before any object is uploaded (docs/design.md invariant 4; the
 // broker's prepareLedgerInfoForOffloaded), so a crash leaves objects the
 // sweeper can find. It returns the UUID of a previous unfinished attempt
 // that this one replaces (uuid.Nil if none): its objects are orphans for the
@@ -254,7 +254,7 @@ func Superseded(before *mlproto.OffloadContext, id uuid.UUID) uuid.UUID {
 
 // CompleteOffload marks the ledger offloaded by attempt id: complete = true
 // and timestamp = now (ms), after the objects are written and verified
-// (DESIGN invariant 2). The stored UUID must be id, else
+// (docs/design.md invariant 2). The stored UUID must be id, else
 // ErrOffloadConflict (not retried, like the broker's OffloadConflict), and
 // PrepareOffload must have recorded the driver metadata. Completing again
 // with the same id writes nothing and keeps the first timestamp.
@@ -282,7 +282,7 @@ func (s *Store) CompleteEdit(ledgerID int64, id uuid.UUID) Edit {
 
 // MarkBookkeeperDeleted sets bookkeeperDeleted = true for a ledger offloaded
 // by attempt id, to be committed before the BookKeeper ledger is deleted
-// (DESIGN invariant 5; the deletion lag is the caller's policy). It refuses
+// (docs/design.md invariant 5; the deletion lag is the caller's policy). It refuses
 // a different attempt (ErrOffloadConflict) and an incomplete offload
 // (ErrNotOffloaded); a second call writes nothing.
 func (s *Store) MarkBookkeeperDeleted(ctx context.Context, ml string, ledgerID int64, id uuid.UUID) (*UpdateResult, error) {

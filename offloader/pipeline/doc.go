@@ -10,7 +10,7 @@
 //	         entries, and its LedgerInfo agrees with the BookKeeper
 //	         metadata (entries = lastEntryId+1, size = length)
 //	prepare  CAS: a fresh attempt UUID and the driver metadata, complete
-//	         unset, before any upload (invariant 4); the objects of a
+//	         unset, before any upload (docs/design.md invariant 4); the objects of a
 //	         previous unfinished attempt are deleted (or, when that fails,
 //	         listed in LedgerResult.Leftovers for the sweeper)
 //	copy     entries streamed from the bookies (digest-checked, never
@@ -23,13 +23,13 @@
 //	         of about one block each (start, a random place, end)
 //	commit   CAS: complete=true and the timestamp; on BadVersion re-read and
 //	         re-apply to this ledger only; a different stored UUID is a
-//	         conflict and is never overwritten (invariants 2, 3)
+//	         conflict and is never overwritten (docs/design.md invariants 2 and 3)
 //	trim     optional, after the deletion lag: CAS bookkeeperDeleted=true
-//	         (invariant 5); after the reload, compare-and-delete the
+//	         (docs/design.md invariant 5); after the reload, compare-and-delete the
 //	         BookKeeper ledger
 //	reload   unload the topic through the broker admin API and check in the
 //	         broker's internalStats that it now serves the ledger from the
-//	         object store (invariant 6)
+//	         object store (docs/design.md invariant 6)
 //
 // RunTopic runs the steps per topic, not per ledger: it selects all the
 // given ledgers from one read of the managed ledger, prepares them in one

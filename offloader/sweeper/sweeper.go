@@ -7,7 +7,7 @@
 // A sweep lists the store first and reads the references (every ledger's
 // recorded attempt UUID, prepared or complete, from a fresh scan of the
 // managed ledgers) second. An attempt's objects are only written after its
-// UUID is recorded (prepare, DESIGN invariant 4), so any object the
+// UUID is recorded (prepare, docs/design.md invariant 4), so any object the
 // listing saw belongs to an attempt that the later scan sees, unless the
 // attempt was really replaced or its ledger is gone. Hence:
 //

@@ -1,6 +1,6 @@
 package compat
 
-// Offload object format against Pulsar's own code (issue 5):
+// Offload object format against Pulsar's own code:
 //
 //	(a) objects written by tierkeeper (offloader/format/upload) are read by
 //	    Pulsar's jcloud offloader (readOffloaded → BlobStoreBackedReadHandleImpl),

@@ -1,6 +1,6 @@
 // Package cosfake is a Tencent COS protocol endpoint for tests: it speaks
 // the COS XML API as cos-go-sdk-v5 uses it, checks COS request signatures
-// (q-sign-algorithm=sha1 ..., spec-cos.md §1) and, for COS's S3-compatible
+// (q-sign-algorithm=sha1 ..., Tencent's "request signature" document) and, for COS's S3-compatible
 // access, AWS Signature V4 (signed, UNSIGNED-PAYLOAD and aws-chunked
 // payloads with chunk signatures) and V2, all with the account's
 // SecretId/SecretKey (awssign.go); AWS-signed requests get x-amz-meta-*

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The worked examples of spec-cos.md §1 (from the SDK's auth_test.go and
+// The worked examples of COS's signature (from the SDK's auth_test.go and
 // COS document 7778), recomputed by our signer.
 func TestSignatureWorkedExamples(t *testing.T) {
 	cases := []struct {

@@ -59,7 +59,7 @@ func TestParseErrorsNameKeys(t *testing.T) {
 		"type: s3\nconfig: {bucket: b, sse: {type: SSE-S3, kms_key_id: k}}": "sse.kms_key_id",
 		"type: s3\nconfig: {bucket: b, retry: {max_backoff: 5}}":            "duration",
 		"type: s3\nconfig: {bucket: b, endpoint: 'ftp://x'}":                "config key endpoint",
-		// Bug 3: the port is blamed, not the scheme, and the password
+		// The port is blamed, not the scheme, and the password
 		// is not printed (checked below for every case).
 		"type: s3\nconfig: {bucket: b, endpoint: 'http://u:TOPSECRET@h:bad'}":                                               `port "bad" is not a number`,
 		"type: cos\nconfig: {bucket: b-125, region: ap-guangzhou, endpoint: 'ftp://u:TOPSECRET@h:1'}":                       `scheme must be http or https, got "ftp"`,
@@ -165,8 +165,8 @@ func mustParse(t *testing.T, s string) Config {
 	return c
 }
 
-// No rendering of a parsed config prints a secret (issue 11 bug 4: the
-// provider section was kept as raw JSON, so json.Marshal, slog's JSON
+// No rendering of a parsed config prints a secret (the
+// provider section used to be kept as raw JSON, so json.Marshal, slog's JSON
 // handler and %s printed secret_access_key).
 func TestConfigNeverPrintsSecrets(t *testing.T) {
 	const secret, token = "CANARYsecret0123456789", "CANARYtoken9876543210"
