@@ -261,11 +261,11 @@ func progressPrinter(w io.Writer, quiet bool) func(string, diskbench.ProgressEve
 	if quiet {
 		return nil
 	}
-	tty := cli.IsTerminal(w)
+	line := cli.NewLine(w, true)
 	last := ""
 	return func(step string, ev diskbench.ProgressEvent) {
 		if step != last {
-			fmt.Fprintf(w, "%s\n", step)
+			line.Println(step, true)
 			last = step
 		}
 		switch {
@@ -284,13 +284,9 @@ func progressPrinter(w io.Writer, quiet bool) func(string, diskbench.ProgressEve
 			if r.Workload == diskbench.WorkloadRandRead {
 				extra = fmt.Sprintf(", %.0f IOPS", r.IOPS)
 			}
-			if tty {
-				fmt.Fprint(w, "\r\033[K")
-			}
-			fmt.Fprintf(w, "  %s %s%s\n", ev.Label, units.HumanRate(r.BytesPerSec), extra)
-		case tty:
-			eta := max(0, ev.Estimate-ev.Elapsed)
-			fmt.Fprintf(w, "\r\033[K  %s %s %s, ETA %s", ev.Label, ev.Phase, units.HumanRate(ev.BytesPerSec), eta.Round(time.Second))
+			line.Println(fmt.Sprintf("  %s %s%s", ev.Label, units.HumanRate(r.BytesPerSec), extra), true)
+		default:
+			line.Draw(fmt.Sprintf("  %s %s %s, ETA %s", ev.Label, ev.Phase, units.HumanRate(ev.BytesPerSec), cli.Left(ev.Estimate-ev.Elapsed)))
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/internal/cli"
@@ -13,53 +12,36 @@ import (
 // progressBar draws a one-line progress bar with rate and ETA on stderr
 // when stderr is a terminal; otherwise it draws nothing.
 type progressBar struct {
-	w       io.Writer
-	on      bool
+	line    *cli.Line
 	label   string
 	total   int64 // bytes expected (0: unknown)
 	start   time.Time
-	last    time.Time
-	drawn   bool
 	entries int64
 	bytes   int64
 }
 
 func newProgressBar(w io.Writer, enabled bool, label string, totalBytes int64) *progressBar {
-	now := time.Now()
-	return &progressBar{w: w, on: enabled && cli.IsTerminal(w), label: label, total: totalBytes, start: now}
+	return &progressBar{line: cli.NewLine(w, enabled), label: label, total: totalBytes, start: time.Now()}
 }
 
 // add records progress and redraws at most 5 times a second.
 func (p *progressBar) add(entries, bytes int64) {
 	p.entries += entries
 	p.bytes += bytes
-	if !p.on {
-		return
-	}
-	if now := time.Now(); now.Sub(p.last) >= 200*time.Millisecond {
-		p.last = now
-		p.draw(now)
+	if now := time.Now(); p.line.Due(now) {
+		p.line.Draw(p.text(now))
 	}
 }
 
-func (p *progressBar) draw(now time.Time) {
-	el := now.Sub(p.start).Seconds()
-	rate := 0.0
-	if el > 0 {
-		rate = float64(p.bytes) / el
-	}
+func (p *progressBar) text(now time.Time) string {
+	rate := cli.Rate(float64(p.bytes), now.Sub(p.start))
 	eta := "?"
-	if rate > 0 && p.total > 0 {
-		eta = time.Duration(float64(p.total-p.bytes) / rate * float64(time.Second)).Round(time.Second).String()
+	if p.total > 0 {
+		eta = cli.ETA(float64(p.total-p.bytes), rate)
 	}
-	fmt.Fprintf(p.w, "\r%s %s %d entries %s %s ETA %s   ", p.label, bar(p.bytes, p.total, 30), p.entries,
+	return fmt.Sprintf("%s %s %d entries %s %s ETA %s", p.label, cli.Bar(p.bytes, p.total, 30), p.entries,
 		units.HumanBytes(p.bytes), units.HumanRate(rate), eta)
-	p.drawn = true
 }
 
 // finish clears the bar.
-func (p *progressBar) finish() {
-	if p.drawn {
-		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 100))
-	}
-}
+func (p *progressBar) finish() { p.line.Clear() }

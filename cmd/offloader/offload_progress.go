@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +16,7 @@ import (
 // (bytes copied of all to copy, rate, ETA). It implements
 // pipeline.Observer; with drawing off it only counts.
 type offloadProgress struct {
-	w  io.Writer
-	on bool
+	line *cli.Line
 
 	mu         sync.Mutex
 	start      time.Time
@@ -30,12 +28,10 @@ type offloadProgress struct {
 	copied     int64 // bytes the current ledger has copied
 	curBytes   int64
 	curTotal   int64
-	last       time.Time
-	drawn      bool
 }
 
 func newOffloadProgress(w io.Writer, enabled bool, totalBytes int64) *offloadProgress {
-	return &offloadProgress{w: w, on: enabled && cli.IsTerminal(w), total: totalBytes, start: time.Now()}
+	return &offloadProgress{line: cli.NewLine(w, enabled), total: totalBytes, start: time.Now()}
 }
 
 func (p *offloadProgress) StepStarted(t pipeline.Target, s pipeline.Step) {
@@ -67,49 +63,22 @@ func (p *offloadProgress) Verified(t pipeline.Target, bytes, total int64) {
 
 // draw redraws at most 5 times a second (or now when forced).
 func (p *offloadProgress) draw(force bool) {
-	if !p.on {
-		return
-	}
 	now := time.Now()
-	if !force && now.Sub(p.last) < 200*time.Millisecond {
+	if !p.line.On() || (!force && !p.line.Due(now)) {
 		return
 	}
-	p.last = now
-	ledger := fmt.Sprintf("ledger %d %-6s %s", p.cur.LedgerID, p.step, bar(p.curBytes, p.curTotal, 12))
+	ledger := fmt.Sprintf("ledger %d %-6s %s", p.cur.LedgerID, p.step, cli.Bar(p.curBytes, p.curTotal, 12))
 	if p.curTotal > 0 {
-		rate := float64(p.curBytes) / max(now.Sub(p.curStart).Seconds(), 1e-3)
+		rate := cli.Rate(float64(p.curBytes), max(now.Sub(p.curStart), time.Millisecond))
 		ledger += fmt.Sprintf(" %s/%s %s ETA %s", units.HumanBytes(p.curBytes), units.HumanBytes(p.curTotal),
-			units.DecimalRate(rate), eta(p.curTotal-p.curBytes, rate))
+			units.DecimalRate(rate), cli.ETA(float64(p.curTotal-p.curBytes), rate))
 	}
 	all := p.doneBefore + p.copied
-	rate := float64(all) / max(now.Sub(p.start).Seconds(), 1e-3)
-	overall := fmt.Sprintf("all %s %s/%s %s ETA %s", bar(all, p.total, 12), units.HumanBytes(all), units.HumanBytes(p.total),
-		units.DecimalRate(rate), eta(p.total-all, rate))
-	fmt.Fprintf(p.w, "\r%-72s | %s  ", ledger, overall)
-	p.drawn = true
+	rate := cli.Rate(float64(all), max(now.Sub(p.start), time.Millisecond))
+	overall := fmt.Sprintf("all %s %s/%s %s ETA %s", cli.Bar(all, p.total, 12), units.HumanBytes(all), units.HumanBytes(p.total),
+		units.DecimalRate(rate), cli.ETA(float64(p.total-all), rate))
+	p.line.Draw(fmt.Sprintf("%-72s | %s", ledger, overall))
 }
 
 // finish clears the line.
-func (p *offloadProgress) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.drawn {
-		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 150))
-	}
-}
-
-func bar(done, total int64, width int) string {
-	frac := 0.0
-	if total > 0 {
-		frac = min(float64(done)/float64(total), 1)
-	}
-	fill := int(frac * float64(width))
-	return fmt.Sprintf("[%s%s] %3.0f%%", strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100)
-}
-
-func eta(left int64, rate float64) string {
-	if rate <= 0 || left < 0 {
-		return "?"
-	}
-	return time.Duration(float64(left) / rate * float64(time.Second)).Round(time.Second).String()
-}
+func (p *offloadProgress) finish() { p.line.Clear() }

@@ -103,5 +103,5 @@ func (o *statusOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Co
 		_, err := cmd.OutOrStdout().Write(raw)
 		return err
 	}
-	return printServiceStatus(cmd.OutOrStdout(), st, o.all)
+	return printServiceStatus(cmd.OutOrStdout(), st, o.all, 0)
 }

@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
@@ -60,8 +57,10 @@ func fetchServiceStatus(ctx context.Context, base string, timeout time.Duration)
 func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out io.Writer) error {
 	tick := time.NewTicker(o.watch)
 	defer tick.Stop()
-	tty := !g.json() && cli.IsTerminal(out)
-	drawn := 0                                 // lines of the last in-place rendering
+	var screen *cli.Screen // in-place redraws on a terminal
+	if !g.json() && cli.IsTerminal(out) {
+		screen = cli.NewScreen(out)
+	}
 	rate := rateWindow{span: 30 * time.Second} // of the replica's offloaded bytes
 	for {
 		st, raw, err := fetchServiceStatus(ctx, o.service, o.timeout)
@@ -82,18 +81,17 @@ func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out 
 		default:
 			r, over := rate.add(time.Now(), st.Done.OffloadedBytes)
 			fmt.Fprintln(&b, watchProgress(st, r, over))
-			if err := printServiceStatus(&b, st, o.all); err != nil {
+			names := 0
+			if screen != nil {
+				names = max(24, cli.TerminalWidth(out)/3)
+			}
+			if err := printServiceStatus(&b, st, o.all, names); err != nil {
 				return err
 			}
 		}
 		switch {
-		case tty:
-			text := fitTerminal(out, b.String())
-			if drawn > 0 {
-				fmt.Fprintf(out, "\033[%dA\033[J", drawn)
-			}
-			fmt.Fprint(out, text)
-			drawn = strings.Count(text, "\n")
+		case screen != nil:
+			screen.Draw(b.String())
 		case g.json():
 			_, _ = out.Write(b.Bytes())
 		default:
@@ -116,15 +114,8 @@ func watchProgress(st *offloader.Status, rate float64, over time.Duration) strin
 	if all <= 0 {
 		done, all = 1, 1 // nothing for the policy to do: all done
 	}
-	left := "-"
-	switch {
-	case t.LagBytes == 0:
-		left = "0s"
-	case rate > 0:
-		left = eta(t.LagBytes, rate)
-	}
 	return fmt.Sprintf("offloaded %s  lag %s  %s over %s  ETA %s",
-		bar(done, all, 30), units.HumanBytes(t.LagBytes), units.HumanRate(rate), over.Round(time.Second), left)
+		cli.Bar(done, all, 16), units.HumanBytes(t.LagBytes), units.HumanRate(rate), over.Round(time.Second), cli.ETA(float64(t.LagBytes), rate))
 }
 
 // rateWindow is the rate of a growing count over about the last span.
@@ -147,26 +138,10 @@ func (w *rateWindow) add(now time.Time, v int64) (rate float64, over time.Durati
 	return rate, over
 }
 
-// fitTerminal cuts text to the terminal's height, so an in-place redraw
-// can move back to its first line.
-func fitTerminal(w io.Writer, text string) string {
-	f, ok := w.(*os.File)
-	if !ok {
-		return text
-	}
-	_, h, err := term.GetSize(int(f.Fd()))
-	if err != nil || h < 3 {
-		return text
-	}
-	lines := strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n")
-	if len(lines) < h {
-		return text
-	}
-	return strings.Join(lines[:h-2], "") + fmt.Sprintf("\n… %d more lines (a taller terminal shows them)\n", len(lines)-(h-2))
-}
-
-// printServiceStatus renders a service status for people.
-func printServiceStatus(w io.Writer, st *offloader.Status, all bool) error {
+// printServiceStatus renders a service status for people. nameWidth > 0
+// shortens topic and managed-ledger names in the tables to that many
+// characters (the watch on a terminal, so the tables fit its width).
+func printServiceStatus(w io.Writer, st *offloader.Status, all bool, nameWidth int) error {
 	ready := "ready"
 	if !st.Ready {
 		ready = "NOT READY"
@@ -197,7 +172,7 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool) error {
 		if !all && ts.LagBytes == 0 && ts.LastError == "" {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ts.Topic, ts.Rule, units.HumanBytes(ts.BKBytes),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cli.CutLeft(ts.Topic, nameWidth), ts.Rule, units.HumanBytes(ts.BKBytes),
 			units.HumanBytes(ts.OffloadedBytes), units.HumanBytes(ts.LagBytes), (time.Duration(ts.LagSeconds) * time.Second).String(),
 			ts.NextAction, ts.LastError)
 	}
@@ -220,7 +195,7 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool) error {
 			if l.StepTotalBytes > 0 {
 				step = fmt.Sprintf("%s, %.0f%% of %s read", step, 100*float64(l.StepBytes)/float64(l.StepTotalBytes), units.HumanBytes(l.StepTotalBytes))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\n", l.ML, l.LedgerID, l.State, step, l.Failures, next, l.LastErr)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\n", cli.CutLeft(l.ML, nameWidth), l.LedgerID, l.State, step, l.Failures, next, l.LastErr)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -12,7 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
@@ -117,8 +119,8 @@ func TestStatusWatch(t *testing.T) {
 	}
 	for _, w := range []string{"replica r1: ready", "503 Service Unavailable", "replica r3: ready",
 		"done since start: 3 ledgers offloaded (3.0 MiB; copy 21.0 MB/s)",
-		"offloaded [==============================] 100%  lag 0 B", // r4: caught up
-		"offloaded [======================        ]  75%  lag 1.0 MiB"} {
+		"offloaded [================] 100%  lag 0 B", // r4: caught up
+		"offloaded [============    ]  75%  lag 1.0 MiB"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("watch output misses %q:\n%s", w, out)
 		}
@@ -186,4 +188,38 @@ func TestFetchServiceStatusRedactsPassword(t *testing.T) {
 		t.Errorf("server got basic-auth password %q", gotPW)
 	}
 	mu.Unlock()
+}
+
+// On an 80-column terminal the watch's rendering fits: no line wraps (so
+// the redraw moves back over exactly what it drew), and long topic names
+// are shortened so that the table's columns stay on the screen.
+func TestWatchFitsEightyColumns(t *testing.T) {
+	long := "persistent://tenant-with-long-name/namespace-with-long-name/very-long-topic-name-partition-11"
+	st := &offloader.Status{Replica: "offloader-7d9f8c6b5-x2x4q", Ready: true, StartedAt: time.Now(), EvaluatedAt: time.Now(),
+		Totals: offloader.Totals{Topics: 1, OffloadedBytes: 1 << 30, LagBytes: 3 << 30, LagLedgers: 4, LagSeconds: 7200},
+		Topics: []offloader.TopicStatus{{Topic: long, Rule: "default", LagBytes: 3 << 30, NextAction: "offload ledger 7 (default: age over 1h0m0s)"}}}
+	var b bytes.Buffer
+	fmt.Fprintln(&b, watchProgress(st, 123<<20, 30*time.Second))
+	if err := printServiceStatus(&b, st, false, 80/3); err != nil {
+		t.Fatal(err)
+	}
+	var screen bytes.Buffer
+	s := cli.NewSizedScreen(&screen, func() (int, int) { return 80, 45 })
+	s.Draw(b.String())
+	first := screen.String()
+	for _, l := range strings.Split(first, "\n") {
+		if n := utf8.RuneCountInString(l); n > 79 {
+			t.Errorf("line of %d characters on 80 columns: %q", n, l)
+		}
+	}
+	for _, w := range []string{"ETA 25s", "TOPIC", "RULE", "LAG", "name-partition-11  default"} {
+		if !strings.Contains(first, w) {
+			t.Errorf("80-column rendering misses %q:\n%s", w, first)
+		}
+	}
+	screen.Reset()
+	s.Draw(b.String())
+	if up := fmt.Sprintf("\033[%dA\033[J", strings.Count(first, "\n")); !strings.HasPrefix(screen.String(), up) {
+		t.Errorf("redraw does not move back over the %d lines drawn: %q", strings.Count(first, "\n"), screen.String()[:min(20, screen.Len())])
+	}
 }

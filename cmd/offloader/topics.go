@@ -171,32 +171,24 @@ func topicsAge(sec float64) string {
 
 // topicsProgress prints "read N/M managed ledgers" to a terminal stderr.
 type topicsProgress struct {
-	w       io.Writer
-	total   int
-	start   time.Time
-	enabled bool
-	last    time.Time
+	line  *cli.Line
+	total int
+	start time.Time
 }
 
 func newTopicsProgress(w io.Writer, want bool, total int) *topicsProgress {
-	return &topicsProgress{w: w, total: total, start: time.Now(), enabled: want && cli.IsTerminal(w) && total > 0}
+	return &topicsProgress{line: cli.NewLine(w, want && total > 0), total: total, start: time.Now()}
 }
 
 func (p *topicsProgress) update(done int) {
-	if !p.enabled || (time.Since(p.last) < 100*time.Millisecond && done < p.total) {
-		return
+	if now := time.Now(); p.line.Due(now) || (p.line.On() && done >= p.total) {
+		p.line.Draw(p.text(done, now))
 	}
-	p.last = time.Now()
-	rate := float64(done) / max(time.Since(p.start).Seconds(), 1e-3)
-	eta := "-"
-	if rate > 0 {
-		eta = time.Duration(float64(p.total-done) / rate * float64(time.Second)).Round(time.Second).String()
-	}
-	fmt.Fprintf(p.w, "\rread %d/%d managed ledgers (%.0f/s, ETA %s)   ", done, p.total, rate, eta)
 }
 
-func (p *topicsProgress) done() {
-	if p.enabled {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
+func (p *topicsProgress) text(done int, now time.Time) string {
+	rate := cli.Rate(float64(done), max(now.Sub(p.start), time.Millisecond))
+	return fmt.Sprintf("read %d/%d managed ledgers (%.0f/s, ETA %s)", done, p.total, rate, cli.ETA(float64(p.total-done), rate))
 }
+
+func (p *topicsProgress) done() { p.line.Clear() }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
@@ -190,7 +191,7 @@ func TestTopicsHumanFormats(t *testing.T) {
 func TestTopicsProgressETA(t *testing.T) {
 	var buf bytes.Buffer
 	// Half done after 20 s: the other half takes 20 s more.
-	p := &topicsProgress{w: &buf, total: 20, start: time.Now().Add(-20 * time.Second), enabled: true}
+	p := &topicsProgress{line: cli.NewSizedLine(&buf, func() (int, int) { return 80, 24 }), total: 20, start: time.Now().Add(-20 * time.Second)}
 	p.update(10)
 	if out := buf.String(); !strings.Contains(out, "read 10/20 managed ledgers") || !strings.Contains(out, "ETA 20s") {
 		t.Fatalf("progress line %q", out)
