@@ -36,7 +36,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -56,8 +55,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	"github.com/tierkeeper/tierkeeper/bookieagent/agentapi"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/internal/httpjson"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/status"
 )
@@ -674,35 +673,17 @@ func readAgents(ctx context.Context, o Options, v *View) {
 	sort.Strings(v.Errors)
 }
 
-// getJSON GETs u within o.Timeout and decodes at most 16 MiB of JSON;
-// failures wrap kind (ErrAgent, ErrBookieHTTP) and name the URL with any
-// password redacted. A 404 is accepted when notFoundOK (the agent's
-// /recommendation before a benchmark ran).
+// getJSON GETs u within o.Timeout and decodes at most 16 MiB of JSON
+// (httpjson.Get); failures wrap kind (ErrAgent, ErrBookieHTTP) and name the
+// URL with any password redacted. A 404 is accepted when notFoundOK (the
+// agent's /recommendation before a benchmark ran).
 func getJSON(ctx context.Context, o Options, kind error, u string, v any, notFoundOK bool) error {
-	shown := blob.RedactURL(u)
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", kind, shown, blob.URLErrorCause(err))
+	ho := httpjson.Options{Client: o.Client, Timeout: o.Timeout, What: "the expected JSON"}
+	if notFoundOK {
+		ho.Accept = []int{http.StatusNotFound}
 	}
-	resp, err := o.Client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w: GET %s: no answer within %s", kind, shown, o.Timeout)
-		}
-		return fmt.Errorf("%w: GET %s: %v", kind, shown, blob.URLErrorCause(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK && !(notFoundOK && resp.StatusCode == http.StatusNotFound) {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-		return fmt.Errorf("%w: GET %s: %s: %s", kind, shown, resp.Status, strings.TrimSpace(string(b)))
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w: GET %s: no complete answer within %s", kind, shown, o.Timeout)
-		}
-		return fmt.Errorf("%w: GET %s: not the expected JSON: %v", kind, shown, err)
+	if _, err := httpjson.Get(ctx, u, v, ho); err != nil {
+		return fmt.Errorf("%w: %w", kind, err)
 	}
 	return nil
 }

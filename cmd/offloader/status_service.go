@@ -6,47 +6,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/internal/cli"
+	"github.com/tierkeeper/tierkeeper/internal/httpjson"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
-	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
 )
 
 // fetchServiceStatus reads a running service's /status, bounded by timeout.
 func fetchServiceStatus(ctx context.Context, base string, timeout time.Duration) (*offloader.Status, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	u := strings.TrimRight(base, "/") + "/status"
-	shown := blob.RedactURL(u) // a password in --service never printed
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--service %q: %w", blob.RedactURL(base), blob.URLErrorCause(err))
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("GET %s: no answer within %s", shown, timeout)
-		}
-		return nil, nil, fmt.Errorf("GET %s: %w", shown, blob.URLErrorCause(err))
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, nil, fmt.Errorf("GET %s: %w", shown, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("GET %s: %s", shown, resp.Status)
-	}
 	var st offloader.Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return nil, nil, fmt.Errorf("GET %s: not an offloader status document: %w", shown, err)
+	body, err := httpjson.Get(ctx, strings.TrimRight(base, "/")+"/status", &st,
+		httpjson.Options{Timeout: timeout, MaxBytes: 64 << 20, What: "an offloader status document"})
+	if err != nil {
+		return nil, nil, err
 	}
 	return &st, body, nil
 }

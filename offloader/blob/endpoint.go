@@ -1,11 +1,12 @@
 package blob
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/tierkeeper/tierkeeper/internal/httpjson"
 )
 
 // ParseEndpoint checks a provider's endpoint config value: an absolute
@@ -44,32 +45,13 @@ func ParseEndpoint(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// RedactURL returns raw with everything between the scheme's "://" (or the
-// start, without one) and the last '@' replaced by "<redacted>": the
-// user:password part, however it is spelled (a password may hold '/' or
-// '?'; it is better to hide too much of a bad URL than a secret). It works
-// on strings url.Parse refuses.
-func RedactURL(raw string) string {
-	start := 0
-	if i := strings.Index(raw, "://"); i >= 0 {
-		start = i + 3
-	}
-	at := strings.LastIndexByte(raw[start:], '@')
-	if at < 0 {
-		return raw
-	}
-	return raw[:start] + redacted + raw[start+at:]
-}
+// RedactURL returns raw with its user:password part replaced by
+// "<redacted>" (httpjson.RedactURL, the one implementation).
+func RedactURL(raw string) string { return httpjson.RedactURL(raw) }
 
-// URLErrorCause returns the cause inside err's *url.Error, or err: that
-// wrapper's message repeats the URL (url.Parse's quotes it whole,
-// password included). Print the URL through RedactURL beside it.
-func URLErrorCause(err error) error {
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		return ue.Err
-	}
-	return err
-}
+// URLErrorCause returns the cause inside err's *url.Error, or err
+// (httpjson.URLErrorCause).
+func URLErrorCause(err error) error { return httpjson.URLErrorCause(err) }
 
 // rawPort returns what follows the last ':' of the host part of raw's
 // authority, if there is one (not inside an IPv6 literal).

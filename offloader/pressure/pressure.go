@@ -8,10 +8,8 @@ package pressure
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -26,6 +24,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent/agentapi"
+	"github.com/tierkeeper/tierkeeper/internal/httpjson"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
@@ -156,29 +155,9 @@ func (a *Agents) Read(ctx context.Context, bookies []string) Reading {
 var ErrNoLedgerMount = errors.New("agent report has no mount holding a ledger directory")
 
 func (a *Agents) readOne(ctx context.Context, u string) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
-	defer cancel()
-	shown := blob.RedactURL(u)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, fmt.Errorf("GET %s: not a valid URL: %w", shown, blob.URLErrorCause(err))
-	}
-	resp, err := a.o.Client.Do(req)
-	if err != nil {
-		err = blob.URLErrorCause(err)
-		if ctx.Err() != nil {
-			return 0, fmt.Errorf("GET %s: no answer within %s: %w", shown, a.o.Timeout, err)
-		}
-		return 0, fmt.Errorf("GET %s: %w", shown, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-		return 0, fmt.Errorf("GET %s: %s: %s", shown, resp.Status, strings.TrimSpace(string(b)))
-	}
 	var rep agentapi.Report
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&rep); err != nil {
-		return 0, fmt.Errorf("GET %s: not an agent report: %w", shown, err)
+	if _, err := httpjson.Get(ctx, u, &rep, httpjson.Options{Client: a.o.Client, Timeout: a.o.Timeout, MaxBytes: 4 << 20, What: "an agent report"}); err != nil {
+		return 0, err
 	}
 	return LedgerUsage(rep)
 }
