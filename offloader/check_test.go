@@ -3,7 +3,6 @@ package offloader
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -84,13 +83,8 @@ func TestCheckRealPeers(t *testing.T) {
 	if a := res["admin"]; a.OK || !strings.Contains(a.Detail, "broker answered 401") {
 		t.Errorf("refused token: %+v", a)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	start := time.Now()
-	res = byName(Check(ctx, checkConfig(t, z.Addr, s3, bucket, "http://"+ln.Addr().String()), CheckOptions{}))
+	res = byName(Check(ctx, checkConfig(t, z.Addr, s3, bucket, "http://"+testenv.SilentAddr(t)), CheckOptions{}))
 	if a := res["admin"]; a.OK || !strings.Contains(a.Detail, "within 500ms") {
 		t.Errorf("hanging admin: %+v", a)
 	}
@@ -105,12 +99,7 @@ func TestCheckRealPeers(t *testing.T) {
 }
 
 func TestCheckZooKeeperUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testenv.ClosedAddr(t)
 	c, err := Parse([]byte(fmt.Sprintf("zookeeper: {servers: %q, connect_timeout: 1s}\nstore: {type: fs, config: {dir: %q}}\n", addr, t.TempDir())), ParseOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 func TestStatusCommand(t *testing.T) {
@@ -166,18 +166,13 @@ func TestFetchServiceStatusRedactsPassword(t *testing.T) {
 		http.Error(w, "proxy down", http.StatusServiceUnavailable)
 	}))
 	defer down.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close() // accepts (in its backlog), never answers
-	closed := closedAddr(t)
+	silent, closed := testenv.SilentAddr(t), testenv.ClosedAddr(t)
 	downAddr := strings.TrimPrefix(down.URL, "http://")
 	for addr, want := range map[string]string{
-		downAddr:           "GET http://<redacted>@" + downAddr + "/status: 503 Service Unavailable",
-		ln.Addr().String(): "GET http://<redacted>@" + ln.Addr().String() + "/status: no answer within 300ms",
-		closed:             "GET http://<redacted>@" + closed + "/status: dial tcp " + closed + ": connect: connection refused",
-		"127.0.0.1:80x":    `--service "http://<redacted>@127.0.0.1:80x": invalid port ":80x"`,
+		downAddr:        "GET http://<redacted>@" + downAddr + "/status: 503 Service Unavailable",
+		silent:          "GET http://<redacted>@" + silent + "/status: no answer within 300ms",
+		closed:          "GET http://<redacted>@" + closed + "/status: dial tcp " + closed + ": connect: connection refused",
+		"127.0.0.1:80x": `GET http://<redacted>@127.0.0.1:80x/status: not a valid URL: invalid port ":80x"`,
 	} {
 		_, _, err := fetchServiceStatus(t.Context(), "http://tk:"+pw+"@"+addr, 300*time.Millisecond)
 		if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), want) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -49,31 +48,11 @@ func runBounded(t *testing.T, limit time.Duration, out io.Writer, args ...string
 	}
 }
 
-// closedAddr is a 127.0.0.1 address nothing listens on.
-func closedAddr(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)) }
-
 // Every command that talks to ZooKeeper gives up after
 // --zk-connect-timeout with a message naming the servers, the timeout and
 // why (they used to hang until Ctrl-C).
 func TestUnreachableZooKeeper(t *testing.T) {
-	refused := closedAddr(t)
-	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
+	refused, silent := testenv.ClosedAddr(t), testenv.SilentAddr(t)
 	cmds := [][]string{
 		{"topics"},
 		{"topics", "--namespace", "public/default", "-o", "json"},
@@ -85,7 +64,7 @@ func TestUnreachableZooKeeper(t *testing.T) {
 	for _, c := range cmds {
 		srvs := []struct{ addr, why string }{{refused, "connection refused"}}
 		if c[0] == "topics" && len(c) == 1 || c[1] == "read" {
-			srvs = append(srvs, struct{ addr, why string }{silent.Addr().String(), "established no session"})
+			srvs = append(srvs, struct{ addr, why string }{silent, "established no session"})
 		}
 		for _, srv := range srvs {
 			args := append(clone(c), "--zk", srv.addr, "--zk-connect-timeout", "500ms")
@@ -107,14 +86,6 @@ func TestUnreachableZooKeeper(t *testing.T) {
 			})
 		}
 	}
-	t.Cleanup(func() {
-		silent.Close()
-		mu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		mu.Unlock()
-	})
 	// The default timeout bounds it too, and the flags are checked.
 	if _, err := runBounded(t, 5*time.Second, nil, "topics", "--zk", refused, "--zk-connect-timeout", "0s"); err == nil ||
 		!strings.Contains(err.Error(), "must be positive") {
@@ -130,7 +101,7 @@ func clone(s []string) []string { return append([]string(nil), s...) }
 // The binary itself exits 1 with the message on stderr and nothing on
 // stdout (run as a child process: main() calls os.Exit).
 func TestUnreachableZooKeeperExitCode(t *testing.T) {
-	addr := closedAddr(t)
+	addr := testenv.ClosedAddr(t)
 	cmd := exec.Command(os.Args[0], "topics", "--zk", addr, "--zk-connect-timeout", "1s")
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	var stdout, stderr bytes.Buffer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -150,22 +149,9 @@ func TestConnectUnreachable(t *testing.T) {
 // hung server): go-zookeeper alone would wait 10 × 2/3 of the session
 // timeout for the handshake.
 func TestConnectSilentServer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	silent := testenv.SilentAddr(t)
 	start := time.Now()
-	_, err = zk.Connect(context.Background(), []string{l.Addr().String()}, zk.Options{ConnectTimeout: time.Second})
+	_, err := zk.Connect(context.Background(), []string{silent}, zk.Options{ConnectTimeout: time.Second})
 	t.Logf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	if !errors.Is(err, zk.ErrConnectTimeout) || !strings.Contains(err.Error(), "established no session") {
 		t.Errorf("unclear error: %v", err)
@@ -176,7 +162,7 @@ func TestConnectSilentServer(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
-	if _, err := zk.Connect(ctx, []string{l.Addr().String()}, zk.Options{}); !errors.Is(err, context.Canceled) {
+	if _, err := zk.Connect(ctx, []string{silent}, zk.Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled connect: %v", err)
 	}
 }

@@ -13,11 +13,12 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookieagent/agentapi"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 func TestAgentsRead(t *testing.T) {
 	full, light := mltest.Agent(t, 0.91), mltest.Agent(t, 0.40)
-	hang := silentServer(t)
+	hang := testenv.SilentAddr(t)
 	notAgent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "nope", http.StatusNotFound)
 	}))
@@ -45,28 +46,6 @@ func TestAgentsRead(t *testing.T) {
 			t.Errorf("errors %s\nmiss %q", msgs, w)
 		}
 	}
-}
-
-// silentServer returns the 127.0.0.1 address of a server that accepts
-// connections and never answers; it closes when t ends.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hang := make(chan struct{})
-	t.Cleanup(func() { ln.Close(); close(hang) })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { <-hang; c.Close() }()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 func TestAgentURLFor(t *testing.T) {
@@ -120,7 +99,7 @@ func TestAgentsRedactPassword(t *testing.T) {
 		fmt.Fprint(w, "<html>not json</html>")
 	}))
 	defer junk.Close()
-	hang, closed := silentServer(t), closedPort(t)
+	hang, closed := testenv.SilentAddr(t), testenv.ClosedAddr(t)
 	hostPort := func(u string) string { return strings.TrimPrefix(u, "http://") }
 	withCreds := func(addr string) string { return "http://tk:" + secret + "@" + addr + "/report" }
 	_, downPort, _ := net.SplitHostPort(hostPort(down.URL))

@@ -54,12 +54,6 @@ func documentedPrometheus(t *testing.T) (query, label string) {
 	return doc.Prometheus.Query, doc.Prometheus.BookieLabel
 }
 
-// closedPort returns a 127.0.0.1 address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	return fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-}
-
 // TestPrometheusRead: a real Prometheus scrapes two real bookie agents'
 // /metrics (mltest.AgentServer: ledger mounts at 91% and 5%, journal
 // mounts at 10%) and a third bookie whose agent is down, each target
@@ -72,7 +66,7 @@ func TestPrometheusRead(t *testing.T) {
 	prom := testenv.StartPrometheus(t, testenv.PrometheusOptions{Targets: []testenv.PrometheusTarget{
 		{URL: a0 + "/metrics", Labels: map[string]string{label: b0}},
 		{URL: a1 + "/metrics", Labels: map[string]string{label: b1}},
-		{URL: "http://" + closedPort(t) + "/metrics", Labels: map[string]string{label: b2}},
+		{URL: "http://" + testenv.ClosedAddr(t) + "/metrics", Labels: map[string]string{label: b2}},
 	}})
 	// Two mounts per agent (journal, ledger), and the down target's up == 0.
 	prom.WaitSeries(t, "tierkeeper_bookieagent_mount_usage_ratio", 4, 30*time.Second)
@@ -202,7 +196,7 @@ func TestPrometheusRead(t *testing.T) {
 // one error within the timeout, naming the URL (password redacted), the
 // query and the wait.
 func TestPrometheusUnreachable(t *testing.T) {
-	for name, addr := range map[string]string{"hanging": silentServer(t), "refused": closedPort(t)} {
+	for name, addr := range map[string]string{"hanging": testenv.SilentAddr(t), "refused": testenv.ClosedAddr(t)} {
 		t.Run(name, func(t *testing.T) {
 			p, err := NewPrometheus("http://tk:s3cret@"+addr, "up", "bookie", Options{Timeout: 300 * time.Millisecond})
 			if err != nil {
