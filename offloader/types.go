@@ -11,70 +11,13 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 )
 
-// Duration is a time.Duration written as a Go duration string ("30s",
-// "1h30m"). The word "off" gives -1 where a setting can be turned off.
-type Duration time.Duration
+// Duration is a time.Duration in a config ("30s", "1h30m"; "off" gives -1
+// where a setting can be turned off): units.Duration.
+type Duration = units.Duration
 
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-func (d Duration) String() string {
-	if d < 0 {
-		return "off"
-	}
-	return time.Duration(d).String()
-}
-
-// UnmarshalYAML parses a duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a duration such as 30s or 24h", n.Line)
-	}
-	if strings.EqualFold(n.Value, "off") {
-		*d = -1
-		return nil
-	}
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (want e.g. 30s, 15m, 24h)", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalYAML writes the duration string.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
-
-// Size is a byte count written as a number or with a binary suffix
-// ("64MiB", "10GiB", "4k"); "off" gives -1 where a setting can be off.
-type Size int64
-
-// UnmarshalYAML parses a size.
-func (s *Size) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a size such as 64MiB or 10GiB", n.Line)
-	}
-	if strings.EqualFold(n.Value, "off") {
-		*s = -1
-		return nil
-	}
-	v, err := units.ParseSize(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a size (want e.g. 16MiB, 10GiB, 4096)", n.Line, n.Value)
-	}
-	*s = Size(v)
-	return nil
-}
-
-func (s Size) String() string {
-	if s < 0 {
-		return "off"
-	}
-	return units.FormatBytes(int64(s))
-}
-
-// MarshalYAML writes the size with a unit.
-func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
+// Size is a byte count in a config ("64MiB", "10GiB", "4k"; "off" gives
+// -1 where a setting can be off): units.Size.
+type Size = units.Size
 
 // DeletionLag is "broker" (leave BookKeeper deletion to the broker),
 // "never" or a duration after the offload commit.

@@ -3,7 +3,8 @@ package units
 import "github.com/spf13/pflag"
 
 // Size is a byte count that parses with ParseSize and prints with
-// FormatBytes. *Size implements pflag.Value, so a size flag is
+// FormatBytes, in flags and in YAML configs (config.go). *Size implements
+// pflag.Value, so a size flag is
 //
 //	var maxBytes units.Size = 2 * units.Size(units.GiB)
 //	fs.Var(&maxBytes, "max-bytes", "bytes the benchmark may write")
@@ -23,12 +24,16 @@ func (s *Size) Set(v string) error {
 	return nil
 }
 
-// String returns FormatBytes of s, or "0" for zero (pflag.Value).
-func (s *Size) String() string {
-	if s == nil || *s == 0 {
+// String returns FormatBytes of s, "0" for zero (pflag.Value: no default
+// shown) and "off" for a negative size (a setting turned off).
+func (s Size) String() string {
+	switch {
+	case s == 0:
 		return "0"
+	case s < 0:
+		return "off"
 	}
-	return FormatBytes(int64(*s))
+	return FormatBytes(int64(s))
 }
 
 // Type returns "size" (pflag.Value).

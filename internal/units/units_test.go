@@ -1,11 +1,14 @@
 package units
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestParseSize(t *testing.T) {
@@ -157,5 +160,44 @@ func TestParseSizeAllocBound(t *testing.T) {
 	long := strings.Repeat("9", 10000)
 	if n := testing.AllocsPerRun(100, func() { _, _ = ParseSize(long) }); n > 8 { // the error itself
 		t.Errorf("a 10000-character input made %.0f allocations before being refused", n)
+	}
+}
+
+// The config forms of Duration and Size: YAML with "off", JSON duration
+// strings (the store providers' configs).
+func TestConfigDurationAndSize(t *testing.T) {
+	var c struct {
+		D   Duration `yaml:"d"`
+		Off Duration `yaml:"off"`
+		S   Size     `yaml:"s"`
+		N   Size     `yaml:"n"`
+	}
+	if err := yaml.Unmarshal([]byte("d: 1m30s\noff: off\ns: 64MiB\nn: OFF\n"), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.D.D() != 90*time.Second || c.Off != -1 || c.S != 64<<20 || c.N != -1 {
+		t.Fatalf("decoded %+v", c)
+	}
+	out, err := yaml.Marshal(c)
+	if err != nil || string(out) != "d: 1m30s\n\"off\": \"off\"\ns: 64MiB\n\"n\": \"off\"\n" {
+		t.Errorf("encoded %q, %v", out, err)
+	}
+	for _, bad := range []string{"d: 5 parsecs", "s: lots", "d: [1]", "s: {a: 1}"} {
+		if err := yaml.Unmarshal([]byte(bad), &c); err == nil || !strings.Contains(err.Error(), "line 1") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	var j struct{ T Duration }
+	if err := json.Unmarshal([]byte(`{"T": "250ms"}`), &j); err != nil || j.T.D() != 250*time.Millisecond {
+		t.Errorf("json: %v %v", j, err)
+	}
+	if b, _ := json.Marshal(j); string(b) != `{"T":"250ms"}` {
+		t.Errorf("json out %s", b)
+	}
+	if err := json.Unmarshal([]byte(`{"T": 5}`), &j); err == nil {
+		t.Error("a number accepted as a duration")
+	}
+	if Size(0).String() != "0" || Size(-1).String() != "off" || Size(4096).String() != "4KiB" {
+		t.Errorf("String: %s %s %s", Size(0), Size(-1), Size(4096))
 	}
 }
