@@ -55,7 +55,7 @@ func TestPrepareBenchRefusals(t *testing.T) {
 		{"tmpfs", BenchOptions{JournalDirs: d[:1], LedgerDirs: []string{"/dev/shm"}}, ErrUnsupportedFS},
 		{"tiny time", BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:2], TimeBudget: 2 * time.Second}, ErrBudgetTooSmall},
 		{"tiny bytes", BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:2], MaxBytes: 10 * MiB}, ErrBudgetTooSmall},
-		// Negative budgets are errors, not the defaults (issue 11, bug 8).
+		// Negative budgets are errors, not the defaults.
 		{"negative bytes", BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:2], MaxBytes: -1}, ErrBudgetTooSmall},
 		{"negative time", BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:2], TimeBudget: -time.Second}, ErrBudgetTooSmall},
 		// A live bookie's disk is refused unless asked for (serve and
@@ -84,7 +84,7 @@ func TestPrepareBenchRefusals(t *testing.T) {
 }
 
 // TestFitPlanByMeasuredRates: the plan is fitted with the probed rates
-// (issue 10: the old planner split the time by point count, so raising
+// (the old planner split the time by point count, so raising
 // --max-bytes changed nothing and fast disks got 0.1 s points). A fast disk
 // under the same time budget gets fewer or shorter runs because its runs
 // cost more bytes; a larger byte budget buys it back; a short time budget

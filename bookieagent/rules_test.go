@@ -201,7 +201,7 @@ func TestRecommendErrors(t *testing.T) {
 		t.Errorf("error should say how much is needed: %v", err)
 	}
 	// Without direct memory the rest is given, and the settings that need
-	// it say so (issue 10: recommend refused to run at all).
+	// it say so (recommend used to refuse to run at all).
 	none := in
 	none.DirectMemoryBytes, none.DirectMemorySource = 0, ""
 	r, err := Recommend(none)
@@ -361,8 +361,8 @@ func elPoint(writers int, bs int64, mbps float64) diskbench.Result {
 	return diskbench.Result{Workload: diskbench.WorkloadEntryLog, Writers: writers, BlockSize: bs, BytesPerSec: mbps * 1e6, Ops: 100}
 }
 
-// TestRulesIssue10 pins the rules issue 10 found wrong, each on the
-// figures of the trial that found it.
+// TestRulesIssue10 pins the rules a trial on real disks found wrong, each
+// on the figures of that trial.
 func TestRulesIssue10(t *testing.T) {
 	base := loadProfile(t, "vm-virtio-recorded")
 	base.CPUs = 2
@@ -435,7 +435,7 @@ func TestRoundsSeparate(t *testing.T) {
 	if n, note = pickCount(by, func(int) bool { return true }, 1, 1.10); n != 2 {
 		t.Errorf("separated rounds: N=%d (%s), want 2", n, note)
 	}
-	// The spread gate (issue 10, this VM under load 8–17: journals 1 at
+	// The spread gate (that trial, this VM under load 8–17: journals 1 at
 	// 500–788 MB/s, 4 at 1193–1443): separated extremes, but N=1's rounds
 	// spread 41% — not repeatable, so the cookie-fixed count stays.
 	gate := map[int]rounds{1: {v: []float64{500, 788, 708}}, 4: {v: []float64{1193, 1443, 1410}}}
@@ -458,7 +458,7 @@ func TestRoundsSeparate(t *testing.T) {
 	if n, _ = pickCount(by, func(int) bool { return true }, 2, 1.10); n != 2 {
 		t.Errorf("base 2: N=%d", n)
 	}
-	// writeBufferSizeBytes (identical across runs, issue 10) passes the
+	// writeBufferSizeBytes (identical across runs in that trial) passes the
 	// same gate: 1 MiB's rounds beat 64 KiB's but are not repeatable.
 	sizes := map[int64]rounds{64 * KiB: {v: []float64{300e6, 310e6, 305e6}}, MiB: {v: []float64{400e6, 600e6, 560e6}}}
 	if v, ev := pickEntryLogBuffer(sizes); v != 64*KiB || !strings.Contains(ev, "not repeatable") {
