@@ -381,15 +381,12 @@ func (o *ledgerReadOptions) attemptFromTopic(ctx context.Context, g *globalOptio
 	}
 	defer sess.Close()
 	ml := mlmeta.New(sess.Conn, &mlmeta.Options{Chroot: o.mlChroot, Logger: log})
-	names, err := ml.TopicManagedLedgers(ctx, o.topic)
+	snaps, err := ml.TopicSnapshots(ctx, o.topic)
 	if err != nil {
 		return uuid.Nil, zkFailed(sess, err)
 	}
-	for _, name := range names {
-		snap, err := ml.Get(ctx, name)
-		if err != nil {
-			return uuid.Nil, zkFailed(sess, err)
-		}
+	for _, snap := range snaps {
+		name := snap.Name
 		for _, li := range snap.Info.GetLedgerInfo() {
 			if li.GetLedgerId() != o.ledger {
 				continue

@@ -83,7 +83,7 @@ func (o *verifyOptions) run(cmd *cobra.Command, g *globalOptions, topic string) 
 	if err != nil {
 		return err
 	}
-	names, err := e.ml.TopicManagedLedgers(ctx, topic)
+	snaps, err := e.ml.TopicSnapshots(ctx, topic)
 	if err != nil {
 		return zkFailed(e.zk, err)
 	}
@@ -95,11 +95,8 @@ func (o *verifyOptions) run(cmd *cobra.Command, g *globalOptions, topic string) 
 	}
 	var jobs []job
 	var total int64
-	for _, ml := range names {
-		snap, err := e.ml.Get(ctx, ml)
-		if err != nil {
-			return zkFailed(e.zk, err)
-		}
+	for _, snap := range snaps {
+		ml := snap.Name
 		states := mlmeta.States(snap.Info)
 		for i, li := range snap.Info.GetLedgerInfo() {
 			id, ok := mlmeta.AttemptUUID(li.GetOffloadContext())

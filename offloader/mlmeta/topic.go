@@ -55,3 +55,22 @@ func (s *Store) TopicManagedLedgers(ctx context.Context, topic string) ([]string
 	}
 	return out, nil
 }
+
+// TopicSnapshots reads the managed ledgers of a topic (TopicManagedLedgers:
+// the topic's own, or each partition's, in partition order), one snapshot
+// each: the one query for "which ledgers does this topic have".
+func (s *Store) TopicSnapshots(ctx context.Context, topic string) ([]*Snapshot, error) {
+	names, err := s.TopicManagedLedgers(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Snapshot, 0, len(names))
+	for _, name := range names {
+		snap, err := s.Get(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, snap)
+	}
+	return out, nil
+}

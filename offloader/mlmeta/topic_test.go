@@ -52,5 +52,19 @@ func TestTopicManagedLedgers(t *testing.T) {
 		if _, err := s.TopicManagedLedgers(ctx, c.topic); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.topic, err, c.want)
 		}
+		if _, err := s.TopicSnapshots(ctx, c.topic); !errors.Is(err, c.want) {
+			t.Errorf("TopicSnapshots(%s): %v, want %v", c.topic, err, c.want)
+		}
+	}
+	// TopicSnapshots reads each of those managed ledgers, in that order.
+	snaps, err := s.TopicSnapshots(ctx, "public/default/clicks")
+	if err != nil || len(snaps) != 3 {
+		t.Fatalf("TopicSnapshots(clicks): %d, %v", len(snaps), err)
+	}
+	for i, want := range []string{"public/default/persistent/clicks-partition-0",
+		"public/default/persistent/clicks-partition-2", "public/default/persistent/clicks-partition-10"} {
+		if snaps[i].Name != want || len(snaps[i].Info.GetLedgerInfo()) != len(sampleInfo(1, 3).GetLedgerInfo()) {
+			t.Errorf("snapshot %d: %s with %d ledgers, want %s", i, snaps[i].Name, len(snaps[i].Info.GetLedgerInfo()), want)
+		}
 	}
 }
