@@ -57,8 +57,6 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/httpjson"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
-	"github.com/tierkeeper/tierkeeper/offloader/status"
 )
 
 // Sentinel errors.
@@ -80,8 +78,9 @@ type Options struct {
 	Conn metadata.Conn
 	// LedgersRoot is the ledgers root znode. Default "/ledgers".
 	LedgersRoot string
-	// ML reads Pulsar's managed ledgers (offload state). Nil: not read.
-	ML *mlmeta.Store
+	// ManagedLedgers reads Pulsar's managed ledgers (offload state), e.g.
+	// status.LedgerOwners of the offloader. Nil: not read.
+	ManagedLedgers ManagedLedgerReader
 	// Agents maps bookie ids to agent base URLs ("http://10.0.0.1:9580").
 	Agents map[string]string
 	// AgentTemplate is an agent base URL with {host}, replaced by the host
@@ -108,6 +107,12 @@ type Options struct {
 	// Logger receives progress. Default: discard.
 	Logger *slog.Logger
 }
+
+// ManagedLedgerReader reads Pulsar's managed ledgers for the view: it
+// calls visit for every ledger they list, with its managed state
+// (offloaded, bookkeeper, open, …) and topic, and returns how many managed
+// ledgers it read and, as "name: error", those it could not read.
+type ManagedLedgerReader func(ctx context.Context, visit func(ledger int64, state, topic string)) (managed int, errs []string, err error)
 
 // Ledger is what the plan needs of one ledger.
 type Ledger struct {
@@ -262,25 +267,20 @@ func Read(ctx context.Context, o Options) (*View, error) {
 			return nil, err
 		}
 	}
-	if o.ML != nil && o.Conn != nil {
-		rep, err := status.Read(ctx, o.ML, status.Selector{}, status.ReadOptions{})
+	if o.ManagedLedgers != nil && o.Conn != nil {
+		owner := map[int64][2]string{}
+		n, errs, err := o.ManagedLedgers(ctx, func(ledger int64, state, topic string) { owner[ledger] = [2]string{state, topic} })
 		if err != nil {
 			v.Errors = append(v.Errors, fmt.Sprintf("managed ledgers: %v", err))
 		} else {
-			v.ManagedLedgers = len(rep.ManagedLedgers)
-			owner := map[int64][2]string{}
-			for _, ml := range rep.ManagedLedgers {
-				for _, l := range ml.Ledgers {
-					owner[l.LedgerID] = [2]string{l.State, ml.TopicOrName()}
-				}
-			}
+			v.ManagedLedgers = n
 			for i := range v.Ledgers {
 				if w, ok := owner[v.Ledgers[i].ID]; ok {
 					v.Ledgers[i].ManagedState, v.Ledgers[i].Topic = w[0], w[1]
 				}
 			}
-			for _, e := range rep.Errors {
-				v.Errors = append(v.Errors, fmt.Sprintf("managed ledger %s: %s", e.Name, e.Error))
+			for _, e := range errs {
+				v.Errors = append(v.Errors, "managed ledger "+e)
 			}
 		}
 	}

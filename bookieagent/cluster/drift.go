@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
-	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/internal/httpjson"
 )
 
 // serverConfigPath is BookKeeper's HTTP admin endpoint of the running
@@ -54,7 +54,7 @@ func readRunningConfigs(ctx context.Context, o Options, v *View) {
 			var keys map[string]any
 			err := getJSON(ctx, o, ErrBookieHTTP, u, &keys, false)
 			if err == nil {
-				rc.Source, rc.Keys = blob.RedactURL(u), stringKeys(keys)
+				rc.Source, rc.Keys = httpjson.RedactURL(u), stringKeys(keys)
 				b.Config = rc
 				return
 			}
@@ -70,7 +70,7 @@ func readRunningConfigs(ctx context.Context, o Options, v *View) {
 				b.Config = rc
 				return
 			}
-			rc.Source, rc.FromAgent, rc.Keys = blob.RedactURL(b.Agent)+"/conf ("+st.Path+")", true, st.Keys
+			rc.Source, rc.FromAgent, rc.Keys = httpjson.RedactURL(b.Agent)+"/conf ("+st.Path+")", true, st.Keys
 			b.Config = rc
 		}()
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/status"
 )
 
 type clusterOptions struct {
@@ -147,7 +148,7 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 		defer s.Close()
 		copts.Conn, copts.LedgersRoot = s, root
 		if !o.noML {
-			copts.ML = mlmeta.New(s, &mlmeta.Options{Chroot: o.mlChroot})
+			copts.ManagedLedgers = status.LedgerOwners(mlmeta.New(s, &mlmeta.Options{Chroot: o.mlChroot}))
 		}
 	}
 	copts.Agents, copts.AgentURLs = explicit, byHost

@@ -61,3 +61,17 @@ func goListDeps(t *testing.T, pkg string) map[string]bool {
 	}
 	return deps
 }
+
+// The bookie agent's half (its cluster view included) imports nothing of
+// the offloader: the cluster view takes the managed-ledger reader as a
+// function (cluster.ManagedLedgerReader, status.LedgerOwners in the
+// command).
+func TestBookieAgentLinksNoOffloader(t *testing.T) {
+	for _, pkg := range []string{"./bookieagent/...", "./diskbench/..."} {
+		for p := range goListDeps(t, pkg) {
+			if strings.HasPrefix(p, "github.com/tierkeeper/tierkeeper/offloader") {
+				t.Errorf("%s depends on %s", pkg, p)
+			}
+		}
+	}
+}

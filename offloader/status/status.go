@@ -286,3 +286,28 @@ func offloadOf(oc *mlproto.OffloadContext) *Offload {
 	}
 	return o
 }
+
+// LedgerOwners returns a reader of every ledger the managed ledgers of
+// store list, with its state and topic (TopicOrName), for views outside
+// the offloader (the bookie agent's cluster view takes it as a function
+// and so imports nothing of the offloader). The reader calls visit for
+// each ledger and returns how many managed ledgers it read and, as
+// "name: error", those it could not read.
+func LedgerOwners(store *mlmeta.Store) func(ctx context.Context, visit func(ledger int64, state, topic string)) (int, []string, error) {
+	return func(ctx context.Context, visit func(ledger int64, state, topic string)) (int, []string, error) {
+		rep, err := Read(ctx, store, Selector{}, ReadOptions{})
+		if err != nil {
+			return 0, nil, err
+		}
+		for _, ml := range rep.ManagedLedgers {
+			for _, l := range ml.Ledgers {
+				visit(l.LedgerID, l.State, ml.TopicOrName())
+			}
+		}
+		var errs []string
+		for _, e := range rep.Errors {
+			errs = append(errs, e.Name+": "+e.Error)
+		}
+		return len(rep.ManagedLedgers), errs, nil
+	}
+}
