@@ -127,7 +127,7 @@ func TestScaleInPlanRealBookies(t *testing.T) {
 			agents[id] = mltest.AgentServer(t, 0.30, profileRec(t, "nvme"))
 		}
 	}
-	closed := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)) // nothing listens: bookie 2's HTTP port
+	closed := testenv.ClosedAddr(t) // nothing listens: bookie 2's HTTP port
 	_, closedPort, _ := strings.Cut(closed, ":")
 	var httpPort int
 	fmt.Sscan(closedPort, &httpPort)
