@@ -127,3 +127,19 @@ func (p *NamespacePolicy) effective(rule Rule, bd BrokerDefaults) Rule {
 	}
 	return rule
 }
+
+// ParseOffloadPolicies reads a topic's offload policies (the JSON of an
+// OffloadPoliciesImpl, as GET …/{topic}/offloadPolicies answers): null
+// fields are unset.
+func ParseOffloadPolicies(data []byte) (*NamespacePolicy, error) {
+	var op offloadPoliciesJSON
+	if err := json.Unmarshal(data, &op); err != nil {
+		return nil, fmt.Errorf("pulsar offload policies: %w", err)
+	}
+	p := &NamespacePolicy{ThresholdBytes: op.ThresholdBytes, ThresholdSeconds: op.ThresholdSeconds, DeletionLagMs: op.DeletionLagMs,
+		MaxBlockSizeBytes: op.MaxBlockSize}
+	if op.Driver != nil {
+		p.Driver = *op.Driver
+	}
+	return p, nil
+}
