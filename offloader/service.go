@@ -483,8 +483,8 @@ type Totals struct {
 	BackoffLedgers int     `json:"backoffLedgers"`
 	UnreadableMLs  int     `json:"unreadableManagedLedgers"`
 	// RefusedTopics are left to the broker's own offloader.
-	RefusedTopics int `json:"refusedTopics"`
-	PressureErrors int     `json:"pressureErrors"`
+	RefusedTopics  int `json:"refusedTopics"`
+	PressureErrors int `json:"pressureErrors"`
 }
 
 // ScanInfo describes the last discovery scan.
@@ -497,15 +497,15 @@ type ScanInfo struct {
 
 // TopicStatus is one managed ledger in /status.
 type TopicStatus struct {
-	Topic          string `json:"topic"`
-	ML             string `json:"managedLedger"`
-	Rule           string `json:"rule,omitempty"`
-	Excluded       bool   `json:"excluded,omitempty"`
+	Topic    string `json:"topic"`
+	ML       string `json:"managedLedger"`
+	Rule     string `json:"rule,omitempty"`
+	Excluded bool   `json:"excluded,omitempty"`
 	// Refused says why the topic is left to the broker's own offloader
 	// (it would offload the topic itself; running both loses data).
 	Refused string `json:"refused,omitempty"`
 	// Held says why the topic's candidates wait (the reload bound).
-	Held string `json:"held,omitempty"`
+	Held           string `json:"held,omitempty"`
 	BKBytes        int64  `json:"bookkeeperBytes"`
 	EligibleBytes  int64  `json:"eligibleBytes"`
 	OffloadedBytes int64  `json:"offloadedBytes"`

@@ -28,7 +28,9 @@ func TestBrokerOffloadRefusesTheBrokersTopics(t *testing.T) {
 		want string // in TopicPlan.Refused; "" = offloaded
 	}{
 		{"nothing set", func(*Snapshot) {}, ""},
-		{"broker size threshold", func(s *Snapshot) { s.Broker = &BrokerSettings{ThresholdBytes: 0, ThresholdSeconds: -1, Source: "admin API"} },
+		{"broker size threshold", func(s *Snapshot) {
+			s.Broker = &BrokerSettings{ThresholdBytes: 0, ThresholdSeconds: -1, Source: "admin API"}
+		},
 			"broker managedLedgerOffloadAutoTriggerSizeThresholdBytes (admin API) = 0"},
 		{"broker age threshold", func(s *Snapshot) {
 			s.Broker = &BrokerSettings{ThresholdBytes: -1, ThresholdSeconds: 3600, Source: "admin API"}
