@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -256,14 +257,14 @@ policy:
 	sctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan error, 1)
 	go func() { stopped <- svc.Run(sctx) }()
-	stop := func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		select {
 		case <-stopped:
 		case <-time.After(30 * time.Second):
 			t.Error("the service did not stop within 30s")
 		}
-	}
+	})
 	defer stop()
 
 	var st offloader.Status
