@@ -11,7 +11,8 @@ package offloadbench
 // "unbounded" (scheduler.min_reload_interval 0s: a job, a commit and an
 // unload as soon as a ledger closes) and "bounded"
 // (min_reload_interval TK_BENCH_SVC_BOUND, 30s: the ledgers that close
-// meanwhile go in one job). Per run, after the producer stopped, the topic
+// meanwhile go in one job); TK_BENCH_SVC_VARIANTS=unbounded,bounded picks
+// some. Per run, after the producer stopped, the topic
 // is read back from the earliest position through the broker:
 //
 //   duplicates      messages stored more than once (read − distinct indices;
@@ -26,6 +27,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,9 +60,13 @@ func BenchmarkServiceWhileProducing(b *testing.B) {
 	rate := testenv.EnvInt(b, "TK_BENCH_SVC_RATE", 40)
 	secs := testenv.EnvInt(b, "TK_BENCH_SVC_SECONDS", 120)
 	bound := testenv.EnvInt(b, "TK_BENCH_SVC_BOUND", 30)
-	st := testenv.StartStack(b, testenv.StackOptions{})
+	// A loaded machine can take minutes to start a broker.
+	st := testenv.StartStack(b, testenv.StackOptions{Broker: testenv.BrokerOptions{StartTimeout: 6 * time.Minute}})
 	st.Java.Timeout = 10 * time.Minute
 	variants := []struct{ name, interval string }{{"none", ""}, {"unbounded", "0s"}, {"bounded", fmt.Sprintf("%ds", bound)}}
+	if only := os.Getenv("TK_BENCH_SVC_VARIANTS"); only != "" { // e.g. "unbounded,bounded"
+		variants = slices.DeleteFunc(variants, func(v struct{ name, interval string }) bool { return !slices.Contains(strings.Split(only, ","), v.name) })
+	}
 	b.Logf("service while producing: %d msg/s of 1 KiB for %ds, 100 entries per ledger, policy after 0s; bounded = min_reload_interval %ds; load before: %s",
 		rate, secs, bound, testenv.LoadAvg())
 	for i := 0; i < b.N; i++ {
