@@ -65,7 +65,9 @@ func BenchmarkServiceWhileProducing(b *testing.B) {
 	st.Java.Timeout = 10 * time.Minute
 	variants := []struct{ name, interval string }{{"none", ""}, {"unbounded", "0s"}, {"bounded", fmt.Sprintf("%ds", bound)}}
 	if only := os.Getenv("TK_BENCH_SVC_VARIANTS"); only != "" { // e.g. "unbounded,bounded"
-		variants = slices.DeleteFunc(variants, func(v struct{ name, interval string }) bool { return !slices.Contains(strings.Split(only, ","), v.name) })
+		variants = slices.DeleteFunc(variants, func(v struct{ name, interval string }) bool {
+			return !slices.Contains(strings.Split(only, ","), v.name)
+		})
 	}
 	b.Logf("service while producing: %d msg/s of 1 KiB for %ds, 100 entries per ledger, policy after 0s; bounded = min_reload_interval %ds; load before: %s",
 		rate, secs, bound, testenv.LoadAvg())
