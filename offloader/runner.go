@@ -82,9 +82,13 @@ func (r *pipelineRunner) pipeline(s policy.Settings) (*pipeline.Pipeline, error)
 func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
 	p, err := r.pipeline(j.Settings)
 	step := "setup"
-	if err == nil && r.guard != nil {
+	if err == nil && r.guard != nil && j.Action != policy.ActionRepair {
 		// The policy's view may be minutes old (cached topic policies, a
-		// namespace policy set since): look again before writing.
+		// namespace policy set since): look again before writing. A repair
+		// (a committed context whose objects are gone, cleared so brokers
+		// read BookKeeper again) is not held back: it takes the ledger from
+		// no offloader, and leaving it would let the broker's deletion lag
+		// remove the last copy.
 		var why string
 		why, err = r.guard.Refused(ctx, j.ML)
 		switch {
