@@ -42,14 +42,14 @@ bench-offload: deps compat-prepare
 
 bench: bench-offload
 
-## bench-offload-producing: the producer's stall (max publish latency, longest ack gap, topic reloads) while offloads commit on its topic, with a stock broker; BENCH_BASE_REV=<rev> adds the offloader built at that revision, BENCH_PRODUCING_SIZE the message bytes (~10 min).
+## bench-offload-producing: the producer's stall (max publish latency, longest ack gap, topic reloads) while offloads commit on its topic, with a stock broker; BENCH_BASE_REV=<rev> adds the offloader built at that revision, BENCH_PRODUCING_SIZE the message bytes; then duplicates and ledgers per hour while `offloader run` offloads every closed ledger, with and without scheduler.min_reload_interval (~18 min).
 BENCH_PRODUCING_ROUNDS ?= 3
 BENCH_PRODUCING_SIZE   ?= 1500
 BENCH_BASE_REV         ?=
 bench-offload-producing: deps compat-prepare
 	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_ROUNDS=$(BENCH_PRODUCING_ROUNDS) TK_BENCH_SIZE=$(BENCH_PRODUCING_SIZE) TK_BENCH_BASE_REV=$(BENCH_BASE_REV) \
-	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkOffloadWhileProducing$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \
-	  | grep -E '^(Benchmark|    producing_test|ok|FAIL|---)' | sed 's/^    producing_test.go:[0-9]*: //'
+	  $(GO) test -count=1 -run '^$$' -bench '^Benchmark(Offload|Service)WhileProducing$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \
+	  | grep -E '^(Benchmark|    (service_)?producing_test|ok|FAIL|---)' | sed -E 's/^    (service_)?producing_test.go:[0-9]*: //'
 
 bench: bench-offload-producing
 

@@ -78,7 +78,52 @@ func Check(ctx context.Context, c *Config, o CheckOptions) []CheckResult {
 	out = append(out, checkStore(ctx, c, o))
 	out = append(out, checkAdmin(ctx, c, o.Logger))
 	out = append(out, checkPressure(ctx, c, conn, o))
+	if conn != nil {
+		out = append(out, checkBrokerOffload(ctx, c, o))
+	}
 	return out
+}
+
+// brokerCheckTimeout bounds the broker-offload check (a full scan and the
+// admin calls of one policy evaluation).
+const brokerCheckTimeout = 2 * time.Minute
+
+// checkBrokerOffload evaluates the policy once (as plan does) and lists
+// the topics left to the broker's own offloader, each with its reason. It
+// fails when the broker's settings cannot be read (every topic would be
+// refused); topics refused for their own policies are reported, not a
+// failure.
+func checkBrokerOffload(ctx context.Context, c *Config, o CheckOptions) CheckResult {
+	r := CheckResult{Name: "broker-offload", Target: "topics the brokers offload themselves"}
+	timed(&r, func() (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, brokerCheckTimeout)
+		defer cancel()
+		res, err := Plan(cctx, c, PlanOptions{Logger: o.Logger, HTTPClient: o.HTTPClient})
+		if err != nil {
+			return "", fmt.Errorf("evaluate the policy (waited up to %s): %w", brokerCheckTimeout, err)
+		}
+		if len(res.Report.BrokerErrors) > 0 {
+			return "", fmt.Errorf("%s: every topic is left to the broker until they can be read", strings.Join(res.Report.BrokerErrors, "; "))
+		}
+		var refused []string
+		for _, t := range res.Result.Topics {
+			if t.Refused != "" {
+				refused = append(refused, t.Topic+": "+t.Refused)
+			}
+		}
+		if len(refused) == 0 {
+			return fmt.Sprintf("none of %d topics: no offload threshold at broker, namespace or topic level", len(res.Result.Topics)), nil
+		}
+		const show = 20
+		n, more := len(refused), ""
+		if len(refused) > show {
+			more = fmt.Sprintf("; and %d more (offloader plan lists all)", len(refused)-show)
+			refused = refused[:show]
+		}
+		return fmt.Sprintf("%d of %d topics left to the broker's own offloader (running both loses data): %s%s",
+			n, len(res.Result.Topics), strings.Join(refused, "; "), more), nil
+	})
+	return r
 }
 
 // timed runs f and records how long it took.

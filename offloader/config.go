@@ -219,7 +219,19 @@ type Scheduler struct {
 	// StopTimeout bounds the wait, on SIGTERM, for ledgers in flight to
 	// reach a safe point. Default 60s.
 	StopTimeout Duration `yaml:"stop_timeout"`
+	// MinReloadInterval is the shortest time between two commits (each
+	// followed by a reload of the topic) on one topic: the topic's
+	// candidates wait until then and go together in one job. Default 10m
+	// (Pulsar's managedLedgerMinLedgerRolloverTimeMinutes); "0s": no bound.
+	MinReloadInterval *Duration `yaml:"min_reload_interval"`
 }
+
+// DefaultMinReloadInterval is scheduler.min_reload_interval's default:
+// Pulsar's default managedLedgerMinLedgerRolloverTimeMinutes, so a busy
+// topic's reloads at most double the ledgers its broker rolls by itself
+// (each unload closes the current ledger), and the ledgers that close in
+// one interval (one at that rollover time) fit in one job.
+const DefaultMinReloadInterval = 10 * time.Minute
 
 // Leases are the per-topic ZooKeeper leases that let several replicas share
 // the work.
@@ -294,9 +306,11 @@ type Policy struct {
 	Exclude []string `yaml:"exclude"`
 	Rules   []Rule   `yaml:"rules"`
 	Default Rule     `yaml:"default"`
-	// PulsarNamespacePolicies takes offload thresholds and deletion lags
-	// from Pulsar's namespace policies (pulsar-admin namespaces
-	// set-offload-threshold / set-offload-policies).
+	// PulsarNamespacePolicies takes deletion lags from Pulsar's namespace
+	// policies (pulsar-admin namespaces set-offload-deletion-lag /
+	// set-offload-policies). A namespace whose policies set an offload
+	// threshold is the broker's own offloader's, enabled or not: its topics
+	// are refused (policy.BrokerOffload).
 	PulsarNamespacePolicies PulsarPolicies `yaml:"pulsar_namespace_policies"`
 }
 
@@ -307,7 +321,10 @@ type PulsarPolicies struct {
 	// values (managedLedgerOffloadAutoTriggerSizeThresholdBytes,
 	// managedLedgerOffloadThresholdInSeconds,
 	// managedLedgerOffloadDeletionLagMs) that apply where a namespace
-	// leaves them unset. Defaults -1, -1 and 4h as in the broker.
+	// leaves them unset. Defaults -1, -1 and 4h as in the broker. With
+	// admin.url the broker's own thresholds are read from its admin API
+	// instead; without, these two are what says whether the broker
+	// offloads every topic itself.
 	BrokerThresholdBytes   *int64    `yaml:"broker_threshold_bytes"`
 	BrokerThresholdSeconds *int64    `yaml:"broker_threshold_seconds"`
 	BrokerDeletionLag      *Duration `yaml:"broker_deletion_lag"`
@@ -460,6 +477,10 @@ func (c *Config) applyDefaults() {
 	def(&c.Scheduler.ParkFor, time.Hour)
 	def(&c.Scheduler.Interval, 30*time.Second)
 	def(&c.Scheduler.StopTimeout, 60*time.Second)
+	if c.Scheduler.MinReloadInterval == nil {
+		d := Duration(DefaultMinReloadInterval)
+		c.Scheduler.MinReloadInterval = &d
+	}
 	if c.Leases.Root == "" {
 		c.Leases.Root = "/tierkeeper/leases"
 	}
@@ -579,6 +600,9 @@ func (c *Config) Validate() error {
 			bad("%s must be positive", k)
 		}
 	}
+	if c.Scheduler.MinReloadInterval != nil && *c.Scheduler.MinReloadInterval < 0 {
+		bad("scheduler.min_reload_interval must not be negative")
+	}
 	if c.Scheduler.RetryMax < c.Scheduler.RetryInitial {
 		bad("scheduler.retry_max %s is below scheduler.retry_initial %s", c.Scheduler.RetryMax, c.Scheduler.RetryInitial)
 	}
@@ -615,10 +639,12 @@ func (c *Config) Validate() error {
 
 // PolicyRules resolves the policy section: each rule's unset fields from
 // the default rule, the default's from the built-in defaults (offload,
-// after 24h, no size or count limit, pressure on, deletion lag broker).
+// after 24h, no size or count limit, pressure on, deletion lag broker,
+// verify full: the pipeline's default, every entry compared for ledgers up
+// to pipeline.DefaultFullVerifyBytes, three sampled windows above).
 func (c *Config) PolicyRules() (policy.Rules, error) {
 	base := policy.Rule{Name: "default", Offload: true, After: 24 * time.Hour, KeepBytes: -1, KeepLedgers: -1,
-		Pressure: true, DeletionLag: policy.DeletionLag{Mode: policy.LagBroker}}
+		Pressure: true, DeletionLag: policy.DeletionLag{Mode: policy.LagBroker}, Verify: policy.VerifyFull}
 	def := resolveRule(c.Policy.Default, base)
 	def.Match = nil
 	if c.Policy.Default.Name == "" {
@@ -629,6 +655,9 @@ func (c *Config) PolicyRules() (policy.Rules, error) {
 		Pressure:       policy.Pressure{Threshold: c.Pressure.Threshold, MinAge: c.Pressure.MinAge.D()},
 		PulsarPolicies: c.Policy.PulsarNamespacePolicies.Enabled,
 		BrokerDefaults: policy.BrokerDefaults{ThresholdBytes: -1, ThresholdSeconds: -1},
+	}
+	if c.Scheduler.MinReloadInterval != nil {
+		out.MinReloadInterval = c.Scheduler.MinReloadInterval.D()
 	}
 	pp := c.Policy.PulsarNamespacePolicies
 	if pp.BrokerThresholdBytes != nil {

@@ -72,11 +72,14 @@ func TestExampleConfigParses(t *testing.T) {
 		rules.Rules[0].BlockSize != 16<<20 || rules.Rules[0].Verify != "full" || !rules.Rules[0].Pressure {
 		t.Errorf("orders rule = %+v", rules.Rules[0])
 	}
-	if r := rules.Rules[1]; r.Offload || r.After != 24*time.Hour || r.Verify != "index" {
+	if r := rules.Rules[1]; r.Offload || r.After != 24*time.Hour || r.Verify != "full" {
 		t.Errorf("audit rule (inherits from the default) = %+v", r)
 	}
 	if d := rules.Default; d.KeepBytes != -1 || d.KeepLedgers != -1 || d.DeletionLag.Mode != policy.LagBroker || d.Name != "default" {
 		t.Errorf("default rule = %+v", d)
+	}
+	if rules.MinReloadInterval != DefaultMinReloadInterval || rules.Default.Verify != policy.VerifyFull {
+		t.Errorf("reload bound %s, default verify %q: want %s and the pipeline's default, full", rules.MinReloadInterval, rules.Default.Verify, DefaultMinReloadInterval)
 	}
 	if c.Scheduler.StopTimeout.D() != time.Minute || c.Pressure.Threshold != 0.85 || c.Sweeper.Grace.D() != 24*time.Hour {
 		t.Errorf("values: %+v %+v", c.Scheduler, c.Sweeper)

@@ -229,7 +229,7 @@ func TestServiceSessionExpiresAtCommit(t *testing.T) {
 		doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: %s, connect_timeout: 20s}\nbookkeeper: {ledgers_root: %q}\n",
 			zkAddr, sessionTimeout, peer.BK.LedgersRoot) + s3test.StoreYAML(s3, bucket, "TK_S3_SECRET") + fmt.Sprintf(`
 leases: {id: %s, root: %s}
-scheduler: {interval: 1s, retry_initial: 1s, retry_max: 3s, stop_timeout: 10s, ledgers_in_flight: 2}
+scheduler: {interval: 1s, retry_initial: 1s, retry_max: 3s, stop_timeout: 10s, ledgers_in_flight: 2, min_reload_interval: 0s}
 discovery: {rescan_interval: 5s}
 policy:
   include: [%s]

@@ -44,7 +44,7 @@ func TestServiceSIGTERMMidCopy(t *testing.T) {
 	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
 		peer.ZK.Addr, peer.BK.LedgersRoot) + s3test.StoreYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
 http: {listen: "127.0.0.1:%d"}
-scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: %s, ledgers_in_flight: 1}
+scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: %s, ledgers_in_flight: 1, min_reload_interval: 0s}
 policy:
   include: [acme/sigterm]
   default: {after: 0s, deletion_lag: broker}

@@ -35,8 +35,10 @@ type PlanResult struct {
 	BookieUsage map[string]float64
 }
 
-// Plan connects to ZooKeeper, scans every managed ledger once and evaluates
-// the policy, changing nothing.
+// Plan connects to ZooKeeper, scans every managed ledger once, reads what
+// makes the brokers offload topics themselves (namespace policies; with
+// admin.url the broker's thresholds and topic policies) and evaluates the
+// policy, changing nothing.
 func Plan(ctx context.Context, c *Config, o PlanOptions) (*PlanResult, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -68,7 +70,11 @@ func Plan(ctx context.Context, c *Config, o PlanOptions) (*PlanResult, error) {
 		return nil, err
 	}
 	topics, readErrs := d.Snapshot()
-	sn := &snapshotter{conn: sess, rules: rules, chroot: c.ZooKeeper.ConfigChroot, log: o.Logger}
+	admin, err := c.Admin.BrokerAdmin(o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	sn := &snapshotter{conn: sess, rules: rules, chroot: c.ZooKeeper.ConfigChroot, view: newBrokerView(admin, c, o.Logger), log: o.Logger}
 	if c.BookKeeper.LedgersRoot != "" {
 		root = c.BookKeeper.LedgersRoot
 	}

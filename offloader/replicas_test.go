@@ -103,7 +103,7 @@ func TestReplicasKillLoop(t *testing.T) {
 			peer.ZK.Addr, peer.BK.LedgersRoot) + s3test.StoreYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
 http: {listen: "127.0.0.1:%d"}
 leases: {id: %s}
-scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 10s, ledgers_in_flight: 1}
+scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 10s, ledgers_in_flight: 1, min_reload_interval: 0s}
 discovery: {rescan_interval: 10s}
 policy:
   include: [acme/replicas]

@@ -36,6 +36,9 @@ type pipelineRunner struct {
 	// scrub runs repair jobs and hears of finished trims (nil: no
 	// scrubber).
 	scrub *scrub.Scrubber
+	// guard, when set, is asked right before every job whether the broker
+	// offloads the topic itself; then the job writes nothing.
+	guard *TopicGuard
 
 	mu    sync.Mutex
 	pipes map[policy.Settings]*pipeline.Pipeline
@@ -78,10 +81,28 @@ func (r *pipelineRunner) pipeline(s policy.Settings) (*pipeline.Pipeline, error)
 // Run implements scheduler.Runner.
 func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
 	p, err := r.pipeline(j.Settings)
+	step := "setup"
+	if err == nil && r.guard != nil && j.Action != policy.ActionRepair {
+		// The policy's view may be minutes old (cached topic policies, a
+		// namespace policy set since): look again before writing. A repair
+		// (a committed context whose objects are gone, cleared so brokers
+		// read BookKeeper again) is not held back: it takes the ledger from
+		// no offloader, and leaving it would let the broker's deletion lag
+		// remove the last copy.
+		var why string
+		why, err = r.guard.Refused(ctx, j.ML)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("cannot tell whether the broker offloads the topic itself (nothing written): %w", err)
+		case why != "":
+			err = fmt.Errorf("%w: %s", ErrBrokerOffloads, why)
+		}
+		step = string(pipeline.StepSelect)
+	}
 	if err != nil {
 		out := make([]scheduler.Outcome, 0, len(j.Ledgers))
 		for _, id := range j.Ledgers {
-			out = append(out, scheduler.Outcome{LedgerID: id, Err: err, Step: "setup"})
+			out = append(out, scheduler.Outcome{LedgerID: id, Err: err, Step: step})
 		}
 		return out
 	}

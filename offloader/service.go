@@ -257,6 +257,7 @@ func (s *Service) session(ctx context.Context) error {
 		}
 		runner.scrub = sc
 	}
+	runner.guard = NewTopicGuard(sess, ml, broker, c.ZooKeeper.ConfigChroot, c.brokerFallback(), s.log)
 	sched := scheduler.New(runner, leases, scheduler.Options{
 		LedgersInFlight: c.Scheduler.LedgersInFlight,
 		Backoff:         retry.Backoff{Initial: c.Scheduler.RetryInitial.D(), Max: c.Scheduler.RetryMax.D()},
@@ -265,7 +266,8 @@ func (s *Service) session(ctx context.Context) error {
 	})
 	disc := discovery.New(sess, discovery.Options{Chroot: c.ZooKeeper.MLChroot, Concurrency: c.Discovery.Concurrency,
 		RescanInterval: c.Discovery.RescanInterval.D(), Logger: s.log, Registerer: s.reg})
-	sn := &snapshotter{conn: sess, ledgers: ledgers, src: s.src, rules: s.rules, chroot: c.ZooKeeper.ConfigChroot, log: s.log}
+	sn := &snapshotter{conn: sess, ledgers: ledgers, src: s.src, rules: s.rules, chroot: c.ZooKeeper.ConfigChroot,
+		view: newBrokerView(broker, c, s.log), log: s.log}
 
 	work, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -480,7 +482,9 @@ type Totals struct {
 	ParkedLedgers  int     `json:"parkedLedgers"`
 	BackoffLedgers int     `json:"backoffLedgers"`
 	UnreadableMLs  int     `json:"unreadableManagedLedgers"`
-	PressureErrors int     `json:"pressureErrors"`
+	// RefusedTopics are left to the broker's own offloader.
+	RefusedTopics  int `json:"refusedTopics"`
+	PressureErrors int `json:"pressureErrors"`
 }
 
 // ScanInfo describes the last discovery scan.
@@ -493,10 +497,15 @@ type ScanInfo struct {
 
 // TopicStatus is one managed ledger in /status.
 type TopicStatus struct {
-	Topic          string `json:"topic"`
-	ML             string `json:"managedLedger"`
-	Rule           string `json:"rule,omitempty"`
-	Excluded       bool   `json:"excluded,omitempty"`
+	Topic    string `json:"topic"`
+	ML       string `json:"managedLedger"`
+	Rule     string `json:"rule,omitempty"`
+	Excluded bool   `json:"excluded,omitempty"`
+	// Refused says why the topic is left to the broker's own offloader
+	// (it would offload the topic itself; running both loses data).
+	Refused string `json:"refused,omitempty"`
+	// Held says why the topic's candidates wait (the reload bound).
+	Held           string `json:"held,omitempty"`
 	BKBytes        int64  `json:"bookkeeperBytes"`
 	EligibleBytes  int64  `json:"eligibleBytes"`
 	OffloadedBytes int64  `json:"offloadedBytes"`
@@ -542,7 +551,7 @@ func (s *Service) publish(now time.Time, res policy.Result, rep SnapshotReport, 
 	}
 	var oldest time.Time
 	for _, t := range res.Topics {
-		ts := TopicStatus{Topic: t.Topic, ML: t.ML, Rule: t.Rule, Excluded: t.Excluded, BKBytes: t.BKBytes,
+		ts := TopicStatus{Topic: t.Topic, ML: t.ML, Rule: t.Rule, Excluded: t.Excluded, Refused: t.Refused, Held: t.Held, BKBytes: t.BKBytes,
 			EligibleBytes: t.EligibleBytes + t.OffloadedBytes, OffloadedBytes: t.OffloadedBytes, LagBytes: t.EligibleBytes,
 			LastError: lastErr[t.ML], NextAction: "none"}
 		if !t.OldestEligible.IsZero() {
@@ -553,11 +562,16 @@ func (s *Service) publish(now time.Time, res policy.Result, rep SnapshotReport, 
 		}
 		switch {
 		case t.Excluded:
-			ts.NextAction = "excluded by policy.include/exclude"
+			ts.NextAction = t.ExcludedWhy
+		case t.Refused != "":
+			ts.NextAction = "none, left to the broker's offloader: " + t.Refused
+			st.Totals.RefusedTopics++
 		case elsewhere[t.ML] != "":
 			ts.NextAction = "leased by replica " + elsewhere[t.ML]
 		case next[t.ML] != "":
 			ts.NextAction = next[t.ML]
+		case t.Held != "":
+			ts.NextAction = "waits: " + t.Held
 		}
 		st.Topics = append(st.Topics, ts)
 		st.Totals.Topics++
@@ -590,6 +604,9 @@ func (s *Service) publish(now time.Time, res policy.Result, rep SnapshotReport, 
 	}
 	for _, e := range rep.PolicyErrors {
 		st.Warnings = append(st.Warnings, "namespace policies: "+e)
+	}
+	for _, e := range rep.BrokerErrors {
+		st.Warnings = append(st.Warnings, e+" (every topic is left to the broker meanwhile)")
 	}
 	for _, name := range res.UnusedRules {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("rule %q matches no topic", name))

@@ -43,7 +43,7 @@ func serviceConfig(t *testing.T, extra string) (*Config, *testenv.S3, string) {
 	bucket := s3.NewBucket(t)
 	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
 		peer.ZK.Addr, peer.BK.LedgersRoot) + s3test.StoreYAML(s3, bucket, "TK_S3_SECRET") + `
-scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 20s}
+scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 20s, min_reload_interval: 0s}
 discovery: {rescan_interval: 10s}
 ` + extra
 	return parseConfig(t, doc, s3), s3, bucket

@@ -19,13 +19,16 @@ import (
 
 // snapshotter gathers what the policy looks at besides the managed
 // ledgers: bookie usage, the bookies of candidate ledgers (only while some
-// bookie is under pressure), and Pulsar namespace policies.
+// bookie is under pressure), Pulsar namespace policies (always: a
+// namespace offload threshold makes the broker offload the topic itself),
+// and, through view, the broker's thresholds and topic offload policies.
 type snapshotter struct {
 	conn    tzk.Reader
 	ledgers *metadata.Store
 	src     pressure.Source // nil: pressure off
 	rules   policy.Rules
 	chroot  string // of the configuration metadata store (namespace policies)
+	view    *brokerView
 	log     *slog.Logger
 
 	mu        sync.Mutex
@@ -44,6 +47,9 @@ type SnapshotReport struct {
 	PressureErrors []string
 	PolicyErrors   []string
 	LedgerErrors   []string
+	// BrokerErrors: the broker's offload settings could not be read
+	// (every topic is refused meanwhile).
+	BrokerErrors []string
 }
 
 // build returns the policy snapshot for topics.
@@ -77,8 +83,17 @@ func (s *snapshotter) build(ctx context.Context, topics []policy.Topic) (policy.
 			rep.LedgerErrors = s.fillBookies(ctx, snap.Topics)
 		}
 	}
-	if s.rules.PulsarPolicies {
-		snap.Namespaces, rep.PolicyErrors = s.namespacePolicies(ctx, topics)
+	snap.Namespaces, snap.NamespaceErrors = s.namespacePolicies(ctx, topics)
+	for ns, e := range snap.NamespaceErrors {
+		rep.PolicyErrors = append(rep.PolicyErrors, ns+": "+e)
+	}
+	sort.Strings(rep.PolicyErrors)
+	if s.view != nil {
+		snap.Broker = s.view.broker(ctx)
+		if snap.Broker.Err != "" {
+			rep.BrokerErrors = append(rep.BrokerErrors, "broker offload settings: "+snap.Broker.Err)
+		}
+		snap.TopicPolicies = s.view.topicPolicies(ctx, topics, &s.rules)
 	}
 	return snap, rep
 }
@@ -134,14 +149,15 @@ func (s *snapshotter) fillBookies(ctx context.Context, topics []policy.Topic) []
 
 // namespacePolicies reads /admin/policies/<ns> of every namespace holding
 // one of topics (v2 names only: v1 namespaces keep policies at
-// /admin/policies/<tenant>/<cluster>/<ns>, read the same way).
-func (s *snapshotter) namespacePolicies(ctx context.Context, topics []policy.Topic) (map[string]*policy.NamespacePolicy, []string) {
+// /admin/policies/<tenant>/<cluster>/<ns>, read the same way), and says
+// which could not be read.
+func (s *snapshotter) namespacePolicies(ctx context.Context, topics []policy.Topic) (map[string]*policy.NamespacePolicy, map[string]string) {
 	nss := map[string]bool{}
 	for _, t := range topics {
 		nss[t.Topic.NamespacePath()] = true
 	}
 	out := map[string]*policy.NamespacePolicy{}
-	var errs []string
+	errs := map[string]string{}
 	for ns := range nss {
 		p := s.chroot + "/admin/policies/" + ns
 		data, st, err := tzk.Get(ctx, s.conn, p)
@@ -149,7 +165,7 @@ func (s *snapshotter) namespacePolicies(ctx context.Context, topics []policy.Top
 			continue
 		}
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("read %s: %v", p, err))
+			errs[ns] = fmt.Sprintf("read %s: %v", p, err)
 			continue
 		}
 		s.mu.Lock()
@@ -158,7 +174,7 @@ func (s *snapshotter) namespacePolicies(ctx context.Context, topics []policy.Top
 		if !ok || e.version != st.Version {
 			pol, err := policy.ParseNamespacePolicies(data)
 			if err != nil {
-				errs = append(errs, fmt.Sprintf("%s: %v", p, err))
+				errs[ns] = fmt.Sprintf("%s: %v", p, err)
 				continue
 			}
 			e = nsEntry{version: st.Version, pol: pol}
@@ -171,6 +187,5 @@ func (s *snapshotter) namespacePolicies(ctx context.Context, topics []policy.Top
 		}
 		out[ns] = e.pol
 	}
-	sort.Strings(errs)
 	return out, errs
 }

@@ -49,7 +49,7 @@ func BenchmarkSoak(b *testing.B) {
 	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n", zk.Addr, bk.LedgersRoot) +
 		s3test.StoreYAML(s3, bucket, "TK_S3_SECRET") + fmt.Sprintf(`
 admin: {url: %q}
-scheduler: {interval: 2s, retry_initial: 2s, retry_max: 20s}
+scheduler: {interval: 2s, retry_initial: 2s, retry_max: 20s, min_reload_interval: 0s}
 policy:
   default: {after: 30s, deletion_lag: 20s}
 `, broker.WebURL)

@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/internal/units"
+	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/offloader/policy"
 )
 
 func init() { addCommand(newOffloadCmd) }
@@ -69,6 +71,14 @@ It is safe to stop (or kill) at any moment and to run again: the next run
 continues from what the metadata records. Without --admin-url a broker that
 has the topic loaded keeps reading the ledgers from BookKeeper until its next
 ledger rollover; --delete-bookkeeper then needs --trim-without-reload.
+
+A topic the broker offloads by itself is refused before anything is written:
+an offload threshold >= 0 in the namespace's policies, or (with --admin-url)
+in the topic's policies or the broker's configuration, or an unfinished
+offload attempt that tierkeeper did not record. Running both offloaders on a
+topic loses data: the broker's offloader deletes the objects of the attempt
+its in-memory view holds, even after tierkeeper committed it. Without
+--admin-url the broker's own thresholds cannot be read and are assumed off.
 
 --dry-run prints what would be done and writes nothing. Results go to
 stdout (-o json for machines); a progress bar (bytes, rate, ETA per ledger
@@ -211,6 +221,20 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	names, err := e.ml.TopicManagedLedgers(ctx, topic)
 	if err != nil {
 		return err
+	}
+	// A topic the broker offloads itself is not touched: its offloader
+	// would delete our committed objects (it cleans up the attempt its
+	// in-memory view holds before its own write).
+	guard := offloader.NewTopicGuard(e.zk, e.ml, e.admin, o.env.ml.chroot,
+		policy.BrokerSettings{ThresholdBytes: -1, ThresholdSeconds: -1, Source: "not read: no --admin-url"}, log)
+	for _, ml := range names {
+		why, err := guard.Refused(ctx, ml)
+		if err != nil {
+			return fmt.Errorf("%s: cannot tell whether the broker offloads the topic itself (nothing written): %w", ml, err)
+		}
+		if why != "" {
+			return fmt.Errorf("%s: %w: %s; nothing written", ml, offloader.ErrBrokerOffloads, why)
+		}
 	}
 	// Which ledgers of each managed ledger, and the bytes to copy.
 	type work struct {

@@ -33,7 +33,12 @@ Read every managed ledger once (and, when configured, the bookies' disk usage
 and Pulsar's namespace offload policies), apply the config's policy and print
 what the service would do next, in its work order: each ledger with the
 action (offload, or trim of the BookKeeper copy), the rule that chose it, the
-trigger and the reason, and its size; then the totals per topic and warnings
+trigger and the reason, and its size; then the totals per topic, the topics
+left to the broker's own offloader (an offload threshold >= 0 in the broker's
+configuration, the namespace's or the topic's offload policies, or an
+unfinished attempt tierkeeper did not record: running both offloaders on a
+topic loses data) and those waiting for scheduler.min_reload_interval, with
+the reason for each; and warnings
 (rules that match no topic, managed ledgers that cannot be read, bookies
 whose usage cannot be read). Nothing is written anywhere.`),
 		Example: `  offloader plan --config /etc/tierkeeper/offloader.yaml
@@ -60,6 +65,7 @@ type planJSON struct {
 	ReadErrors     map[string]string  `json:"readErrors,omitempty"`
 	PressureErrors []string           `json:"pressureErrors,omitempty"`
 	PolicyErrors   []string           `json:"policyErrors,omitempty"`
+	BrokerErrors   []string           `json:"brokerErrors,omitempty"`
 	LedgerErrors   []string           `json:"ledgerErrors,omitempty"`
 	ScanSeconds    float64            `json:"scanSeconds"`
 }
@@ -86,6 +92,9 @@ type planTopicJSON struct {
 	Topic           string     `json:"topic"`
 	Rule            string     `json:"rule,omitempty"`
 	Excluded        bool       `json:"excluded,omitempty"`
+	ExcludedWhy     string     `json:"excludedWhy,omitempty"`
+	Refused         string     `json:"refused,omitempty"`
+	Held            string     `json:"held,omitempty"`
 	BKBytes         int64      `json:"bookkeeperBytes"`
 	OffloadedBytes  int64      `json:"offloadedBytes"`
 	EligibleBytes   int64      `json:"eligibleBytes"`
@@ -101,6 +110,8 @@ type planTotalsJSON struct {
 	TrimBytes      int64 `json:"trimBytes"`
 	Topics         int   `json:"topics"`
 	Excluded       int   `json:"excludedTopics"`
+	Refused        int   `json:"refusedTopics"`
+	Held           int   `json:"heldTopics"`
 }
 
 func (o *planOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Command) error {
@@ -123,7 +134,7 @@ func buildPlanDoc(res *offloader.PlanResult) planJSON {
 	r := res.Result
 	doc := planJSON{At: res.At.UTC(), Candidates: []candidateJSON{}, Topics: []planTopicJSON{}, RuleTopics: r.RuleTopics,
 		UnusedRules: r.UnusedRules, UnusedIncludes: r.UnusedIncludes, BookieUsage: res.BookieUsage, Pressured: r.PressuredBookies, ReadErrors: res.ReadErrors,
-		PressureErrors: res.Report.PressureErrors, PolicyErrors: res.Report.PolicyErrors, LedgerErrors: res.Report.LedgerErrors,
+		PressureErrors: res.Report.PressureErrors, PolicyErrors: res.Report.PolicyErrors, BrokerErrors: res.Report.BrokerErrors, LedgerErrors: res.Report.LedgerErrors,
 		ScanSeconds: res.Scan.Took.Seconds()}
 	if doc.UnusedRules == nil {
 		doc.UnusedRules = []string{}
@@ -150,7 +161,8 @@ func buildPlanDoc(res *offloader.PlanResult) planJSON {
 		}
 	}
 	for _, t := range r.Topics {
-		tj := planTopicJSON{Topic: t.Topic, Rule: t.Rule, Excluded: t.Excluded, BKBytes: t.BKBytes, OffloadedBytes: t.OffloadedBytes,
+		tj := planTopicJSON{Topic: t.Topic, Rule: t.Rule, Excluded: t.Excluded, ExcludedWhy: t.ExcludedWhy, Refused: t.Refused, Held: t.Held,
+			BKBytes: t.BKBytes, OffloadedBytes: t.OffloadedBytes,
 			EligibleBytes: t.EligibleBytes, EligibleLedgers: t.EligibleLedgers, TrimBytes: t.TrimBytes}
 		if !t.OldestEligible.IsZero() {
 			o := t.OldestEligible.UTC()
@@ -160,6 +172,12 @@ func buildPlanDoc(res *offloader.PlanResult) planJSON {
 		doc.Totals.Topics++
 		if t.Excluded {
 			doc.Totals.Excluded++
+		}
+		if t.Refused != "" {
+			doc.Totals.Refused++
+		}
+		if t.Held != "" {
+			doc.Totals.Held++
 		}
 	}
 	return doc
@@ -182,8 +200,16 @@ func printPlan(w io.Writer, doc planJSON, limit int) error {
 		fmt.Fprintf(w, "... %d more (--limit 0 shows all)\n", len(doc.Candidates)-limit)
 	}
 	t := doc.Totals
-	fmt.Fprintf(w, "\nnext: offload %d ledgers (%s), trim %d BookKeeper copies (%s); %d topics, %d excluded; scan took %.1fs\n",
-		t.OffloadLedgers, units.HumanBytes(t.OffloadBytes), t.TrimLedgers, units.HumanBytes(t.TrimBytes), t.Topics, t.Excluded, doc.ScanSeconds)
+	fmt.Fprintf(w, "\nnext: offload %d ledgers (%s), trim %d BookKeeper copies (%s); %d topics, %d excluded, %d left to the broker's offloader, %d waiting for the reload bound; scan took %.1fs\n",
+		t.OffloadLedgers, units.HumanBytes(t.OffloadBytes), t.TrimLedgers, units.HumanBytes(t.TrimBytes), t.Topics, t.Excluded, t.Refused, t.Held, doc.ScanSeconds)
+	for _, tp := range doc.Topics {
+		switch {
+		case tp.Refused != "":
+			fmt.Fprintf(w, "refused: %s: %s\n", tp.Topic, tp.Refused)
+		case tp.Held != "":
+			fmt.Fprintf(w, "waits: %s: %s\n", tp.Topic, tp.Held)
+		}
+	}
 	names := make([]string, 0, len(doc.RuleTopics))
 	for n := range doc.RuleTopics {
 		names = append(names, n)
@@ -213,6 +239,9 @@ func printPlan(w io.Writer, doc planJSON, limit int) error {
 	}
 	for _, e := range doc.PolicyErrors {
 		fmt.Fprintf(w, "warning: namespace policies: %s\n", e)
+	}
+	for _, e := range doc.BrokerErrors {
+		fmt.Fprintf(w, "warning: %s (every topic is left to the broker meanwhile)\n", e)
 	}
 	for _, e := range doc.LedgerErrors {
 		fmt.Fprintf(w, "warning: ledger metadata: %s\n", e)

@@ -32,7 +32,8 @@ func TestPlan(t *testing.T) {
 		mltest.Ledger{ID: 4})))
 	// audit: never offloaded.
 	must(c.CreateML("acme/audit/persistent/a1", mltest.Info(mltest.Closed(10, 2, 1<<20, now.Add(-50*h))...)))
-	// pol: Pulsar namespace policy, offload everything above 1 MiB of closed ledgers.
+	// pol: Pulsar namespace policy, offload everything above 1 MiB of closed
+	// ledgers: the broker offloads the topic itself, tierkeeper refuses it.
 	must(c.CreateML("acme/pol/persistent/p1", mltest.Info(mltest.Closed(20, 3, 1<<20, now.Add(-time.Minute))...)))
 	must(c.Create("/admin/policies/acme/pol", []byte(`{"offload_threshold":1048576,"offload_threshold_in_seconds":-1,"offload_deletion_lag_ms":null}`)))
 	// trim: offloaded 5h ago, default deletion lag 4h.
@@ -87,8 +88,6 @@ policy:
 	want := []string{
 		"offload:2:orders:pressure:persistent://acme/orders/o1", // on the 96% bookie, first
 		"offload:1:orders:age:persistent://acme/orders/o1",      // 30h ≥ 24h
-		"offload:20:pulsar:acme/pol:bytes:persistent://acme/pol/p1",
-		"offload:21:pulsar:acme/pol:bytes:persistent://acme/pol/p1",
 		"trim:30:default:deletion-lag:persistent://acme/old/t1",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -97,12 +96,17 @@ policy:
 	if doc.Candidates[0].Reason != "replica on bookie full:3181, ledger disks 96% ≥ 90%" {
 		t.Errorf("pressure reason: %q", doc.Candidates[0].Reason)
 	}
-	if doc.Totals.OffloadBytes != (2+3+1+1)<<20 || doc.Totals.TrimBytes != 5<<20 || doc.Totals.OffloadLedgers != 4 {
+	if doc.Totals.OffloadBytes != (2+3)<<20 || doc.Totals.TrimBytes != 5<<20 || doc.Totals.OffloadLedgers != 2 || doc.Totals.Refused != 1 {
 		t.Errorf("totals: %+v", doc.Totals)
 	}
 	if len(doc.UnusedRules) != 1 || doc.UnusedRules[0] != "nothing-here" || doc.RuleTopics["audit"] != 1 ||
 		doc.RuleTopics["default"] != 2 {
 		t.Errorf("rules: unused %v, per rule %v", doc.UnusedRules, doc.RuleTopics)
+	}
+	for _, tp := range doc.Topics {
+		if (tp.Topic == "persistent://acme/pol/p1") != strings.Contains(tp.Refused, "the broker offloads this topic itself: namespace offload policy threshold (bytes) = 1048576") {
+			t.Errorf("topic %s refused %q", tp.Topic, tp.Refused)
+		}
 	}
 	if fmt.Sprint(doc.UnusedIncludes) != "[typo/ns]" {
 		t.Errorf("unused includes %v", doc.UnusedIncludes)
@@ -118,8 +122,9 @@ policy:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"1  offload  persistent://acme/orders/o1  2       2.0 MiB", "3 more (--limit 0 shows all)",
-		"next: offload 4 ledgers (7.0 MiB), trim 1 BookKeeper copies (5.0 MiB)", `warning: rule "nothing-here" matches no topic`, `warning: policy.include "typo/ns" matches no topic`,
+	for _, w := range []string{"1  offload  persistent://acme/orders/o1  2       2.0 MiB", "1 more (--limit 0 shows all)",
+		"next: offload 2 ledgers (5.0 MiB), trim 1 BookKeeper copies (5.0 MiB)", "1 left to the broker's offloader",
+		"refused: persistent://acme/pol/p1: the broker offloads this topic itself", `warning: rule "nothing-here" matches no topic`, `warning: policy.include "typo/ns" matches no topic`,
 		"bookies under pressure: full:3181 96%", "warning: managed ledger acme/old/persistent/broken not read"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("text output misses %q:\n%s", w, text)

@@ -33,7 +33,7 @@ admin: {token: !env TK_TEST_TOKEN}
 		t.Fatalf("err = %v", err)
 	}
 	for _, w := range []string{"config " + cfg + ": valid", "zookeeper            ok", "store                ok",
-		"bookkeeper-metadata  FAILED", "admin                skipped", "token: <redacted>"} {
+		"bookkeeper-metadata  FAILED", "admin                skipped", "broker-offload       ok", "token: <redacted>"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("output misses %q:\n%s", w, stdout)
 		}
@@ -53,7 +53,7 @@ admin: {token: !env TK_TEST_TOKEN}
 	if doc.Effective["scheduler"].(map[string]any)["interval"] != "30s" {
 		t.Errorf("effective config in JSON: %v", doc.Effective["scheduler"])
 	}
-	if doc.OK || len(doc.Checks) != 6 || strings.Contains(stdout, "token-SECRET-value") || !strings.Contains(stdout, `redacted`) {
+	if doc.OK || len(doc.Checks) != 7 || strings.Contains(stdout, "token-SECRET-value") || !strings.Contains(stdout, `redacted`) {
 		t.Errorf("json: %s", stdout)
 	}
 }

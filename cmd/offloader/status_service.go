@@ -135,6 +135,9 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool, nameWidth i
 		(time.Duration(t.LagSeconds) * time.Second).String(), units.HumanBytes(t.TrimBytes))
 	fmt.Fprintf(w, "ledgers: %d running, %d backing off, %d parked; last scan %d managed ledgers in %.1fs\n",
 		t.RunningLedgers, t.BackoffLedgers, t.ParkedLedgers, st.Scan.ManagedLedgers, st.Scan.Seconds)
+	if t.RefusedTopics > 0 {
+		fmt.Fprintf(w, "%d topics left to the broker's own offloader (it offloads them itself; see NEXT)\n", t.RefusedTopics)
+	}
 	d := st.Done
 	rate := "-"
 	if d.CopySeconds > 0 {
@@ -147,7 +150,7 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool, nameWidth i
 	topics := append([]offloader.TopicStatus(nil), st.Topics...)
 	sort.SliceStable(topics, func(i, j int) bool { return topics[i].LagBytes > topics[j].LagBytes })
 	for _, ts := range topics {
-		if !all && ts.LagBytes == 0 && ts.LastError == "" {
+		if !all && ts.LagBytes == 0 && ts.LastError == "" && ts.Refused == "" {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cli.CutLeft(ts.Topic, nameWidth), ts.Rule, units.HumanBytes(ts.BKBytes),

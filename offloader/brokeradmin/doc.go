@@ -1,11 +1,17 @@
 // Package brokeradmin is a small client of the Pulsar broker admin REST API:
 // the calls the offloader needs after it rewrites a managed ledger's
-// metadata in ZooKeeper (docs/design.md invariant 6).
+// metadata in ZooKeeper (docs/design.md invariant 6), and to learn whether
+// the broker offloads a topic by itself.
 //
 //	Unload         PUT /admin/v2/persistent/{tenant}/{ns}/{topic}/unload
 //	               PUT /admin/persistent/{tenant}/{cluster}/{ns}/{topic}/unload (v1 names)
 //	InternalStats  GET …/{topic}/internalStats (the broker's in-memory view:
 //	               per ledger, whether it is served from the object store)
+//	RuntimeConfig  GET /admin/v2/brokers/configuration/runtime (the offload
+//	               thresholds the broker applies itself; ThresholdsFrom)
+//	TopicOffloadPolicies
+//	               GET …/{topic}/offloadPolicies (a topic's own offload
+//	               policies; 405 when topic-level policies are disabled)
 //
 // A partitioned topic's base name unloads every partition (the broker fans
 // out); a partition name ("x-partition-2") unloads that partition only.

@@ -320,7 +320,7 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 	edits := make([]mlmeta.Edit, len(ws))
 	lrs := make([]*LedgerResult, len(ws))
 	for i, w := range ws {
-		w.id = uuid.New()
+		w.id = mlmeta.NewAttemptUUID() // tagged: tells our attempts from the broker's
 		w.lr.UUID, lrs[i] = w.id, w.lr
 		e, err := mlmeta.PrepareEdit(w.lr.LedgerID, w.id, p.o.Driver)
 		if err != nil {

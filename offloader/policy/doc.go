@@ -34,13 +34,28 @@
 //     disks are at or above Pressure.Threshold, and the ledger is at least
 //     Pressure.MinAge old (rule field Pressure false: off).
 //
+// # Topics that are never candidates
+//
+// Pulsar's system topics (SystemTopic) and the topics the broker offloads
+// by itself (BrokerOffload: an effective offload threshold ≥ 0 from the
+// topic's, the namespace's or the broker's settings, settings that cannot
+// be read, or an unfinished attempt tierkeeper did not record): the
+// broker's offloader works from its in-memory view and deletes the objects
+// of an attempt tierkeeper committed meanwhile. TopicPlan.ExcludedWhy and
+// TopicPlan.Refused say why.
+//
 // With Pulsar namespace policies enabled (Snapshot.Namespaces holds the
 // parsed /admin/policies/<tenant>/<namespace>), a namespace whose policies
-// set an offload threshold or deletion lag replaces the rule's age, bytes
-// and deletion-lag settings with Pulsar's, using the broker's semantics
-// (ManagedLedgerImpl.maybeOffloadInBackground: threshold ≥ 0 enables a
-// trigger, 0 offloads every closed ledger); the rule still gives block size,
-// verify level and pressure.
+// set a deletion lag replaces the rule's (a threshold there makes the
+// topic the broker's, above); the rule still gives the triggers, block
+// size, verify level and pressure.
+//
+// # Reload bound
+//
+// With Rules.MinReloadInterval, a topic whose newest offload by tierkeeper
+// committed less than that long ago has its offload and trim candidates
+// held (still counted as lag; TopicPlan.Held says until when), except
+// pressure candidates, so one job takes what became due meanwhile.
 //
 // An offloaded ledger whose BookKeeper copy still exists becomes a trim
 // candidate when its rule's DeletionLag is a duration and now − offload

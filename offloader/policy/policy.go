@@ -107,6 +107,12 @@ type Rules struct {
 	// BrokerDefaults are the broker.conf values that apply where the
 	// namespace policies leave a setting unset (null).
 	BrokerDefaults BrokerDefaults
+	// MinReloadInterval is the shortest time between two reloads of one
+	// topic: after a commit (each is followed by a reload) the topic's
+	// offload and trim candidates wait this long (pressure candidates do
+	// not), so the ledgers due meanwhile go together in one job, one
+	// metadata write and one reload. 0: no bound.
+	MinReloadInterval time.Duration
 }
 
 // BrokerDefaults are the broker-level offload settings (broker.conf).

@@ -120,7 +120,7 @@ func TestSelect(t *testing.T) {
 			snap: Snapshot{Topics: []Topic{
 				with(with(with(topic("t/ns/a", 5*h, 4*h, 3*h, 2*h), 1, func(l *Ledger) { l.Entries, l.Size = 0, 0 }),
 					2, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now }),
-					3, func(l *Ledger) { l.State = mlmeta.StateOffloading })}},
+					3, func(l *Ledger) { l.State, l.Attempt = mlmeta.StateOffloading, mlmeta.NewAttemptUUID() })}},
 			rules: Rules{Default: rule("default", func(r *Rule) { r.After = 0 })},
 			want:  "t/ns/a:3/offload/age/default t/ns/a:4/offload/age/default",
 		},
@@ -165,35 +165,46 @@ func TestSelect(t *testing.T) {
 			want: "t/ns/a:1/trim/deletion-lag/default",
 		},
 		{
-			name: "Pulsar namespace policy replaces the rule's triggers (legacy offload_threshold)",
+			name: "a namespace offload threshold (legacy offload_threshold) is the broker's: refused, the others not",
 			snap: Snapshot{
 				Topics:     []Topic{topic("t/pol/a", 4*h, 3*h, 2*h, 1*h), topic("t/nopol/b", 4*h)},
 				Namespaces: map[string]*NamespacePolicy{"t/pol": mustNS(t, `{"offload_threshold": 2097152, "offload_threshold_in_seconds": -1}`)},
 			},
 			rules: Rules{PulsarPolicies: true, BrokerDefaults: BrokerDefaults{ThresholdBytes: -1, ThresholdSeconds: -1},
-				Default: rule("default", func(r *Rule) { r.After = 24 * h })},
-			want: "t/pol/a:1/offload/bytes/pulsar:t/pol t/pol/a:2/offload/bytes/pulsar:t/pol",
+				Default: rule("default", func(r *Rule) { r.After = 0 })},
+			want: "t/nopol/b:1/offload/age/default",
 		},
 		{
-			name: "Pulsar offload_policies win over the legacy fields; seconds 0 means every closed ledger",
+			name: "Pulsar offload_policies win over the legacy fields (-1 there: off); a namespace deletion lag replaces the rule's",
 			snap: Snapshot{
-				Topics: []Topic{topic("t/pol/a", 2*h, 1*h)},
-				Namespaces: map[string]*NamespacePolicy{"t/pol": mustNS(t, `{"offload_threshold_in_seconds": 999999,
-					"offload_policies": {"managedLedgerOffloadDriver": "aws-s3", "managedLedgerOffloadThresholdInSeconds": 0,
-					"managedLedgerOffloadThresholdInBytes": null}}`)},
+				Topics: []Topic{with(topic("t/pol/a", 2*h, 1*h), 1, func(l *Ledger) {
+					l.State, l.OffloadedAt, l.Attempt = mlmeta.StateOffloaded, now.Add(-2*h), mlmeta.NewAttemptUUID()
+				})},
+				Namespaces: map[string]*NamespacePolicy{"t/pol": mustNS(t, `{"offload_threshold_in_seconds": 999999, "offload_threshold": 5,
+					"offload_policies": {"managedLedgerOffloadDriver": "aws-s3", "managedLedgerOffloadThresholdInSeconds": -1,
+					"managedLedgerOffloadThresholdInBytes": -1, "managedLedgerOffloadDeletionLagInMillis": 3600000}}`)},
 			},
 			rules: Rules{PulsarPolicies: true, BrokerDefaults: BrokerDefaults{ThresholdBytes: -1, ThresholdSeconds: -1},
-				Default: rule("default", func(r *Rule) { r.After = -1; r.KeepBytes = 0 })},
-			want: "t/pol/a:1/offload/age/pulsar:t/pol t/pol/a:2/offload/age/pulsar:t/pol",
+				Default: rule("default", func(r *Rule) { r.After = 0 })},
+			want: "t/pol/a:2/offload/age/pulsar:t/pol t/pol/a:1/trim/deletion-lag/pulsar:t/pol",
 		},
 		{
-			name: "Pulsar policies disabled: the namespace policy is ignored",
+			name: "Pulsar policies disabled: a namespace threshold still makes the topic the broker's",
 			snap: Snapshot{
 				Topics:     []Topic{topic("t/pol/a", 2*h)},
 				Namespaces: map[string]*NamespacePolicy{"t/pol": mustNS(t, `{"offload_threshold": 0}`)},
 			},
-			rules: Rules{Default: rule("default", func(r *Rule) { r.After = 24 * h })},
+			rules: Rules{Default: rule("default", func(r *Rule) { r.After = 0 })},
 			want:  "",
+		},
+		{
+			name: "Pulsar's system topics are never offloaded",
+			snap: Snapshot{Topics: []Topic{topic("pulsar/system/__transaction_log_0", 2*h), topic("t/ns/__change_events", 2*h),
+				topic("t/ns/__change_events-partition-1", 2*h), topic("t/ns/orders-sub__transaction_pending_ack", 2*h),
+				topic("t/ns/__transaction_buffer_snapshot_segments", 2*h), topic("pulsar/10.0.0.1:8080/healthcheck", 2*h),
+				topic("t/ns/orders", 2*h)}},
+			rules: Rules{Default: rule("default", func(r *Rule) { r.After = 0 })},
+			want:  "t/ns/orders:1/offload/age/default",
 		},
 	}
 	for _, tc := range tests {

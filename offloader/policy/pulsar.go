@@ -89,9 +89,10 @@ func ParseNamespacePolicies(data []byte) (*NamespacePolicy, error) {
 }
 
 // effective merges a namespace policy with the broker defaults into the
-// rule's age/bytes/lag settings (mergeConfiguration: namespace over broker).
+// rule's settings (mergeConfiguration: namespace over broker): Pulsar's
+// size and age thresholds, when one is enabled (≥ 0), replace the rule's
+// triggers; a deletion lag set there replaces the rule's.
 func (p *NamespacePolicy) effective(rule Rule, bd BrokerDefaults) Rule {
-	rule.After, rule.KeepBytes, rule.KeepLedgers = -1, -1, -1
 	bytes := bd.ThresholdBytes
 	if p.ThresholdBytes != nil {
 		bytes = *p.ThresholdBytes
@@ -100,11 +101,17 @@ func (p *NamespacePolicy) effective(rule Rule, bd BrokerDefaults) Rule {
 	if p.ThresholdSeconds != nil {
 		secs = *p.ThresholdSeconds
 	}
-	if bytes >= 0 {
-		rule.KeepBytes = bytes
+	if bytes >= 0 || secs >= 0 {
+		rule.After, rule.KeepBytes, rule.KeepLedgers = -1, -1, -1
+		if bytes >= 0 {
+			rule.KeepBytes = bytes
+		}
+		if secs >= 0 {
+			rule.After = time.Duration(secs) * time.Second
+		}
 	}
-	if secs >= 0 {
-		rule.After = time.Duration(secs) * time.Second
+	if p.DeletionLagMs == nil && bd.DeletionLag == nil && rule.DeletionLag.Mode != LagBroker {
+		return rule // neither Pulsar nor the config says: the rule's lag
 	}
 	lag := 4 * time.Hour // the broker's managedLedgerOffloadDeletionLagMs default
 	if bd.DeletionLag != nil {
@@ -119,4 +126,20 @@ func (p *NamespacePolicy) effective(rule Rule, bd BrokerDefaults) Rule {
 		rule.DeletionLag = DeletionLag{Mode: LagAfter, After: lag}
 	}
 	return rule
+}
+
+// ParseOffloadPolicies reads a topic's offload policies (the JSON of an
+// OffloadPoliciesImpl, as GET …/{topic}/offloadPolicies answers): null
+// fields are unset.
+func ParseOffloadPolicies(data []byte) (*NamespacePolicy, error) {
+	var op offloadPoliciesJSON
+	if err := json.Unmarshal(data, &op); err != nil {
+		return nil, fmt.Errorf("pulsar offload policies: %w", err)
+	}
+	p := &NamespacePolicy{ThresholdBytes: op.ThresholdBytes, ThresholdSeconds: op.ThresholdSeconds, DeletionLagMs: op.DeletionLagMs,
+		MaxBlockSizeBytes: op.MaxBlockSize}
+	if op.Driver != nil {
+		p.Driver = *op.Driver
+	}
+	return p, nil
 }

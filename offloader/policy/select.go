@@ -70,8 +70,16 @@ type Snapshot struct {
 	// the bookies whose usage is known.
 	BookieUsage map[string]float64
 	// Namespaces holds Pulsar namespace policies by namespace path
-	// ("tenant/namespace"), for namespaces that have them.
-	Namespaces map[string]*NamespacePolicy
+	// ("tenant/namespace"), for namespaces that have them;
+	// NamespaceErrors the namespaces whose policies could not be read.
+	Namespaces      map[string]*NamespacePolicy
+	NamespaceErrors map[string]string
+	// TopicPolicies are topic-level offload policies by partitioned topic
+	// name ("persistent://t/ns/x"), for topics looked up.
+	TopicPolicies map[string]TopicPolicy
+	// Broker are the broker-level thresholds (read from the admin API, or
+	// as configured); nil: not checked (BrokerOffload).
+	Broker *BrokerSettings
 }
 
 // Action is what a candidate asks for.
@@ -150,6 +158,15 @@ type TopicPlan struct {
 	// when none did), whatever Pulsar's policies say.
 	MatchedRule string
 	Excluded    bool
+	// ExcludedWhy says why an excluded topic is (include/exclude, or a
+	// Pulsar system topic).
+	ExcludedWhy string
+	// Refused says why tierkeeper leaves the topic to the broker's own
+	// offloader (BrokerOffload); no candidates then.
+	Refused string
+	// Held says why the topic's candidates wait (the reload bound); its
+	// lag is still counted.
+	Held string
 	// BKBytes counts closed ledgers whose data is still on BookKeeper
 	// (offloaded or not); OffloadedBytes the complete offloads.
 	BKBytes, OffloadedBytes int64
@@ -226,6 +243,10 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressured map[string]float64) (TopicPlan, []Candidate) {
 	tp := TopicPlan{ML: t.ML, Topic: t.Topic.String()}
 	rule, ok := rules.RuleFor(t.Topic)
+	why := "excluded by policy.include/exclude"
+	if sys, isSys := SystemTopic(t.Topic); isSys {
+		ok, why = false, "excluded: "+sys
+	}
 	n := len(t.Ledgers)
 	for i, l := range t.Ledgers {
 		if i == n-1 {
@@ -239,10 +260,13 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 		}
 	}
 	if !ok {
-		tp.Excluded = true
+		tp.Excluded, tp.ExcludedWhy = true, why
 		return tp, nil
 	}
 	tp.Rule, tp.MatchedRule = rule.Name, rule.Name
+	if tp.Refused = BrokerOffload(t, snap); tp.Refused != "" {
+		return tp, nil
+	}
 	ruleName := rule.Name
 	if rules.PulsarPolicies {
 		if np := snap.Namespaces[t.Topic.NamespacePath()]; np.Set() {
@@ -250,6 +274,12 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 			ruleName = "pulsar:" + t.Topic.NamespacePath()
 			tp.Rule = ruleName
 		}
+	}
+	var holdUntil time.Time
+	if last := lastCommit(t); rules.MinReloadInterval > 0 && !last.IsZero() && now.Sub(last) < rules.MinReloadInterval {
+		holdUntil = last.Add(rules.MinReloadInterval)
+		tp.Held = fmt.Sprintf("reload bound: last commit (and reload) %s ago < min_reload_interval %s; next after %s",
+			now.Sub(last).Round(time.Second), rules.MinReloadInterval, holdUntil.UTC().Format(time.RFC3339))
 	}
 	settings := Settings{BlockSize: rule.BlockSize, Verify: rule.Verify, DeletionLag: rule.DeletionLag}
 	var out []Candidate
@@ -303,6 +333,9 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 			if tp.OldestEligible.IsZero() || l.ClosedAt.Before(tp.OldestEligible) {
 				tp.OldestEligible = l.ClosedAt
 			}
+			if !holdUntil.IsZero() && c.Trigger != TriggerPressure {
+				continue // counted as lag, offered after the reload bound
+			}
 			out = append(out, c)
 		case mlmeta.StateOffloaded:
 			if rule.DeletionLag.Mode != LagAfter || l.OffloadedAt.IsZero() {
@@ -315,6 +348,9 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 			c.Action, c.Trigger = ActionTrim, TriggerLag
 			c.Reason = fmt.Sprintf("offloaded %s ago ≥ deletion_lag %s", since.Round(time.Second), rule.DeletionLag.After)
 			tp.TrimBytes += l.Size
+			if !holdUntil.IsZero() {
+				continue
+			}
 			out = append(out, c)
 		}
 	}

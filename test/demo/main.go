@@ -68,7 +68,7 @@ bookkeeper: {ledgers_root: %q}
 %sadmin: {url: %q, timeout: 10s}
 http: {listen: %q}
 leases: {id: demo}
-scheduler: {ledgers_in_flight: 2, interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 20s}
+scheduler: {ledgers_in_flight: 2, interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: 20s, min_reload_interval: 0s}
 discovery: {rescan_interval: 30s}
 policy:
   include: [public/default]
