@@ -60,6 +60,11 @@ type Options struct {
 	// tried, each dial bounded by 1 s, with go-zookeeper's 1 s pause after
 	// each round. Default 10 s. The caller's ctx bounds it too.
 	ConnectTimeout time.Duration
+	// MaxBufferSize bounds the size of one reply the client accepts (a
+	// child listing, a znode's data); a larger one drops the connection
+	// and fails the read with ErrReplyTooLarge. Default
+	// DefaultMaxBufferSize.
+	MaxBufferSize int
 	// Logger receives go-zookeeper's log lines at debug level and session
 	// state changes at info/warn. Default: discard.
 	Logger *slog.Logger
@@ -104,6 +109,7 @@ type Session struct {
 	heard     *atomic.Int64 // unix nanos of the last bytes read from a server
 	user      string        // digest user, "" without authentication
 	digestID  string        // user:base64(sha1(user:password)), the ACL id
+	maxBuf    int           // Options.MaxBufferSize
 }
 
 // addAuth submits digest credentials, bounded by ctx (go-zookeeper's
@@ -152,6 +158,9 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 	}
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.MaxBufferSize <= 0 {
+		opts.MaxBufferSize = DefaultMaxBufferSize
 	}
 	lg := opts.Logger
 	if lg == nil {
@@ -206,7 +215,7 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 		hosts = &namedHosts{}
 	}
 	conn, events, err := gozk.Connect(list, opts.SessionTimeout, gozk.WithLogger(cl), gozk.WithLogInfo(true), gozk.WithDialer(dial),
-		gozk.WithHostProvider(hosts))
+		gozk.WithHostProvider(hosts), gozk.WithMaxBufferSize(opts.MaxBufferSize))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", name, err)
 	}
@@ -224,7 +233,8 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 				reachedServer = true
 			case gozk.StateHasSession:
 				s := &Session{Conn: conn, servers: name, log: lg, cl: cl, lost: make(chan struct{}), requested: opts.SessionTimeout,
-					heard: heard, user: DigestUser(opts.Digest), digestID: digestID(opts.Digest)}
+					heard: heard, user: DigestUser(opts.Digest), digestID: digestID(opts.Digest),
+					maxBuf: opts.MaxBufferSize}
 				if opts.Digest != "" {
 					if err := addAuth(wait, conn, opts.Digest); err != nil {
 						go conn.Close()
@@ -407,6 +417,9 @@ type clientLog struct {
 	// handshake returned (TLS 1.3: a refused or missing client
 	// certificate shows on the first read).
 	tlsFail chan<- error
+	// the last oversized reply (buffer.go)
+	tooLarge   string
+	tooLargeAt time.Time
 }
 
 var negotiatedRE = regexp.MustCompile(`^authenticated: id=\d+, timeout=(\d+)$`)
@@ -428,6 +441,8 @@ func (c *clientLog) Printf(format string, args ...any) {
 			default:
 			}
 		}
+	case strings.HasPrefix(msg, tooLargePrefix):
+		c.noteTooLarge(msg)
 	case negotiatedRE.MatchString(msg):
 		if ms, err := strconv.Atoi(negotiatedRE.FindStringSubmatch(msg)[1]); err == nil && ms > 0 {
 			c.neg = time.Duration(ms) * time.Millisecond
