@@ -60,6 +60,11 @@ type ZooKeeper struct {
 	SessionTimeout Duration `yaml:"session_timeout"`
 	// ConnectTimeout bounds the wait for a session at start. Default 30s.
 	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// MaxBufferSize bounds one ZooKeeper reply (a namespace's topic
+	// listing, a managed ledger's value); a larger one fails the read with
+	// an error naming the path. Default 16MiB: a namespace of 100 000
+	// topics with names up to 160 bytes.
+	MaxBufferSize Size `yaml:"max_buffer_size"`
 	// MLChroot is the chroot of Pulsar's metadataStoreUrl, if any.
 	MLChroot string `yaml:"ml_chroot"`
 	// ConfigChroot is the chroot of Pulsar's configurationMetadataStoreUrl
@@ -460,6 +465,9 @@ func (c *Config) applyDefaults() {
 	}
 	def(&c.ZooKeeper.SessionTimeout, 30*time.Second)
 	def(&c.ZooKeeper.ConnectTimeout, 30*time.Second)
+	if c.ZooKeeper.MaxBufferSize == 0 {
+		c.ZooKeeper.MaxBufferSize = tzk.DefaultMaxBufferSize
+	}
 	if c.ZooKeeper.ConfigChroot == "" {
 		c.ZooKeeper.ConfigChroot = c.ZooKeeper.MLChroot
 	}
@@ -545,6 +553,9 @@ func (c *Config) Validate() error {
 		}
 	} else if bt.TrustCertsFile != "" || bt.CertificateFile != "" || bt.KeyFile != "" {
 		bad("bookkeeper.tls: files are set but enabled is false")
+	}
+	if m := c.ZooKeeper.MaxBufferSize; m < 1<<20 || m > 1<<30 {
+		bad("zookeeper.max_buffer_size %s: want 1MiB to 1GiB", m)
 	}
 	for k, v := range map[string]string{"zookeeper.ml_chroot": c.ZooKeeper.MLChroot, "zookeeper.config_chroot": c.ZooKeeper.ConfigChroot,
 		"bookkeeper.ledgers_root": c.BookKeeper.LedgersRoot} {
@@ -760,7 +771,7 @@ func (c *Config) connectZK(ctx context.Context, log *slog.Logger) (*tzk.Session,
 // digest credentials, TLS.
 func (c *Config) zkOptions(log *slog.Logger) (tzk.Options, error) {
 	o := tzk.Options{SessionTimeout: c.ZooKeeper.SessionTimeout.D(), ConnectTimeout: c.ZooKeeper.ConnectTimeout.D(),
-		Logger: log, Digest: c.ZooKeeper.Digest.Reveal()}
+		MaxBufferSize: int(c.ZooKeeper.MaxBufferSize), Logger: log, Digest: c.ZooKeeper.Digest.Reveal()}
 	if c.ZooKeeper.TLS.Enabled {
 		tc, err := c.ZooKeeper.TLS.Files().Config()
 		if err != nil {
