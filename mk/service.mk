@@ -1,9 +1,11 @@
 # Offload service (offloader/ root, policy, discovery, sweeper, scheduler;
 # cmd/offloader run|plan). See configs/offloader.yaml.
 
-# Size of the bench-scan tree.
-BENCH_SCAN_MLS     ?= 10000
-BENCH_SCAN_LEDGERS ?= 10
+# Size of the bench-scan tree: managed ledgers, ledgers in all (shared
+# evenly), namespaces.
+BENCH_SCAN_MLS        ?= 10000
+BENCH_SCAN_LEDGERS    ?= 100000
+BENCH_SCAN_NAMESPACES ?= 100
 
 .PHONY: test-service bench-scan check-configs-offloader
 
@@ -16,10 +18,10 @@ test-service: compat-prepare
 check-configs-offloader:
 	cd configs && promtool check rules offloader-alerts.yaml && promtool test rules offloader-alerts.test.yaml
 
-## bench-scan: a full discovery scan of 10 000 managed ledgers / 100 000 ledgers in a real ZooKeeper (seconds, peak RSS).
+## bench-scan: discovery scans of BENCH_SCAN_MLS managed ledgers (10 000) / BENCH_SCAN_LEDGERS ledgers in all (100 000) in a real ZooKeeper (seconds, reads, policy evaluation, peak RSS).
 bench-scan: compat-prepare
 	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_BENCH_SCAN_MLS=$(BENCH_SCAN_MLS) \
-	  TIERKEEPER_BENCH_SCAN_LEDGERS=$(BENCH_SCAN_LEDGERS) \
+	  TIERKEEPER_BENCH_SCAN_LEDGERS=$(BENCH_SCAN_LEDGERS) TIERKEEPER_BENCH_SCAN_NAMESPACES=$(BENCH_SCAN_NAMESPACES) \
 	  $(GO) test -run '^$$' -bench '^BenchmarkScan$$' -benchtime 1x -timeout 30m ./offloader/discovery/ \
 	  | grep -v '^\s*[0-9:.]* \(INFO\|WARN\)\|cds\]'
 bench: bench-scan

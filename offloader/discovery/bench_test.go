@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -34,32 +37,52 @@ func procStatusKB(field string) int64 {
 }
 
 // BenchmarkScan builds TIERKEEPER_BENCH_SCAN_MLS managed ledgers (default
-// 10 000, in 100 namespaces) with TIERKEEPER_BENCH_SCAN_LEDGERS ledgers
-// each (default 10: 100 000 ledgers, each also with a BookKeeper metadata
-// znode) in a real ZooKeeper, then measures a cold full scan (every value
-// read, watches armed) and a warm rescan (stat only), with the process's
-// peak RSS over the scans. `make bench-scan` runs it.
+// 10 000) spread over TIERKEEPER_BENCH_SCAN_NAMESPACES namespaces (default
+// 100; 1 puts every topic in one namespace's listing) with
+// TIERKEEPER_BENCH_SCAN_LEDGERS ledgers in all (default 100 000, shared
+// evenly; each also with a BookKeeper metadata znode) in a real
+// ZooKeeper, written in multi batches, then measures a cold full scan
+// (every value read, watches armed), a warm rescan (stat only) with the
+// ZooKeeper requests it made, one policy evaluation of the cached view,
+// and the process's peak RSS over them. TIERKEEPER_BENCH_SCAN_CPUPROFILE
+// names a file for a CPU profile of the scans. `make bench-scan` runs it.
 func BenchmarkScan(b *testing.B) {
 	nML := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_MLS", 10000)
-	perML := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_LEDGERS", 10)
-	z := testenv.StartZooKeeperWith(b, testenv.ZooKeeperOptions{Heap: "1g"})
+	nLedgers := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_LEDGERS", 100000)
+	nNS := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_NAMESPACES", 100)
+	if nML < 1 || nNS < 1 || nLedgers < nML {
+		b.Fatalf("want at least one managed ledger and namespace, and a ledger per managed ledger: %d, %d, %d", nML, nNS, nLedgers)
+	}
+	perML := nLedgers / nML
+	heap := "1g"
+	if nML+2*perML*nML > 300000 {
+		heap = "3g"
+	}
+	z := testenv.StartZooKeeperWith(b, testenv.ZooKeeperOptions{Heap: heap})
 	s := z.Session(b, tzk.Options{ConnectTimeout: 10 * time.Second})
 	c := mltest.NewCreator(s.Conn)
 	ctx := context.Background()
 	start := time.Now()
 	now := time.Now()
-	err := mltest.Parallel(ctx, nML, 64, func(i int) error {
-		ml := fmt.Sprintf("tenant-%d/ns-%d/persistent/topic-%d", i%10, (i/10)%10, i)
-		first := int64(i*perML + 1)
-		if err := c.CreateML(ml, mltest.Info(mltest.Closed(first, perML-1, 64<<20, now)...)); err != nil {
-			return err
-		}
-		for j := 0; j < perML; j++ {
-			if err := c.BookKeeperLedger(first+int64(j), "b1:3181", "b2:3181", "b3:3181"); err != nil {
-				return err
+	// Multi batches of about 300 znodes (≈ 60–100 KB, well below the
+	// server's 1 MiB jute.maxbuffer), 16 in flight.
+	per := max(1, 300/(perML+1))
+	err := mltest.Parallel(ctx, (nML+per-1)/per, 16, func(batch int) error {
+		var nodes []mltest.Node
+		for i := batch * per; i < min(nML, (batch+1)*per); i++ {
+			ns := i % nNS
+			ml := fmt.Sprintf("tenant-%d/ns-%d/persistent/topic-%d", ns%10, ns/10, i)
+			first := int64(i*perML + 1)
+			nodes = append(nodes, mltest.Node{Path: mlmeta.Path(ml), Data: mltest.Encode(mltest.Info(mltest.Closed(first, perML-1, 64<<20, now.Add(-2*time.Hour))...))})
+			for j := 0; j < perML; j++ {
+				n, err := mltest.BookKeeperLedgerNode(first+int64(j), "b1:3181", "b2:3181", "b3:3181")
+				if err != nil {
+					return err
+				}
+				nodes = append(nodes, n)
 			}
 		}
-		return nil
+		return c.CreateAll(nodes)
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -69,8 +92,21 @@ func BenchmarkScan(b *testing.B) {
 	rssBefore := procStatusKB("VmRSS")
 	// Reset the peak RSS (VmHWM) to the current RSS, so it measures the scans.
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	if p := os.Getenv("TIERKEEPER_BENCH_SCAN_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	b.ResetTimer()
 	var cold, warm ScanStats
+	var evalTook time.Duration
+	var res policy.Result
 	for i := 0; i < b.N; i++ {
 		d := New(s, Options{})
 		if cold, err = d.Scan(ctx); err != nil {
@@ -79,20 +115,39 @@ func BenchmarkScan(b *testing.B) {
 		if warm, err = d.Scan(ctx); err != nil {
 			b.Fatal(err)
 		}
+		t0 := time.Now()
+		topics, errs := d.Snapshot()
+		if len(errs) != 0 {
+			b.Fatalf("%d managed ledgers unreadable", len(errs))
+		}
+		res = policy.Evaluate(policy.Snapshot{Topics: topics}, time.Now(), policy.Rules{
+			Default: policy.Rule{Name: "default", Offload: true, After: time.Hour, KeepBytes: -1, KeepLedgers: -1}})
+		evalTook = time.Since(t0)
 	}
 	b.StopTimer()
 	hwm := procStatusKB("VmHWM")
 	if cold.Listed != nML || cold.Ledgers != nML*perML || cold.Errors != 0 {
 		b.Fatalf("cold scan saw %+v, want %d managed ledgers and %d ledgers", cold, nML, nML*perML)
 	}
+	// Every closed ledger is two hours old: the one-hour age rule selects
+	// all of them.
+	if len(res.Topics) != nML || len(res.Candidates) != nML*(perML-1) {
+		b.Fatalf("policy planned %d topics and %d candidates, want %d and %d", len(res.Topics), len(res.Candidates), nML, nML*(perML-1))
+	}
 	b.ReportMetric(cold.Took.Seconds(), "cold-scan-s")
 	b.ReportMetric(warm.Took.Seconds(), "warm-scan-s")
+	b.ReportMetric(evalTook.Seconds(), "policy-eval-s")
 	b.ReportMetric(float64(hwm)/1024, "peak-RSS-MiB")
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("bench-scan: %d managed ledgers, %d ledgers (+%d BookKeeper ledger znodes) built in %s\n",
-		nML, nML*perML, nML*perML, build.Round(time.Millisecond))
-	fmt.Printf("bench-scan: cold full scan %s (%d values read, watches armed), warm rescan %s (%d stat-only, %d read)\n",
-		cold.Took.Round(time.Millisecond), cold.Read, warm.Took.Round(time.Millisecond), warm.Statted, warm.Read)
-	fmt.Printf("bench-scan: RSS %.1f MiB before the scans, peak %.1f MiB during them (goal: scan ≤ 30 s, RSS ≤ 256 MiB); loadavg %s",
+	// A rescan lists the root, each tenant and each namespace node (and
+	// its persistent node) and stats each known managed ledger.
+	fmt.Printf("bench-scan: %d managed ledgers in %d namespaces, %d ledgers (+%d BookKeeper ledger znodes), built in %s (multi batches)\n",
+		nML, cold.Namespaces, nML*perML, nML*perML, build.Round(time.Millisecond))
+	fmt.Printf("bench-scan: %-26s %10s %12s %12s %10s\n", "", "took", "value reads", "stat-only", "goal")
+	fmt.Printf("bench-scan: %-26s %10s %12d %12d %10s\n", "cold full scan", cold.Took.Round(time.Millisecond), cold.Read, cold.Statted, "≤ 30 s")
+	fmt.Printf("bench-scan: %-26s %10s %12d %12d %10s\n", "warm rescan", warm.Took.Round(time.Millisecond), warm.Read, warm.Statted, "≤ 10 s")
+	fmt.Printf("bench-scan: %-26s %10s %12s %12s %10s  (%d candidates)\n", "policy evaluation", evalTook.Round(time.Millisecond), "-", "-", "≤ 1 s",
+		len(res.Candidates))
+	fmt.Printf("bench-scan: RSS %.1f MiB before the scans, peak %.1f MiB during them (goal ≤ 512 MiB); loadavg %s",
 		float64(rssBefore)/1024, float64(hwm)/1024, load)
 }

@@ -89,6 +89,44 @@ func NewCreator(conn *gozk.Conn) *Creator { return &Creator{Conn: conn, made: ma
 
 // Create creates p with data (parents empty); an existing p is set to data.
 func (c *Creator) Create(p string, data []byte) error {
+	if err := c.parents(p); err != nil {
+		return err
+	}
+	_, err := c.Conn.Create(p, data, 0, gozk.WorldACL(gozk.PermAll))
+	if errors.Is(err, gozk.ErrNodeExists) {
+		_, err = c.Conn.Set(p, data, -1)
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", p, err)
+	}
+	return nil
+}
+
+// Node is a znode for CreateAll.
+type Node struct {
+	Path string
+	Data []byte
+}
+
+// CreateAll creates new znodes (parents empty, made first) in one multi
+// request: all or none. The nodes must not exist; keep the request well
+// below the server's jute.maxbuffer (1 MiB by default).
+func (c *Creator) CreateAll(nodes []Node) error {
+	ops := make([]any, 0, len(nodes))
+	for _, n := range nodes {
+		if err := c.parents(n.Path); err != nil {
+			return err
+		}
+		ops = append(ops, &gozk.CreateRequest{Path: n.Path, Data: n.Data, Acl: gozk.WorldACL(gozk.PermAll)})
+	}
+	if _, err := c.Conn.Multi(ops...); err != nil {
+		return fmt.Errorf("create %d znodes from %s: %w", len(nodes), nodes[0].Path, err)
+	}
+	return nil
+}
+
+// parents creates p's missing parents.
+func (c *Creator) parents(p string) error {
 	parts := strings.Split(strings.Trim(p, "/"), "/")
 	for i := 1; i < len(parts); i++ {
 		sub := "/" + strings.Join(parts[:i], "/")
@@ -104,13 +142,6 @@ func (c *Creator) Create(p string, data []byte) error {
 		c.mu.Lock()
 		c.made[sub] = true
 		c.mu.Unlock()
-	}
-	_, err := c.Conn.Create(p, data, 0, gozk.WorldACL(gozk.PermAll))
-	if errors.Is(err, gozk.ErrNodeExists) {
-		_, err = c.Conn.Set(p, data, -1)
-	}
-	if err != nil {
-		return fmt.Errorf("create %s: %w", p, err)
 	}
 	return nil
 }
@@ -199,18 +230,27 @@ func AgentServer(t testing.TB, ledgerUsage float64, rec *bookieagent.Recommendat
 // BookKeeperLedger writes a closed ledger's v3 metadata znode (hierarchical
 // layout under /ledgers) with one ensemble of bookies.
 func (c *Creator) BookKeeperLedger(id int64, bookies ...string) error {
-	p, err := metadata.Hierarchical.LedgerPath("/ledgers", id)
+	n, err := BookKeeperLedgerNode(id, bookies...)
 	if err != nil {
 		return err
+	}
+	return c.Create(n.Path, n.Data)
+}
+
+// BookKeeperLedgerNode is the znode BookKeeperLedger writes.
+func BookKeeperLedgerNode(id int64, bookies ...string) (Node, error) {
+	p, err := metadata.Hierarchical.LedgerPath("/ledgers", id)
+	if err != nil {
+		return Node{}, err
 	}
 	md := &metadata.LedgerMetadata{LedgerID: id, EnsembleSize: len(bookies), WriteQuorum: len(bookies), AckQuorum: len(bookies),
 		State: metadata.StateClosed, LastEntryID: 9, Length: 1000, HasPassword: true, DigestType: digest.CRC32C,
 		Segments: []metadata.Segment{{FirstEntryID: 0, Bookies: bookies}}, Ctime: time.Now().UnixMilli()}
 	data, err := metadata.Marshal(md, 3)
 	if err != nil {
-		return err
+		return Node{}, err
 	}
-	return c.Create(p, data)
+	return Node{Path: p, Data: data}, nil
 }
 
 // ZooKeeper starts a real ZooKeeper (testenv) and returns it with a
