@@ -1,11 +1,11 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -258,29 +258,86 @@ func (r *Rules) RuleFor(t mlmeta.TopicName) (rule Rule, considered bool) {
 	return d, true
 }
 
-// sortCandidates orders candidates as the package doc says.
+// sortCandidates orders candidates as the package doc says. The order is
+// total (a managed ledger and ledger id end every tie). It sorts small
+// keys (not the large Candidate values, which it moves once, in place),
+// with each managed ledger's name replaced by its rank among the names, so
+// ties on time compare integers, not strings: O(n log n), no copy of the
+// slice.
 func sortCandidates(cs []Candidate) {
-	sort.SliceStable(cs, func(i, j int) bool {
-		a, b := cs[i], cs[j]
-		if a.Action != b.Action {
-			return a.Action < b.Action
+	type key struct {
+		action   Action
+		pressure float64 // negated, 2 when not a pressure candidate
+		at       int64   // ClosedAt, OffloadedAt for trims (unix nanos)
+		ml       int     // rank of the managed ledger's name
+		ledger   int64
+		i        int
+	}
+	// A topic's candidates come in one run: rank the runs' names.
+	var runs []int // index of each run's first candidate
+	for i := range cs {
+		if i == 0 || cs[i].ML != cs[i-1].ML {
+			runs = append(runs, i)
 		}
-		if (a.Trigger == TriggerPressure) != (b.Trigger == TriggerPressure) {
-			return a.Trigger == TriggerPressure
+	}
+	byName := slices.Clone(runs)
+	slices.SortFunc(byName, func(a, b int) int { return strings.Compare(cs[a].ML, cs[b].ML) })
+	rank := make(map[int]int, len(runs)) // run start → rank
+	for r, start := range byName {
+		if r > 0 && cs[start].ML == cs[byName[r-1]].ML {
+			rank[start] = rank[byName[r-1]]
+			continue
 		}
-		if a.Pressure != b.Pressure {
-			return a.Pressure > b.Pressure
+		rank[start] = r
+	}
+	keys := make([]key, len(cs))
+	ml := 0
+	for i := range cs {
+		c := &cs[i]
+		if i == 0 || c.ML != cs[i-1].ML {
+			ml = rank[i]
 		}
-		at, bt := a.ClosedAt, b.ClosedAt
-		if a.Action == ActionTrim {
-			at, bt = a.OffloadedAt, b.OffloadedAt
+		k := key{action: c.Action, pressure: 2, at: c.ClosedAt.UnixNano(), ml: ml, ledger: c.LedgerID, i: i}
+		if c.Trigger == TriggerPressure {
+			k.pressure = -c.Pressure
 		}
-		if !at.Equal(bt) {
-			return at.Before(bt)
+		if c.Action == ActionTrim {
+			k.at = c.OffloadedAt.UnixNano()
 		}
-		if a.ML != b.ML {
-			return a.ML < b.ML
+		keys[i] = k
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.action != b.action {
+			return cmp.Compare(a.action, b.action)
 		}
-		return a.LedgerID < b.LedgerID
+		if a.pressure != b.pressure {
+			return cmp.Compare(a.pressure, b.pressure)
+		}
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		if a.ml != b.ml {
+			return cmp.Compare(a.ml, b.ml)
+		}
+		return cmp.Compare(a.ledger, b.ledger)
 	})
+	// Apply the permutation in place, cycle by cycle: position j receives
+	// cs[keys[j].i]; done positions are marked with i = -1.
+	for start := range keys {
+		if keys[start].i < 0 {
+			continue
+		}
+		tmp := cs[start]
+		j := start
+		for {
+			src := keys[j].i
+			keys[j].i = -1
+			if src == start {
+				cs[j] = tmp
+				break
+			}
+			cs[j] = cs[src]
+			j = src
+		}
+	}
 }

@@ -3,6 +3,9 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -355,5 +358,55 @@ func TestParseNamespacePolicies(t *testing.T) {
 	}
 	if _, err := ParseNamespacePolicies([]byte(`{"offload_threshold":"x"}`)); err == nil {
 		t.Error("bad JSON accepted")
+	}
+}
+
+// TestSortCandidatesOrder checks the in-place key sort against the order
+// the package doc gives, written as a plain comparator, on candidates with
+// many ties (equal times, names, pressures) in a shuffled order.
+func TestSortCandidatesOrder(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	base := time.Unix(1700000000, 0)
+	var cs []Candidate
+	for i := 0; i < 3000; i++ {
+		c := Candidate{ML: fmt.Sprintf("t/ns/persistent/topic-%d", rnd.IntN(40)), LedgerID: int64(i),
+			Action: Action(rnd.IntN(2)), ClosedAt: base.Add(time.Duration(rnd.IntN(5)) * time.Second),
+			OffloadedAt: base.Add(time.Duration(rnd.IntN(5)) * time.Second)}
+		if c.Action == ActionOffload && rnd.IntN(3) == 0 {
+			c.Trigger, c.Pressure = TriggerPressure, []float64{0.9, 0.95}[rnd.IntN(2)]
+		}
+		cs = append(cs, c)
+	}
+	// Candidates of one managed ledger in one run, as Evaluate appends them.
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].ML < cs[j].ML })
+	less := func(a, b Candidate) bool {
+		if a.Action != b.Action {
+			return a.Action < b.Action
+		}
+		if (a.Trigger == TriggerPressure) != (b.Trigger == TriggerPressure) {
+			return a.Trigger == TriggerPressure
+		}
+		if a.Pressure != b.Pressure {
+			return a.Pressure > b.Pressure
+		}
+		at, bt := a.ClosedAt, b.ClosedAt
+		if a.Action == ActionTrim {
+			at, bt = a.OffloadedAt, b.OffloadedAt
+		}
+		if !at.Equal(bt) {
+			return at.Before(bt)
+		}
+		if a.ML != b.ML {
+			return a.ML < b.ML
+		}
+		return a.LedgerID < b.LedgerID
+	}
+	want := slices.Clone(cs)
+	sort.SliceStable(want, func(i, j int) bool { return less(want[i], want[j]) })
+	sortCandidates(cs)
+	for i := range cs {
+		if cs[i].LedgerID != want[i].LedgerID {
+			t.Fatalf("position %d: ledger %d (%+v), want %d (%+v)", i, cs[i].LedgerID, cs[i], want[i].LedgerID, want[i])
+		}
 	}
 }

@@ -202,7 +202,7 @@ func Select(snap Snapshot, now time.Time, rules Rules) []Candidate {
 
 // Evaluate applies the rules to every topic of snap.
 func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
-	res := Result{RuleTopics: map[string]int{}, PressuredBookies: map[string]float64{}}
+	res := Result{RuleTopics: map[string]int{}, PressuredBookies: map[string]float64{}, Topics: make([]TopicPlan, 0, len(snap.Topics))}
 	for _, r := range rules.Rules {
 		res.RuleTopics[r.Name] = 0
 	}
@@ -219,12 +219,12 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 		}
 	}
 	for _, t := range snap.Topics {
-		tp, cs := evaluateTopic(t, snap, now, &rules, res.PressuredBookies)
+		var tp TopicPlan
+		tp, res.Candidates = evaluateTopic(t, snap, now, &rules, res.PressuredBookies, res.Candidates)
 		res.Topics = append(res.Topics, tp)
 		if !tp.Excluded {
 			res.RuleTopics[tp.MatchedRule]++
 		}
-		res.Candidates = append(res.Candidates, cs...)
 	}
 	sortCandidates(res.Candidates)
 	for _, r := range rules.Rules {
@@ -240,7 +240,8 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 	return res
 }
 
-func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressured map[string]float64) (TopicPlan, []Candidate) {
+// evaluateTopic plans t and appends its candidates to out.
+func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressured map[string]float64, out []Candidate) (TopicPlan, []Candidate) {
 	tp := TopicPlan{ML: t.ML, Topic: t.Topic.String()}
 	rule, ok := rules.RuleFor(t.Topic)
 	why := "excluded by policy.include/exclude"
@@ -261,11 +262,11 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 	}
 	if !ok {
 		tp.Excluded, tp.ExcludedWhy = true, why
-		return tp, nil
+		return tp, out
 	}
 	tp.Rule, tp.MatchedRule = rule.Name, rule.Name
 	if tp.Refused = BrokerOffload(t, snap); tp.Refused != "" {
-		return tp, nil
+		return tp, out
 	}
 	ruleName := rule.Name
 	if rules.PulsarPolicies {
@@ -282,7 +283,6 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 			now.Sub(last).Round(time.Second), rules.MinReloadInterval, holdUntil.UTC().Format(time.RFC3339))
 	}
 	settings := Settings{BlockSize: rule.BlockSize, Verify: rule.Verify, DeletionLag: rule.DeletionLag}
-	var out []Candidate
 	var sum int64
 	newer := 0
 	// Newest closed ledger first: the running sum and rank include the
