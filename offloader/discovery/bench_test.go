@@ -99,7 +99,8 @@ func cpuTime() time.Duration {
 // (every value read, watches armed), a warm rescan (stat only) with the
 // ZooKeeper requests it made, one policy evaluation of the cached view,
 // and the process's peak RSS over them. TIERKEEPER_BENCH_SCAN_CPUPROFILE
-// names a file for a CPU profile of the scans. `make bench-scan` runs it.
+// names a file for a CPU profile of the scans;
+// TIERKEEPER_BENCH_SCAN_NOWATCHES=1 scans without watches. `make bench-scan` runs it.
 func BenchmarkScan(b *testing.B) {
 	nML := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_MLS", 10000)
 	nLedgers := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_LEDGERS", 100000)
@@ -163,9 +164,10 @@ func BenchmarkScan(b *testing.B) {
 	var res policy.Result
 	var scanHWM int64
 	var coldReqs, warmReqs string
+	var goroutines int
 	for i := 0; i < b.N; i++ {
 		cc := &countingConn{Conn: s}
-		d := New(cc, Options{})
+		d := New(cc, Options{NoWatches: os.Getenv("TIERKEEPER_BENCH_SCAN_NOWATCHES") == "1"})
 		if cold, err = d.Scan(ctx); err != nil {
 			b.Fatal(err)
 		}
@@ -174,7 +176,7 @@ func BenchmarkScan(b *testing.B) {
 			b.Fatal(err)
 		}
 		warmReqs = cc.take()
-		scanHWM = procStatusKB("VmHWM")
+		scanHWM, goroutines = procStatusKB("VmHWM"), runtime.NumGoroutine()
 		_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 		t0, cpu0 := time.Now(), cpuTime()
 		topics, errs := d.Snapshot()
@@ -211,6 +213,6 @@ func BenchmarkScan(b *testing.B) {
 	fmt.Printf("bench-scan: %-26s %10s %12s %12s %10s  (%d candidates, %s CPU)\n", "policy evaluation", evalTook.Round(time.Millisecond), "-", "-", "≤ 1 s",
 		len(res.Candidates), evalCPU.Round(time.Millisecond))
 	fmt.Printf("bench-scan: ZooKeeper requests of the cold scan: %s; of the warm rescan: %s\n", coldReqs, warmReqs)
-	fmt.Printf("bench-scan: RSS %.1f MiB before the scans, peak %.1f MiB during them (goal ≤ 512 MiB), peak %.1f MiB during the evaluation; loadavg %s",
-		float64(rssBefore)/1024, float64(scanHWM)/1024, float64(hwm)/1024, load)
+	fmt.Printf("bench-scan: RSS %.1f MiB before the scans, peak %.1f MiB during them (goal ≤ 512 MiB; %d goroutines after them), peak %.1f MiB during the evaluation; loadavg %s",
+		float64(rssBefore)/1024, float64(scanHWM)/1024, goroutines, float64(hwm)/1024, load)
 }
