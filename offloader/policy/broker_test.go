@@ -117,3 +117,21 @@ func TestReloadBoundHoldsCandidates(t *testing.T) {
 		t.Fatalf("not held: %+v %+v", res.Topics[1], res.Topics[2])
 	}
 }
+
+// TestRefusedTopicKeepsOthersCandidates: a topic the broker offloads
+// itself, evaluated after one that has candidates, leaves those
+// candidates in the result (Evaluate appends every topic's into one
+// slice).
+func TestRefusedTopicKeepsOthersCandidates(t *testing.T) {
+	const h = time.Hour
+	now := time.Now()
+	rules := Rules{Default: rule("default", func(r *Rule) { r.After = 0 })}
+	snap := Snapshot{Topics: []Topic{topic("t/ns/a-partition-0", 2*h, h), topic("t/ns2/b", 2*h, h)},
+		Broker:     &BrokerSettings{ThresholdBytes: -1, ThresholdSeconds: -1, Source: "admin API"},
+		Namespaces: map[string]*NamespacePolicy{"t/ns2": {ThresholdBytes: i64(1 << 30)}}}
+	res := Evaluate(snap, now, rules)
+	if res.Topics[1].Refused == "" || len(res.Candidates) != 2 || res.Candidates[0].ML != snap.Topics[0].ML {
+		t.Fatalf("refused %q, candidates %s; want t/ns2/b refused and both ledgers of the first topic offloaded",
+			res.Topics[1].Refused, ids(res.Candidates))
+	}
+}
