@@ -19,11 +19,13 @@ import (
 )
 
 // Conn is the part of a ZooKeeper client the Store uses; *zk.Conn and
-// internal/zk's *Session implement it.
+// internal/zk's *Session implement it. Delete is the only write; Multi
+// carries it when the context holds a lease fence (internal/zk.WithFence).
 type Conn interface {
 	Get(path string) ([]byte, *zk.Stat, error)
 	Children(path string) ([]string, *zk.Stat, error)
 	Delete(path string, version int32) error
+	Multi(ops ...any) ([]zk.MultiResponse, error)
 }
 
 var _ Conn = (*zk.Conn)(nil)
@@ -41,6 +43,11 @@ type StoreOptions struct {
 	Manager Manager
 	// Logger receives debug and warning messages. Default: discard.
 	Logger *slog.Logger
+	// RequireFence makes DeleteLedger refuse a context without a lease
+	// fence (internal/zk.WithFence) with internal/zk.ErrUnfenced, so a
+	// deletion path that forgot its lease fails instead of deleting
+	// unfenced. The offload service and `offloader offload` set it.
+	RequireFence bool
 }
 
 // Store reads (and compare-and-deletes) ledger metadata in ZooKeeper. It is
@@ -50,11 +57,12 @@ type Store struct {
 	root   string
 	layout Layout
 	log    *slog.Logger
+	fence  bool // RequireFence
 }
 
 // NewStore checks that the ledgers root exists and reads its LAYOUT.
 func NewStore(ctx context.Context, conn Conn, opts StoreOptions) (*Store, error) {
-	s := &Store{zk: conn, root: strings.TrimRight(opts.Root, "/"), log: opts.Logger}
+	s := &Store{zk: conn, root: strings.TrimRight(opts.Root, "/"), log: opts.Logger, fence: opts.RequireFence}
 	if opts.Root == "" {
 		s.root = DefaultRoot
 	}
@@ -332,6 +340,9 @@ var deleteRetry = retry.Policy{Attempts: 10, Backoff: retry.Backoff{Initial: 10 
 // (else ErrChanged, ErrNotClosed), and deletes at exactly the version read.
 // If the znode changed in between (BadVersion) it re-reads and re-checks, at
 // most 10 times, with jittered backoff. A missing znode is AlreadyDeleted.
+// When ctx carries a lease fence (internal/zk.WithFence) the delete is one
+// multi of the fence's checks and the delete: a lost lease fails it with
+// internal/zk.ErrFenced and nothing is deleted.
 func (s *Store) DeleteLedger(ctx context.Context, id int64, want Expect) (DeleteResult, error) {
 	p, err := s.LedgerPath(id)
 	if err != nil {
@@ -357,7 +368,7 @@ func (s *Store) DeleteLedger(ctx context.Context, id int64, want Expect) (Delete
 			return 0, fmt.Errorf("delete ledger %d: %w: lastEntryId %d length %d, expected %d and %d",
 				id, ErrChanged, m.LastEntryID, m.Length, want.LastEntryID, want.Length)
 		}
-		err = tkzk.Delete(ctx, s.zk, p, m.Version)
+		err = tkzk.DeleteFenced(ctx, s.zk, p, m.Version, s.fence)
 		switch {
 		case err == nil:
 			s.log.Info("deleted ledger metadata", "ledger", id, "path", p, "version", m.Version)

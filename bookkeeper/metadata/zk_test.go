@@ -400,3 +400,42 @@ func TestZKCompareAndDelete(t *testing.T) {
 		}
 	})
 }
+
+// DeleteLedger under a lease fence: refused with ErrFenced (ledger kept)
+// once the fence's epoch moved; deleted while it holds; a store that
+// requires a fence refuses a context without one (ledger kept).
+func TestZKFencedDelete(t *testing.T) {
+	c := connectZK(t)
+	ctx := context.Background()
+	root := "/t-fenced-delete/ledgers"
+	cluster(t, c, root, Hierarchical)
+	s, err := NewStore(ctx, c, StoreOptions{Root: root, RequireFence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Expect{LastEntryID: 9, Length: 1024}
+	p, _ := s.LedgerPath(200)
+	testenv.CreatePath(t, c, p, mustMarshal(t, ledgerWithID(200)))
+	exists := func() bool {
+		ok, _, err := c.Exists(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if _, err := s.DeleteLedger(ctx, 200, want); !errors.Is(err, tkzk.ErrUnfenced) || !exists() {
+		t.Fatalf("unfenced delete on a store requiring a fence: %v (exists %v)", err, exists())
+	}
+	testenv.CreatePath(t, c, "/t-fenced-delete/epoch", nil)
+	f := tkzk.NewFence("test lease", tkzk.PathVersion{Path: "/t-fenced-delete/epoch", Version: 0})
+	if _, err := c.Set("/t-fenced-delete/epoch", []byte("taken"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteLedger(tkzk.WithFence(ctx, f), 200, want); !errors.Is(err, tkzk.ErrFenced) || !exists() {
+		t.Fatalf("delete under a stale fence: %v (exists %v)", err, exists())
+	}
+	f = tkzk.NewFence("test lease", tkzk.PathVersion{Path: "/t-fenced-delete/epoch", Version: 1})
+	if r, err := s.DeleteLedger(tkzk.WithFence(ctx, f), 200, want); err != nil || r != Deleted || exists() {
+		t.Fatalf("delete under a held fence: %v %v (exists %v)", r, err, exists())
+	}
+}

@@ -49,6 +49,7 @@ type Conn interface {
 	Get(path string) ([]byte, *gozk.Stat, error)
 	Children(path string) ([]string, *gozk.Stat, error)
 	Set(path string, data []byte, version int32) (*gozk.Stat, error)
+	Multi(ops ...any) ([]gozk.MultiResponse, error)
 	GetW(path string) ([]byte, *gozk.Stat, <-chan gozk.Event, error)
 	ChildrenW(path string) ([]string, *gozk.Stat, <-chan gozk.Event, error)
 	Exists(path string) (bool, *gozk.Stat, error)

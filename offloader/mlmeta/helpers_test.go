@@ -155,6 +155,55 @@ func (f *fakeZK) Set(path string, data []byte, version int32) (*zk.Stat, error) 
 	return &zk.Stat{Version: n.version, Mtime: n.mtime}, nil
 }
 
+// Multi applies version checks and Sets atomically, as ZooKeeper does:
+// all or nothing, the failing op's error reported at its index and
+// returned.
+func (f *fakeZK) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	if f.beforeSet != nil {
+		for _, op := range ops {
+			if o, ok := op.(*zk.SetDataRequest); ok {
+				f.beforeSet(o.Path, o.Version)
+			}
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	res := make([]zk.MultiResponse, len(ops))
+	for i, op := range ops {
+		var path string
+		var version int32
+		switch o := op.(type) {
+		case *zk.CheckVersionRequest:
+			path, version = o.Path, o.Version
+		case *zk.SetDataRequest:
+			path, version = o.Path, o.Version
+		default:
+			return nil, fmt.Errorf("fakeZK: unsupported multi op %T", op)
+		}
+		n := f.nodes[path]
+		var err error
+		switch {
+		case n == nil:
+			err = zk.ErrNoNode
+		case version != -1 && version != n.version:
+			err = zk.ErrBadVersion
+		}
+		if err != nil {
+			res[i].Error = err
+			return res, err
+		}
+	}
+	for i, op := range ops {
+		if o, ok := op.(*zk.SetDataRequest); ok {
+			f.sets++
+			n := f.nodes[o.Path]
+			n.data, n.version, n.mtime = slices.Clone(o.Data), n.version+1, time.Now().UnixMilli()
+			res[i].Stat = &zk.Stat{Version: n.version, Mtime: n.mtime}
+		}
+	}
+	return res, nil
+}
+
 func mustMarshal(m proto.Message) []byte {
 	b, err := proto.Marshal(m)
 	if err != nil {

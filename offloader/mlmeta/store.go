@@ -22,12 +22,15 @@ import (
 )
 
 // ZK is the part of a ZooKeeper client the store uses; *zk.Conn and
-// internal/zk's *Session satisfy it. Get and Children read; Set is the only write, always a compare-and-set
-// on the version read.
+// internal/zk's *Session satisfy it. Get and Children read; Set is the
+// only write, always a compare-and-set on the version read; Multi carries
+// it when the context holds a lease fence (internal/zk.WithFence): one
+// multi of the fence's version checks and the Set.
 type ZK interface {
 	Get(path string) ([]byte, *zk.Stat, error)
 	Children(path string) ([]string, *zk.Stat, error)
 	Set(path string, data []byte, version int32) (*zk.Stat, error)
+	Multi(ops ...any) ([]zk.MultiResponse, error)
 }
 
 var _ ZK = (*zk.Conn)(nil)
@@ -67,6 +70,13 @@ type Options struct {
 	// (ZooKeeper drops the connection of a request over jute.maxbuffer,
 	// 1 MiB by default). Zero means DefaultMaxValueBytes.
 	MaxValueBytes int
+
+	// RequireFence refuses every write whose context carries no lease
+	// fence (internal/zk.WithFence) with internal/zk.ErrUnfenced, so a
+	// write path that forgot its lease fails instead of writing unfenced.
+	// The offload service and `offloader offload` set it. Default false:
+	// unfenced writes are plain compare-and-sets.
+	RequireFence bool
 
 	// MaxRetries bounds how often an update re-reads after losing a
 	// compare-and-set race (ZooKeeper BadVersion). Zero means 16.
@@ -555,7 +565,7 @@ func (s *Store) update(ctx context.Context, ml string, edits []Edit) (*BatchResu
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ml, err)
 		}
-		st, err := tkzk.Set(ctx, s.zk, s.zpath(p), data, snap.Version)
+		st, err := tkzk.SetFenced(ctx, s.zk, s.zpath(p), data, snap.Version, s.opts.RequireFence)
 		switch {
 		case err == nil:
 			s.log.Debug("offload contexts written", "ml", ml, "ledgers", ids,
@@ -573,6 +583,15 @@ func (s *Store) update(ctx context.Context, ml string, edits []Edit) (*BatchResu
 		return nil, fmt.Errorf("%s ledgers %v: %w (%d retries): %w", ml, ids, ErrContention, attempt-1, err)
 	}
 	return res, err
+}
+
+// CheckFence checks the lease fence ctx carries (internal/zk.Fence.Check):
+// nil while the lease is held; an error wrapping internal/zk.ErrFenced
+// once it is not, or internal/zk.ErrUnfenced when ctx carries no fence and
+// Options.RequireFence is set. Callers run it before an irreversible
+// action that follows no fenced write of theirs (deleting objects).
+func (s *Store) CheckFence(ctx context.Context) error {
+	return tkzk.CheckFence(ctx, s.zk, s.opts.RequireFence)
 }
 
 // DefaultMaxValueBytes is the default Options.MaxValueBytes: ZooKeeper's
