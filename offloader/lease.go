@@ -13,19 +13,41 @@ import (
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
 )
 
-// zkLeases are per-topic leases: an ephemeral znode
-// <root>/<managed-ledger name, URL-encoded> holding the replica id, created
-// by this replica's session. ZooKeeper deletes it when the session ends, so
-// a dead replica's topics are free again after its session timeout. A
-// replica considers its leases lost as soon as it has not heard from
+// zkLeases are per-topic leases, fenced. Per managed ledger (its name
+// URL-encoded, always holding a %2F, so it never clashes with "epochs"):
+//
+//   - the owner node <root>/<name>: ephemeral, created by the holder's
+//     session, data = the replica id, data version 1 (created and set once
+//     in the acquiring multi). ZooKeeper deletes it when the session ends,
+//     so a dead replica's topics are free again after its session timeout.
+//   - the epoch node <root>/epochs/<name>: persistent, its data version
+//     bumped by every acquisition, in the same multi that creates the owner
+//     node: multi(Create(owner), SetData(owner, v0), SetData(epoch, any)).
+//
+// One acquisition is one generation, fenced by
+// Fence{Check(owner, 1), Check(epoch, E)} with E the epoch version the
+// acquiring multi produced. Every ZooKeeper write of a job (the managed
+// ledger's compare-and-set, the BookKeeper ledger deletion, the release)
+// is one multi of these checks and the write: a lease lost with its
+// session fails the owner check (NoNode); a lease taken since by anyone,
+// this replica's own new session included, fails the epoch check. A
+// release deletes only its own generation's owner node (a fenced delete).
+//
+// Leases of releases before fencing (an ephemeral <root>/<name> at data
+// version 0, no epoch node) still exclude and are excluded: both layouts
+// create the same owner node, so a mixed fleet during a rolling upgrade
+// never has two holders; an old-layout holder's owner node is at version 0
+// and fails the version-1 check, so a fenced write never passes against
+// it. Old-layout replicas write unfenced, as before: finish the upgrade.
+//
+// A replica considers its leases lost as soon as it has not heard from
 // ZooKeeper for half the session timeout (the server expires a session one
 // timeout after it last heard from the client, and only then can another
-// replica take the topic), so two replicas never work on a topic at once.
-// It counts from the last answer, not from the client noticing a
-// disconnection: on a connection that went silent (a partition) the client
-// notices only after two thirds of the timeout.
+// replica take the topic), and stops its jobs; the fence is what stops a
+// write that was already on its way.
 type zkLeases struct {
 	sess *tzk.Session
 	root string
@@ -37,11 +59,12 @@ type zkLeases struct {
 	closed bool
 	why    string
 	stop   chan struct{}
+	gens   map[string]*zkLease // generations held (acquired, not released)
 }
 
 func newZKLeases(sess *tzk.Session, root, id string, log *slog.Logger) *zkLeases {
 	l := &zkLeases{sess: sess, root: root, id: id, log: log.With("component", "leases"),
-		lost: make(chan struct{}), stop: make(chan struct{})}
+		lost: make(chan struct{}), stop: make(chan struct{}), gens: map[string]*zkLease{}}
 	go l.watch()
 	return l
 }
@@ -98,47 +121,100 @@ func (l *zkLeases) close() {
 
 func (l *zkLeases) path(ml string) string { return l.root + "/" + mlmeta.EncodeName(ml) }
 
-// TryAcquire implements scheduler.Leases.
-func (l *zkLeases) TryAcquire(ctx context.Context, ml string) (bool, string, error) {
+func (l *zkLeases) epochPath(ml string) string {
+	return l.root + "/" + epochsDir + "/" + mlmeta.EncodeName(ml)
+}
+
+// epochsDir holds the epoch nodes under the lease root.
+const epochsDir = "epochs"
+
+// ownerVersion is the data version of an owner node this layout creates
+// (created, then set once in the same multi); an old-layout lease is at 0.
+const ownerVersion = 1
+
+// zkLease is one generation of a topic's lease.
+type zkLease struct {
+	l     *zkLeases
+	ml    string
+	fence *tzk.Fence
+}
+
+// Fence implements scheduler.Lease.
+func (g *zkLease) Fence(ctx context.Context) context.Context { return tzk.WithFence(ctx, g.fence) }
+
+// Release implements scheduler.Lease: a fenced delete of this
+// generation's owner node (a later generation's is never touched).
+func (g *zkLease) Release(ctx context.Context) { g.l.release(ctx, g) }
+
+// TryAcquire implements scheduler.Leases: a new generation of ml's lease,
+// or nil and the holder when another replica (or an old-layout one) holds
+// it.
+func (l *zkLeases) TryAcquire(ctx context.Context, ml string) (scheduler.Lease, string, error) {
 	select {
 	case <-l.lost:
-		return false, "", errors.New("leases lost")
+		return nil, "", errors.New("leases lost")
 	default:
 	}
-	p := l.path(ml)
-	for attempt := 0; attempt < 2; attempt++ {
-		_, err := tzk.Do(ctx, func() (string, error) {
-			return l.sess.Create(p, []byte(l.id), gozk.FlagEphemeral, l.sess.ACL())
-		})
+	l.mu.Lock()
+	stale := l.gens[ml]
+	l.mu.Unlock()
+	if stale != nil {
+		// An earlier release failed: finish it before a new generation.
+		l.release(ctx, stale)
+	}
+	owner, epoch := l.path(ml), l.epochPath(ml)
+	for attempt := 0; attempt < 3; attempt++ {
+		res, err := tzk.Multi(ctx, l.sess,
+			&gozk.CreateRequest{Path: owner, Data: []byte(l.id), Acl: l.sess.ACL(), Flags: gozk.FlagEphemeral},
+			&gozk.SetDataRequest{Path: owner, Data: []byte(l.id), Version: 0},
+			&gozk.SetDataRequest{Path: epoch, Data: []byte(l.id), Version: -1})
 		switch {
 		case err == nil:
-			return true, l.id, nil
-		case errors.Is(err, gozk.ErrNoNode) && attempt == 0:
-			if err := l.makeRoot(ctx); err != nil {
-				return false, "", err
+			g := &zkLease{l: l, ml: ml, fence: tzk.NewFence("lease of "+ml,
+				tzk.PathVersion{Path: owner, Version: ownerVersion}, tzk.PathVersion{Path: epoch, Version: res[2].Stat.Version})}
+			l.mu.Lock()
+			l.gens[ml] = g
+			l.mu.Unlock()
+			return g, l.id, nil
+		case errors.Is(err, gozk.ErrNoNode) && attempt < 2:
+			// The root or the epoch node does not exist yet.
+			if err := l.makePath(ctx, l.root+"/"+epochsDir); err != nil {
+				return nil, "", err
+			}
+			if _, err := tzk.Do(ctx, func() (string, error) {
+				return l.sess.Create(epoch, nil, 0, l.sess.ACL())
+			}); err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+				return nil, "", fmt.Errorf("lease epoch %s: %w", epoch, err)
 			}
 			continue
 		case errors.Is(err, gozk.ErrNodeExists):
-			data, st, gerr := tzk.Get(ctx, l.sess, p)
+			data, st, gerr := tzk.Get(ctx, l.sess, owner)
 			if errors.Is(gerr, gozk.ErrNoNode) {
-				continue // released meanwhile: try once more
+				continue // released meanwhile: try again
 			}
 			if gerr != nil {
-				return false, "", fmt.Errorf("lease %s: %w", p, gerr)
+				return nil, "", fmt.Errorf("lease %s: %w", owner, gerr)
 			}
-			if st.EphemeralOwner == l.sess.SessionID() {
-				return true, l.id, nil
+			holder := string(data)
+			switch {
+			case st.Version != ownerVersion:
+				holder += " (a lease of an older tierkeeper release, not fenced)"
+			case st.EphemeralOwner == l.sess.SessionID():
+				// This session's node with no generation known (it cannot
+				// be one handed out: those are in gens): not ours to use.
+				holder += " (this session, an earlier lease not released)"
 			}
-			return false, string(data), nil
+			return nil, holder, nil
 		default:
-			return false, "", fmt.Errorf("lease %s: %w", p, err)
+			return nil, "", fmt.Errorf("lease %s: %w", owner, err)
 		}
 	}
-	return false, "", nil
+	return nil, "", fmt.Errorf("lease %s: not acquired after 3 tries (the node came and went)", owner)
 }
 
-func (l *zkLeases) makeRoot(ctx context.Context) error {
-	parts := strings.Split(strings.Trim(l.root, "/"), "/")
+// makePath creates p and its missing parents (persistent, empty).
+func (l *zkLeases) makePath(ctx context.Context, p string) error {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
 	for i := range parts {
 		sub := "/" + strings.Join(parts[:i+1], "/")
 		_, err := tzk.Do(ctx, func() (string, error) {
@@ -151,15 +227,19 @@ func (l *zkLeases) makeRoot(ctx context.Context) error {
 	return nil
 }
 
-// Release implements scheduler.Leases: deletes the lease node if this
-// session owns it.
-func (l *zkLeases) Release(ctx context.Context, ml string) {
-	p := l.path(ml)
-	_, st, err := tzk.Get(ctx, l.sess, p)
-	if err != nil || st.EphemeralOwner != l.sess.SessionID() {
+// release deletes g's owner node, fenced by g: only while g is the
+// current generation. g is forgotten once its node is gone or not its own
+// any more; kept (and retried at the next TryAcquire) when ZooKeeper did
+// not answer.
+func (l *zkLeases) release(ctx context.Context, g *zkLease) {
+	_, err := g.fence.Multi(ctx, l.sess, &gozk.DeleteRequest{Path: l.path(g.ml), Version: ownerVersion})
+	if err != nil && !errors.Is(err, tzk.ErrFenced) && !errors.Is(err, gozk.ErrNoNode) {
+		l.log.Debug("lease release", "ml", g.ml, "err", err)
 		return
 	}
-	if err := tzk.Delete(ctx, l.sess, p, st.Version); err != nil && !errors.Is(err, gozk.ErrNoNode) {
-		l.log.Debug("lease release", "ml", ml, "err", err)
+	l.mu.Lock()
+	if l.gens[g.ml] == g {
+		delete(l.gens, g.ml)
 	}
+	l.mu.Unlock()
 }

@@ -241,8 +241,8 @@ func scrubWrite(ctx context.Context, sc *scrub.Scrubber, offl, trim *pipeline.Pi
 		mark(append(repair, leftover...), "dry-run")
 		return fs, nil
 	}
-	held, holder, err := leases.TryAcquire(ctx, name)
-	if err != nil || !held {
+	lease, holder, err := leases.TryAcquire(ctx, name)
+	if err != nil || lease == nil {
 		why := "leased by " + holder
 		if err != nil {
 			why = "lease: " + err.Error()
@@ -253,8 +253,9 @@ func scrubWrite(ctx context.Context, sc *scrub.Scrubber, offl, trim *pipeline.Pi
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		leases.Release(rctx, name)
+		lease.Release(rctx)
 	}()
+	ctx = lease.Fence(ctx) // every repair write is fenced by the topic's lease
 	var errs []string
 	if len(repair) > 0 {
 		fresh, err := sc.Repair(ctx, name, repair)

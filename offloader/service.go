@@ -216,7 +216,10 @@ func (s *Service) session(ctx context.Context) error {
 	if c.BookKeeper.LedgersRoot != "" {
 		root = c.BookKeeper.LedgersRoot
 	}
-	ledgers, err := metadata.NewStore(ctx, sess, metadata.StoreOptions{Root: root, Logger: s.log})
+	// Every write a job makes is fenced by its topic's lease (the
+	// scheduler puts the lease's fence in the job's context); the stores
+	// refuse a write that comes without one.
+	ledgers, err := metadata.NewStore(ctx, sess, metadata.StoreOptions{Root: root, Logger: s.log, RequireFence: true})
 	if err != nil {
 		s.setError(err)
 		return err
@@ -234,7 +237,7 @@ func (s *Service) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ml := mlmeta.New(sess, &mlmeta.Options{Chroot: c.ZooKeeper.MLChroot, Logger: s.log, Registerer: s.reg})
+	ml := mlmeta.New(sess, &mlmeta.Options{Chroot: c.ZooKeeper.MLChroot, Logger: s.log, Registerer: s.reg, RequireFence: true})
 	leases := newZKLeases(sess, c.Leases.Root, c.Leases.ID, s.log)
 	defer leases.close()
 	runner := newPipelineRunner(ml, ledgers, bk, s.store, broker, s.pool, s.steps, s.drv, c, s.log, s.reg)

@@ -46,7 +46,10 @@ type ScrubStatus struct {
 func (s *Service) scrubLoop(ctx context.Context, disc *discovery.Discovery, sc *scrub.Scrubber, leases *zkLeases) {
 	for ctx.Err() == nil {
 		start := time.Now()
-		held, holder, err := leases.TryAcquire(ctx, scrubLease)
+		// A held scrubber lease is given back and taken again (a new
+		// generation) at each pass.
+		lease, holder, err := leases.TryAcquire(ctx, scrubLease)
+		held := lease != nil
 		switch {
 		case err != nil:
 			s.setScrub(func(st *ScrubStatus) { st.Err = "scrubber lease: " + err.Error() })

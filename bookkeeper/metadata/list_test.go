@@ -69,7 +69,7 @@ func (c *treeConn) Children(p string) ([]string, *zk.Stat, error) {
 	return slices.Clone(kids), &zk.Stat{}, nil
 }
 
-func (c *treeConn) Delete(string, int32) error { return errors.New("read only") }
+func (c *treeConn) Delete(string, int32) error               { return errors.New("read only") }
 func (c *treeConn) Multi(...any) ([]zk.MultiResponse, error) { return nil, errors.New("read only") }
 
 // A ZooKeeper that stops answering ends a listing at its first failed

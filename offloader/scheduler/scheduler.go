@@ -62,15 +62,22 @@ type Runner interface {
 
 // Leases grant per-topic leases shared by the replicas.
 type Leases interface {
-	// TryAcquire takes the lease of ml for this replica (a no-op when held
-	// already) and reports false with the holder when another replica has
-	// it.
-	TryAcquire(ctx context.Context, ml string) (held bool, holder string, err error)
-	// Release gives the lease of ml back.
-	Release(ctx context.Context, ml string)
+	// TryAcquire takes a new generation of the lease of ml for this
+	// replica, or returns a nil Lease and the holder when another replica
+	// has it.
+	TryAcquire(ctx context.Context, ml string) (l Lease, holder string, err error)
 	// Lost is closed when every lease is lost at once (the session is
 	// gone, or may be about to expire).
 	Lost() <-chan struct{}
+}
+
+// Lease is one generation of a topic's lease, held by one job.
+type Lease interface {
+	// Fence returns ctx carrying the lease's fence: the stores' writes
+	// under it land only while this generation is held.
+	Fence(ctx context.Context) context.Context
+	// Release gives this generation back (a later one is never touched).
+	Release(ctx context.Context)
 }
 
 // Options configure a Scheduler.
@@ -147,7 +154,7 @@ type Scheduler struct {
 	states   map[key]*ledgerState
 	running  map[key]bool
 	recent   map[recentKey]time.Time // finished: the same action not run again before this time
-	held     map[string]bool         // leases this replica holds
+	held     map[string]Lease        // leases this replica holds
 	others   map[string]string       // topics leased by another replica → holder
 	inFlight int
 	wake     chan struct{}
@@ -193,7 +200,7 @@ func New(r Runner, l Leases, o Options) *Scheduler {
 	f := metrics.New(o.Registerer, "offloader")
 	s := &Scheduler{run: r, leases: l, o: o, log: o.Logger.With("component", "scheduler"),
 		busy: map[string]bool{}, states: map[key]*ledgerState{}, running: map[key]bool{}, recent: map[recentKey]time.Time{},
-		held: map[string]bool{}, others: map[string]string{}, wake: make(chan struct{}, 1)}
+		held: map[string]Lease{}, others: map[string]string{}, wake: make(chan struct{}, 1)}
 	actions := metrics.Label{Name: "action", Values: []string{"offload", "trim"}}
 	s.jobs = f.CounterVec("scheduler_jobs_total", "Jobs (one topic, some ledgers) run, by action.", actions)
 	s.ledgers = f.CounterVec("scheduler_ledgers_total", "Ledgers run by the scheduler, by action and result (ok, skipped: nothing to do, failed, parked).",
@@ -242,7 +249,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			cancelWork()
 			wg.Wait()
 			s.mu.Lock()
-			s.held = map[string]bool{}
+			s.held = map[string]Lease{}
 			s.leaseHeld.Set(0)
 			s.mu.Unlock()
 			return ErrLeasesLost
@@ -265,17 +272,7 @@ func (s *Scheduler) stop(wg *sync.WaitGroup, cancelWork context.CancelFunc) erro
 		cancelWork()
 		<-done
 	}
-	s.mu.Lock()
-	held := make([]string, 0, len(s.held))
-	for ml := range s.held {
-		held = append(held, ml)
-	}
-	s.mu.Unlock()
-	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, ml := range held {
-		s.leases.Release(rctx, ml)
-	}
+	// Every job has released its lease (runJob does, before it ends).
 	return nil
 }
 
@@ -298,20 +295,22 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 		if busy || !s.eligible(key{c.ML, c.LedgerID}, c.Action, now) {
 			continue
 		}
+		var lease Lease
 		if s.leases != nil {
-			held, holder, err := s.leases.TryAcquire(ctx, c.ML)
+			l, holder, err := s.leases.TryAcquire(ctx, c.ML)
 			if err != nil {
 				s.log.Warn("lease", "ml", c.ML, "err", err)
 				continue
 			}
 			s.mu.Lock()
-			if !held {
+			if l == nil {
 				s.others[c.ML] = holder
 				s.mu.Unlock()
 				continue
 			}
+			lease = l
 			delete(s.others, c.ML)
-			s.held[c.ML] = true
+			s.held[c.ML] = l
 			s.leaseHeld.Set(float64(len(s.held)))
 			s.mu.Unlock()
 		}
@@ -335,7 +334,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.runJob(work, j)
+			s.runJob(work, j, lease)
 		}()
 	}
 }
@@ -357,12 +356,26 @@ func (s *Scheduler) eligible(k key, a policy.Action, now time.Time) bool {
 	return st == nil || !now.Before(st.nextTry)
 }
 
-func (s *Scheduler) runJob(ctx context.Context, j Job) {
+// runJob runs j under lease (nil without leases). The lease is released
+// before the topic is free for its next job: a release still in flight
+// when the next job took a lease could otherwise delete that job's lease.
+func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 	s.jobs.WithLabelValues(j.Action.String()).Inc()
 	s.log.Info("job started", "ml", j.ML, "action", j.Action.String(), "ledgers", j.Ledgers)
-	outs := s.run.Run(ctx, j)
+	jctx := ctx
+	if lease != nil {
+		jctx = lease.Fence(ctx)
+	}
+	outs := s.run.Run(jctx, j)
 	now := s.o.Now()
 	s.log.Info("job ended", "ml", j.ML, "action", j.Action.String(), "ledgers", j.Ledgers)
+	if lease != nil {
+		// Keep the lease only while the job runs; a released lease lets
+		// another replica balance the load.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		lease.Release(rctx)
+		cancel()
+	}
 	s.mu.Lock()
 	defer func() {
 		s.busy[j.ML] = false
@@ -423,17 +436,9 @@ func (s *Scheduler) runJob(ctx context.Context, j Job) {
 				"next", st.nextTry, "step", o.Step, "err", o.Err)
 		}
 	}
-	// Keep the lease only while work on the topic is queued; a released
-	// lease lets another replica balance the load.
-	if s.leases != nil {
+	if lease != nil {
 		delete(s.held, j.ML)
 		s.leaseHeld.Set(float64(len(s.held)))
-		ml := j.ML
-		go func() {
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			s.leases.Release(rctx, ml)
-		}()
 	}
 }
 

@@ -83,19 +83,26 @@ type memLeases struct {
 	lost   chan struct{}
 }
 
-func (l *memLeases) TryAcquire(_ context.Context, ml string) (bool, string, error) {
+func (l *memLeases) TryAcquire(_ context.Context, ml string) (Lease, string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if h := l.others[ml]; h != "" {
-		return false, h, nil
+		return nil, h, nil
 	}
 	l.held[ml] = true
-	return true, "me", nil
+	return memLease{l, ml}, "me", nil
 }
-func (l *memLeases) Release(_ context.Context, ml string) {
-	l.mu.Lock()
-	delete(l.held, ml)
-	l.mu.Unlock()
+
+type memLease struct {
+	l  *memLeases
+	ml string
+}
+
+func (g memLease) Fence(ctx context.Context) context.Context { return ctx }
+func (g memLease) Release(context.Context) {
+	g.l.mu.Lock()
+	delete(g.l.held, g.ml)
+	g.l.mu.Unlock()
 }
 func (l *memLeases) Lost() <-chan struct{} { return l.lost }
 

@@ -64,7 +64,7 @@ func (t *tree) Children(p string) ([]string, *zk.Stat, error) {
 }
 
 func (t *tree) Set(string, []byte, int32) (*zk.Stat, error) { return nil, errors.New("read only") }
-func (t *tree) Multi(...any) ([]zk.MultiResponse, error) { return nil, errors.New("read only") }
+func (t *tree) Multi(...any) ([]zk.MultiResponse, error)    { return nil, errors.New("read only") }
 
 var now = time.UnixMilli(1_800_000_000_000)
 
