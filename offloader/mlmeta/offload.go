@@ -307,9 +307,16 @@ func MarkBookkeeperDeletedEdit(ledgerID int64, id uuid.UUID) Edit {
 }
 
 // AbandonOffload undoes PrepareOffload of attempt id after an upload that
-// left nothing in the store: the ledger's OffloadContext becomes before
-// again (nil: none at all), but only while attempt id is stored and not
+// left nothing in the store (or whose objects the caller removes once this
+// write has landed): the ledger's OffloadContext becomes before again
+// (nil: none at all), but only while attempt id is stored and not
 // complete; otherwise nothing is written. It returns whether it wrote.
+//
+// An attempt named in before is never restored: the prepare of id replaced
+// it and its writer deleted its objects (as PrepareOffload's caller does),
+// so restoring it would let that attempt's own writer complete it with its
+// objects gone. Its fields (uidMsb, uidLsb, driverMetadata, complete=false)
+// are cleared and the rest of before kept (an emptied context is removed).
 func (s *Store) AbandonOffload(ctx context.Context, ml string, ledgerID int64, id uuid.UUID, before *mlproto.OffloadContext) (bool, error) {
 	res, err := s.UpdateOffloadContext(ctx, ml, ledgerID, AbandonEdit(ledgerID, id, before).Fn)
 	if err != nil {
@@ -327,6 +334,12 @@ func AbandonEdit(ledgerID int64, id uuid.UUID, before *mlproto.OffloadContext) E
 		proto.Reset(oc)
 		if before != nil {
 			proto.Merge(oc, before)
+		}
+		if _, named := AttemptUUID(oc); named || oc.UidLsb != nil || oc.DriverMetadata != nil {
+			oc.UidMsb, oc.UidLsb, oc.DriverMetadata = nil, nil, nil
+			if !oc.GetComplete() {
+				oc.Complete = nil // the replaced attempt's state
+			}
 		}
 		return true, nil
 	}}

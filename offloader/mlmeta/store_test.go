@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 )
 
 const testML = "public/default/persistent/orders-partition-0"
@@ -263,7 +264,8 @@ func TestAbandonOffloadRestores(t *testing.T) {
 	if got := f.nodes[Path(testML)].data; !bytes.Equal(got, orig) {
 		t.Fatalf("abandon did not restore the node: %x vs %x", got, orig)
 	}
-	// A ledger with an earlier attempt gets that attempt back.
+	// A ledger with an earlier attempt does not get that attempt back
+	// (TestAbandonNeverResurrectsAReplacedAttempt): its context goes.
 	if _, _, err := s.PrepareOffload(ctx, testML, 2, uuidA, s3drv); err != nil {
 		t.Fatal(err)
 	}
@@ -275,11 +277,13 @@ func TestAbandonOffloadRestores(t *testing.T) {
 	if w, err := s.AbandonOffload(ctx, testML, 2, uuidB, before); err != nil || !w {
 		t.Fatalf("abandon B: %v %v", w, err)
 	}
-	info, _ = stored(t, f, testML)
-	if !proto.Equal(info.LedgerInfo[1].OffloadContext, before) {
-		t.Fatalf("after abandon: %v, want %v", info.LedgerInfo[1].OffloadContext, before)
+	if got := f.nodes[Path(testML)].data; !bytes.Equal(got, orig) {
+		t.Fatalf("abandon of B did not leave the ledger without a context: %x vs %x", got, orig)
 	}
 	// Complete: never undone.
+	if _, _, err := s.PrepareOffload(ctx, testML, 2, uuidA, s3drv); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.CompleteOffload(ctx, testML, 2, uuidA); err != nil {
 		t.Fatal(err)
 	}
@@ -809,5 +813,85 @@ func TestStoresShareRegistry(t *testing.T) {
 	}
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+// An abandoned attempt never brings back the attempt its prepare replaced:
+// that prepare's writer deleted the replaced attempt's objects, so if the
+// replaced attempt's own writer then commits, it must meet a conflict, not
+// a context that names it again (complete, with its objects gone). Keeps
+// the fields of the earlier context that are not the attempt's. Before the
+// fix AbandonEdit restored the context read at select time, uuidA and all,
+// and the late CompleteOffload of uuidA succeeded.
+func TestAbandonNeverResurrectsAReplacedAttempt(t *testing.T) {
+	s, f := newTestStore(t, sampleInfo(1, 4), nil)
+	ctx := context.Background()
+	// Writer 1 prepared uuidA (and uploads).
+	if _, _, err := s.PrepareOffload(ctx, testML, 2, uuidA, s3drv); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := stored(t, f, testML)
+	before := proto.Clone(info.LedgerInfo[1].OffloadContext).(*mlproto.OffloadContext)
+	before.Timestamp = proto.Int64(1234) // a field that is not the attempt's
+	// Writer 2 replaces uuidA by uuidB (and removes uuidA's objects), then
+	// its copy fails without writing: it abandons uuidB.
+	prev, _, err := s.PrepareOffload(ctx, testML, 2, uuidB, s3drv)
+	if err != nil || prev != uuidA {
+		t.Fatalf("prepare B: superseded %v, %v", prev, err)
+	}
+	if w, err := s.AbandonOffload(ctx, testML, 2, uuidB, before); err != nil || !w {
+		t.Fatalf("abandon B: %v %v", w, err)
+	}
+	info, _ = stored(t, f, testML)
+	oc := info.LedgerInfo[1].OffloadContext
+	if id, has := AttemptUUID(oc); has {
+		t.Fatalf("abandon of B brought back attempt %s (its objects were deleted): %v", id, oc)
+	}
+	if oc.GetDriverMetadata() != nil || oc.GetTimestamp() != 1234 {
+		t.Fatalf("after abandon: %v, want the earlier context without its attempt", oc)
+	}
+	// Writer 1 finishes and commits uuidA: refused.
+	if _, err := s.CompleteOffload(ctx, testML, 2, uuidA); !errors.Is(err, ErrOffloadConflict) {
+		t.Fatalf("commit of the replaced attempt after the abandon: %v, want ErrOffloadConflict", err)
+	}
+	info, _ = stored(t, f, testML)
+	if info.LedgerInfo[1].OffloadContext.GetComplete() {
+		t.Fatal("the replaced attempt is complete")
+	}
+}
+
+// A store that requires a fence refuses a write without one (nothing
+// written) and writes under one as one multi of its checks and the Set; a
+// fence that no longer holds refuses the write (ErrFenced, not retried as
+// a lost compare-and-set).
+func TestRequireFence(t *testing.T) {
+	s, f := newTestStore(t, sampleInfo(1, 4), &Options{RequireFence: true})
+	ctx := context.Background()
+	orig, v0 := f.raw(Path(testML))
+	if _, _, err := s.PrepareOffload(ctx, testML, 2, uuidA, s3drv); !errors.Is(err, tkzk.ErrUnfenced) {
+		t.Fatalf("unfenced write: %v, want ErrUnfenced", err)
+	}
+	if err := s.CheckFence(ctx); !errors.Is(err, tkzk.ErrUnfenced) {
+		t.Fatalf("CheckFence without a fence: %v", err)
+	}
+	f.put("/lease/epoch", nil)
+	fctx := tkzk.WithFence(ctx, tkzk.NewFence("lease", tkzk.PathVersion{Path: "/lease/epoch", Version: 0}))
+	if got, v := f.raw(Path(testML)); !bytes.Equal(got, orig) || v != v0 {
+		t.Fatal("the refused write changed the node")
+	}
+	if _, _, err := s.PrepareOffload(fctx, testML, 2, uuidA, s3drv); err != nil {
+		t.Fatalf("fenced write: %v", err)
+	}
+	if err := s.CheckFence(fctx); err != nil {
+		t.Fatalf("CheckFence under a held fence: %v", err)
+	}
+	f.put("/lease/epoch", []byte("taken")) // another generation
+	_, v1 := f.raw(Path(testML))
+	sets := f.sets
+	if _, err := s.CompleteOffload(fctx, testML, 2, uuidA); !errors.Is(err, tkzk.ErrFenced) || errors.Is(err, ErrContention) {
+		t.Fatalf("write under a stale fence: %v, want ErrFenced", err)
+	}
+	if _, v := f.raw(Path(testML)); v != v1 || f.sets != sets {
+		t.Fatal("the fenced-off write changed the node")
 	}
 }
