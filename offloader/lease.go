@@ -243,3 +243,27 @@ func (l *zkLeases) release(ctx context.Context, g *zkLease) {
 	}
 	l.mu.Unlock()
 }
+
+// DefaultLeaseRoot is the default leases.root: the znode under which the
+// service's replicas and `offloader offload` take their per-topic leases.
+const DefaultLeaseRoot = "/tierkeeper/leases"
+
+// TopicLeases are the fenced per-topic leases of one ZooKeeper session, as
+// the service's replicas take them, for other writers of managed ledgers
+// (`offloader offload`): a topic is written by one of them at a time.
+// TryAcquire returns a new generation or the holder; run the topic's
+// writes under Lease.Fence's context, then Release it. Lost is closed when
+// the session is lost or ZooKeeper has been silent for half the session
+// timeout: stop writing then.
+type TopicLeases struct{ *zkLeases }
+
+// NewTopicLeases returns the leases of sess under root for replica id.
+// Close them when done.
+func NewTopicLeases(sess *tzk.Session, root, id string, log *slog.Logger) *TopicLeases {
+	return &TopicLeases{newZKLeases(sess, root, id, log)}
+}
+
+// Close stops watching the session (it does not release leases).
+func (t *TopicLeases) Close() { t.close() }
+
+var _ scheduler.Leases = (*zkLeases)(nil)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,8 @@ type offloadOptions struct {
 	blockSize    units.Size
 	parts        int
 	fullVerify   units.Size
+	leaseRoot    string
+	leaseID      string
 }
 
 func newOffloadCmd(g *globalOptions) *cobra.Command {
@@ -66,6 +69,12 @@ metadata at its ledger rollovers is disturbed once, not once per ledger):
   reload   unload the topic (--admin-url) and check that the broker now reads
            the ledgers from the object store
   trim     then delete the marked ledgers from BookKeeper (compare-and-delete)
+
+Each managed ledger is written under the same per-topic lease as the offload
+service's replicas take (--lease-root, the service's leases.root), so this
+command and the service never write one topic at once: a topic leased by a
+replica fails here with the holder named (run again later), and every write
+is fenced by the lease (a run whose ZooKeeper session is lost cannot write).
 
 It is safe to stop (or kill) at any moment and to run again: the next run
 continues from what the metadata records. Without --admin-url a broker that
@@ -103,6 +112,8 @@ ledger failed.`),
 	f.StringVar(&o.driver, "driver", "", "driver name recorded for brokers: aws-s3 (default), S3, aliyun-oss")
 	f.Var(&o.blockSize, "block-size", "data block (= multipart part) size, at least 5MiB")
 	f.IntVar(&o.parts, "parts-in-flight", 2, "parts uploading at once (memory about (parts+1) x block size)")
+	f.StringVar(&o.leaseRoot, "lease-root", offloader.DefaultLeaseRoot, "znode `path` of the per-topic leases (the service's leases.root)")
+	f.StringVar(&o.leaseID, "lease-id", "", "holder `name` written in the leases (default offload-cli@<host>:<pid>)")
 	f.Var(&o.fullVerify, "full-verify-max", "ledgers up to this size are compared with BookKeeper entry by entry in full; larger ones in three sampled windows")
 	return cmd
 }
@@ -113,6 +124,10 @@ func (o *offloadOptions) validate() error {
 		return errors.New("--ledger and --until-ledger are exclusive")
 	case o.deletionLag < 0:
 		return fmt.Errorf("--deletion-lag %s: must not be negative", o.deletionLag)
+	case !strings.HasPrefix(o.leaseRoot, "/") || strings.HasSuffix(o.leaseRoot, "/"):
+		return fmt.Errorf("--lease-root %q: want an absolute znode path without a trailing /", o.leaseRoot)
+	case strings.Contains(o.leaseID, "/"):
+		return fmt.Errorf("--lease-id %q: want a name without /", o.leaseID)
 	case o.deletionLag > 0 && !o.deleteBK:
 		return errors.New("--deletion-lag needs --delete-bookkeeper")
 	case o.noReloadTrim && !o.deleteBK:
@@ -285,6 +300,16 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	doc := offloadDoc{Topic: topic, DryRun: o.dryRun, ManagedLedgers: []mlDoc{}}
 	start := time.Now()
 	var failed error
+	var leases *offloader.TopicLeases
+	if !o.dryRun {
+		id := o.leaseID
+		if id == "" {
+			host, _ := os.Hostname()
+			id = fmt.Sprintf("offload-cli@%s:%d", host, os.Getpid())
+		}
+		leases = offloader.NewTopicLeases(e.zk, o.leaseRoot, id, log)
+		defer leases.Close()
+	}
 	for _, j := range jobs {
 		md := mlDoc{Name: j.ml}
 		if o.dryRun {
@@ -303,7 +328,7 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 			doc.ManagedLedgers = append(doc.ManagedLedgers, md)
 			continue
 		}
-		tr, err := p.RunTopic(ctx, j.ml, j.ids)
+		tr, err := runLeased(ctx, leases, p, j.ml, j.ids)
 		if err != nil && failed == nil {
 			failed = err
 		}
@@ -333,6 +358,44 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	}
 	return nil
 }
+
+// runLeased runs the pipeline on ledgers ids of ml under a fresh
+// generation of ml's lease (its writes fenced by it), cancelled when the
+// leases are lost, and releases the lease. A topic leased by someone else
+// fails every ledger with the holder named.
+func runLeased(ctx context.Context, leases *offloader.TopicLeases, p *pipeline.Pipeline, ml string, ids []int64) (*pipeline.TopicResult, error) {
+	g, holder, err := leases.TryAcquire(ctx, ml)
+	if err == nil && g == nil {
+		err = fmt.Errorf("%w: %s is leased by %s (the offload service works on it); try again later", errTopicLeased, ml, holder)
+	}
+	if err != nil {
+		tr := &pipeline.TopicResult{ML: ml}
+		for _, id := range ids {
+			t := pipeline.Target{ML: ml, LedgerID: id}
+			tr.Ledgers = append(tr.Ledgers, &pipeline.LedgerResult{Target: t, Outcome: pipeline.OutcomeFailed,
+				Err: &pipeline.StepError{Target: t, Step: pipeline.StepSelect, Err: err}})
+		}
+		return tr, err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		g.Release(rctx)
+	}()
+	jctx, cancel := context.WithCancel(g.Fence(ctx))
+	defer cancel()
+	go func() {
+		select {
+		case <-leases.Lost():
+			cancel()
+		case <-jctx.Done():
+		}
+	}()
+	return p.RunTopic(jctx, ml, ids)
+}
+
+// errTopicLeased: another holder has the topic's lease.
+var errTopicLeased = errors.New("topic leased elsewhere")
 
 // limitMemory sets the Go memory limit (unless GOMEMLIMIT does) so that the
 // garbage of the streamed entries is collected before the process grows

@@ -150,7 +150,9 @@ func openEnv(cmd *cobra.Command, g *globalOptions, o *envOptions) (*env, error) 
 		return nil, err
 	}
 	e.zk = sess
-	e.ml = mlmeta.New(sess.Conn, &mlmeta.Options{Chroot: o.ml.chroot, Logger: log})
+	// Writes (offload's) are fenced by a topic lease; the stores refuse
+	// any that is not.
+	e.ml = mlmeta.New(sess.Conn, &mlmeta.Options{Chroot: o.ml.chroot, Logger: log, RequireFence: true})
 	if o.needBK {
 		if o.zk.LedgersRoot != "" {
 			root = o.zk.LedgersRoot
@@ -162,7 +164,7 @@ func openEnv(cmd *cobra.Command, g *globalOptions, o *envOptions) (*env, error) 
 				return nil, fmt.Errorf("--layout: %w", err)
 			}
 		}
-		e.ledgers, err = metadata.NewStore(ctx, sess.Conn, metadata.StoreOptions{Root: root, Manager: mgr, Logger: log})
+		e.ledgers, err = metadata.NewStore(ctx, sess.Conn, metadata.StoreOptions{Root: root, Manager: mgr, Logger: log, RequireFence: true})
 		if err != nil {
 			e.close()
 			return nil, err

@@ -3,12 +3,16 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader"
+	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 )
 
@@ -113,5 +117,61 @@ func TestOffloadDryRunAndStatus(t *testing.T) {
 	out, _, err = run(t, "status", "--zk", z.Addr, "dry-run")
 	if err != nil || !strings.Contains(out, "READS FROM") || !strings.Contains(out, "object store (bucket b)") {
 		t.Fatalf("status text: %v\n%s", err, out)
+	}
+}
+
+// offload takes the service's per-topic lease: a topic a service replica
+// holds is refused with the holder named and nothing written; once it is
+// free, the run writes under its own lease (its prepare lands on stores
+// that refuse unfenced writes; the copy then fails, the bookie being
+// absent, and the prepare is undone) and releases the lease. Before, the
+// command took no lease and wrote the replica's topic.
+func TestOffloadTakesTheTopicLease(t *testing.T) {
+	z, cr := mltest.ZooKeeper(t)
+	now := time.Now()
+	ml := "public/default/persistent/contested"
+	info := mltest.Info(mltest.Ledger{ID: 2, Entries: 10, Size: 1000, Closed: now.Add(-time.Hour)}, mltest.Ledger{ID: 3})
+	if err := cr.CreateML(ml, info); err != nil {
+		t.Fatal(err)
+	}
+	if err := cr.Create("/ledgers/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cr.BookKeeperLedger(2, closedAddr(t)); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "store.yaml")
+	if err := os.WriteFile(store, []byte(fmt.Sprintf("type: fs\nconfig: {dir: %q}\n", t.TempDir())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, st, err := cr.Conn.Get("/managed-ledgers/" + ml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	replica := offloader.NewTopicLeases(z.Session(t, tkzk.Options{}), offloader.DefaultLeaseRoot, "replica-7", slog.New(slog.DiscardHandler))
+	defer replica.Close()
+	g, _, err := replica.TryAcquire(ctx, ml)
+	if err != nil || g == nil {
+		t.Fatalf("replica lease: %v", err)
+	}
+	args := []string{"offload", "--zk", z.Addr, "--store", store, "--driver", "aws-s3", "--ledger", "2", "contested"}
+	_, _, err = run(t, args...)
+	if err == nil || !strings.Contains(err.Error(), "leased by replica-7") {
+		t.Fatalf("offload of a leased topic: %v, want a refusal naming replica-7", err)
+	}
+	if after, st2, _ := cr.Conn.Get("/managed-ledgers/" + ml); string(after) != string(before) || st2.Version != st.Version {
+		t.Fatal("offload of a leased topic wrote its metadata")
+	}
+	g.Release(ctx)
+	_, _, err = run(t, args...)
+	if err == nil || strings.Contains(err.Error(), "leased") || strings.Contains(err.Error(), "fence") {
+		t.Fatalf("offload after the release: %v, want the copy's failure (no bookie), not a lease or fence error", err)
+	}
+	if _, st2, _ := cr.Conn.Get("/managed-ledgers/" + ml); st2.Version != st.Version+2 {
+		t.Fatalf("metadata version %d after a prepare and its undo, want %d", st2.Version, st.Version+2)
+	}
+	if ok, _, _ := cr.Conn.Exists(offloader.DefaultLeaseRoot + "/" + mlmeta.EncodeName(ml)); ok {
+		t.Fatal("the command's lease was not released")
 	}
 }
