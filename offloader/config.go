@@ -19,6 +19,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/tlsfiles"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
@@ -490,7 +491,7 @@ func (c *Config) applyDefaults() {
 		c.Scheduler.MinReloadInterval = &d
 	}
 	if c.Leases.Root == "" {
-		c.Leases.Root = "/tierkeeper/leases"
+		c.Leases.Root = DefaultLeaseRoot
 	}
 	if c.Leases.ID == "" {
 		c.Leases.ID, _ = os.Hostname()
@@ -571,6 +572,13 @@ func (c *Config) Validate() error {
 	}
 	if !c.Store.IsSet() {
 		bad("store is required (a blob config: type fs, s3 or cos; see docs/blobstores.md)")
+	}
+	if b := c.Driver.Bucket; b != "" && c.Store.IsSet() {
+		// Brokers read the objects from the bucket recorded in the
+		// metadata; the offloader writes them to the store's.
+		if d, err := pipeline.DriverForStore(c.Store.Client(), c.Driver.Name); err == nil && d.Bucket != b {
+			bad("driver.bucket %q differs from the store's bucket %q (store.config.bucket): brokers would read the offloaded ledgers from a bucket the offloader does not write; leave driver.bucket unset (it is taken from the store)", b, d.Bucket)
+		}
 	}
 	if e := c.Driver.ServiceEndpoint; e != "" {
 		// Written into every offloaded ledger's metadata and shown by

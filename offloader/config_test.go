@@ -164,6 +164,8 @@ sweeper: {grace: 1s}
 		{"store errors come from the blob parser", "zookeeper: {servers: \"127.0.0.1:2181\"}\nstore:\n  type: gcs\n  config: {}\n", ParseOptions{},
 			[]string{"line 3: store: blob config: key type must be fs, s3 or cos"}},
 		{"two documents", minimal + "---\nzookeeper: {servers: x}\n", ParseOptions{}, []string{"a second YAML document"}},
+		{"driver bucket differs from the store's", driverBucketDoc("other"), ParseOptions{},
+			[]string{`driver.bucket "other" differs from the store's bucket "pulsar-offload" (store.config.bucket)`}},
 		{"not YAML", "zookeeper: [\n", ParseOptions{}, []string{"yaml:"}},
 	}
 	for _, tc := range tests {
@@ -181,6 +183,30 @@ sweeper: {grace: 1s}
 				}
 			}
 		})
+	}
+}
+
+// driverBucketDoc is a config with an s3 store (bucket pulsar-offload)
+// and driver.bucket set to bucket.
+func driverBucketDoc(bucket string) string {
+	return `
+zookeeper: {servers: "127.0.0.1:2181"}
+store:
+  type: s3
+  config: {bucket: pulsar-offload, region: us-east-1, endpoint: "http://127.0.0.1:9000"}
+driver: {bucket: ` + bucket + `}
+`
+}
+
+// driver.bucket equal to the store's bucket is accepted (it changes
+// nothing); a different one is refused (TestParseErrors).
+func TestDriverBucketMatchingTheStore(t *testing.T) {
+	c, err := Parse([]byte(driverBucketDoc("pulsar-offload")), ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Driver.Bucket != "pulsar-offload" {
+		t.Fatalf("driver.bucket %q", c.Driver.Bucket)
 	}
 }
 
