@@ -19,9 +19,9 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/tlsfiles"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/client"
+	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 )
 

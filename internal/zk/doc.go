@@ -16,6 +16,12 @@
 //   - Do (and Get, Children, Set, Delete) run one blocking go-zookeeper
 //     request and return as soon as ctx ends; go-zookeeper has no
 //     per-request context.
+//   - Fence is one generation of a lease as the version checks that prove
+//     it is held; WithFence carries it in a context, and SetFenced,
+//     DeleteFenced and Fence.Check send the checks and the write as one
+//     multi, so a writer whose lease is gone (or taken since, even by its
+//     own new session) cannot write at all (ErrFenced). Stores that honour
+//     fences can require one (ErrUnfenced for a write without).
 //   - Unavailable classifies errors after which no further request of an
 //     operation can succeed soon (no server reachable, session expired,
 //     client closed): operations of many requests stop at the first one

@@ -172,6 +172,9 @@ type work struct {
 	before *mlproto.OffloadContext // the stored context at select
 	id     uuid.UUID               // the attempt to commit
 	after  *mlproto.OffloadContext // the stored context after the commit
+	// objects: a failed verify left wrong objects of attempt id (or a
+	// commit met a conflict), to be removed once the write has landed.
+	objects bool
 }
 
 // runBatch runs steps 1–8 of RunTopic on the ledgers ids, appending their
@@ -371,19 +374,28 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 }
 
 // copyAndVerify copies a prepared ledger and verifies the objects. ok: to
-// be committed. Otherwise left: objects of the attempt may remain (they
-// could not all be removed), so its prepare must stay recorded.
+// be committed. Otherwise left: objects of the attempt may remain and must
+// stay referenced, so its prepare must stay recorded (the next run adopts
+// or replaces the attempt); else its prepare is to be undone, and, with
+// w.objects (a verify found them wrong), its objects removed once the
+// undo has landed. The objects of a failed copy are removed at once, after
+// a fence check, so that an upload the store could not abort stays
+// referenced by the prepare.
 func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 	lr, t := w.lr, w.lr.Target
 	var cp *copied
-	ran := false
 	if err := p.step(ctx, t, StepCopy, lr, func() error {
-		ran = true
 		var err error
 		tw := &writeTracker{Writer: p.d.Store}
 		cp, err = p.copy(ctx, t, w.sel.md, w.id, tw)
 		if err != nil && tw.wrote.Load() {
-			if rm := p.removeAttempt(ctx, w.id, t.LedgerID); len(rm) > 0 {
+			// Remove what the failed copy wrote, but only while the lease is
+			// held (a fence check), and keep the prepare (so the next run
+			// replaces the attempt and removes them) when some remain.
+			if ferr := p.checkFence(ctx); ferr != nil {
+				p.log.Warn("objects of a failed copy kept: the lease is not held", "ml", t.ML, "ledger", t.LedgerID, "uuid", w.id, "err", ferr)
+				left = true
+			} else if rm := p.removeAttempt(ctx, w.id, t.LedgerID); len(rm) > 0 {
 				lr.Leftovers = append(lr.Leftovers, rm...)
 				left = true
 			}
@@ -391,7 +403,7 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 		return err
 	}); err != nil {
 		lr.fail(err)
-		return false, left && ran
+		return false, left
 	}
 	lr.ObjectBytes, lr.Blocks = cp.res.DataObjectLength, cp.res.Blocks
 	lr.DataKey, lr.IndexKey = cp.res.DataKey, cp.res.IndexKey
@@ -403,12 +415,12 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 		rep, err := p.verifyUploaded(ctx, t, cp)
 		lr.Verify = rep
 		if errors.Is(err, ErrVerify) {
-			lr.Leftovers = append(lr.Leftovers, p.removeAttempt(ctx, w.id, t.LedgerID)...)
+			w.objects = true // wrong objects: undo, then remove them
 		}
 		return err
 	}); err != nil {
 		lr.fail(err)
-		return false, true
+		return false, !w.objects
 	}
 	if err := p.hit(ctx, FPAfterVerify, t); err != nil {
 		lr.fail(&StepError{Target: t, Step: StepVerify, Err: err})
@@ -423,11 +435,17 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 // left no object), so a failed run leaves their metadata as it found it.
 // With Options.Trim and no deletion lag the same write marks the committed
 // ledgers bookkeeperDeleted (the BookKeeper copy is deleted only after the
-// reload that follows). A conflict (another UUID stored) removes this
-// attempt's objects: nothing references them. When ctx has ended nothing
-// is committed (the caller may have lost the topic to another offloader;
-// the next run adopts the verified objects), but the undoing is still
-// written, bounded by cleanupTimeout. It returns the ledgers committed.
+// reload that follows). When ctx has ended nothing is committed (the
+// caller may have lost the topic to another offloader; the next run adopts
+// the verified objects), but the undoing is still written, bounded by
+// cleanupTimeout (and fenced by the job's lease, which ctx carries).
+//
+// Objects are removed only after the write, and only when it landed (every
+// write is fenced by the job's lease, so this replica still held it) or,
+// when nothing was written, a fence check passed: the objects of a
+// conflict (another UUID stored: nothing references them), and those of
+// an undone attempt (once the stored context no longer names it, no other
+// replica can adopt it). It returns the ledgers committed.
 func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work) []*work {
 	if err := ctx.Err(); err != nil {
 		for _, w := range ready {
@@ -469,7 +487,7 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 			w := ready[i]
 			switch {
 			case errors.Is(lu.Err, mlmeta.ErrOffloadConflict):
-				w.lr.Leftovers = append(w.lr.Leftovers, p.removeAttempt(ctx, w.id, lu.LedgerID)...)
+				w.objects = true // removed below, once the write has landed
 				per[lu.LedgerID] = fmt.Errorf("%w: %w", ErrConflict, lu.Err)
 			case lu.Err != nil:
 				per[lu.LedgerID] = notEligible(lu.Err)
@@ -485,6 +503,14 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 	} else if _, err := write(); err != nil {
 		br = nil
 	}
+	var remove []*work // attempts whose objects nothing references any more
+	for i, w := range ready {
+		if w.objects && br != nil {
+			if lu := br.Ledgers[i]; errors.Is(lu.Err, mlmeta.ErrOffloadConflict) && !names(lu.After, w.id) {
+				remove = append(remove, w)
+			}
+		}
+	}
 	for i, w := range undo {
 		var err error
 		if br == nil {
@@ -496,7 +522,29 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 			p.log.Warn("cannot undo the prepare after a failed copy; the next run replaces the attempt", "ml", ml, "ledger", w.lr.LedgerID, "uuid", w.id, "err", err)
 			continue
 		}
+		if names(br.Ledgers[len(ready)+i].After, w.id) {
+			continue // still stored (complete by another writer?): its objects stay
+		}
 		w.lr.UUID = uuid.Nil
+		if w.objects {
+			remove = append(remove, w)
+		}
+	}
+	if len(remove) > 0 {
+		// A write that landed was fenced by the job's lease; without one, a
+		// fence check stands in for it.
+		ferr := error(nil)
+		if !br.Written {
+			ferr = p.checkFence(wctx)
+		}
+		for _, w := range remove {
+			if ferr != nil {
+				w.lr.Leftovers = append(w.lr.Leftovers, format.DataKey(w.id, w.lr.LedgerID), format.IndexKey(w.id, w.lr.LedgerID))
+				p.log.Warn("objects of an unreferenced attempt kept for the sweeper: the lease is not held", "ml", ml, "ledger", w.lr.LedgerID, "uuid", w.id, "err", ferr)
+				continue
+			}
+			w.lr.Leftovers = append(w.lr.Leftovers, p.removeAttempt(ctx, w.id, w.lr.LedgerID)...)
+		}
 	}
 	var out []*work
 	for _, w := range ready {
@@ -520,6 +568,12 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 		out = append(out, w)
 	}
 	return out
+}
+
+// names reports whether oc records attempt id.
+func names(oc *mlproto.OffloadContext, id uuid.UUID) bool {
+	stored, ok := mlmeta.AttemptUUID(oc)
+	return ok && stored == id
 }
 
 // then applies a and then b.
@@ -549,6 +603,15 @@ func notEligible(err error) error {
 // cleanupTimeout bounds object removal and the commit after a failure or
 // cancellation, which run even when the caller's context has ended.
 const cleanupTimeout = 30 * time.Second
+
+// checkFence checks the lease fence of ctx (ignoring its cancellation,
+// bounded by cleanupTimeout): nil while the job's lease is held, or when
+// the pipeline runs without leases.
+func (p *Pipeline) checkFence(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	return p.d.ML.CheckFence(ctx)
+}
 
 // removeAttempt deletes the objects and incomplete multipart uploads of
 // attempt id and returns what could not be removed.
