@@ -33,18 +33,7 @@ func TestOffloadDryRunAndStatus(t *testing.T) {
 	if err := cr.CreateML(ml, info); err != nil {
 		t.Fatal(err)
 	}
-	if err := cr.Create("/ledgers/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1")); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []int64{2, 3} {
-		if err := cr.BookKeeperLedger(id, "127.0.0.1:3181"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	store := filepath.Join(t.TempDir(), "store.yaml")
-	if err := os.WriteFile(store, []byte(fmt.Sprintf("type: fs\nconfig: {dir: %q}\n", t.TempDir())), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	store := offloadFixture(t, cr, "127.0.0.1:3181", 2, 3)
 	before, st, err := cr.Conn.Get("/managed-ledgers/" + ml)
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +109,25 @@ func TestOffloadDryRunAndStatus(t *testing.T) {
 	}
 }
 
+// offloadFixture creates the BookKeeper layout and the ledgers ids (on
+// bookie) and returns an fs store config file.
+func offloadFixture(t *testing.T, cr *mltest.Creator, bookie string, ids ...int64) string {
+	t.Helper()
+	if err := cr.Create("/ledgers/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if err := cr.BookKeeperLedger(id, bookie); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := filepath.Join(t.TempDir(), "store.yaml")
+	if err := os.WriteFile(store, []byte(fmt.Sprintf("type: fs\nconfig: {dir: %q}\n", t.TempDir())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
 // offload takes the service's per-topic lease: a topic a service replica
 // holds is refused with the holder named and nothing written; once it is
 // free, the run writes under its own lease (its prepare lands on stores
@@ -134,16 +142,7 @@ func TestOffloadTakesTheTopicLease(t *testing.T) {
 	if err := cr.CreateML(ml, info); err != nil {
 		t.Fatal(err)
 	}
-	if err := cr.Create("/ledgers/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1")); err != nil {
-		t.Fatal(err)
-	}
-	if err := cr.BookKeeperLedger(2, closedAddr(t)); err != nil {
-		t.Fatal(err)
-	}
-	store := filepath.Join(t.TempDir(), "store.yaml")
-	if err := os.WriteFile(store, []byte(fmt.Sprintf("type: fs\nconfig: {dir: %q}\n", t.TempDir())), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	store := offloadFixture(t, cr, closedAddr(t), 2)
 	before, st, err := cr.Conn.Get("/managed-ledgers/" + ml)
 	if err != nil {
 		t.Fatal(err)
