@@ -14,6 +14,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 // offload --dry-run plans from the stored state and writes nothing;
@@ -142,7 +143,7 @@ func TestOffloadTakesTheTopicLease(t *testing.T) {
 	if err := cr.CreateML(ml, info); err != nil {
 		t.Fatal(err)
 	}
-	store := offloadFixture(t, cr, closedAddr(t), 2)
+	store := offloadFixture(t, cr, testenv.ClosedAddr(t), 2)
 	before, st, err := cr.Conn.Get("/managed-ledgers/" + ml)
 	if err != nil {
 		t.Fatal(err)
