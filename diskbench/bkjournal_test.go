@@ -214,8 +214,11 @@ func TestBKJournalOnDisk(t *testing.T) {
 					t.Fatalf("%s: closed %v, %v", f.name, f.closed, f.err)
 				}
 				pj := f.parsed
-				if i == len(files)-1 && len(pj.entries) == 0 {
-					continue // the window closed right after a roll
+				if i == len(files)-1 && (len(pj.entries) == 0 || len(pj.groupEnds) == 0) {
+					// The window closed right after a roll, or the budget cut
+					// the last file before its first group commit (the write
+					// buffer had spilled entries but no padded group end).
+					continue
 				}
 				if pj.version != 5 || len(pj.entries) == 0 || len(pj.groupEnds) == 0 {
 					t.Fatalf("%s: version %d, %d entries, %d groups", f.name, pj.version, len(pj.entries), len(pj.groupEnds))
