@@ -27,6 +27,7 @@ type actor struct {
 	cli    bool
 	done   bool // the CLI run ended
 
+	pausedUntil   int // no request granted up to this decision
 	dead          bool
 	diedAt        time.Time
 	partitioned   bool
@@ -218,16 +219,24 @@ func (w *World) startReplica(name string) {
 	a := w.newActor(name)
 	ctx, cancel := context.WithCancel(w.ctx)
 	a.cancel = cancel
-	w.tracef("%s started", name)
+	sess := w.newSession(a)
+	w.tracef("%s started, session %#x", name, sess.id)
 	w.mu.Unlock()
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		for ctx.Err() == nil {
-			w.mu.Lock()
-			sess := w.newSession(a)
-			w.tracef("%s session %#x", name, sess.id)
-			w.mu.Unlock()
+		for first := true; ctx.Err() == nil; first = false {
+			if !first {
+				// Reconnecting is a request like any other, so that
+				// session ids follow the schedule.
+				if _, err := w.gate(a, "zk connect"); err != nil {
+					return
+				}
+				w.mu.Lock()
+				sess = w.newSession(a)
+				w.tracef("%s session %#x", name, sess.id)
+				w.mu.Unlock()
+			}
 			leases, stop := offloader.NewLeases(sess, "/sim/leases", name, slog.New(slog.DiscardHandler))
 			// The scheduler starts half a millisecond after the leases, so
 			// their tickers never fire together.
@@ -255,15 +264,15 @@ func (w *World) startReplica(name string) {
 }
 
 // startCLI starts one `offloader offload --delete-bk` run on the topic.
-func (w *World) startCLI() {
+func (w *World) startCLI(name string) {
 	w.mu.Lock()
-	a := w.newActor("cli")
+	a := w.newActor(name)
 	a.cli = true
 	ctx, cancel := context.WithCancel(w.ctx)
 	a.cancel = cancel
 	sess := w.newSession(a)
 	w.cliRuns++
-	w.tracef("cli started (session %#x)", sess.id)
+	w.tracef("%s started (session %#x)", name, sess.id)
 	var ids []int64
 	if info, _, err := w.storedInfo(); err == nil {
 		ids = pipeline.Candidates(info, -1, true)
@@ -279,7 +288,7 @@ func (w *World) startCLI() {
 		defer w.mu.Unlock()
 		a.done = true
 		if !a.dead {
-			w.tracef("cli ended: %s", w.aliasKeys(summary(tr, err)))
+			w.tracef("%s ended: %s", name, w.aliasKeys(summary(tr, err)))
 			a.dead = true
 			w.zk.expire(sess.id) // the process exits: its session closes
 			sess.lostClosed = true

@@ -283,4 +283,6 @@ func (m *gatedMultipart) Abort(ctx context.Context) error {
 	return m.m.Abort(ctx)
 }
 
-func retryBackoff() retry.Backoff { return retry.Backoff{Initial: time.Nanosecond, Max: time.Nanosecond} }
+func retryBackoff() retry.Backoff {
+	return retry.Backoff{Initial: time.Nanosecond, Max: time.Nanosecond}
+}

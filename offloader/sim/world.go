@@ -26,7 +26,11 @@ type Config struct {
 	Steps int
 	// Replicas is the number of offloader service replicas (0–3).
 	Replicas int
-	// CLI adds `offloader offload` runs (a pipeline without a lease).
+	// Ledgers is the number of closed ledgers the topic starts with
+	// (default 3).
+	Ledgers int
+	// CLI adds `offloader offload` runs (a pipeline without a lease), two
+	// of which (cli1, cli2) may run at once.
 	CLI bool
 	// BrokerOffload lets the broker model run its own offloader (an admin
 	// triggerOffload or a threshold) on the topic.
@@ -46,6 +50,8 @@ type Config struct {
 	Wait func()
 	// Trace, when set, receives every trace line as it happens.
 	Trace func(string)
+	// Debug adds the pending requests at every decision to the trace.
+	Debug bool
 }
 
 // Faults are per-decision probabilities.
@@ -73,7 +79,8 @@ type Decision struct {
 	Kind  string // grant, time, broker, offer, cli, expire, partition, heal, restart
 	Call  string // grant: the pending call's description
 	Fault string // grant: "", lose-request, lose-reply, crash
-	Actor string // offer, expire, partition, heal, restart
+	Actor string // offer, expire, partition, heal, restart, pause, cli
+	N     int    // pause: for this many decisions
 	What  string // broker: the action
 	D     time.Duration
 }
@@ -90,7 +97,9 @@ func (d Decision) String() string {
 	case "broker":
 		return "broker " + d.What
 	case "cli":
-		return "cli start"
+		return d.Actor + " start"
+	case "pause":
+		return fmt.Sprintf("pause %s for %d decisions", d.Actor, d.N)
 	}
 	return d.Kind + " " + d.Actor
 }
@@ -108,9 +117,9 @@ func (v *Violation) Error() string {
 
 // Invariants.
 const (
-	InvCompleteObjects = "complete-context-has-objects"     // no complete context points at missing or wrong objects
-	InvBKDeleteChecked = "bk-deleted-only-when-verified"    // no BK ledger deleted while its objects are not verified
-	InvOneWriter       = "one-replica-writes-a-topic"       // a replica writes a topic's metadata only under its lease
+	InvCompleteObjects = "complete-context-has-objects"       // no complete context points at missing or wrong objects
+	InvBKDeleteChecked = "bk-deleted-only-when-verified"      // no BK ledger deleted while its objects are not verified
+	InvOneWriter       = "one-replica-writes-a-topic"         // a replica writes a topic's metadata only under its lease
 	InvReadable        = "acknowledged-entries-stay-readable" // from BookKeeper or the store
 )
 
@@ -143,26 +152,28 @@ type World struct {
 	cfg Config
 	rng *rand.Rand
 
-	mu      sync.Mutex
-	start   time.Time
-	zk      *zkServer
-	bk      *bkModel
-	store   *memblob.Store
-	broker  *brokerModel
-	actors  []*actor // every incarnation, in creation order
-	pending []*call
-	trace   []string
-	viol    *Violation
-	step    int
-	grants  int
-	aliases map[uuid.UUID]string
-	acked   map[int64]int64 // ledger → entries acknowledged to producers
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	mu        sync.Mutex
+	start     time.Time
+	zk        *zkServer
+	bk        *bkModel
+	store     *memblob.Store
+	broker    *brokerModel
+	actors    []*actor // every incarnation, in creation order
+	pending   []*call
+	trace     []string
+	viol      *Violation
+	step      int
+	grants    int
+	aliases   map[uuid.UUID]string
+	acked     map[int64]int64 // ledger → entries acknowledged to producers
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 	cliRuns   int
 	decisions []Decision
-	deletedBy map[string]string // object key → who deleted it, at which step
+	deletedBy map[string]string  // object key → who deleted it, at which step
+	swarm     map[string]float64 // this run's weight factor of each kind of decision
+	speed     map[string]float64 // each actor's share of the grants, redrawn every few steps
 }
 
 // Topic is the simulated topic's managed ledger.
@@ -177,6 +188,13 @@ func newWorld(cfg Config) *World {
 	w.start = time.Now()
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.bk = &bkModel{w: w, ledgers: map[int64]*bkLedger{}, next: 1}
+	// Swarm testing: every run weighs the kinds of decision (and scales
+	// the fault rates) differently, so that some runs are all broker
+	// churn, others all CLI overlap or all failures.
+	w.swarm = map[string]float64{}
+	for _, k := range []string{"grant", "time", "broker", "offer", "cli", "restart", "loss", "crash", "fail", "expire", "partition", "pause"} {
+		w.swarm[k] = []float64{0.1, 0.5, 1, 1, 2, 4}[w.rng.IntN(6)]
+	}
 	w.zk.onWrite = w.checkWrite
 	return w
 }
@@ -284,7 +302,7 @@ func (w *World) autoRelease() bool {
 func (w *World) grantable() []*call {
 	var out []*call
 	for _, c := range w.pending {
-		if c.a.partitioned && c.sess != nil {
+		if (c.a.partitioned && c.sess != nil) || c.a.pausedUntil >= w.step {
 			continue
 		}
 		out = append(out, c)
@@ -315,7 +333,11 @@ func (w *World) setup() {
 	w.zk.mkdirs("/sim/leases", nil, now)
 	w.broker = newBroker(w)
 	w.mu.Unlock()
-	for i := 0; i < 3; i++ {
+	n := w.cfg.Ledgers
+	if n <= 0 {
+		n = 3
+	}
+	for i := 0; i < n; i++ {
 		w.mu.Lock()
 		w.broker.act("produce")
 		w.broker.act("produce")
@@ -350,6 +372,13 @@ func (w *World) loop() {
 			w.mu.Unlock()
 			return
 		}
+		if w.cfg.Debug {
+			var ds []string
+			for _, c := range w.grantable() {
+				ds = append(ds, c.desc)
+			}
+			w.tracef("  pending: %s", strings.Join(ds, " | "))
+		}
 		var d Decision
 		if w.cfg.Script != nil {
 			d = w.cfg.Script[next]
@@ -383,26 +412,53 @@ func (w *World) choose() Decision {
 	}
 	var opts []option
 	if len(calls) > 0 {
-		opts = append(opts, option{10, func() Decision {
-			c := calls[r.IntN(len(calls))]
+		opts = append(opts, option{10 * w.swarm["grant"], func() Decision {
+			// Actors run at different speeds, changing every 16 steps
+			// (a slow process, a pause): windows between two requests
+			// of one actor open wide while another makes many.
+			if w.step%16 == 1 || w.speed == nil {
+				w.speed = map[string]float64{}
+			}
+			total := 0.0
+			ws := make([]float64, len(calls))
+			for i, c := range calls {
+				sp, ok := w.speed[c.a.name]
+				if !ok {
+					sp = []float64{0.05, 0.3, 1, 1, 3, 10}[r.IntN(6)]
+					w.speed[c.a.name] = sp
+				}
+				ws[i] = sp
+				total += sp
+			}
+			x := r.Float64() * total
+			c := calls[len(calls)-1]
+			for i, wi := range ws {
+				if x < wi {
+					c = calls[i]
+					break
+				}
+				x -= wi
+			}
 			d := Decision{Kind: "grant", Call: c.desc}
 			isZK := strings.HasPrefix(c.desc, c.a.name+" zk ")
 			isFP := strings.HasPrefix(c.desc, c.a.name+" fp ")
+			f, sw := w.cfg.Faults, w.swarm
+			loss, crash, fail := f.Loss*sw["loss"], f.Crash*sw["crash"], f.Fail*sw["fail"]
 			switch x := r.Float64(); {
-			case isZK && x < w.cfg.Faults.Loss/2:
+			case isZK && x < loss/2:
 				d.Fault = "lose-request"
-			case isZK && x < w.cfg.Faults.Loss:
+			case isZK && x < loss:
 				d.Fault = "lose-reply"
-			case isFP && x < w.cfg.Faults.Crash:
+			case isFP && x < crash:
 				d.Fault = "crash"
-			case isFP && x < w.cfg.Faults.Crash+w.cfg.Faults.Fail:
+			case isFP && x < crash+fail:
 				d.Fault = "fail"
 			}
 			return d
 		}})
 	}
-	opts = append(opts, option{1, func() Decision { return Decision{Kind: "time", D: timeSteps[r.IntN(len(timeSteps))]} }})
-	opts = append(opts, option{1.5, func() Decision {
+	opts = append(opts, option{w.swarm["time"], func() Decision { return Decision{Kind: "time", D: timeSteps[r.IntN(len(timeSteps))]} }})
+	opts = append(opts, option{1.5 * w.swarm["broker"], func() Decision {
 		acts := []string{"produce", "produce", "produce", "rollover", "trim", "unload"}
 		if w.cfg.BrokerOffload {
 			acts = append(acts, "offload", "offload", "offload")
@@ -420,10 +476,10 @@ func (w *World) choose() Decision {
 		}
 	}
 	if len(live) > 0 {
-		opts = append(opts, option{1, func() Decision { return Decision{Kind: "offer", Actor: live[r.IntN(len(live))].name} }})
+		opts = append(opts, option{w.swarm["offer"], func() Decision { return Decision{Kind: "offer", Actor: live[r.IntN(len(live))].name} }})
 		f := w.cfg.Faults
-		opts = append(opts, option{f.Expire * 20, func() Decision { return Decision{Kind: "expire", Actor: live[r.IntN(len(live))].name} }})
-		opts = append(opts, option{f.Partition * 20, func() Decision {
+		opts = append(opts, option{f.Expire * 20 * w.swarm["expire"], func() Decision { return Decision{Kind: "expire", Actor: live[r.IntN(len(live))].name} }})
+		opts = append(opts, option{f.Partition * 20 * w.swarm["partition"], func() Decision {
 			a := live[r.IntN(len(live))]
 			if a.partitioned {
 				return Decision{Kind: "heal", Actor: a.name}
@@ -431,11 +487,22 @@ func (w *World) choose() Decision {
 			return Decision{Kind: "partition", Actor: a.name}
 		}})
 	}
-	if len(deadNames) > 0 {
-		opts = append(opts, option{0.5, func() Decision { return Decision{Kind: "restart", Actor: deadNames[r.IntN(len(deadNames))]} }})
+	// A process pause (GC, CPU starvation): one actor with requests
+	// pending makes no progress for a while.
+	if len(calls) > 0 {
+		opts = append(opts, option{0.3 * w.swarm["pause"], func() Decision {
+			return Decision{Kind: "pause", Actor: calls[r.IntN(len(calls))].a.name, N: 4 + r.IntN(80)}
+		}})
 	}
-	if w.cfg.CLI && w.current("cli") == nil || (w.cfg.CLI && w.current("cli").done) {
-		opts = append(opts, option{0.3, func() Decision { return Decision{Kind: "cli"} }})
+	if len(deadNames) > 0 {
+		opts = append(opts, option{0.5 * w.swarm["restart"], func() Decision { return Decision{Kind: "restart", Actor: deadNames[r.IntN(len(deadNames))]} }})
+	}
+	if w.cfg.CLI {
+		for _, name := range []string{"cli1", "cli2"} {
+			if a := w.current(name); a == nil || a.done {
+				opts = append(opts, option{0.5 * w.swarm["cli"], func() Decision { return Decision{Kind: "cli", Actor: name} }})
+			}
+		}
 	}
 	total := 0.0
 	for _, o := range opts {
@@ -457,7 +524,7 @@ func (w *World) apply(d Decision) time.Duration {
 	switch d.Kind {
 	case "grant":
 		for _, c := range w.grantable() {
-			if c.desc != d.Call {
+			if !matches(c.desc, d.Call) {
 				continue
 			}
 			w.record(d)
@@ -499,6 +566,12 @@ func (w *World) apply(d Decision) time.Duration {
 			w.tracef("%s partitioned from zookeeper", a.name)
 			a.partitioned, a.partitionedAt = true, w.now()
 		}
+	case "pause":
+		if a := w.current(d.Actor); a != nil && !a.dead {
+			w.record(d)
+			w.tracef("%s paused for %d decisions", a.name, d.N)
+			a.pausedUntil = w.step + d.N
+		}
 	case "heal":
 		if a := w.current(d.Actor); a != nil && a.partitioned {
 			w.record(d)
@@ -513,14 +586,37 @@ func (w *World) apply(d Decision) time.Duration {
 			w.mu.Lock()
 		}
 	case "cli":
-		if a := w.current("cli"); w.cfg.CLI && (a == nil || a.done) {
+		if a := w.current(d.Actor); w.cfg.CLI && (a == nil || a.done) {
 			w.record(d)
 			w.mu.Unlock()
-			w.startCLI()
+			w.startCLI(d.Actor)
 			w.mu.Lock()
 		}
 	}
 	return 0
+}
+
+// matches says whether pending call desc is the one decision call names:
+// equal but for znode versions (a replayed schedule with decisions left
+// out meets other versions), or, for a call ending in "*", any call that
+// starts with the rest.
+func matches(desc, call string) bool {
+	if p, ok := strings.CutSuffix(call, "*"); ok {
+		return strings.HasPrefix(desc, p)
+	}
+	return desc == call || stripVersions(desc) == stripVersions(call)
+}
+
+func stripVersions(s string) string {
+	f := strings.Fields(s)
+	out := f[:0]
+	for _, x := range f {
+		if len(x) > 1 && x[0] == 'v' && strings.Trim(x[1:], "0123456789") == "" {
+			continue
+		}
+		out = append(out, x)
+	}
+	return strings.Join(out, " ")
 }
 
 // timePassed expires the sessions of partitioned or crashed processes
