@@ -93,8 +93,8 @@ var regressions = []struct {
 // shapes by configFor: one replica, the CLI, the broker offloading by
 // itself with deletion lag 0).
 const (
-	bug1Seed = 152
-	bug3Seed = 32
+	bug1Seed = 50
+	bug3Seed = 152
 )
 
 // bug2Schedule is the schedule that breaks bug 2 (38 decisions): two CLI

@@ -50,7 +50,8 @@ type Config struct {
 	Wait func()
 	// Trace, when set, receives every trace line as it happens.
 	Trace func(string)
-	// Debug adds the pending requests at every decision to the trace.
+	// Debug records the pending requests at every decision
+	// (Result.Pending).
 	Debug bool
 }
 
@@ -132,6 +133,8 @@ type Result struct {
 	Violation *Violation
 	// Grants counts calls granted (yield points passed).
 	Grants int
+	// Pending is the pending requests at each decision (Config.Debug).
+	Pending []string
 	// Config is the run's configuration (set by Shrink: the smallest one
 	// that still breaks the invariant).
 	Config Config
@@ -171,7 +174,8 @@ type World struct {
 	wg        sync.WaitGroup
 	cliRuns   int
 	decisions []Decision
-	deletedBy map[string]string  // object key → who deleted it, at which step
+	deletedBy map[string]string // object key → who deleted it, at which step
+	pendHist  []string
 	swarm     map[string]float64 // this run's weight factor of each kind of decision
 	speed     map[string]float64 // each actor's share of the grants, redrawn every few steps
 }
@@ -320,7 +324,7 @@ func Run(cfg Config) *Result {
 	w.shutdown()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return &Result{Config: cfg, Seed: cfg.Seed, Steps: w.step, Trace: w.trace, Decisions: w.decisions, Violation: w.viol, Grants: w.grants}
+	return &Result{Config: cfg, Seed: cfg.Seed, Steps: w.step, Trace: w.trace, Decisions: w.decisions, Violation: w.viol, Grants: w.grants, Pending: w.pendHist}
 }
 
 // setup creates the topic: a managed ledger with a few closed ledgers
@@ -377,7 +381,7 @@ func (w *World) loop() {
 			for _, c := range w.grantable() {
 				ds = append(ds, c.desc)
 			}
-			w.tracef("  pending: %s", strings.Join(ds, " | "))
+			w.pendHist = append(w.pendHist, fmt.Sprintf("%d: %s", w.step, strings.Join(ds, " | ")))
 		}
 		var d Decision
 		if w.cfg.Script != nil {
@@ -540,6 +544,17 @@ func (w *World) apply(d Decision) time.Duration {
 				return 0
 			}
 			w.release(c, d.Fault, nil)
+			// Identical reads of one actor (two goroutines reading the
+			// same znode: a late lease Release and a TryAcquire) are
+			// indistinguishable here; they go together, so the schedule
+			// does not depend on which of them arrived first.
+			if isRead(c.desc) {
+				for _, o := range w.grantable() {
+					if o.a == c.a && o.desc == c.desc {
+						w.release(o, d.Fault, nil)
+					}
+				}
+			}
 			return 0
 		}
 	case "time":
@@ -594,6 +609,16 @@ func (w *World) apply(d Decision) time.Duration {
 		}
 	}
 	return 0
+}
+
+// isRead tells a request that changes nothing.
+func isRead(desc string) bool {
+	for _, r := range []string{" zk get ", " zk children ", " store get ", " store head ", " store get-range ", " bk read-"} {
+		if strings.Contains(desc, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // matches says whether pending call desc is the one decision call names:
