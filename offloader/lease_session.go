@@ -17,6 +17,7 @@ type LeaseSession interface {
 	tzk.Reader
 	tzk.Deleter
 	Create(path string, data []byte, flags int32, acl []gozk.ACL) (string, error)
+	Multi(ops ...any) ([]gozk.MultiResponse, error)
 	SessionID() int64
 	State() gozk.State
 	Lost() <-chan struct{}
