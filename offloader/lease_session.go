@@ -18,6 +18,7 @@ type LeaseSession interface {
 	tzk.Deleter
 	Create(path string, data []byte, flags int32, acl []gozk.ACL) (string, error)
 	Multi(ops ...any) ([]gozk.MultiResponse, error)
+	ACL() []gozk.ACL
 	SessionID() int64
 	State() gozk.State
 	Lost() <-chan struct{}

@@ -154,6 +154,9 @@ func (s *session) Multi(ops ...any) (res []gozk.MultiResponse, err error) {
 
 func (s *session) SessionID() int64 { return s.id }
 
+// ACL is the ACL of created znodes (not modelled: open to all).
+func (s *session) ACL() []gozk.ACL { return gozk.WorldACL(gozk.PermAll) }
+
 func (s *session) State() gozk.State {
 	s.w.mu.Lock()
 	defer s.w.mu.Unlock()
