@@ -199,7 +199,7 @@ func (w *World) newActor(name string) *actor {
 }
 
 // pipelineFor builds the real pipeline on a's simulated dependencies.
-func (w *World) pipelineFor(a *actor, sess *session, trim bool) *pipeline.Pipeline {
+func (w *World) pipelineFor(a *actor, sess *session, trim bool) (*pipeline.Pipeline, *mlmeta.Store) {
 	ml := mlmeta.New(sess, &mlmeta.Options{RetryBackoff: time.Nanosecond})
 	d := pipeline.Deps{ML: ml, Ledgers: &bkClient{w: w, a: a}, Bookies: &bkClient{w: w, a: a}, Store: &gatedStore{w: w, a: a},
 		Broker: &brokerAdmin{w: w, a: a}, Failpoints: &failpoints{w: w, a: a}}
@@ -207,7 +207,7 @@ func (w *World) pipelineFor(a *actor, sess *session, trim bool) *pipeline.Pipeli
 	if err != nil {
 		panic(err)
 	}
-	return p
+	return p, ml
 }
 
 // SimDriver is the driver metadata the simulated offloaders record.
@@ -240,12 +240,12 @@ func (w *World) startReplica(name string) {
 				w.tracef("%s session %#x", name, sess.id)
 				w.mu.Unlock()
 			}
-			leases, stop := offloader.NewLeases(sess, "/sim/leases", name, slog.New(slog.DiscardHandler))
+			leases, stop := offloader.NewLeases(sess, LeaseRoot, name, slog.New(slog.DiscardHandler))
 			// The scheduler starts half a millisecond after the leases, so
 			// their tickers never fire together.
 			time.Sleep(500 * time.Microsecond)
-			p := w.pipelineFor(a, sess, true)
-			s := scheduler.New(&runner{p: p}, leases, scheduler.Options{
+			p, ml := w.pipelineFor(a, sess, true)
+			s := scheduler.New(&runner{p: p, guard: guardFor(sess, ml)}, leases, scheduler.Options{
 				LedgersInFlight: 2, Backoff: backoffNone, Settle: time.Nanosecond, StopTimeout: time.Second,
 			})
 			w.mu.Lock()
@@ -285,8 +285,12 @@ func (w *World) startCLI(name string) {
 	go func() {
 		defer w.wg.Done()
 		defer cancel()
-		p := w.pipelineFor(a, sess, true)
-		tr, err := p.RunTopic(ctx, Topic, ids)
+		p, ml := w.pipelineFor(a, sess, true)
+		var tr *pipeline.TopicResult
+		err := guarded(ctx, guardFor(sess, ml), Topic)
+		if err == nil {
+			tr, err = p.RunTopic(ctx, Topic, ids)
+		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		a.done = true
@@ -344,10 +348,22 @@ func (a *actor) offer() {
 // has passed (the scheduler's jitter is then too small to matter).
 var backoffNone = retryBackoff()
 
-// runner runs scheduler jobs on the pipeline (as the service's runner).
-type runner struct{ p *pipeline.Pipeline }
+// runner runs scheduler jobs on the pipeline as the service's runner
+// does: the topic guard first (a topic the broker offloads by itself is
+// not touched), then the pipeline.
+type runner struct {
+	p     *pipeline.Pipeline
+	guard *offloader.TopicGuard
+}
 
 func (r *runner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
+	if err := guarded(ctx, r.guard, j.ML); err != nil {
+		out := make([]scheduler.Outcome, 0, len(j.Ledgers))
+		for _, id := range j.Ledgers {
+			out = append(out, scheduler.Outcome{LedgerID: id, Err: err, Step: string(pipeline.StepSelect)})
+		}
+		return out
+	}
 	tr, _ := r.p.RunTopic(ctx, j.ML, j.Ledgers)
 	var out []scheduler.Outcome
 	if tr == nil {
@@ -366,6 +382,26 @@ func (r *runner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
 		out = append(out, o)
 	}
 	return out
+}
+
+// guarded is the topic guard's verdict as an error (nil: the topic may be
+// written).
+func guarded(ctx context.Context, g *offloader.TopicGuard, ml string) error {
+	why, err := g.Refused(ctx, ml)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot tell whether the broker offloads the topic itself (nothing written): %w", err)
+	case why != "":
+		return fmt.Errorf("%w: %s", offloader.ErrBrokerOffloads, why)
+	}
+	return nil
+}
+
+// guardFor is the topic guard of a replica or CLI run on sess: namespace
+// policies read from the simulated ZooKeeper, no admin URL (the
+// broker-level thresholds off, as the offload command assumes without one).
+func guardFor(sess *session, ml *mlmeta.Store) *offloader.TopicGuard {
+	return offloader.NewTopicGuard(sess, ml, nil, "", policy.BrokerSettings{ThresholdBytes: -1, ThresholdSeconds: -1, Source: "sim"}, nil)
 }
 
 // failpoints make every pipeline failpoint a yield point where the

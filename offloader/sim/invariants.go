@@ -11,8 +11,11 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 )
 
-// LeasePath is the lease znode of the simulated topic.
-var LeasePath = "/sim/leases/" + mlmeta.EncodeName(Topic)
+// LeaseRoot is the leases' root znode; LeasePath the simulated topic's
+// lease (owner) node.
+const LeaseRoot = "/sim/leases"
+
+var LeasePath = LeaseRoot + "/" + mlmeta.EncodeName(Topic)
 
 // objectsOK says why attempt id's objects of a ledger with the given
 // entries and size are not whole ("" when they are): both objects
@@ -140,7 +143,7 @@ func (w *World) checkWrite(sess int64, paths []string) {
 		info, ver, _ := w.storedInfo()
 		w.tracef("  managed ledger v%d: %s", ver, w.describe(info))
 		if a == nil || a.cli {
-			continue
+			continue // the broker; the CLI takes no lease
 		}
 		n, ok := w.zk.nodes[LeasePath]
 		switch {

@@ -334,7 +334,12 @@ func (w *World) setup() {
 	now := w.now()
 	w.zk.mkdirs(mlmeta.Root+"/"+strings.TrimSuffix(Topic, "/sim"), nil, now)
 	w.zk.mkdirs(mlmeta.Root+"/"+Topic, nil, now)
-	w.zk.mkdirs("/sim/leases", nil, now)
+	w.zk.mkdirs(LeaseRoot, nil, now)
+	if w.cfg.BrokerOffload {
+		// The broker offloads the topic by itself because its namespace
+		// says so (pulsar-admin namespaces set-offload-threshold 0).
+		w.zk.mkdirs("/admin/policies/public/default", []byte(`{"offload_threshold":0}`), now)
+	}
 	w.broker = newBroker(w)
 	w.mu.Unlock()
 	n := w.cfg.Ledgers
