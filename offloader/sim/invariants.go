@@ -125,9 +125,9 @@ func (w *World) checkBKDelete(who string, id int64) {
 	w.violate(InvBKDeleteChecked, "%s deletes ledger %d, which the managed ledger does not list", who, id)
 }
 
-// checkWrite checks, at every applied ZooKeeper change, that a replica
-// changes the managed ledger only while it holds the topic's lease
-// (w.mu held).
+// checkWrite checks, at every applied ZooKeeper change, that a replica or
+// a CLI run changes the managed ledger only while it holds the topic's
+// lease (w.mu held).
 func (w *World) checkWrite(sess int64, paths []string) {
 	ml := mlmeta.Root + "/" + Topic
 	var a *actor
@@ -142,8 +142,8 @@ func (w *World) checkWrite(sess int64, paths []string) {
 		}
 		info, ver, _ := w.storedInfo()
 		w.tracef("  managed ledger v%d: %s", ver, w.describe(info))
-		if a == nil || a.cli {
-			continue // the broker; the CLI takes no lease
+		if a == nil {
+			continue // the broker
 		}
 		n, ok := w.zk.nodes[LeasePath]
 		switch {

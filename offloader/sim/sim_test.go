@@ -64,11 +64,13 @@ func knownBug(v *Violation) string {
 	return ""
 }
 
-// fixedBugs are the known bugs whose fixes are merged: the broker-offload
-// refusal (bug 1) is; the fencing and lease fixes (bugs 2 and 3) are not
-// yet.
+// fixedBugs are the known bugs whose fixes are merged (all three: the
+// broker-offload refusal, fenced leases that the CLI takes too, AbandonEdit
+// that never restores a replaced attempt).
 var fixedBugs = map[string]bool{
 	"bug1-broker-cleanup-deletes-committed-objects": true, // a topic whose namespace makes the broker offload is refused
+	"bug2-abandon-restores-replaced-attempt":        true, // AbandonEdit never restores the replaced attempt; the CLI takes the lease
+	"bug3-lease-release-race":                       true, // the lease is released before the topic is free; writes fenced
 }
 
 // regressions are the runs that found bugs 1–3 on the code before their
