@@ -12,7 +12,7 @@ BENCH_OFFLOAD_BLOCKS ?= 5,8,10,12,16,64
 # Run only some parts: a comma list of throughput, rss, seeks (default all).
 BENCH_OFFLOAD_ONLY   ?=
 
-.PHONY: test-offload bench-offload bench-offload-producing
+.PHONY: test-offload bench-offload bench-offload-producing bench-sim
 
 ## demo: the main job on 127.0.0.1: ZooKeeper, 3 bookies, versitygw and a stock Pulsar broker; messages produced, offloader plan, offloader run offloads by policy (live status on a terminal), all read back through the broker, a report (< 3 min after make deps). Its first line says what it does and how long it takes; each dependency is one line.
 # Only what the demo runs (make deps also installs the test-only tools,
@@ -61,3 +61,10 @@ bench-scrub: compat-prepare
 	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkScrub$$' -benchtime 1x -timeout 30m ./offloader/ \
 	  | grep -E '^(built|scrub pass|load average|Benchmark|ok|FAIL|---)'
 bench: bench-scrub
+
+## bench-sim: the deterministic simulation of the offload protocol (offloader/sim): BENCH_SIM_INTERLEAVINGS scheduling decisions from seed 1 (replicas, CLI runs, a Pulsar broker model; crashes, lost requests, expiries, partitions), invariants after every one; prints interleavings/s and the shrunk trace of every finding (~1 min per 100 000).
+BENCH_SIM_INTERLEAVINGS ?= 100000
+bench-sim:
+	$(GO) test -count=1 -run '^TestSimLong$$' -timeout 60m -v ./offloader/sim/ -args -sim.interleavings=$(BENCH_SIM_INTERLEAVINGS)
+
+bench: bench-sim

@@ -49,7 +49,7 @@ import (
 // replica take the topic), and stops its jobs; the fence is what stops a
 // write that was already on its way.
 type zkLeases struct {
-	sess *tzk.Session
+	sess LeaseSession
 	root string
 	id   string
 	log  *slog.Logger
@@ -62,7 +62,7 @@ type zkLeases struct {
 	gens   map[string]*zkLease // generations held (acquired, not released)
 }
 
-func newZKLeases(sess *tzk.Session, root, id string, log *slog.Logger) *zkLeases {
+func newZKLeases(sess LeaseSession, root, id string, log *slog.Logger) *zkLeases {
 	l := &zkLeases{sess: sess, root: root, id: id, log: log.With("component", "leases"),
 		lost: make(chan struct{}), stop: make(chan struct{}), gens: map[string]*zkLease{}}
 	go l.watch()

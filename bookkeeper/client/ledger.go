@@ -59,6 +59,15 @@ func (c *Client) Open(md *metadata.LedgerMetadata) (*Ledger, error) {
 	return &Ledger{c: c, md: md, d: d}, nil
 }
 
+// OpenReader is Open returning the Reader interface.
+func (c *Client) OpenReader(md *metadata.LedgerMetadata) (Reader, error) {
+	l, err := c.Open(md)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 // Metadata returns the metadata the ledger was opened with.
 func (l *Ledger) Metadata() *metadata.LedgerMetadata { return l.md }
 

@@ -133,6 +133,18 @@ func (s *Stream) Close() error {
 	return nil
 }
 
+// Reader reads the entries of one closed ledger in order; *Ledger
+// implements it (callers that take an interface open one with
+// Client.OpenReader).
+type Reader interface {
+	// ReadRange reads entries from..to (to < 0: the last entry) in order
+	// and calls fn for each; an error from fn stops the read and is
+	// returned.
+	ReadRange(ctx context.Context, from, to int64, opts StreamOptions, fn func(Entry) error) error
+}
+
+var _ Reader = (*Ledger)(nil)
+
 // ReadRange reads entries from..to (to < 0: the last entry) in order and
 // calls fn for each; an error from fn stops the read and is returned.
 func (l *Ledger) ReadRange(ctx context.Context, from, to int64, opts StreamOptions, fn func(Entry) error) error {

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -63,7 +62,7 @@ func (p *Pipeline) copy(ctx context.Context, t Target, md *metadata.LedgerMetada
 	if err != nil {
 		return nil, err
 	}
-	l, err := p.d.Bookies.Open(md)
+	l, err := p.d.Bookies.OpenReader(md)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotEligible, err)
 	}
@@ -76,36 +75,33 @@ func (p *Pipeline) copy(ctx context.Context, t Target, md *metadata.LedgerMetada
 	if err != nil {
 		return nil, err
 	}
-	st, err := l.Stream(ctx, 0, -1, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes})
-	if err != nil {
-		_ = sess.Abort(ctx)
-		return nil, err
-	}
-	defer st.Close()
 	dg := p.planDigests(md)
 	mid := md.LastEntryID / 2
 	var done int64
-	for {
-		e, err := st.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			_ = sess.Abort(ctx)
-			return nil, fmt.Errorf("read from the bookies after %d bytes: %w", done, err)
-		}
+	var addErr, fpErr error // errors of the upload and the failpoint, as opposed to the read
+	err = l.ReadRange(ctx, 0, -1, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes}, func(e client.Entry) error {
 		dg.add(e.EntryID, e.Payload)
-		if err := sess.Add(ctx, e.EntryID, e.Payload); err != nil {
-			return nil, err
+		if addErr = sess.Add(ctx, e.EntryID, e.Payload); addErr != nil {
+			return addErr
 		}
 		done += int64(len(e.Payload))
 		p.obs.Copied(t, done, md.Length)
 		if e.EntryID == mid {
-			if err := p.hit(ctx, FPMidCopy, t); err != nil {
-				_ = sess.Abort(ctx)
-				return nil, err
+			if fpErr = p.hit(ctx, FPMidCopy, t); fpErr != nil {
+				return fpErr
 			}
 		}
+		return nil
+	})
+	switch {
+	case addErr != nil:
+		return nil, addErr
+	case fpErr != nil:
+		_ = sess.Abort(ctx)
+		return nil, fpErr
+	case err != nil:
+		_ = sess.Abort(ctx)
+		return nil, fmt.Errorf("read from the bookies after %d bytes: %w", done, err)
 	}
 	res, err := sess.Finish(ctx)
 	if err != nil {

@@ -55,7 +55,7 @@ type LedgerStore interface {
 
 // Bookies opens ledgers for reading; *client.Client implements it.
 type Bookies interface {
-	Open(md *metadata.LedgerMetadata) (*client.Ledger, error)
+	OpenReader(md *metadata.LedgerMetadata) (client.Reader, error)
 }
 
 // Broker is the broker admin API the reload step uses;

@@ -87,7 +87,7 @@ func (p *Pipeline) checkObjects(ctx context.Context, dataKey, indexKey string, l
 
 // readDigests fills dg's windows from the bookies.
 func (p *Pipeline) readDigests(ctx context.Context, t Target, md *metadata.LedgerMetadata, dg *digests) (*digests, error) {
-	l, err := p.d.Bookies.Open(md)
+	l, err := p.d.Bookies.OpenReader(md)
 	if err != nil {
 		return nil, err
 	}
