@@ -73,6 +73,10 @@ rollback. --statefulset removes the highest ordinals first (bookie ids must be t
 pods' host names). A plan on a cluster that could not be read completely (a bookie
 named by ledgers but not registered, an agent that does not answer) is refused.
 
+A secured ZooKeeper: --zk names the secureClientPort with --zk-tls-ca (and --zk-tls-cert/
+--zk-tls-key when it requires client certificates); --zk-digest-file names a file holding
+user:password for digest authentication (never printed).
+
 --format helm prints the merged configuration as Helm values. Without --zk only the
 agents are read (merge). The exit code is 1 when a plan is not feasible or refused,
 or a gate has not passed.`,

@@ -98,6 +98,12 @@ in the format Pulsar's tiered-storage reader understands, and inspects the
 ledgers and managed ledgers it works on. It reads ledgers straight from the
 bookies and never fences them, so it is safe next to live brokers.
 
+A secured ZooKeeper: --zk names the secureClientPort with --zk-tls-ca (and
+--zk-tls-cert/--zk-tls-key when it requires client certificates);
+--zk-digest-file names a file holding user:password (never printed). Commands
+that read bookies take --bk-tls-ca/--bk-tls-cert/--bk-tls-key for bookies with
+TLS.
+
 Results go to stdout (--output json for machines); progress and logs go to
 stderr.`),
 		SilenceUsage:  true,
