@@ -11,6 +11,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/internal/connflags"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
@@ -117,5 +118,25 @@ func TestSecurityFlagErrors(t *testing.T) {
 		if strings.Contains(err.Error(), "justApassword") {
 			t.Errorf("%v: the digest file's content is in %q", tc.args, err)
 		}
+	}
+}
+
+// TestLedgerReadBookieTLSFlags: --bk-tls-ca reaches the bookie client:
+// bookies that do not speak TLS fail the read with the client's ErrTLS
+// within the read timeout, where the same read without the flag succeeds
+// (TestLedgerReadJSON). Reads over real TLS bookies are
+// test/compat's TestBookieTLS.
+func TestLedgerReadBookieTLSFlags(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "/cli-bktls/ledgers", 4343)
+	ca := testenv.NewCA(t, "bk-ca")
+	args := []string{"ledger", "read", "--zk", f.zkAddr, "--ledgers-root", f.root, "--ledger", "4343", "--verify-only", "--read-timeout", "2s"}
+	if _, _, err := run(t, args...); err != nil {
+		t.Fatalf("plain: %v", err)
+	}
+	took, err := runBounded(t, 30*time.Second, nil, append(args, "--bk-tls-ca", ca.CertFile)...)
+	t.Logf("TLS to plain bookies after %s: %v", took.Round(time.Millisecond), err)
+	if !errors.Is(err, client.ErrTLS) {
+		t.Fatalf("--bk-tls-ca to bookies without TLS: %v, want client.ErrTLS", err)
 	}
 }
