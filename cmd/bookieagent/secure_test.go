@@ -23,11 +23,7 @@ import (
 // password; a CA that did not sign the server fails at once, well before
 // the connect timeout, naming the reason and the CA flag's file.
 func TestClusterSecuredZooKeeper(t *testing.T) {
-	ca := testenv.NewCA(t, "zk-ca")
-	srv := ca.Issue(t, "zk", "localhost")
-	cli := ca.Issue(t, "tierkeeper", "tierkeeper")
-	z := testenv.StartZooKeeperWith(t, testenv.ZooKeeperOptions{TLS: &testenv.ZooKeeperTLS{CA: ca, Cert: srv, ClientAuth: "need"}})
-	_, port, _ := strings.Cut(z.SecureAddr, ":")
+	z := testenv.StartSecuredZooKeeper(t)
 	const secret = "zk-Secret-pw"
 	s := z.Session(t, tkzk.Options{Digest: "tk:" + secret})
 	only := gozk.DigestACL(gozk.PermAll, "tk", secret)
@@ -41,10 +37,10 @@ func TestClusterSecuredZooKeeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := func(caFile string) []string {
-		return []string{"cluster", "--zk", "localhost:" + port + "/ledgers", "--zk-connect-timeout", "30s", "--no-managed-ledgers", "--no-running-config",
-			"-o", "json", "--zk-tls-ca", caFile, "--zk-tls-cert", cli.CertFile, "--zk-tls-key", cli.KeyFile, "--zk-digest-file", digest}
+		return []string{"cluster", "--zk", z.TLSAddr + "/ledgers", "--zk-connect-timeout", "30s", "--no-managed-ledgers", "--no-running-config",
+			"-o", "json", "--zk-tls-ca", caFile, "--zk-tls-cert", z.Client.CertFile, "--zk-tls-key", z.Client.KeyFile, "--zk-digest-file", digest}
 	}
-	out, stderr, err := runCLI(t, nil, args(ca.CertFile)...)
+	out, stderr, err := runCLI(t, nil, args(z.CA.CertFile)...)
 	if err != nil || !strings.Contains(out, "bk-7.bookies:3181") || strings.Contains(out+stderr, secret) {
 		t.Fatalf("TLS + digest: %v\nstdout: %s\nstderr: %s", err, out, stderr)
 	}

@@ -38,11 +38,7 @@ func writeFile(t *testing.T, name, content string) string {
 // the connect timeout) naming the reason and the CA flag's file.
 func TestSecuredZooKeeperFlags(t *testing.T) {
 	t.Parallel()
-	ca := testenv.NewCA(t, "zk-ca")
-	srv := ca.Issue(t, "zk", "localhost")
-	cli := ca.Issue(t, "tierkeeper", "tierkeeper")
-	z := testenv.StartZooKeeperWith(t, testenv.ZooKeeperOptions{TLS: &testenv.ZooKeeperTLS{CA: ca, Cert: srv, ClientAuth: "need"}})
-	_, port, _ := strings.Cut(z.SecureAddr, ":")
+	z := testenv.StartSecuredZooKeeper(t)
 	const secret = "zk-Secret-pw"
 	s := z.Session(t, tkzk.Options{Digest: "tk:" + secret})
 	only := gozk.DigestACL(gozk.PermAll, "tk", secret)
@@ -62,16 +58,16 @@ func TestSecuredZooKeeperFlags(t *testing.T) {
 		}
 	}
 	digest := writeFile(t, "digest", "tk:"+secret+"\n")
-	zk := []string{"--zk", "localhost:" + port, "--zk-connect-timeout", "30s", "--zk-tls-cert", cli.CertFile, "--zk-tls-key", cli.KeyFile}
+	zk := []string{"--zk", z.TLSAddr, "--zk-connect-timeout", "30s", "--zk-tls-cert", z.Client.CertFile, "--zk-tls-key", z.Client.KeyFile}
 
-	out, stderr, err := run(t, append([]string{"topics", "-o", "json", "--log-level", "debug", "--zk-tls-ca", ca.CertFile, "--zk-digest-file", digest}, zk...)...)
+	out, stderr, err := run(t, append([]string{"topics", "-o", "json", "--log-level", "debug", "--zk-tls-ca", z.CA.CertFile, "--zk-digest-file", digest}, zk...)...)
 	if err != nil || !strings.Contains(out, "persistent://public/default/orders") {
 		t.Fatalf("TLS + digest: %v\nstdout: %s\nstderr: %s", err, out, stderr)
 	}
 	if strings.Contains(out+stderr, secret) {
 		t.Fatalf("the password is in the output:\n%s\n%s", out, stderr)
 	}
-	if _, _, err := run(t, append([]string{"topics", "--zk-tls-ca", ca.CertFile}, zk...)...); !errors.Is(err, gozk.ErrNoAuth) {
+	if _, _, err := run(t, append([]string{"topics", "--zk-tls-ca", z.CA.CertFile}, zk...)...); !errors.Is(err, gozk.ErrNoAuth) {
 		t.Fatalf("TLS without the digest: %v, want ZooKeeper's NoAuth", err)
 	}
 	other := testenv.NewCA(t, "other").CertFile
