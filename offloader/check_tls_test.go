@@ -19,21 +19,18 @@ import (
 // fails zookeeper-auth naming the wrong password, and no password appears
 // in any result.
 func TestCheckSecuredZooKeeper(t *testing.T) {
-	ca := testenv.NewCA(t, "zk-ca")
-	srv := ca.Issue(t, "zk", "localhost")
-	cli := ca.Issue(t, "tierkeeper", "tierkeeper")
-	z := testenv.StartZooKeeperWith(t, testenv.ZooKeeperOptions{TLS: &testenv.ZooKeeperTLS{CA: ca, Cert: srv, ClientAuth: "need"}})
-	_, port, _ := strings.Cut(z.SecureAddr, ":")
+	z := testenv.StartSecuredZooKeeper(t)
+	ca, cli := z.CA, z.Client
 	cfg := func(t *testing.T, caFile, digest string) *Config {
 		t.Helper()
 		doc := fmt.Sprintf(`zookeeper:
-  servers: localhost:%s
+  servers: %s
   connect_timeout: 20s
   digest: !env TK_ZK_DIGEST
   tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}
 leases: {root: /tierkeeper/leases}
 store: {type: fs, config: {dir: %q}}
-`, port, caFile, cli.CertFile, cli.KeyFile, t.TempDir())
+`, z.TLSAddr, caFile, cli.CertFile, cli.KeyFile, t.TempDir())
 		c, err := Parse([]byte(doc), ParseOptions{Getenv: env(map[string]string{"TK_ZK_DIGEST": digest})})
 		if err != nil {
 			t.Fatal(err)

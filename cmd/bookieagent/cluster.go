@@ -15,6 +15,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	"github.com/tierkeeper/tierkeeper/bookieagent/cluster"
+	"github.com/tierkeeper/tierkeeper/internal/connflags"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
@@ -25,6 +26,7 @@ type clusterOptions struct {
 	zk             string
 	zkConnect      time.Duration
 	zkSession      time.Duration
+	zkSecure       connflags.ZooKeeper
 	mlChroot       string
 	noML           bool
 	agents         []string
@@ -71,6 +73,10 @@ rollback. --statefulset removes the highest ordinals first (bookie ids must be t
 pods' host names). A plan on a cluster that could not be read completely (a bookie
 named by ledgers but not registered, an agent that does not answer) is refused.
 
+A secured ZooKeeper: --zk names the secureClientPort with --zk-tls-ca (and --zk-tls-cert/
+--zk-tls-key when it requires client certificates); --zk-digest-file names a file holding
+user:password for digest authentication (never printed).
+
 --format helm prints the merged configuration as Helm values. Without --zk only the
 agents are read (merge). The exit code is 1 when a plan is not feasible or refused,
 or a gate has not passed.`,
@@ -81,6 +87,7 @@ or a gate has not passed.`,
 	fs.StringVar(&o.zk, "zk", "", "ZooKeeper of the BookKeeper cluster: host:port[,host:port][/ledgers root] or a metadataServiceUri")
 	fs.DurationVar(&o.zkConnect, "zk-connect-timeout", 10*time.Second, "how long to wait for a ZooKeeper session")
 	fs.DurationVar(&o.zkSession, "zk-session-timeout", 30*time.Second, "ZooKeeper session timeout")
+	o.zkSecure.AddFlags(fs)
 	fs.StringVar(&o.mlChroot, "ml-chroot", "", "chroot of Pulsar's metadata store on the same ZooKeeper, if any")
 	fs.BoolVar(&o.noML, "no-managed-ledgers", false, "do not read Pulsar's managed ledgers (no offload figures)")
 	fs.StringSliceVar(&o.agents, "agents", nil, "bookie agent base URLs (http://host:9580), matched to bookies by host, or BOOKIE_ID=URL")
@@ -141,7 +148,7 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return fmt.Errorf("--zk: %w", err)
 		}
-		s, err := tkzk.Connect(ctx, servers, tkzk.Options{SessionTimeout: o.zkSession, ConnectTimeout: o.zkConnect})
+		s, err := o.zkSecure.Connect(ctx, servers, tkzk.Options{SessionTimeout: o.zkSession, ConnectTimeout: o.zkConnect})
 		if err != nil {
 			return err
 		}

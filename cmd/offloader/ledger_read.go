@@ -21,6 +21,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
+	"github.com/tierkeeper/tierkeeper/internal/connflags"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
@@ -29,6 +30,7 @@ import (
 
 type ledgerReadOptions struct {
 	zk          zkOptions
+	bk          connflags.BookKeeper
 	store       storeOptions
 	topic       string
 	uuid        string
@@ -82,6 +84,7 @@ the output is text.`),
 	}
 	f := cmd.Flags()
 	o.zk.addFlags(f)
+	o.bk.AddFlags(f)
 	f.Int64Var(&o.ledger, "ledger", -1, "ledger `id` (required)")
 	o.store.addFlags(f)
 	f.StringVar(&o.topic, "topic", "", "with --store: the `topic` the ledger belongs to (its metadata names the offload attempt)")
@@ -278,6 +281,10 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 
 // bkSource reads the ledger from the bookies.
 func (o *ledgerReadOptions) bkSource(ctx context.Context, g *globalOptions, log *slog.Logger) (*readSource, error) {
+	bkTLS, err := o.bk.Config()
+	if err != nil {
+		return nil, err
+	}
 	store, sess, err := o.zk.openStore(ctx, g, log)
 	if err != nil {
 		return nil, err
@@ -290,7 +297,7 @@ func (o *ledgerReadOptions) bkSource(ctx context.Context, g *globalOptions, log 
 		}
 		return nil, zkFailed(sess, err)
 	}
-	copts := client.Options{Resolver: store, ReadTimeout: o.readTimeout, Window: o.window, MaxFrameSize: o.maxFrame, Logger: log}
+	copts := client.Options{Resolver: store, TLS: bkTLS, ReadTimeout: o.readTimeout, Window: o.window, MaxFrameSize: o.maxFrame, Logger: log}
 	if o.digest != "" {
 		if copts.DigestType, err = digest.ParseType(o.digest); err != nil {
 			sess.Close()

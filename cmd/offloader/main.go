@@ -23,6 +23,7 @@ import (
 	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/tierkeeper/tierkeeper/internal/cli"
+	"github.com/tierkeeper/tierkeeper/internal/connflags"
 )
 
 // globalOptions are the flags every subcommand shares.
@@ -39,6 +40,8 @@ type globalOptions struct {
 	Output string
 	// LogLevel is debug, info, warn or error (logs go to stderr).
 	LogLevel string
+	// ZKSecure is TLS and digest authentication to ZooKeeper.
+	ZKSecure connflags.ZooKeeper
 }
 
 func (g *globalOptions) addFlags(cmd *cobra.Command) {
@@ -46,6 +49,7 @@ func (g *globalOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&g.ZK, "zk", "127.0.0.1:2181", "ZooKeeper `address` (host:port[,host:port][/root]) or metadata service URI")
 	f.DurationVar(&g.ZKSessionTimeout, "zk-session-timeout", 30*time.Second, "ZooKeeper session timeout")
 	f.DurationVar(&g.ZKConnectTimeout, "zk-connect-timeout", 10*time.Second, "how long to wait for a ZooKeeper session before giving up")
+	g.ZKSecure.AddFlags(f)
 	f.StringVarP(&g.Output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&g.LogLevel, "log-level", "warn", "log level for stderr: debug, info, warn, error")
 }
@@ -93,6 +97,12 @@ offloader copies closed BookKeeper ledgers of Pulsar topics to object storage
 in the format Pulsar's tiered-storage reader understands, and inspects the
 ledgers and managed ledgers it works on. It reads ledgers straight from the
 bookies and never fences them, so it is safe next to live brokers.
+
+A secured ZooKeeper: --zk names the secureClientPort with --zk-tls-ca (and
+--zk-tls-cert/--zk-tls-key when it requires client certificates);
+--zk-digest-file names a file holding user:password (never printed). Commands
+that read bookies take --bk-tls-ca/--bk-tls-cert/--bk-tls-key for bookies with
+TLS.
 
 Results go to stdout (--output json for machines); progress and logs go to
 stderr.`),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/internal/connflags"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
@@ -108,16 +109,20 @@ type envOptions struct {
 	ml       mlOptions
 	store    storeOptions
 	admin    adminOptions
-	needBK   bool // ledger metadata store and bookie client
+	bk       connflags.BookKeeper
+	needBK   bool // ledger metadata store and bookie client (set before addFlags)
 	needBlob bool
 }
 
 // addFlags adds the flags of ZooKeeper, the managed-ledger chroot, the
-// store and, with admin, the broker admin API.
+// store, bookie TLS (with needBK) and, with admin, the broker admin API.
 func (o *envOptions) addFlags(f *pflag.FlagSet, admin bool) {
 	o.zk.addFlags(f)
 	o.ml.addFlags(f)
 	o.store.addFlags(f)
+	if o.needBK {
+		o.bk.AddFlags(f)
+	}
 	if admin {
 		o.admin.addFlags(f)
 	}
@@ -141,6 +146,10 @@ func openEnv(cmd *cobra.Command, g *globalOptions, o *envOptions) (*env, error) 
 		e.storeCfg = cfg
 	}
 	admin, err := o.admin.client(log)
+	if err != nil {
+		return nil, err
+	}
+	bkTLS, err := o.bk.Config()
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +178,7 @@ func openEnv(cmd *cobra.Command, g *globalOptions, o *envOptions) (*env, error) 
 			e.close()
 			return nil, err
 		}
-		e.bk, err = client.New(client.Options{Resolver: e.ledgers, Logger: log})
+		e.bk, err = client.New(client.Options{Resolver: e.ledgers, TLS: bkTLS, Logger: log})
 		if err != nil {
 			e.close()
 			return nil, err

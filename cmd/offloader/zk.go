@@ -9,14 +9,14 @@ import (
 )
 
 // connectZK parses --zk and opens a session, waiting at most
-// --zk-connect-timeout. It returns the path after the servers (the ledgers
+// --zk-connect-timeout, with the --zk-tls* and --zk-digest-file settings. It returns the path after the servers (the ledgers
 // root or a chroot; "" when --zk names none).
 func (g *globalOptions) connectZK(ctx context.Context, log *slog.Logger) (*tkzk.Session, string, error) {
 	servers, path, err := tkzk.ParseServiceURI(g.ZK)
 	if err != nil {
 		return nil, "", fmt.Errorf("--zk: %w", err)
 	}
-	s, err := tkzk.Connect(ctx, servers, tkzk.Options{SessionTimeout: g.ZKSessionTimeout, ConnectTimeout: g.ZKConnectTimeout, Logger: log})
+	s, err := g.ZKSecure.Connect(ctx, servers, tkzk.Options{SessionTimeout: g.ZKSessionTimeout, ConnectTimeout: g.ZKConnectTimeout, Logger: log})
 	if err != nil {
 		return nil, "", err
 	}

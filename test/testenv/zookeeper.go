@@ -319,3 +319,26 @@ func CreatePath(t testing.TB, c *zk.Conn, p string, data []byte) {
 		}
 	}
 }
+
+// SecuredZooKeeper is a ZooKeeper whose secure client port requires client
+// certificates, with what a client needs to reach it.
+type SecuredZooKeeper struct {
+	*ZooKeeper
+	// CA signed the server's and Client's certificates.
+	CA     *CA
+	Client Cert
+	// TLSAddr is localhost:<secure port>: the name the server's
+	// certificate holds.
+	TLSAddr string
+}
+
+// StartSecuredZooKeeper starts a ZooKeeper with a TLS client port
+// (ssl.clientAuth=need) next to its plain one.
+func StartSecuredZooKeeper(t testing.TB) *SecuredZooKeeper {
+	t.Helper()
+	ca := NewCA(t, "zk-ca")
+	srv := ca.Issue(t, "zk", "localhost")
+	z := StartZooKeeperWith(t, ZooKeeperOptions{TLS: &ZooKeeperTLS{CA: ca, Cert: srv, ClientAuth: "need"}})
+	_, port, _ := strings.Cut(z.SecureAddr, ":")
+	return &SecuredZooKeeper{ZooKeeper: z, CA: ca, Client: ca.Issue(t, "tierkeeper", "tierkeeper"), TLSAddr: "localhost:" + port}
+}
