@@ -151,8 +151,18 @@ func TestJobFilesParse(t *testing.T) {
 func TestRunTiny(t *testing.T) {
 	fio := needFio(t)
 	dir := t.TempDir()
-	rows, err := Run(context.Background(), Options{Dir: dir, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
-		Repeat: 1, Fio: fio, AllowAnyFS: true}, []Case{{Workload: diskbench.WorkloadJournal, Writers: 1, BlockSize: 4096, SyncEvery: 1, FileSize: 4 * diskbench.MiB}})
+	run := func() ([]Row, error) {
+		return Run(context.Background(), Options{Dir: dir, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
+			Repeat: 1, Fio: fio, AllowAnyFS: true}, []Case{{Workload: diskbench.WorkloadJournal, Writers: 1, BlockSize: 4096, SyncEvery: 1, FileSize: 4 * diskbench.MiB}})
+	}
+	rows, err := run()
+	if err == nil && rows[0].Fio.SyncP99Ns <= 0 {
+		// Under load, fio's report of a 300 ms run has been seen without
+		// sync-latency percentiles once in a few dozen runs; a second run
+		// tells a missing parse from that.
+		t.Logf("fio reported no sync p99 (%+v); running again", rows[0].Fio)
+		rows, err = run()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
