@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestSimExploreBug2 explores the two-CLI shape of bug 2 (a topic with
+// TestSimExploreBug2 explores the two-CLI shape of the abandon bug (an undo that restored a replaced attempt; a topic with
 // one closed ledger, no replica, no broker offload) for
 // -sim.interleavings decisions and reports the first violation.
 func TestSimExploreBug2(t *testing.T) {

@@ -73,7 +73,7 @@ var fixedBugs = map[string]bool{
 	"bug3-lease-release-race":                       true, // the lease is released before the topic is free; writes fenced
 }
 
-// regressions are the runs that found bugs 1–3 on the code before their
+// regressions are the runs that found the three bugs (broker cleanup, abandon restore, lease release race) on the code before their
 // fixes (a seed, or a schedule replayed decision by decision), with the
 // invariant each broke. Until a bug is in fixedBugs its run must still
 // break that invariant (the simulator still finds the bug); once fixed it
@@ -95,7 +95,7 @@ var regressions = []struct {
 		"a job ends; the scheduler starts the next job of the topic; TryAcquire finds its own node (held); the late Release deletes it"},
 }
 
-// The seeds that found bugs 1–3 (TestSimLong from seed 1, cluster shapes
+// The seeds that found those three bugs (TestSimLong from seed 1, cluster shapes
 // by configFor).
 const (
 	bug1Seed = 128
@@ -103,7 +103,7 @@ const (
 	bug3Seed = 223
 )
 
-// bug2Schedule is the schedule that breaks bug 2 (42 decisions): two CLI
+// bug2Schedule is the schedule that breaks the abandon bug (42 decisions): two CLI
 // runs on a topic with one closed ledger. The random runs did not reach it
 // (it needs three orderings of about ten requests each and a failed copy);
 // it is replayed by the simulator as any shrunk schedule is.
