@@ -2,10 +2,8 @@ package bookieagent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/internal/httpjson"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -125,51 +124,44 @@ func diskGuardFrom(get func(string) (string, bool), margin float64, source strin
 	return g, nil
 }
 
+// ServerConfigPath is BookKeeper's HTTP admin endpoint of the running
+// configuration: a JSON object of every key the bookie was configured with
+// (ConfigurationService, AbstractConfiguration.asJson).
+const ServerConfigPath = "/api/v1/config/server_config"
+
 // maxServerConfigBytes bounds the bookie's configuration JSON.
 const maxServerConfigBytes = 8 << 20
 
 // FetchServerConfig reads the configuration a running bookie uses from its
-// HTTP admin server (BookKeeper's GET /api/v1/config/server_config, the
-// ServerConfiguration as a JSON object), bounded by timeout. Values are
-// returned as strings (lists joined by ",").
+// HTTP admin server (ServerConfigPath under base), bounded by timeout.
+// Values are returned as ServerConfigKeys gives them.
 func FetchServerConfig(ctx context.Context, client *http.Client, base string, timeout time.Duration) (map[string]string, error) {
-	u, err := url.Parse(strings.TrimSuffix(base, "/") + "/api/v1/config/server_config")
+	u, err := url.Parse(strings.TrimSuffix(base, "/") + ServerConfigPath)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("bookie HTTP address %q: want http://host:port", base)
+		return nil, fmt.Errorf("bookie HTTP address %q: want http://host:port", httpjson.RedactURL(base))
 	}
-	if client == nil {
-		client = http.DefaultClient
+	var raw map[string]any
+	_, err = httpjson.Get(ctx, u.String(), &raw, httpjson.Options{
+		Client: client, Timeout: timeout, MaxBytes: maxServerConfigBytes, What: "a bookie's configuration (a JSON object)"})
+	var se *httpjson.StatusError
+	if errors.As(err, &se) {
+		return nil, fmt.Errorf("%w (is the bookie's httpServerEnabled set?)", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s (waited up to %v for the bookie's configuration): %w", u.Redacted(), timeout, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxServerConfigBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u.Redacted(), err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s (is the bookie's httpServerEnabled set?)", u.Redacted(), resp.Status)
-	}
-	if len(b) > maxServerConfigBytes {
-		return nil, fmt.Errorf("GET %s: more than %d bytes", u.Redacted(), maxServerConfigBytes)
-	}
-	var raw map[string]any
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, fmt.Errorf("GET %s: not a JSON object: %w", u.Redacted(), err)
-	}
+	return ServerConfigKeys(raw), nil
+}
+
+// ServerConfigKeys turns the decoded server_config object into key → value
+// strings as bookkeeper.conf spells them: numbers without exponents, lists
+// joined by ",", null as "".
+func ServerConfigKeys(raw map[string]any) map[string]string {
 	out := make(map[string]string, len(raw))
 	for k, v := range raw {
 		out[k] = jsonValueString(v)
 	}
-	return out, nil
+	return out
 }
 
 func jsonValueString(v any) string {

@@ -2,8 +2,10 @@ package bookieagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -267,5 +269,22 @@ func TestDiskGuardFromRealBookie(t *testing.T) {
 	closed := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 	if _, err := FetchServerConfig(t.Context(), nil, closed, 2*time.Second); err == nil || !strings.Contains(err.Error(), "/api/v1/config/server_config") {
 		t.Errorf("no server: %v", err)
+	}
+}
+
+// TestServerConfigKeys: the running configuration's values are spelled as
+// bookkeeper.conf spells them, so the fleet view compares them with the
+// recommendation as text (a JSON number 1000000 is "1000000", not "1e+06").
+func TestServerConfigKeys(t *testing.T) {
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(`{"compactionRateByBytes":1000000,"diskUsageThreshold":0.95,
+		"ledgerDirectories":["/a","/b"],"journalDirectory":"/j","unset":null,"isThrottleByBytes":true}`), &raw); err != nil {
+		t.Fatal(err)
+	}
+	got := ServerConfigKeys(raw)
+	want := map[string]string{"compactionRateByBytes": "1000000", "diskUsageThreshold": "0.95",
+		"ledgerDirectories": "/a,/b", "journalDirectory": "/j", "unset": "", "isThrottleByBytes": "true"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }

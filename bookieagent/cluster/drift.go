@@ -14,11 +14,6 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/httpjson"
 )
 
-// serverConfigPath is BookKeeper's HTTP admin endpoint of the running
-// configuration: a JSON object of every key the bookie was configured
-// with, values as strings (ConfigurationService, AbstractConfiguration.asJson).
-const serverConfigPath = "/api/v1/config/server_config"
-
 // RunningConfig is the configuration a bookie runs with.
 type RunningConfig struct {
 	// Source is where the keys came from: the bookie's server_config URL,
@@ -50,11 +45,11 @@ func readRunningConfigs(ctx context.Context, o Options, v *View) {
 			if addr == "" {
 				addr = net.JoinHostPort(hostOf(b.ID), strconv.Itoa(o.BookieHTTPPort))
 			}
-			u := "http://" + addr + serverConfigPath
+			u := "http://" + addr + bookieagent.ServerConfigPath
 			var keys map[string]any
 			err := getJSON(ctx, o, ErrBookieHTTP, u, &keys, false)
 			if err == nil {
-				rc.Source, rc.Keys = httpjson.RedactURL(u), stringKeys(keys)
+				rc.Source, rc.Keys = httpjson.RedactURL(u), bookieagent.ServerConfigKeys(keys)
 				b.Config = rc
 				return
 			}
@@ -75,20 +70,6 @@ func readRunningConfigs(ctx context.Context, o Options, v *View) {
 		}()
 	}
 	wg.Wait()
-}
-
-func stringKeys(m map[string]any) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		switch x := v.(type) {
-		case string:
-			out[k] = x
-		case nil:
-		default:
-			out[k] = fmt.Sprint(x)
-		}
-	}
-	return out
 }
 
 // driftKeys are the bookkeeper.conf keys compared when no recommendation
