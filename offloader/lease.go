@@ -267,3 +267,39 @@ func NewTopicLeases(sess *tzk.Session, root, id string, log *slog.Logger) *Topic
 func (t *TopicLeases) Close() { t.close() }
 
 var _ scheduler.Leases = (*zkLeases)(nil)
+
+// Break ends the lease of ml held by holder (the id TryAcquire named) when
+// the caller knows that holder can write no more (a killed process of this
+// host: its ZooKeeper session outlives it by up to the session timeout). It
+// deletes the owner node in one multi with a check of the epoch read
+// before it, so a lease taken meanwhile by anyone is never deleted; and a
+// holder that could still write is fenced out anyway, as every generation
+// after it bumps the epoch. It returns whether it deleted the node.
+func (t *TopicLeases) Break(ctx context.Context, ml, holder string) (bool, error) {
+	owner, epoch := t.path(ml), t.epochPath(ml)
+	_, est, err := tzk.Get(ctx, t.sess, epoch)
+	if err != nil {
+		return false, fmt.Errorf("lease epoch %s: %w", epoch, err)
+	}
+	data, st, err := tzk.Get(ctx, t.sess, owner)
+	if errors.Is(err, gozk.ErrNoNode) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("lease %s: %w", owner, err)
+	}
+	if string(data) != holder || st.Version != ownerVersion {
+		return false, nil
+	}
+	_, err = tzk.Multi(ctx, t.sess,
+		&gozk.CheckVersionRequest{Path: epoch, Version: est.Version},
+		&gozk.DeleteRequest{Path: owner, Version: ownerVersion})
+	switch {
+	case err == nil:
+		t.log.Warn("lease broken", "ml", ml, "holder", holder)
+		return true, nil
+	case errors.Is(err, gozk.ErrBadVersion), errors.Is(err, gozk.ErrNoNode):
+		return false, nil
+	}
+	return false, fmt.Errorf("break lease %s: %w", owner, err)
+}

@@ -237,3 +237,46 @@ func TestLeaseFencesWrites(t *testing.T) {
 		t.Fatalf("topic leased by an old-layout replica: lease %v holder %q err %v", g, holder, err)
 	}
 }
+
+// TestLeaseBreak: a lease whose holder is known dead is broken only while
+// that holder's generation is the lease (the owner names it and no one has
+// acquired since), and the broken generation's fenced writes fail.
+func TestLeaseBreak(t *testing.T) {
+	peers(t)
+	const root = "/tierkeeper/break-leases"
+	const ml = "acme/break/persistent/t"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	dead := peer.ZK.Session(t, tzk.Options{SessionTimeout: 10 * time.Second})
+	other := peer.ZK.Session(t, tzk.Options{SessionTimeout: 10 * time.Second})
+	ld := NewTopicLeases(dead, root, "dead-run", log)
+	defer ld.Close()
+	lo := NewTopicLeases(other, root, "rerun", log)
+	defer lo.Close()
+	g, _, err := ld.TryAcquire(ctx, ml)
+	if err != nil || g == nil {
+		t.Fatalf("acquire: %v %v", g, err)
+	}
+	if broke, err := lo.Break(ctx, ml, "someone-else"); err != nil || broke {
+		t.Fatalf("break naming another holder: %v %v, want false", broke, err)
+	}
+	if g2, holder, err := lo.TryAcquire(ctx, ml); err != nil || g2 != nil || holder != "dead-run" {
+		t.Fatalf("acquire while held: %v %q %v", g2, holder, err)
+	}
+	if broke, err := lo.Break(ctx, ml, "dead-run"); err != nil || !broke {
+		t.Fatalf("break: %v %v, want true", broke, err)
+	}
+	g2, _, err := lo.TryAcquire(ctx, ml)
+	if err != nil || g2 == nil {
+		t.Fatalf("acquire after break: %v %v", g2, err)
+	}
+	// The broken generation writes nothing; the new one's lease stays.
+	if _, err := tzk.SetFenced(g.Fence(ctx), dead, root+"/epochs/"+mlmeta.EncodeName(ml), nil, -1, true); !errors.Is(err, tzk.ErrFenced) {
+		t.Fatalf("write of the broken generation: %v, want ErrFenced", err)
+	}
+	if broke, err := lo.Break(ctx, ml, "dead-run"); err != nil || broke {
+		t.Fatalf("break after a new acquisition: %v %v, want false", broke, err)
+	}
+	g2.Release(ctx)
+}

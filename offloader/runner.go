@@ -93,7 +93,7 @@ func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.O
 		why, err = r.guard.Refused(ctx, j.ML)
 		switch {
 		case err != nil:
-			err = fmt.Errorf("cannot tell whether the broker offloads the topic itself (nothing written): %w", err)
+			err = fmt.Errorf("cannot tell whether the broker offloads the topic itself (nothing was changed): %w", err)
 		case why != "":
 			err = fmt.Errorf("%w: %s", ErrBrokerOffloads, why)
 		}

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -75,6 +77,9 @@ service's replicas take (--lease-root, the service's leases.root), so this
 command and the service never write one topic at once: a topic leased by a
 replica fails here with the holder named (run again later), and every write
 is fenced by the lease (a run whose ZooKeeper session is lost cannot write).
+The lease of a killed run of this command on the same host (default
+--lease-id, its process gone) is taken over at once instead of waiting for
+ZooKeeper to expire its session.
 
 It is safe to stop (or kill) at any moment and to run again: the next run
 continues from what the metadata records. Without --admin-url a broker that
@@ -245,10 +250,10 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	for _, ml := range names {
 		why, err := guard.Refused(ctx, ml)
 		if err != nil {
-			return fmt.Errorf("%s: cannot tell whether the broker offloads the topic itself (nothing written): %w", ml, err)
+			return fmt.Errorf("%s: cannot tell whether the broker offloads the topic itself (nothing was changed): %w", ml, err)
 		}
 		if why != "" {
-			return fmt.Errorf("%s: %w: %s; nothing written", ml, offloader.ErrBrokerOffloads, why)
+			return fmt.Errorf("%s: %w: %s; nothing was changed", ml, offloader.ErrBrokerOffloads, why)
 		}
 	}
 	// Which ledgers of each managed ledger, and the bytes to copy.
@@ -305,7 +310,7 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 		id := o.leaseID
 		if id == "" {
 			host, _ := os.Hostname()
-			id = fmt.Sprintf("offload-cli@%s:%d", host, os.Getpid())
+			id = cliLeaseID(host, os.Getpid())
 		}
 		leases = offloader.NewTopicLeases(e.zk, o.leaseRoot, id, log)
 		defer leases.Close()
@@ -365,6 +370,15 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 // fails every ledger with the holder named.
 func runLeased(ctx context.Context, leases *offloader.TopicLeases, p *pipeline.Pipeline, ml string, ids []int64) (*pipeline.TopicResult, error) {
 	g, holder, err := leases.TryAcquire(ctx, ml)
+	if err == nil && g == nil && deadLocalRun(holder) {
+		// A killed run of this command on this host: its session lives on
+		// for up to the session timeout, but it can write no more.
+		if broke, berr := leases.Break(ctx, ml, holder); berr != nil {
+			err = berr
+		} else if broke {
+			g, holder, err = leases.TryAcquire(ctx, ml)
+		}
+	}
 	if err == nil && g == nil {
 		err = fmt.Errorf("%w: %s is leased by %s (the offload service works on it); try again later", errTopicLeased, ml, holder)
 	}
@@ -392,6 +406,27 @@ func runLeased(ctx context.Context, leases *offloader.TopicLeases, p *pipeline.P
 		}
 	}()
 	return p.RunTopic(jctx, ml, ids)
+}
+
+// cliLeaseID is the default holder id of this command's leases.
+func cliLeaseID(host string, pid int) string { return fmt.Sprintf("offload-cli@%s:%d", host, pid) }
+
+// deadLocalRun says whether holder is the default lease id of a run of
+// this command on this host whose process is gone.
+func deadLocalRun(holder string) bool {
+	host, err := os.Hostname()
+	if err != nil {
+		return false
+	}
+	rest, ok := strings.CutPrefix(holder, "offload-cli@"+host+":")
+	if !ok {
+		return false
+	}
+	pid, err := strconv.Atoi(rest)
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 // errTopicLeased: another holder has the topic's lease.

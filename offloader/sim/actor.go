@@ -421,7 +421,7 @@ func guarded(ctx context.Context, g *offloader.TopicGuard, ml string) error {
 	why, err := g.Refused(ctx, ml)
 	switch {
 	case err != nil:
-		return fmt.Errorf("cannot tell whether the broker offloads the topic itself (nothing written): %w", err)
+		return fmt.Errorf("cannot tell whether the broker offloads the topic itself (nothing was changed): %w", err)
 	case why != "":
 		return fmt.Errorf("%w: %s", offloader.ErrBrokerOffloads, why)
 	}
