@@ -275,13 +275,13 @@ var _ scheduler.Leases = (*zkLeases)(nil)
 // before it, so a lease taken meanwhile by anyone is never deleted; and a
 // holder that could still write is fenced out anyway, as every generation
 // after it bumps the epoch. It returns whether it deleted the node.
-func (t *TopicLeases) Break(ctx context.Context, ml, holder string) (bool, error) {
-	owner, epoch := t.path(ml), t.epochPath(ml)
-	_, est, err := tzk.Get(ctx, t.sess, epoch)
+func (l *zkLeases) Break(ctx context.Context, ml, holder string) (bool, error) {
+	owner, epoch := l.path(ml), l.epochPath(ml)
+	_, est, err := tzk.Get(ctx, l.sess, epoch)
 	if err != nil {
 		return false, fmt.Errorf("lease epoch %s: %w", epoch, err)
 	}
-	data, st, err := tzk.Get(ctx, t.sess, owner)
+	data, st, err := tzk.Get(ctx, l.sess, owner)
 	if errors.Is(err, gozk.ErrNoNode) {
 		return false, nil
 	}
@@ -291,12 +291,12 @@ func (t *TopicLeases) Break(ctx context.Context, ml, holder string) (bool, error
 	if string(data) != holder || st.Version != ownerVersion {
 		return false, nil
 	}
-	_, err = tzk.Multi(ctx, t.sess,
+	_, err = tzk.Multi(ctx, l.sess,
 		&gozk.CheckVersionRequest{Path: epoch, Version: est.Version},
 		&gozk.DeleteRequest{Path: owner, Version: ownerVersion})
 	switch {
 	case err == nil:
-		t.log.Warn("lease broken", "ml", ml, "holder", holder)
+		l.log.Warn("lease broken", "ml", ml, "holder", holder)
 		return true, nil
 	case errors.Is(err, gozk.ErrBadVersion), errors.Is(err, gozk.ErrNoNode):
 		return false, nil

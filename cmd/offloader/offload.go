@@ -364,48 +364,25 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	return nil
 }
 
-// runLeased runs the pipeline on ledgers ids of ml under a fresh
-// generation of ml's lease (its writes fenced by it), cancelled when the
-// leases are lost, and releases the lease. A topic leased by someone else
-// fails every ledger with the holder named.
+// runLeased runs the pipeline on ledgers ids of ml under the topic's lease
+// (offloader.RunLeased), taking over the lease of a killed run of this
+// command on this host. A topic leased by someone else fails every ledger
+// with the holder named.
 func runLeased(ctx context.Context, leases *offloader.TopicLeases, p *pipeline.Pipeline, ml string, ids []int64) (*pipeline.TopicResult, error) {
-	g, holder, err := leases.TryAcquire(ctx, ml)
-	if err == nil && g == nil && deadLocalRun(holder) {
-		// A killed run of this command on this host: its session lives on
-		// for up to the session timeout, but it can write no more.
-		if broke, berr := leases.Break(ctx, ml, holder); berr != nil {
-			err = berr
-		} else if broke {
-			g, holder, err = leases.TryAcquire(ctx, ml)
-		}
-	}
-	if err == nil && g == nil {
-		err = fmt.Errorf("%w: %s is leased by %s (the offload service works on it); try again later", errTopicLeased, ml, holder)
-	}
-	if err != nil {
-		tr := &pipeline.TopicResult{ML: ml}
-		for _, id := range ids {
-			t := pipeline.Target{ML: ml, LedgerID: id}
-			tr.Ledgers = append(tr.Ledgers, &pipeline.LedgerResult{Target: t, Outcome: pipeline.OutcomeFailed,
-				Err: &pipeline.StepError{Target: t, Step: pipeline.StepSelect, Err: err}})
-		}
+	tr, holder, err := offloader.RunLeased(ctx, leases, p, ml, ids, deadLocalRun)
+	if tr != nil {
 		return tr, err
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		g.Release(rctx)
-	}()
-	jctx, cancel := context.WithCancel(g.Fence(ctx))
-	defer cancel()
-	go func() {
-		select {
-		case <-leases.Lost():
-			cancel()
-		case <-jctx.Done():
-		}
-	}()
-	return p.RunTopic(jctx, ml, ids)
+	if err == nil {
+		err = fmt.Errorf("%w: %s is leased by %s (the offload service works on it); try again later", errTopicLeased, ml, holder)
+	}
+	tr = &pipeline.TopicResult{ML: ml}
+	for _, id := range ids {
+		t := pipeline.Target{ML: ml, LedgerID: id}
+		tr.Ledgers = append(tr.Ledgers, &pipeline.LedgerResult{Target: t, Outcome: pipeline.OutcomeFailed,
+			Err: &pipeline.StepError{Target: t, Step: pipeline.StepSelect, Err: err}})
+	}
+	return tr, err
 }
 
 // cliLeaseID is the default holder id of this command's leases.

@@ -304,35 +304,18 @@ func (w *World) startCLI(name string) {
 	}()
 }
 
-// runLeased runs the pipeline as `offloader offload` does: under a fresh
-// generation of the topic's lease (the service's), its writes fenced by
-// it, cancelled when the leases are lost; a topic leased elsewhere is not
-// touched.
+// runLeased runs the pipeline as `offloader offload` does
+// (offloader.RunLeased): under a fresh generation of the topic's lease,
+// its writes fenced by it, cancelled when the leases are lost; a topic
+// leased elsewhere is not touched.
 func runLeased(ctx context.Context, sess *session, id string, p *pipeline.Pipeline, ids []int64) (*pipeline.TopicResult, error) {
 	leases, stop := offloader.NewLeases(sess, LeaseRoot, id, slog.New(slog.DiscardHandler))
 	defer stop()
-	g, holder, err := leases.TryAcquire(ctx, Topic)
-	if err == nil && g == nil {
+	tr, holder, err := offloader.RunLeased(ctx, leases, p, Topic, ids, nil)
+	if err == nil && tr == nil {
 		err = fmt.Errorf("leased by %s", holder)
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		g.Release(rctx)
-	}()
-	jctx, cancel := context.WithCancel(g.Fence(ctx))
-	defer cancel()
-	go func() {
-		select {
-		case <-leases.Lost():
-			cancel()
-		case <-jctx.Done():
-		}
-	}()
-	return p.RunTopic(jctx, Topic, ids)
+	return tr, err
 }
 
 func summary(tr *pipeline.TopicResult, err error) string {
