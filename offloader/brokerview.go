@@ -104,6 +104,20 @@ func NewTopicGuard(conn tzk.Reader, ml *mlmeta.Store, admin *brokeradmin.Client,
 	return &TopicGuard{conn: conn, ml: ml, chroot: chroot, view: newBrokerViewWith(admin, fallback, log)}
 }
 
+// Check is Refused as an error: nil when ml may be written; else one that
+// wraps ErrBrokerOffloads (the topic is the broker's) or the read failure
+// (it cannot be told). Either way nothing may be written.
+func (g *TopicGuard) Check(ctx context.Context, ml string) error {
+	why, err := g.Refused(ctx, ml)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot tell whether the broker offloads the topic itself (nothing was changed): %w", err)
+	case why != "":
+		return fmt.Errorf("%w: %s; nothing was changed", ErrBrokerOffloads, why)
+	}
+	return nil
+}
+
 // Refused returns why managed ledger ml is left to the broker's own
 // offloader, "" when it is not; an error when something could not be
 // read (then nothing may be written either).

@@ -89,14 +89,7 @@ func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.O
 		// read BookKeeper again) is not held back: it takes the ledger from
 		// no offloader, and leaving it would let the broker's deletion lag
 		// remove the last copy.
-		var why string
-		why, err = r.guard.Refused(ctx, j.ML)
-		switch {
-		case err != nil:
-			err = fmt.Errorf("cannot tell whether the broker offloads the topic itself (nothing was changed): %w", err)
-		case why != "":
-			err = fmt.Errorf("%w: %s", ErrBrokerOffloads, why)
-		}
+		err = r.guard.Check(ctx, j.ML)
 		step = string(pipeline.StepSelect)
 	}
 	if err != nil {

@@ -248,12 +248,8 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	guard := offloader.NewTopicGuard(e.zk, e.ml, e.admin, o.env.ml.chroot,
 		policy.BrokerSettings{ThresholdBytes: -1, ThresholdSeconds: -1, Source: "not read: no --admin-url"}, log)
 	for _, ml := range names {
-		why, err := guard.Refused(ctx, ml)
-		if err != nil {
-			return fmt.Errorf("%s: cannot tell whether the broker offloads the topic itself (nothing was changed): %w", ml, err)
-		}
-		if why != "" {
-			return fmt.Errorf("%s: %w: %s; nothing was changed", ml, offloader.ErrBrokerOffloads, why)
+		if err := guard.Check(ctx, ml); err != nil {
+			return fmt.Errorf("%s: %w", ml, err)
 		}
 	}
 	// Which ledgers of each managed ledger, and the bytes to copy.

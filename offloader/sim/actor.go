@@ -287,7 +287,7 @@ func (w *World) startCLI(name string) {
 		defer cancel()
 		p, ml := w.pipelineFor(a, sess, true)
 		var tr *pipeline.TopicResult
-		err := guarded(ctx, guardFor(sess, ml), Topic)
+		err := guardFor(sess, ml).Check(ctx, Topic)
 		if err == nil {
 			tr, err = runLeased(ctx, sess, a.name, p, ids)
 		}
@@ -371,7 +371,7 @@ type runner struct {
 }
 
 func (r *runner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
-	if err := guarded(ctx, r.guard, j.ML); err != nil {
+	if err := r.guard.Check(ctx, j.ML); err != nil {
 		out := make([]scheduler.Outcome, 0, len(j.Ledgers))
 		for _, id := range j.Ledgers {
 			out = append(out, scheduler.Outcome{LedgerID: id, Err: err, Step: string(pipeline.StepSelect)})
@@ -396,19 +396,6 @@ func (r *runner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
 		out = append(out, o)
 	}
 	return out
-}
-
-// guarded is the topic guard's verdict as an error (nil: the topic may be
-// written).
-func guarded(ctx context.Context, g *offloader.TopicGuard, ml string) error {
-	why, err := g.Refused(ctx, ml)
-	switch {
-	case err != nil:
-		return fmt.Errorf("cannot tell whether the broker offloads the topic itself (nothing was changed): %w", err)
-	case why != "":
-		return fmt.Errorf("%w: %s", offloader.ErrBrokerOffloads, why)
-	}
-	return nil
 }
 
 // guardFor is the topic guard of a replica or CLI run on sess: namespace
