@@ -41,7 +41,7 @@ TEST_FLAGS   ?= -count=1 -timeout 25m
 # fast with -race (each adds seconds, not minutes, on 2 cores). Empty
 # RACE_PKGS turns it off.
 RACE_PKGS    ?= ./internal/retry ./internal/metrics ./internal/zk ./bookkeeper/wire ./bookkeeper/client \
-                ./bookkeeper/metadata ./offloader/mlmeta ./offloader/status ./offloader/blob ./offloader/blob/fs \
+                ./bookkeeper/metadata ./pulsar/mledger ./pulsar/mledger/status ./offloader/blob ./offloader/blob/fs \
                 ./offloader/format/upload ./offloader/discovery
 
 .PHONY: all build test lint fmt vet demo bench compat deps deps-apt proto clean

@@ -11,8 +11,8 @@ import (
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // brokerView reads what makes the brokers offload topics by themselves
@@ -90,7 +90,7 @@ var ErrBrokerOffloads = errors.New("left to the broker's own offloader")
 // admin calls by the client's timeout).
 type TopicGuard struct {
 	conn   tzk.Reader
-	ml     *mlmeta.Store
+	ml     *mledger.Store
 	chroot string
 	view   *brokerView
 }
@@ -100,7 +100,7 @@ type TopicGuard struct {
 // thresholds are taken as fallback says (the service: the configured
 // broker_threshold_*; the offload command: off) and topic policies are
 // not read (only the broker reads them, from a system topic).
-func NewTopicGuard(conn tzk.Reader, ml *mlmeta.Store, admin *brokeradmin.Client, chroot string, fallback policy.BrokerSettings, log *slog.Logger) *TopicGuard {
+func NewTopicGuard(conn tzk.Reader, ml *mledger.Store, admin *brokeradmin.Client, chroot string, fallback policy.BrokerSettings, log *slog.Logger) *TopicGuard {
 	return &TopicGuard{conn: conn, ml: ml, chroot: chroot, view: newBrokerViewWith(admin, fallback, log)}
 }
 

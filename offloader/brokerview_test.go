@@ -10,8 +10,8 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // fakeAdmin answers the broker admin calls of the broker view (fault
@@ -59,7 +59,7 @@ func (f *fakeAdmin) n() int {
 }
 
 func viewTopic(t *testing.T, name string) policy.Topic {
-	tn, err := mlmeta.ParseTopic(name)
+	tn, err := mledger.ParseTopic(name)
 	if err != nil {
 		t.Fatal(err)
 	}

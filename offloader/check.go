@@ -19,8 +19,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pressure"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // CheckResult is the outcome of one reachability check.
@@ -191,11 +191,11 @@ func checkZK(ctx context.Context, c *Config, o CheckOptions) (*tzk.Session, []Ch
 		})
 		out = append(out, la)
 	}
-	ml := CheckResult{Name: "managed-ledgers", Target: c.ZooKeeper.MLChroot + mlmeta.Root}
+	ml := CheckResult{Name: "managed-ledgers", Target: c.ZooKeeper.MLChroot + mledger.Root}
 	timed(&ml, func() (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, c.ZooKeeper.ConnectTimeout.D())
 		defer cancel()
-		st := mlmeta.New(conn, &mlmeta.Options{Chroot: c.ZooKeeper.MLChroot})
+		st := mledger.New(conn, &mledger.Options{Chroot: c.ZooKeeper.MLChroot})
 		nss, err := st.ListNamespaces(cctx)
 		if err != nil {
 			return "", zkCheckError(fmt.Errorf("list namespaces (waited up to %s): %w", c.ZooKeeper.ConnectTimeout, err))

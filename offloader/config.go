@@ -158,7 +158,7 @@ func (t BookKeeperTLS) Files() tlsfiles.Files {
 }
 
 // Driver is the tiered-storage location recorded in the managed-ledger
-// metadata for stock brokers (mlmeta.Driver). Empty fields are derived
+// metadata for stock brokers (mledger.Driver). Empty fields are derived
 // from the store (docs/brokers.md gives the broker-side recipe).
 type Driver struct {
 	// Name is the broker's managedLedgerOffloadDriver (aws-s3, S3,

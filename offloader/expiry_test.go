@@ -18,9 +18,9 @@ import (
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -240,11 +240,11 @@ policy:
 		return r
 	}
 	sess := peer.ZK.Session(t, tzk.Options{})
-	ml := mlmeta.New(sess, nil)
+	ml := mledger.New(sess, nil)
 	offloaded := func(name string) bool {
 		states := ledgerStates(t, sess, name)
 		for _, s := range states[:len(states)-1] {
-			if s != mlmeta.StateOffloaded {
+			if s != mledger.StateOffloaded {
 				return false
 			}
 		}
@@ -257,7 +257,7 @@ policy:
 		}
 		for _, li := range snap.Info.GetLedgerInfo() {
 			if li.GetLedgerId() == id {
-				u, _ := mlmeta.AttemptUUID(li.GetOffloadContext())
+				u, _ := mledger.AttemptUUID(li.GetOffloadContext())
 				return u, li.GetOffloadContext().GetComplete()
 			}
 		}
@@ -279,7 +279,7 @@ policy:
 		slices.Sort(keys)
 		return keys
 	}
-	leasePath := func(name string) string { return leaseRoot + "/" + mlmeta.EncodeName(name) }
+	leasePath := func(name string) string { return leaseRoot + "/" + mledger.EncodeName(name) }
 	// watchGone returns a channel closed when the znode at p is deleted.
 	watchGone := func(p string) <-chan time.Time {
 		ok, _, ev, err := sess.ExistsW(p)

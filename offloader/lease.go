@@ -12,8 +12,8 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // zkLeases are per-topic leases, fenced. Per managed ledger (its name
@@ -119,10 +119,10 @@ func (l *zkLeases) close() {
 	}
 }
 
-func (l *zkLeases) path(ml string) string { return l.root + "/" + mlmeta.EncodeName(ml) }
+func (l *zkLeases) path(ml string) string { return l.root + "/" + mledger.EncodeName(ml) }
 
 func (l *zkLeases) epochPath(ml string) string {
-	return l.root + "/" + epochsDir + "/" + mlmeta.EncodeName(ml)
+	return l.root + "/" + epochsDir + "/" + mledger.EncodeName(ml)
 }
 
 // epochsDir holds the epoch nodes under the lease root.

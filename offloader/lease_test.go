@@ -13,10 +13,10 @@ import (
 	"github.com/google/uuid"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -138,7 +138,7 @@ func TestLeaseFencesWrites(t *testing.T) {
 	if err := mltest.NewCreator(live.Conn).CreateML(ml, mltest.Info(mltest.Closed(1, 2, 100, time.Now())...)); err != nil {
 		t.Fatal(err)
 	}
-	store := mlmeta.New(live, &mlmeta.Options{RequireFence: true})
+	store := mledger.New(live, &mledger.Options{RequireFence: true})
 	version := func() int32 {
 		s, err := store.Get(ctx, ml)
 		if err != nil {
@@ -147,11 +147,11 @@ func TestLeaseFencesWrites(t *testing.T) {
 		return s.Version
 	}
 	write := func(ctx context.Context) error {
-		e, err := mlmeta.PrepareEdit(1, uuid.New(), mlmeta.Driver{Name: "aws-s3", Bucket: "b"})
+		e, err := mledger.PrepareEdit(1, uuid.New(), mledger.Driver{Name: "aws-s3", Bucket: "b"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = store.UpdateOffloadContexts(ctx, ml, []mlmeta.Edit{e})
+		_, err = store.UpdateOffloadContexts(ctx, ml, []mledger.Edit{e})
 		return err
 	}
 
@@ -272,7 +272,7 @@ func TestLeaseBreak(t *testing.T) {
 		t.Fatalf("acquire after break: %v %v", g2, err)
 	}
 	// The broken generation writes nothing; the new one's lease stays.
-	if _, err := tzk.SetFenced(g.Fence(ctx), dead, root+"/epochs/"+mlmeta.EncodeName(ml), nil, -1, true); !errors.Is(err, tzk.ErrFenced) {
+	if _, err := tzk.SetFenced(g.Fence(ctx), dead, root+"/epochs/"+mledger.EncodeName(ml), nil, -1, true); !errors.Is(err, tzk.ErrFenced) {
 		t.Fatalf("write of the broken generation: %v, want ErrFenced", err)
 	}
 	if broke, err := lo.Break(ctx, ml, "dead-run"); err != nil || broke {

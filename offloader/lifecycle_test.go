@@ -15,7 +15,7 @@ import (
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -63,7 +63,7 @@ policy:
 		return err == nil && strings.Contains(string(b), what)
 	}
 	sess := peer.ZK.Session(t, tzk.Options{})
-	states := func() []mlmeta.LedgerState { return ledgerStates(t, sess, ml) }
+	states := func() []mledger.LedgerState { return ledgerStates(t, sess, ml) }
 
 	p := start("run-1")
 	until(t, "a copy in flight", time.Minute, func() bool { return logHas(p, `msg="copy started"`) })
@@ -101,17 +101,17 @@ policy:
 	// The copy's failure abandons the attempt (its prepare undone when it
 	// can be, else left prepared for the next run to replace): brokers
 	// still read BookKeeper either way.
-	if st[0] != mlmeta.StateBookKeeper && st[0] != mlmeta.StateOffloading {
+	if st[0] != mledger.StateBookKeeper && st[0] != mledger.StateOffloading {
 		t.Errorf("first ledger %s after SIGTERM mid-copy, want bookkeeper (attempt abandoned) or offloading (prepared)", st[0])
 	}
-	if st[1] == mlmeta.StateOffloaded || st[1] == mlmeta.StateOffloading {
+	if st[1] == mledger.StateOffloaded || st[1] == mledger.StateOffloading {
 		t.Errorf("second ledger %s: work was taken after SIGTERM (ledgers_in_flight 1)", st[1])
 	}
 
 	p2 := start("run-2")
 	until(t, "every closed ledger offloaded after the restart", 2*time.Minute, func() bool {
 		s := states()
-		return s[0] == mlmeta.StateOffloaded && s[1] == mlmeta.StateOffloaded
+		return s[0] == mledger.StateOffloaded && s[1] == mledger.StateOffloaded
 	})
 	p2.Stop()
 	peer.PulsarReadsAll(t, s3, bucket, ml, written)

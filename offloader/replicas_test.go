@@ -15,8 +15,8 @@ import (
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -128,7 +128,7 @@ policy:
 		start(r)
 	}
 	sess := peer.ZK.Session(t, tzk.Options{})
-	store := mlmeta.New(sess, nil)
+	store := mledger.New(sess, nil)
 	pending := func() int {
 		n := 0
 		for _, ml := range mls {
@@ -136,8 +136,8 @@ policy:
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range mlmeta.States(snap.Info) {
-				if s == mlmeta.StateBookKeeper || s == mlmeta.StateOffloading {
+			for _, s := range mledger.States(snap.Info) {
+				if s == mledger.StateBookKeeper || s == mledger.StateOffloading {
 					n++
 				}
 			}

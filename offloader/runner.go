@@ -16,11 +16,11 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // pipelineRunner runs scheduler jobs on pipelines, one per distinct
@@ -44,8 +44,8 @@ type pipelineRunner struct {
 	pipes map[policy.Settings]*pipeline.Pipeline
 }
 
-func newPipelineRunner(ml *mlmeta.Store, ledgers *metadata.Store, bk *bkclient.Client, store blob.Store,
-	broker *brokeradmin.Client, pool *format.Pool, obs pipeline.Observer, drv mlmeta.Driver, c *Config,
+func newPipelineRunner(ml *mledger.Store, ledgers *metadata.Store, bk *bkclient.Client, store blob.Store,
+	broker *brokeradmin.Client, pool *format.Pool, obs pipeline.Observer, drv mledger.Driver, c *Config,
 	log *slog.Logger, reg prometheus.Registerer) *pipelineRunner {
 	d := pipeline.Deps{ML: ml, Ledgers: ledgers, Bookies: bk, Store: store, Pool: pool, Observer: obs, Logger: log, Registerer: reg}
 	if broker != nil {

@@ -14,10 +14,10 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/discovery"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // ScrubOptions tune Scrub.
@@ -94,7 +94,7 @@ func Scrub(ctx context.Context, c *Config, o ScrubOptions, log *slog.Logger) (*s
 	if err != nil {
 		return nil, err
 	}
-	ml := mlmeta.New(sess, &mlmeta.Options{Chroot: c.ZooKeeper.MLChroot, Logger: log})
+	ml := mledger.New(sess, &mledger.Options{Chroot: c.ZooKeeper.MLChroot, Logger: log})
 	d := pipeline.Deps{ML: ml, Ledgers: ledgers, Bookies: bk, Store: store, Logger: log}
 	if broker != nil {
 		d.Broker = broker
@@ -174,14 +174,14 @@ func scrubNames(ctx context.Context, c *Config, sess *tzk.Session, o ScrubOption
 		out := make([]string, 0, len(o.Topics))
 		for _, t := range o.Topics {
 			if strings.Contains(t, "://") {
-				n, err := mlmeta.MLNameForTopic(t)
+				n, err := mledger.MLNameForTopic(t)
 				if err != nil {
 					return nil, err
 				}
 				out = append(out, n)
 				continue
 			}
-			if _, err := mlmeta.ParseMLName(t); err != nil {
+			if _, err := mledger.ParseMLName(t); err != nil {
 				return nil, err
 			}
 			out = append(out, t)
@@ -202,7 +202,7 @@ func committedTopics(topics []policy.Topic) []string {
 	var out []string
 	for _, t := range topics {
 		for _, l := range t.Ledgers {
-			if l.State == mlmeta.StateOffloaded || l.State == mlmeta.StateOffloadedBKDeleted {
+			if l.State == mledger.StateOffloaded || l.State == mledger.StateOffloadedBKDeleted {
 				out = append(out, t.ML)
 				break
 			}

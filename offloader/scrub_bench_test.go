@@ -17,9 +17,9 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -46,7 +46,7 @@ func BenchmarkScrub(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	drv := mlmeta.Driver{Name: "aws-s3", Bucket: bucket, Region: s3.Region, ServiceEndpoint: s3.Endpoint}
+	drv := mledger.Driver{Name: "aws-s3", Bucket: bucket, Region: s3.Region, ServiceEndpoint: s3.Endpoint}
 	dmd, err := drv.Metadata()
 	if err != nil {
 		b.Fatal(err)
@@ -96,7 +96,7 @@ func BenchmarkScrub(b *testing.B) {
 			if _, err := s.Finish(ctx); err != nil {
 				return err
 			}
-			msb, lsb := mlmeta.UUIDToBits(id)
+			msb, lsb := mledger.UUIDToBits(id)
 			li.Entries, li.Size = proto.Int64(fl.LastEntryID+1), proto.Int64(fl.Length)
 			li.OffloadContext = &mlproto.OffloadContext{UidMsb: proto.Int64(msb), UidLsb: proto.Int64(lsb), Complete: proto.Bool(true),
 				BookkeeperDeleted: proto.Bool(true), Timestamp: proto.Int64(time.Now().UnixMilli()), DriverMetadata: dmd}

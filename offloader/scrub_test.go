@@ -19,10 +19,10 @@ import (
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -30,7 +30,7 @@ import (
 type scrubRig struct {
 	cfg     *Config
 	sess    *tzk.Session
-	ml      *mlmeta.Store
+	ml      *mledger.Store
 	ledgers *metadata.Store
 	store   blob.Store
 	offl    *pipeline.Pipeline
@@ -71,7 +71,7 @@ func newScrubRigOn(t *testing.T, cfg *Config, s3 *testenv.S3, bucket string) (*s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ml := mlmeta.New(sess, nil)
+	ml := mledger.New(sess, nil)
 	offl, err := pipeline.New(pipeline.Deps{ML: ml, Ledgers: ledgers, Bookies: bk, Store: store},
 		pipeline.Options{Driver: drv, BlockSize: format.MinPartSize})
 	if err != nil {
@@ -104,7 +104,7 @@ type written struct {
 	bucket string
 }
 
-func (r *scrubRig) snap(t *testing.T, name string) *mlmeta.Snapshot {
+func (r *scrubRig) snap(t *testing.T, name string) *mledger.Snapshot {
 	t.Helper()
 	s, err := r.ml.Get(context.Background(), name)
 	if err != nil {
@@ -117,7 +117,7 @@ func (r *scrubRig) snap(t *testing.T, name string) *mlmeta.Snapshot {
 func (r *scrubRig) attempt(t *testing.T, name string, i int) (int64, uuid.UUID) {
 	t.Helper()
 	li := r.snap(t, name).Info.GetLedgerInfo()[i]
-	u, _ := mlmeta.AttemptUUID(li.GetOffloadContext())
+	u, _ := mledger.AttemptUUID(li.GetOffloadContext())
 	return li.GetLedgerId(), u
 }
 
@@ -133,7 +133,7 @@ func (r *scrubRig) keys(t *testing.T) []string {
 
 func (r *scrubRig) raw(t *testing.T, name string) string {
 	t.Helper()
-	data, st, err := r.sess.Conn.Get(mlmeta.Path(name))
+	data, st, err := r.sess.Conn.Get(mledger.Path(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,14 +168,14 @@ func TestScrubRepairsFinishesTrimsReportsLost(t *testing.T) {
 	if err := r.store.Delete(ctx, format.DataKey(u0, id0)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ml.UpdateOffloadContexts(ctx, name, []mlmeta.Edit{mlmeta.MarkBookkeeperDeletedEdit(id1, u1)}); err != nil {
+	if _, err := r.ml.UpdateOffloadContexts(ctx, name, []mledger.Edit{mledger.MarkBookkeeperDeletedEdit(id1, u1)}); err != nil {
 		t.Fatal(err)
 	}
 	lid, lu := r.attempt(t, lost, 0)
 	if err := r.store.Delete(ctx, format.IndexKey(lu, lid)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ml.UpdateOffloadContexts(ctx, lost, []mlmeta.Edit{mlmeta.MarkBookkeeperDeletedEdit(lid, lu)}); err != nil {
+	if _, err := r.ml.UpdateOffloadContexts(ctx, lost, []mledger.Edit{mledger.MarkBookkeeperDeletedEdit(lid, lu)}); err != nil {
 		t.Fatal(err)
 	}
 	md, err := r.ledgers.ReadLedger(ctx, lid)
@@ -229,8 +229,8 @@ func TestScrubRepairsFinishesTrimsReportsLost(t *testing.T) {
 	if _, nu := r.attempt(t, name, 0); nu == u0 || nu == uuid.Nil {
 		t.Fatalf("ledger %d: attempt %s after the repair (was %s)", id0, nu, u0)
 	}
-	st := mlmeta.States(r.snap(t, name).Info)
-	if st[0] != mlmeta.StateOffloaded || st[1] != mlmeta.StateOffloadedBKDeleted {
+	st := mledger.States(r.snap(t, name).Info)
+	if st[0] != mledger.StateOffloaded || st[1] != mledger.StateOffloadedBKDeleted {
 		t.Fatalf("states %v", st)
 	}
 	if _, err := r.ledgers.ReadLedger(ctx, id0); err != nil {
@@ -279,7 +279,7 @@ scrub: {interval: 2s, ledgers_per_second: 100}
 	offloaded := func() bool {
 		st := ledgerStates(t, sess, ml)
 		for _, x := range st[:len(st)-1] {
-			if x != mlmeta.StateOffloaded {
+			if x != mledger.StateOffloaded {
 				return false
 			}
 		}

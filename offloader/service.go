@@ -24,13 +24,13 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/discovery"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/offloader/pressure"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
 	"github.com/tierkeeper/tierkeeper/offloader/sweeper"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Deps are the service's injected dependencies.
@@ -64,7 +64,7 @@ type Service struct {
 	ln    net.Listener
 	fps   pipeline.Failpoints
 	store blob.Store
-	drv   mlmeta.Driver
+	drv   mledger.Driver
 	pool  *format.Pool
 	steps *stepMetrics
 	src   pressure.Source
@@ -237,7 +237,7 @@ func (s *Service) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ml := mlmeta.New(sess, &mlmeta.Options{Chroot: c.ZooKeeper.MLChroot, Logger: s.log, Registerer: s.reg, RequireFence: true})
+	ml := mledger.New(sess, &mledger.Options{Chroot: c.ZooKeeper.MLChroot, Logger: s.log, Registerer: s.reg, RequireFence: true})
 	leases := newZKLeases(sess, c.Leases.Root, c.Leases.ID, s.log)
 	defer leases.close()
 	runner := newPipelineRunner(ml, ledgers, bk, s.store, broker, s.pool, s.steps, s.drv, c, s.log, s.reg)
@@ -751,10 +751,10 @@ func (s *Service) Handler() http.Handler {
 }
 
 // driver is the driver metadata the config records in offload contexts.
-func (c *Config) driver() (mlmeta.Driver, error) {
+func (c *Config) driver() (mledger.Driver, error) {
 	drv, err := pipeline.DriverForStore(c.Store.Client(), c.Driver.Name)
 	if err != nil {
-		return mlmeta.Driver{}, fmt.Errorf("driver: %w", err)
+		return mledger.Driver{}, fmt.Errorf("driver: %w", err)
 	}
 	if c.Driver.Provider != "" {
 		drv.Provider = c.Driver.Provider
@@ -769,7 +769,7 @@ func (c *Config) driver() (mlmeta.Driver, error) {
 		drv.ServiceEndpoint = c.Driver.ServiceEndpoint
 	}
 	if _, err := drv.Metadata(); err != nil {
-		return mlmeta.Driver{}, fmt.Errorf("driver: %w", err)
+		return mledger.Driver{}, fmt.Errorf("driver: %w", err)
 	}
 	return drv, nil
 }

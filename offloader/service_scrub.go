@@ -9,10 +9,10 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/retry"
 	"github.com/tierkeeper/tierkeeper/offloader/discovery"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // scrubLease is the lease name of the scrubber: one replica scrubs at a
@@ -143,7 +143,7 @@ func (s *Service) scrubCandidates() []policy.Candidate {
 	for _, f := range sc.Pending() {
 		c := policy.Candidate{ML: f.ML, LedgerID: f.LedgerID, Entries: f.Entries, Size: f.Bytes, Rule: "scrub",
 			Trigger: policy.Trigger("scrub"), Reason: f.Detail}
-		if tn, err := mlmeta.ParseMLName(f.ML); err == nil {
+		if tn, err := mledger.ParseMLName(f.ML); err == nil {
 			c.Topic = tn.String()
 		}
 		switch {

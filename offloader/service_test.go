@@ -21,8 +21,8 @@ import (
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -138,13 +138,13 @@ func getText(t *testing.T, url string) (int, string) {
 }
 
 // offloadedState returns the states of ml's ledgers.
-func ledgerStates(t *testing.T, sess *tzk.Session, ml string) []mlmeta.LedgerState {
+func ledgerStates(t *testing.T, sess *tzk.Session, ml string) []mledger.LedgerState {
 	t.Helper()
-	snap, err := mlmeta.New(sess, nil).Get(context.Background(), ml)
+	snap, err := mledger.New(sess, nil).Get(context.Background(), ml)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mlmeta.States(snap.Info)
+	return mledger.States(snap.Info)
 }
 
 // TestServiceOffloadsByPolicy runs the service on real ZooKeeper, bookies
@@ -178,7 +178,7 @@ pressure: {threshold: 0.9, interval: 1s, timeout: 500ms, agent_url: "http://{hos
 		for _, ml := range mls[:2] {
 			states := ledgerStates(t, sess, ml)
 			for _, x := range states[:len(states)-1] {
-				if x != mlmeta.StateOffloaded {
+				if x != mledger.StateOffloaded {
 					return false
 				}
 			}
@@ -207,16 +207,16 @@ pressure: {threshold: 0.9, interval: 1s, timeout: 500ms, agent_url: "http://{hos
 		states := ledgerStates(t, sess, ml)
 		offloaded += len(states) - 1
 		for i, s := range states[:len(states)-1] {
-			if s != mlmeta.StateOffloaded {
+			if s != mledger.StateOffloaded {
 				t.Errorf("%s ledger #%d: %s, want offloaded", ml, i, s)
 			}
 		}
-		if states[len(states)-1] != mlmeta.StateOpen {
+		if states[len(states)-1] != mledger.StateOpen {
 			t.Errorf("%s: last ledger %s", ml, states[len(states)-1])
 		}
 	}
 	for _, s := range ledgerStates(t, sess, mls[2]) {
-		if s == mlmeta.StateOffloaded || s == mlmeta.StateOffloading {
+		if s == mledger.StateOffloaded || s == mledger.StateOffloading {
 			t.Errorf("%s was offloaded despite offload: false", mls[2])
 		}
 	}

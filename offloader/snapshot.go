@@ -12,9 +12,9 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/offloader/pressure"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // snapshotter gathers what the policy looks at besides the managed
@@ -109,7 +109,7 @@ func (s *snapshotter) fillBookies(ctx context.Context, topics []policy.Topic) []
 		ls := topics[ti].Ledgers
 		for li := range ls {
 			l := &ls[li]
-			if li == len(ls)-1 || (l.State != mlmeta.StateBookKeeper && l.State != mlmeta.StateOffloading) {
+			if li == len(ls)-1 || (l.State != mledger.StateBookKeeper && l.State != mledger.StateOffloading) {
 				continue
 			}
 			s.mu.Lock()

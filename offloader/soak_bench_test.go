@@ -13,7 +13,7 @@ import (
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -118,12 +118,12 @@ policy:
 	}
 	// Ledger states, and a sweep with no grace: every object must be referenced.
 	sess := zk.Session(b, tzk.Options{})
-	snap, err := mlmeta.New(sess, nil).Get(ctx, "public/default/persistent/soak")
+	snap, err := mledger.New(sess, nil).Get(ctx, "public/default/persistent/soak")
 	if err != nil {
 		b.Fatal(err)
 	}
-	counts := map[mlmeta.LedgerState]int{}
-	for _, s := range mlmeta.States(snap.Info) {
+	counts := map[mledger.LedgerState]int{}
+	for _, s := range mledger.States(snap.Info) {
 		counts[s]++
 	}
 	sc := *cfg
@@ -160,8 +160,8 @@ policy:
 	fmt.Printf("bench-soak: %s of produce, %d messages acknowledged (%d failed), %d read back, %d acknowledged missing, %d payload mismatches\n",
 		dur, res.Acked, res.Failed, len(read.Messages), len(acked), mismatch)
 	fmt.Printf("bench-soak: ledgers %d offloaded+BK deleted, %d offloaded, %d on BK only, %d open; objects %d, sweep (no grace) would remove %v\n",
-		counts[mlmeta.StateOffloadedBKDeleted], counts[mlmeta.StateOffloaded], counts[mlmeta.StateBookKeeper]+counts[mlmeta.StateOffloading],
-		counts[mlmeta.StateOpen], sres.Objects, sres.Removed)
+		counts[mledger.StateOffloadedBKDeleted], counts[mledger.StateOffloaded], counts[mledger.StateBookKeeper]+counts[mledger.StateOffloading],
+		counts[mledger.StateOpen], sres.Objects, sres.Removed)
 	fmt.Printf("bench-soak: max lag %.1f KiB / %.0f s (policy after 30 s); lag curve %s/lag.svg (.csv); loadavg %s",
 		float64(maxLag.lagBytes)/1024, maxLag.lagSeconds, out, load)
 	for _, s := range samples {
@@ -171,7 +171,7 @@ policy:
 	if st := svc.Status(); st.LastError != "" {
 		fmt.Printf("bench-soak: service last error: %s\n", st.LastError)
 	}
-	if b.Failed() || counts[mlmeta.StateOffloadedBKDeleted] == 0 {
+	if b.Failed() || counts[mledger.StateOffloadedBKDeleted] == 0 {
 		fmt.Printf("bench-soak: service log tail:\n%s\n", testenv.Tail(logf.Name(), 40))
 	}
 	b.ReportMetric(maxLag.lagSeconds, "max-lag-s")
@@ -182,7 +182,7 @@ policy:
 	if len(sres.Removed) > 0 || sres.Uploads > 0 {
 		b.Errorf("sweep finds orphans: %+v", sres)
 	}
-	if counts[mlmeta.StateOffloadedBKDeleted] == 0 {
+	if counts[mledger.StateOffloadedBKDeleted] == 0 {
 		b.Error("no ledger trimmed from BookKeeper")
 	}
 	if maxLag.lagSeconds > 150 {

@@ -14,9 +14,9 @@ import (
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // TestTopicGuardRefusesBeforeAJob: the check a job makes right before it
@@ -35,9 +35,9 @@ func TestTopicGuardRefusesBeforeAJob(t *testing.T) {
 	// b: ledger 1 holds an unfinished attempt with a random (version-4) UUID.
 	info := mltest.Info(mltest.Closed(1, 2, 1<<20, now.Add(-time.Hour))...)
 	u := uuid.New()
-	msb, lsb := mlmeta.UUIDToBits(u)
+	msb, lsb := mledger.UUIDToBits(u)
 	info.LedgerInfo[0].OffloadContext = &mlproto.OffloadContext{UidMsb: proto.Int64(msb), UidLsb: proto.Int64(lsb)}
-	if _, err := c.Conn.Set(mlmeta.Path("t/ns/persistent/b"), mltest.Encode(info), -1); err != nil {
+	if _, err := c.Conn.Set(mledger.Path("t/ns/persistent/b"), mltest.Encode(info), -1); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Create("/admin/policies/t/pol", []byte(`{"offload_threshold":-1,"offload_policies":{"managedLedgerOffloadThresholdInSeconds":3600}}`)); err != nil {
@@ -52,7 +52,7 @@ func TestTopicGuardRefusesBeforeAJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess := z.Session(t, tzk.Options{})
-	g := NewTopicGuard(sess, mlmeta.New(sess, nil), admin, "", policy.BrokerSettings{ThresholdBytes: -1, ThresholdSeconds: -1}, nil)
+	g := NewTopicGuard(sess, mledger.New(sess, nil), admin, "", policy.BrokerSettings{ThresholdBytes: -1, ThresholdSeconds: -1}, nil)
 	ctx := t.Context()
 	check := func(ml, want string) {
 		t.Helper()

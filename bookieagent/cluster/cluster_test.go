@@ -17,9 +17,9 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
-	"github.com/tierkeeper/tierkeeper/offloader/status"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger/status"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -105,7 +105,7 @@ func TestClusterRealBookies(t *testing.T) {
 	read := func() *View {
 		t.Helper()
 		start := time.Now()
-		v, err := Read(ctx, Options{Conn: sess, ManagedLedgers: status.LedgerOwners(mlmeta.New(sess, nil)), Agents: agents, Timeout: 2 * time.Second})
+		v, err := Read(ctx, Options{Conn: sess, ManagedLedgers: status.LedgerOwners(mledger.New(sess, nil)), Agents: agents, Timeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,8 +18,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/connflags"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
-	"github.com/tierkeeper/tierkeeper/offloader/status"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger/status"
 )
 
 type clusterOptions struct {
@@ -155,7 +155,7 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 		defer s.Close()
 		copts.Conn, copts.LedgersRoot = s, root
 		if !o.noML {
-			copts.ManagedLedgers = status.LedgerOwners(mlmeta.New(s, &mlmeta.Options{Chroot: o.mlChroot}))
+			copts.ManagedLedgers = status.LedgerOwners(mledger.New(s, &mledger.Options{Chroot: o.mlChroot}))
 		}
 	}
 	copts.Agents, copts.AgentURLs = explicit, byHost

@@ -25,7 +25,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 type ledgerReadOptions struct {
@@ -387,7 +387,7 @@ func (o *ledgerReadOptions) attemptFromTopic(ctx context.Context, g *globalOptio
 		return uuid.Nil, err
 	}
 	defer sess.Close()
-	ml := mlmeta.New(sess.Conn, &mlmeta.Options{Chroot: o.mlChroot, Logger: log})
+	ml := mledger.New(sess.Conn, &mledger.Options{Chroot: o.mlChroot, Logger: log})
 	snaps, err := ml.TopicSnapshots(ctx, o.topic)
 	if err != nil {
 		return uuid.Nil, zkFailed(sess, err)
@@ -398,7 +398,7 @@ func (o *ledgerReadOptions) attemptFromTopic(ctx context.Context, g *globalOptio
 			if li.GetLedgerId() != o.ledger {
 				continue
 			}
-			id, ok := mlmeta.AttemptUUID(li.GetOffloadContext())
+			id, ok := mledger.AttemptUUID(li.GetOffloadContext())
 			if !ok {
 				return uuid.Nil, fmt.Errorf("ledger %d of %s has no offload attempt: it is in BookKeeper only (read it without --store)", o.ledger, name)
 			}

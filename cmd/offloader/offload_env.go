@@ -17,7 +17,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // storeOptions are the flags that name the object store.
@@ -83,7 +83,7 @@ func (o *mlOptions) addFlags(f *pflag.FlagSet) {
 type env struct {
 	log      *slog.Logger
 	zk       *tkzk.Session
-	ml       *mlmeta.Store
+	ml       *mledger.Store
 	ledgers  *metadata.Store
 	bk       *client.Client
 	store    blob.Store
@@ -161,7 +161,7 @@ func openEnv(cmd *cobra.Command, g *globalOptions, o *envOptions) (*env, error) 
 	e.zk = sess
 	// Writes (offload's) are fenced by a topic lease; the stores refuse
 	// any that is not.
-	e.ml = mlmeta.New(sess.Conn, &mlmeta.Options{Chroot: o.ml.chroot, Logger: log, RequireFence: true})
+	e.ml = mledger.New(sess.Conn, &mledger.Options{Chroot: o.ml.chroot, Logger: log, RequireFence: true})
 	if o.needBK {
 		if o.zk.LedgersRoot != "" {
 			root = o.zk.LedgersRoot

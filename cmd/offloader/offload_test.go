@@ -12,8 +12,8 @@ import (
 
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -171,7 +171,7 @@ func TestOffloadTakesTheTopicLease(t *testing.T) {
 	if _, st2, _ := cr.Conn.Get("/managed-ledgers/" + ml); st2.Version != st.Version+2 {
 		t.Fatalf("metadata version %d after a prepare and its undo, want %d", st2.Version, st.Version+2)
 	}
-	if ok, _, _ := cr.Conn.Exists(offloader.DefaultLeaseRoot + "/" + mlmeta.EncodeName(ml)); ok {
+	if ok, _, _ := cr.Conn.Exists(offloader.DefaultLeaseRoot + "/" + mledger.EncodeName(ml)); ok {
 		t.Fatal("the command's lease was not released")
 	}
 }

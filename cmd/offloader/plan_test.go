@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // TestPlan builds managed ledgers, BookKeeper ledger metadata, a bookie
@@ -40,7 +40,7 @@ func TestPlan(t *testing.T) {
 	must(c.CreateML("acme/old/persistent/t1", mltest.Info(
 		mltest.Ledger{ID: 30, Entries: 10, Size: 5 << 20, Closed: now.Add(-40 * h), Offloaded: now.Add(-5 * h)},
 		mltest.Ledger{ID: 31})))
-	must(c.Create(mlmeta.Path("acme/old/persistent/broken"), []byte{0xff, 0xfe}))
+	must(c.Create(mledger.Path("acme/old/persistent/broken"), []byte{0xff, 0xfe}))
 	for _, id := range []int64{1, 3, 10, 11, 20, 21, 22} {
 		must(c.BookKeeperLedger(id, "b1:3181", "b2:3181"))
 	}

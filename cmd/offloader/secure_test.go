@@ -15,7 +15,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/connflags"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -42,7 +42,7 @@ func TestSecuredZooKeeperFlags(t *testing.T) {
 	const secret = "zk-Secret-pw"
 	s := z.Session(t, tkzk.Options{Digest: "tk:" + secret})
 	only := gozk.DigestACL(gozk.PermAll, "tk", secret)
-	info, err := mlmeta.Encode(&mlproto.ManagedLedgerInfo{LedgerInfo: []*mlproto.ManagedLedgerInfo_LedgerInfo{{LedgerId: proto.Int64(7), Timestamp: proto.Int64(0)}}}, mlmeta.EncodeOptions{})
+	info, err := mledger.Encode(&mlproto.ManagedLedgerInfo{LedgerInfo: []*mlproto.ManagedLedgerInfo_LedgerInfo{{LedgerId: proto.Int64(7), Timestamp: proto.Int64(0)}}}, mledger.EncodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

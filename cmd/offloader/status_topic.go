@@ -16,9 +16,9 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
-	mlstatus "github.com/tierkeeper/tierkeeper/offloader/status"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
+	mlstatus "github.com/tierkeeper/tierkeeper/pulsar/mledger/status"
 )
 
 // This file is `offloader status TOPIC`: a topic's ledgers from the
@@ -86,7 +86,7 @@ func (o *statusOptions) runTopic(cmd *cobra.Command, g *globalOptions, topic str
 		md := statusMLDoc{ManagedLedger: m}
 		var stats *brokeradmin.InternalStats
 		if e.admin != nil {
-			if tn, err := mlmeta.ParseMLName(m.Name); err == nil {
+			if tn, err := mledger.ParseMLName(m.Name); err == nil {
 				stats, err = e.admin.InternalStats(ctx, tn)
 				if err != nil {
 					md.BrokerError = err.Error()

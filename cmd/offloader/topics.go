@@ -13,8 +13,8 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
-	"github.com/tierkeeper/tierkeeper/offloader/status"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger/status"
 )
 
 func init() { addCommand(newTopicsCmd) }
@@ -76,7 +76,7 @@ func (o *topicsOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Co
 		return err
 	}
 	defer conn.Close()
-	store := mlmeta.New(conn, &mlmeta.Options{Chroot: o.chroot, ListConcurrency: o.concurrency, Logger: log})
+	store := mledger.New(conn, &mledger.Options{Chroot: o.chroot, ListConcurrency: o.concurrency, Logger: log})
 
 	var progress *topicsProgress
 	doc, err := status.Read(ctx, store, status.Selector{Namespace: o.namespace, Topics: o.topics}, status.ReadOptions{

@@ -15,8 +15,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
-	"github.com/tierkeeper/tierkeeper/offloader/status"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger/status"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -41,13 +41,13 @@ func topicsFixture(t *testing.T, chroot string) (addr string, attempt uuid.UUID)
 	}
 	events := ledgers(1, 4)
 	attempt = uuid.MustParse("123e4567-e89b-12d3-a456-426614174000")
-	msb, lsb := mlmeta.UUIDToBits(attempt)
-	md, _ := mlmeta.Driver{Name: "aws-s3", Bucket: "cold", ServiceEndpoint: "http://s3"}.Metadata()
+	msb, lsb := mledger.UUIDToBits(attempt)
+	md, _ := mledger.Driver{Name: "aws-s3", Bucket: "cold", ServiceEndpoint: "http://s3"}.Metadata()
 	events.LedgerInfo[0].OffloadContext = &mlproto.OffloadContext{UidMsb: proto.Int64(msb), UidLsb: proto.Int64(lsb),
 		Complete: proto.Bool(true), Timestamp: proto.Int64(closedAt), DriverMetadata: md}
 	events.LedgerInfo[1].OffloadContext = &mlproto.OffloadContext{UidMsb: proto.Int64(1), UidLsb: proto.Int64(2), DriverMetadata: md}
 	enc := func(info *mlproto.ManagedLedgerInfo, codec mlproto.CompressionType) []byte {
-		b, err := mlmeta.Encode(info, mlmeta.EncodeOptions{Codec: codec})
+		b, err := mledger.Encode(info, mledger.EncodeOptions{Codec: codec})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func topicsFixture(t *testing.T, chroot string) (addr string, attempt uuid.UUID)
 	}
 	keys := slices.Sorted(maps.Keys(nodes)) // parents before their cursors
 	for _, ml := range keys {
-		testenv.CreatePath(t, c.Conn, chroot+mlmeta.Path(ml), nodes[ml])
+		testenv.CreatePath(t, c.Conn, chroot+mledger.Path(ml), nodes[ml])
 	}
 	return z.Addr, attempt
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/internal/units"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 func init() { addCommand(newVerifyCmd) }
@@ -89,7 +89,7 @@ func (o *verifyOptions) run(cmd *cobra.Command, g *globalOptions, topic string) 
 	}
 	type job struct {
 		t     pipeline.Target
-		state mlmeta.LedgerState
+		state mledger.LedgerState
 		uuid  string
 		size  int64
 	}
@@ -97,9 +97,9 @@ func (o *verifyOptions) run(cmd *cobra.Command, g *globalOptions, topic string) 
 	var total int64
 	for _, snap := range snaps {
 		ml := snap.Name
-		states := mlmeta.States(snap.Info)
+		states := mledger.States(snap.Info)
 		for i, li := range snap.Info.GetLedgerInfo() {
-			id, ok := mlmeta.AttemptUUID(li.GetOffloadContext())
+			id, ok := mledger.AttemptUUID(li.GetOffloadContext())
 			if !ok || (o.ledger >= 0 && li.GetLedgerId() != o.ledger) {
 				continue
 			}

@@ -65,7 +65,7 @@ func (f *Fence) String() string {
 type fenceKey struct{}
 
 // WithFence returns ctx carrying f: the writes of stores that honour
-// fences (offloader/mlmeta, bookkeeper/metadata) made under it are fenced
+// fences (pulsar/mledger, bookkeeper/metadata) made under it are fenced
 // by f. context.WithoutCancel keeps it, so cleanup writes stay fenced.
 func WithFence(ctx context.Context, f *Fence) context.Context {
 	return context.WithValue(ctx, fenceKey{}, f)

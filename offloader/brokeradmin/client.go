@@ -17,7 +17,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/tlsfiles"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Config says how to reach the broker admin API.
@@ -177,11 +177,11 @@ func (c *Client) token() (string, error) {
 // TopicPath returns the admin path of a persistent topic:
 // /admin/v2/persistent/tenant/ns/<encoded local> for v2 names,
 // /admin/persistent/tenant/cluster/ns/<encoded local> for v1 names.
-func TopicPath(t mlmeta.TopicName) (string, error) {
+func TopicPath(t mledger.TopicName) (string, error) {
 	if !t.Persistent() {
 		return "", fmt.Errorf("%w: %s is not a persistent topic", ErrConfig, t)
 	}
-	local := mlmeta.EncodeName(t.Local)
+	local := mledger.EncodeName(t.Local)
 	if t.IsV2() {
 		return "/admin/v2/persistent/" + t.Tenant + "/" + t.Namespace + "/" + local, nil
 	}
@@ -193,7 +193,7 @@ func TopicPath(t mlmeta.TopicName) (string, error) {
 // again, reading its managed-ledger metadata afresh. A topic that exists
 // but is not loaded is loaded and closed (the broker's behaviour), which
 // costs nothing visible to clients.
-func (c *Client) Unload(ctx context.Context, t mlmeta.TopicName) error {
+func (c *Client) Unload(ctx context.Context, t mledger.TopicName) error {
 	p, err := TopicPath(t)
 	if err != nil {
 		return err
@@ -233,7 +233,7 @@ func (s *InternalStats) Ledger(id int64) (LedgerStats, bool) {
 
 // InternalStats returns the broker's view of a (non-partitioned, or one
 // partition's) topic. It loads the topic on its owner if needed.
-func (c *Client) InternalStats(ctx context.Context, t mlmeta.TopicName) (*InternalStats, error) {
+func (c *Client) InternalStats(ctx context.Context, t mledger.TopicName) (*InternalStats, error) {
 	p, err := TopicPath(t)
 	if err != nil {
 		return nil, err

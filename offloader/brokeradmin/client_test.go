@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // recorder is a fake broker admin endpoint that records what it was sent.
@@ -57,9 +57,9 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write([]byte(body))
 }
 
-func topic(t *testing.T, name string) mlmeta.TopicName {
+func topic(t *testing.T, name string) mledger.TopicName {
 	t.Helper()
-	tn, err := mlmeta.ParseTopic(name)
+	tn, err := mledger.ParseTopic(name)
 	if err != nil {
 		t.Fatal(err)
 	}

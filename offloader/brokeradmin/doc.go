@@ -15,7 +15,7 @@
 //
 // A partitioned topic's base name unloads every partition (the broker fans
 // out); a partition name ("x-partition-2") unloads that partition only.
-// Topic names are Pulsar's (mlmeta.TopicName); the local name is
+// Topic names are Pulsar's (mledger.TopicName); the local name is
 // URL-encoded in the path exactly as Pulsar's admin client does.
 //
 // # Why unload

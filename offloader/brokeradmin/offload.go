@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Broker-level offload thresholds (ServiceConfiguration; not dynamic, so
@@ -79,7 +79,7 @@ var ErrTopicPoliciesDisabled = errors.New("brokeradmin: topic-level policies are
 // own, without the namespace's and the broker's) as the broker's JSON
 // (OffloadPoliciesImpl), or nil when the topic has none. A broker with
 // topic-level policies disabled answers ErrTopicPoliciesDisabled.
-func (c *Client) TopicOffloadPolicies(ctx context.Context, t mlmeta.TopicName) (json.RawMessage, error) {
+func (c *Client) TopicOffloadPolicies(ctx context.Context, t mledger.TopicName) (json.RawMessage, error) {
 	pt := t.PartitionedTopic()
 	p, err := TopicPath(pt)
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -128,7 +128,7 @@ func BenchmarkScan(b *testing.B) {
 			ns := i % nNS
 			ml := fmt.Sprintf("tenant-%d/ns-%d/persistent/topic-%d", ns%10, ns/10, i)
 			first := int64(i*perML + 1)
-			nodes = append(nodes, mltest.Node{Path: mlmeta.Path(ml), Data: mltest.Encode(mltest.Info(mltest.Closed(first, perML-1, 64<<20, now.Add(-2*time.Hour))...))})
+			nodes = append(nodes, mltest.Node{Path: mledger.Path(ml), Data: mltest.Encode(mltest.Info(mltest.Closed(first, perML-1, 64<<20, now.Add(-2*time.Hour))...))})
 			for j := 0; j < perML; j++ {
 				n, err := mltest.BookKeeperLedgerNode(first+int64(j), "b1:3181", "b2:3181", "b3:3181")
 				if err != nil {

@@ -5,7 +5,7 @@
 //
 // # How
 //
-//   - Scan lists the namespaces and their topics (mlmeta.Store.List), then
+//   - Scan lists the namespaces and their topics (mledger.Store.List), then
 //     asks ZooKeeper for each known managed ledger's stat (Exists, no data)
 //     and reads (GetW: data + a data watch) only new ones and those whose
 //     version differs from the one cached. Requests are pipelined on the
@@ -39,8 +39,8 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/metrics"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Conn is the part of a ZooKeeper client discovery uses; *tzk.Session and
@@ -58,7 +58,7 @@ type Conn interface {
 
 // Options configure a Discovery.
 type Options struct {
-	// Chroot of Pulsar's metadata store in ZooKeeper (as mlmeta.Options).
+	// Chroot of Pulsar's metadata store in ZooKeeper (as mledger.Options).
 	Chroot string
 	// Concurrency bounds ZooKeeper requests in flight during a scan.
 	// Default 32 (requests are pipelined on one session).
@@ -68,7 +68,7 @@ type Options struct {
 	// NoWatches turns watches off (scans only; for one-shot tools).
 	NoWatches bool
 	// Limits bound decoding of values.
-	Limits mlmeta.Limits
+	Limits mledger.Limits
 	Logger *slog.Logger
 	// Registerer receives tierkeeper_offloader_discovery_* metrics.
 	Registerer prometheus.Registerer
@@ -84,7 +84,7 @@ type entry struct {
 // Discovery is the cache of managed ledgers. It is safe for concurrent use.
 type Discovery struct {
 	conn  Conn
-	store *mlmeta.Store
+	store *mledger.Store
 	o     Options
 	log   *slog.Logger
 
@@ -117,7 +117,7 @@ func New(conn Conn, o Options) *Discovery {
 	}
 	d := &Discovery{
 		conn:    conn,
-		store:   mlmeta.New(conn, &mlmeta.Options{Chroot: o.Chroot, Limits: o.Limits, ListConcurrency: o.Concurrency}),
+		store:   mledger.New(conn, &mledger.Options{Chroot: o.Chroot, Limits: o.Limits, ListConcurrency: o.Concurrency}),
 		o:       o,
 		log:     o.Logger.With("component", "discovery"),
 		entries: map[string]*entry{},
@@ -259,7 +259,7 @@ func (d *Discovery) LastScan() ScanStats {
 	return d.lastScan
 }
 
-func (d *Discovery) path(ml string) string { return d.o.Chroot + mlmeta.Path(ml) }
+func (d *Discovery) path(ml string) string { return d.o.Chroot + mledger.Path(ml) }
 
 // watchTree arms child watches on the root, every tenant, every node below
 // a tenant (a v2 namespace, or a v1 cluster) and every v1 namespace node,
@@ -268,7 +268,7 @@ func (d *Discovery) path(ml string) string { return d.o.Chroot + mlmeta.Path(ml)
 // periodic one. The nodes appear one by one as the broker creates the
 // path, so each level is watched before the level below it exists.
 func (d *Discovery) watchTree(ctx context.Context) error {
-	root := d.o.Chroot + mlmeta.Root
+	root := d.o.Chroot + mledger.Root
 	tenants, err := tzk.Children(ctx, d.conn, root)
 	if errors.Is(err, gozk.ErrNoNode) {
 		// No topic yet anywhere: watch for the root to appear.
@@ -299,7 +299,7 @@ func (d *Discovery) watchTree(ctx context.Context) error {
 				return err
 			}
 			for _, y := range ys {
-				if y == mlmeta.DomainPersistent {
+				if y == mledger.DomainPersistent {
 					continue // a v2 namespace's domain node: listNamespace watches it
 				}
 				if err := d.arm(ctx, xp+"/"+y, false); err != nil { // a v1 namespace
@@ -356,7 +356,7 @@ func (d *Discovery) arm(ctx context.Context, p string, missing bool) error {
 // listNamespace lists a namespace's managed ledgers and arms a child watch
 // on its topic list (once).
 func (d *Discovery) listNamespace(ctx context.Context, ns string) ([]string, error) {
-	p := d.o.Chroot + mlmeta.Root + "/" + ns + "/" + mlmeta.DomainPersistent
+	p := d.o.Chroot + mledger.Root + "/" + ns + "/" + mledger.DomainPersistent
 	d.mu.Lock()
 	watched := d.nsWatch[ns]
 	d.mu.Unlock()
@@ -382,7 +382,7 @@ func (d *Discovery) listNamespace(ctx context.Context, ns string) ([]string, err
 	}
 	out := make([]string, 0, len(kids))
 	for _, k := range kids {
-		out = append(out, ns+"/"+mlmeta.DomainPersistent+"/"+k)
+		out = append(out, ns+"/"+mledger.DomainPersistent+"/"+k)
 	}
 	sort.Strings(out)
 	return out, nil
@@ -451,7 +451,7 @@ func (d *Discovery) refresh(ctx context.Context, ml, reason string) error {
 	}
 	d.reads.WithLabelValues(reason).Inc()
 	e := &entry{version: stat.Version, watched: ch != nil}
-	info, _, derr := mlmeta.Decode(data, d.o.Limits)
+	info, _, derr := mledger.Decode(data, d.o.Limits)
 	if derr == nil {
 		e.topic, derr = policy.TopicFromInfo(ml, info)
 	}
@@ -581,7 +581,7 @@ func (d *Discovery) handle(ctx context.Context, key string) error {
 			}
 		}
 		d.mu.Lock()
-		prefix := ns + "/" + mlmeta.DomainPersistent + "/"
+		prefix := ns + "/" + mledger.DomainPersistent + "/"
 		for n := range d.entries {
 			if len(n) > len(prefix) && n[:len(prefix)] == prefix && !listed[n] {
 				delete(d.entries, n)

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -62,7 +62,7 @@ func TestDiscoveryRealZooKeeper(t *testing.T) {
 		}
 	}
 	// A value that is not a ManagedLedgerInfo is an error of that entry only.
-	if err := c.Create(mlmeta.Path("t/ns/persistent/bad"), []byte{0xff, 0xff, 0xff}); err != nil {
+	if err := c.Create(mledger.Path("t/ns/persistent/bad"), []byte{0xff, 0xff, 0xff}); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
@@ -103,7 +103,7 @@ func TestDiscoveryRealZooKeeper(t *testing.T) {
 	if err := c.CreateML("t/ns/persistent/new", mltest.Info(mltest.Closed(1, 1, 100, now)...)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(mlmeta.Path("t/ns/persistent/b"), -1); err != nil {
+	if err := s.Delete(mledger.Path("t/ns/persistent/b"), -1); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "new topic and deletion", func() bool {

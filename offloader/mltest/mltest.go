@@ -21,7 +21,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -48,7 +48,7 @@ func Info(ledgers ...Ledger) *mlproto.ManagedLedgerInfo {
 			li.Timestamp = proto.Int64(0)
 		}
 		if !l.Offloaded.IsZero() {
-			md, _ := mlmeta.Driver{Name: "aws-s3", Bucket: "b"}.Metadata()
+			md, _ := mledger.Driver{Name: "aws-s3", Bucket: "b"}.Metadata()
 			li.OffloadContext = &mlproto.OffloadContext{UidMsb: proto.Int64(l.ID), UidLsb: proto.Int64(l.ID),
 				Complete: proto.Bool(true), Timestamp: proto.Int64(l.Offloaded.UnixMilli()), DriverMetadata: md}
 		}
@@ -69,7 +69,7 @@ func Closed(first int64, n int, size int64, last time.Time) []Ledger {
 
 // Encode returns the plain protobuf value of info.
 func Encode(info *mlproto.ManagedLedgerInfo) []byte {
-	b, err := mlmeta.Encode(info, mlmeta.EncodeOptions{})
+	b, err := mledger.Encode(info, mledger.EncodeOptions{})
 	if err != nil {
 		panic(err)
 	}
@@ -148,7 +148,7 @@ func (c *Creator) parents(p string) error {
 
 // CreateML writes a managed ledger's value at its znode.
 func (c *Creator) CreateML(ml string, info *mlproto.ManagedLedgerInfo) error {
-	return c.Create(mlmeta.Path(ml), Encode(info))
+	return c.Create(mledger.Path(ml), Encode(info))
 }
 
 // Parallel runs fn(i) for i in [0, n) with conc goroutines and returns the

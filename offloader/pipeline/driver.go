@@ -8,7 +8,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob/cos"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // DriverForStore returns the driver metadata to record for objects written
@@ -28,34 +28,34 @@ import (
 // region and endpoint are its own configuration's, but are recorded as the
 // broker's own offloader records them, so tools that read the metadata
 // (pulsar-admin topics internal-info, the sweeper) see where the data is.
-func DriverForStore(c client.Config, driverName string) (mlmeta.Driver, error) {
+func DriverForStore(c client.Config, driverName string) (mledger.Driver, error) {
 	p, err := c.Provider()
 	if err != nil {
-		return mlmeta.Driver{}, err
+		return mledger.Driver{}, err
 	}
 	name := driverName
 	if name == "" {
 		name = "aws-s3"
 	}
-	var d mlmeta.Driver
+	var d mledger.Driver
 	switch v := p.(type) {
 	case *s3.Config:
 		w := v.WithDefaults()
-		d = mlmeta.Driver{Name: name, Bucket: w.Bucket, Region: w.Region, ServiceEndpoint: strings.TrimRight(w.Endpoint, "/")}
+		d = mledger.Driver{Name: name, Bucket: w.Bucket, Region: w.Region, ServiceEndpoint: strings.TrimRight(w.Endpoint, "/")}
 	case *cos.Config:
 		w := v.WithDefaults()
-		d = mlmeta.Driver{Name: name, Bucket: w.Bucket, Region: w.Region,
+		d = mledger.Driver{Name: name, Bucket: w.Bucket, Region: w.Region,
 			ServiceEndpoint: "https://cos." + w.Region + ".myqcloud.com"}
 	case *fs.Config:
 		if driverName == "" {
-			return mlmeta.Driver{}, fmt.Errorf("an fs store (%s) has no broker driver: no stock broker reads it; give the driver explicitly", v.Dir)
+			return mledger.Driver{}, fmt.Errorf("an fs store (%s) has no broker driver: no stock broker reads it; give the driver explicitly", v.Dir)
 		}
-		d = mlmeta.Driver{Name: name, Bucket: v.Dir}
+		d = mledger.Driver{Name: name, Bucket: v.Dir}
 	default:
-		return mlmeta.Driver{}, fmt.Errorf("no broker driver for store type %q", c.Type)
+		return mledger.Driver{}, fmt.Errorf("no broker driver for store type %q", c.Type)
 	}
 	if _, err := d.Metadata(); err != nil {
-		return mlmeta.Driver{}, err
+		return mledger.Driver{}, err
 	}
 	return d, nil
 }

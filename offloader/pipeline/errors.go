@@ -6,13 +6,13 @@ import (
 )
 
 // Sentinel errors; every error from Run and RunTopic wraps a *StepError and
-// one of these (or an error of the layer that failed: mlmeta, blob,
+// one of these (or an error of the layer that failed: mledger, blob,
 // bookkeeper client, brokeradmin, context). Test with errors.Is.
 var (
 	// ErrNotEligible: the ledger must not be offloaded (open or last
 	// ledger, no entries, not in the managed ledger, not closed in
 	// BookKeeper, BookKeeper ledger gone). Wraps the precise reason
-	// (mlmeta.ErrLastLedger, mlmeta.ErrEmptyLedger, ...). Nothing was
+	// (mledger.ErrLastLedger, mledger.ErrEmptyLedger, ...). Nothing was
 	// changed.
 	ErrNotEligible = errors.New("pipeline: ledger not eligible for offload")
 	// ErrMetadataMismatch: the managed ledger's LedgerInfo and the
@@ -23,7 +23,7 @@ var (
 	ErrVerify = errors.New("pipeline: verification failed")
 	// ErrConflict: another attempt (another offloader, or the broker) owns
 	// the ledger's OffloadContext; this attempt's objects were removed and
-	// the stored context left as is. Wraps mlmeta.ErrOffloadConflict.
+	// the stored context left as is. Wraps mledger.ErrOffloadConflict.
 	ErrConflict = errors.New("pipeline: offload conflict")
 	// ErrReload: the broker could not be made to serve the ledger from the
 	// object store. The commit stands (the broker reloads on its own at its

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 func TestParseFailpoints(t *testing.T) {
@@ -96,15 +96,15 @@ func TestCrashAtEveryFailpointResumes(t *testing.T) {
 	}
 	cases := []struct {
 		fp   string
-		want Outcome            // outcome of the resumed run
-		mid  mlmeta.LedgerState // stored state right after the crash
+		want Outcome             // outcome of the resumed run
+		mid  mledger.LedgerState // stored state right after the crash
 	}{
-		{FPAfterSelect, OutcomeOffloaded, mlmeta.StateBookKeeper},
-		{FPAfterPrepare, OutcomeOffloaded, mlmeta.StateOffloading},
-		{FPMidCopy, OutcomeOffloaded, mlmeta.StateOffloading},
-		{FPAfterCopy, OutcomeAdopted, mlmeta.StateOffloading},
-		{FPAfterVerify, OutcomeAdopted, mlmeta.StateOffloading},
-		{FPAfterCommit, OutcomeAlreadyOffloaded, mlmeta.StateOffloaded},
+		{FPAfterSelect, OutcomeOffloaded, mledger.StateBookKeeper},
+		{FPAfterPrepare, OutcomeOffloaded, mledger.StateOffloading},
+		{FPMidCopy, OutcomeOffloaded, mledger.StateOffloading},
+		{FPAfterCopy, OutcomeAdopted, mledger.StateOffloading},
+		{FPAfterVerify, OutcomeAdopted, mledger.StateOffloading},
+		{FPAfterCommit, OutcomeAlreadyOffloaded, mledger.StateOffloaded},
 	}
 	for i, c := range cases {
 		id := ids[i]
@@ -116,7 +116,7 @@ func TestCrashAtEveryFailpointResumes(t *testing.T) {
 		if c.fp == FPMidCopy {
 			time.Sleep(200 * time.Millisecond) // let the orphaned part uploads finish
 		}
-		if st := mlmeta.States(r.info(t, name).Info)[i]; st != c.mid {
+		if st := mledger.States(r.info(t, name).Info)[i]; st != c.mid {
 			t.Errorf("%s: state after the crash %s, want %s", c.fp, st, c.mid)
 		}
 		lr, err := r.pipeline(t, nil).Run(context.Background(), Target{ML: name, LedgerID: id})
@@ -126,7 +126,7 @@ func TestCrashAtEveryFailpointResumes(t *testing.T) {
 		if lr.Outcome != c.want {
 			t.Errorf("%s: resumed run %s, want %s (superseded %v)", c.fp, lr.Outcome, c.want, lr.Superseded)
 		}
-		if c.mid == mlmeta.StateOffloading && c.want == OutcomeOffloaded && len(lr.Superseded) != 1 {
+		if c.mid == mledger.StateOffloading && c.want == OutcomeOffloaded && len(lr.Superseded) != 1 {
 			t.Errorf("%s: the crashed attempt was not superseded: %+v", c.fp, lr)
 		}
 		r.checkInvariants(t, name)
@@ -149,8 +149,8 @@ func TestCrashAtEveryFailpointResumes(t *testing.T) {
 		t.Fatalf("failed copy: %v %+v", err, lr)
 	}
 	if after, _ := r.raw(t, name); string(after) != string(before) {
-		a, _, _ := mlmeta.Decode(after, mlmeta.Limits{})
-		b, _, _ := mlmeta.Decode(before, mlmeta.Limits{})
+		a, _, _ := mledger.Decode(after, mledger.Limits{})
+		b, _, _ := mledger.Decode(before, mledger.Limits{})
 		t.Fatalf("a failed copy left the metadata changed (%v):\nbefore %v\nafter  %v", lr.Err, b, a)
 	}
 	r.checkInvariants(t, name)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -50,7 +50,7 @@ func TestZooKeeperSessionLostBeforeCommit(t *testing.T) {
 	t.Logf("commit refused %s after the start: %v", time.Since(start).Round(time.Millisecond), err)
 	r2 := newRig(t, false)
 	r2.store, r2.bucket = r.store, r.bucket
-	if st := mlmeta.States(r2.info(t, name).Info)[0]; st != mlmeta.StateOffloading {
+	if st := mledger.States(r2.info(t, name).Info)[0]; st != mledger.StateOffloading {
 		t.Fatalf("state after the lost session: %s", st)
 	}
 	lr, err = r2.pipeline(t, nil).Run(context.Background(), Target{ML: name, LedgerID: ids[0]})
@@ -87,7 +87,7 @@ func TestS3KilledMidUpload(t *testing.T) {
 	if len(lr.Leftovers) == 0 {
 		t.Errorf("no leftovers listed after an upload the server could not abort: %+v", lr)
 	}
-	if st := mlmeta.States(r.info(t, name).Info)[0]; st != mlmeta.StateOffloading {
+	if st := mledger.States(r.info(t, name).Info)[0]; st != mledger.StateOffloading {
 		t.Fatalf("state after the failed upload: %s", st)
 	}
 	t.Logf("copy failed: %v; left over: %v", err, lr.Leftovers)
@@ -170,12 +170,12 @@ func TestConcurrentRolloversLoseNothing(t *testing.T) {
 		defer close(done)
 		for i := 0; i < rollovers; i++ {
 			for {
-				data, st, err := r.zk.Get(mlmeta.Path(name))
+				data, st, err := r.zk.Get(mledger.Path(name))
 				if err != nil {
 					writerErr = err
 					return
 				}
-				info, _, err := mlmeta.Decode(data, mlmeta.Limits{})
+				info, _, err := mledger.Decode(data, mledger.Limits{})
 				if err != nil {
 					writerErr = err
 					return
@@ -187,12 +187,12 @@ func TestConcurrentRolloversLoseNothing(t *testing.T) {
 				}
 				last.Timestamp = proto.Int64(time.Now().UnixMilli())
 				info.LedgerInfo = append(ls, &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(firstFake + int64(i)), Timestamp: proto.Int64(0)})
-				out, err := mlmeta.Encode(info, mlmeta.EncodeOptions{})
+				out, err := mledger.Encode(info, mledger.EncodeOptions{})
 				if err != nil {
 					writerErr = err
 					return
 				}
-				_, err = r.zk.Set(mlmeta.Path(name), out, st.Version)
+				_, err = r.zk.Set(mledger.Path(name), out, st.Version)
 				if errors.Is(err, zk.ErrBadVersion) {
 					retries++
 					continue
@@ -229,7 +229,7 @@ func TestConcurrentRolloversLoseNothing(t *testing.T) {
 		for _, lr := range tr.Ledgers {
 			if lr.Err == nil {
 				offloaded[lr.LedgerID] = true
-			} else if !errors.Is(lr.Err, mlmeta.ErrContention) {
+			} else if !errors.Is(lr.Err, mledger.ErrContention) {
 				t.Fatalf("ledger %d: %v", lr.LedgerID, lr.Err)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // A replica that lost its lease between copy and verify (another replica
@@ -25,7 +25,7 @@ func TestStaleReplicaDeletesNoObjects(t *testing.T) {
 	r := newRig(t, false)
 	name, ids := r.topic(t, 20, 10, 100)
 	id := ids[0]
-	epoch := "/fence-test/" + strings.ReplaceAll(mlmeta.EncodeName(name), "%", "_")
+	epoch := "/fence-test/" + strings.ReplaceAll(mledger.EncodeName(name), "%", "_")
 	if _, err := r.zk.Create("/fence-test", nil, 0, gozk.WorldACL(gozk.PermAll)); err != nil && !errors.Is(err, gozk.ErrNodeExists) {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestStaleReplicaDeletesNoObjects(t *testing.T) {
 			}
 			for _, li := range snap.Info.GetLedgerInfo() {
 				if li.GetLedgerId() == id {
-					u, _ := mlmeta.AttemptUUID(li.GetOffloadContext())
+					u, _ := mledger.AttemptUUID(li.GetOffloadContext())
 					attempt = format.IndexKey(u, id)
 				}
 			}
@@ -75,7 +75,7 @@ func TestStaleReplicaDeletesNoObjects(t *testing.T) {
 	snap := r.info(t, name)
 	for _, li := range snap.Info.GetLedgerInfo() {
 		if li.GetLedgerId() == id {
-			if u, ok := mlmeta.AttemptUUID(li.GetOffloadContext()); !ok || format.IndexKey(u, id) != attempt || li.GetOffloadContext().GetComplete() {
+			if u, ok := mledger.AttemptUUID(li.GetOffloadContext()); !ok || format.IndexKey(u, id) != attempt || li.GetOffloadContext().GetComplete() {
 				t.Fatalf("the attempt's prepare was undone or changed by a replica without the lease: %v", li.GetOffloadContext())
 			}
 		}

@@ -23,8 +23,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob/fs"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -56,7 +56,7 @@ func uniqueML(t *testing.T) string {
 type rig struct {
 	zk      *zk.Conn
 	sess    *tkzk.Session
-	ml      *mlmeta.Store
+	ml      *mledger.Store
 	ledgers *metadata.Store
 	bk      *client.Client
 	store   blob.Store
@@ -108,7 +108,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bk.Close() })
-	r := &rig{zk: conn, sess: sess, ml: mlmeta.New(conn, nil), ledgers: lst, bk: bk}
+	r := &rig{zk: conn, sess: sess, ml: mledger.New(conn, nil), ledgers: lst, bk: bk}
 	if o.s3 != nil {
 		r.s3 = o.s3
 		r.bucket = r.s3.NewBucket(t)
@@ -132,11 +132,11 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	return r
 }
 
-func (r *rig) driver() mlmeta.Driver {
+func (r *rig) driver() mledger.Driver {
 	if r.s3 != nil {
-		return mlmeta.Driver{Name: "aws-s3", Bucket: r.bucket, Region: r.s3.Region, ServiceEndpoint: r.s3.Endpoint}
+		return mledger.Driver{Name: "aws-s3", Bucket: r.bucket, Region: r.s3.Region, ServiceEndpoint: r.s3.Endpoint}
 	}
-	return mlmeta.Driver{Name: "aws-s3", Bucket: r.bucket}
+	return mledger.Driver{Name: "aws-s3", Bucket: r.bucket}
 }
 
 // pipeline builds a Pipeline on the rig; tweak adjusts deps and options.
@@ -159,7 +159,7 @@ func (r *rig) pipeline(t *testing.T, tweak func(*Deps, *Options)) *Pipeline {
 }
 
 // info reads the managed ledger.
-func (r *rig) info(t *testing.T, name string) *mlmeta.Snapshot {
+func (r *rig) info(t *testing.T, name string) *mledger.Snapshot {
 	t.Helper()
 	snap, err := r.ml.Get(context.Background(), name)
 	if err != nil {
@@ -180,7 +180,7 @@ func (r *rig) topic(t *testing.T, entries, perLedger, size int) (string, []int64
 // raw is the znode's bytes and version (to assert that nothing changed).
 func (r *rig) raw(t *testing.T, name string) ([]byte, int32) {
 	t.Helper()
-	data, st, err := r.zk.Get(mlmeta.Path(name))
+	data, st, err := r.zk.Get(mledger.Path(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func (r *rig) checkInvariants(t *testing.T, name string) {
 		if i == len(ls)-1 && oc != nil {
 			t.Errorf("last ledger %d has an offload context %v", li.GetLedgerId(), oc)
 		}
-		id, ok := mlmeta.AttemptUUID(oc)
+		id, ok := mledger.AttemptUUID(oc)
 		if !ok {
 			continue
 		}
@@ -258,9 +258,9 @@ func (r *rig) checkInvariants(t *testing.T, name string) {
 }
 
 // states returns the ledgers' states, for messages.
-func states(snap *mlmeta.Snapshot) string {
+func states(snap *mledger.Snapshot) string {
 	var b strings.Builder
-	for i, s := range mlmeta.States(snap.Info) {
+	for i, s := range mledger.States(snap.Info) {
 		fmt.Fprintf(&b, "%d:%s ", snap.Info.GetLedgerInfo()[i].GetLedgerId(), s)
 	}
 	return b.String()

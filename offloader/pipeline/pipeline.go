@@ -19,7 +19,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Target names one ledger of one managed ledger.
@@ -61,8 +61,8 @@ type Bookies interface {
 // Broker is the broker admin API the reload step uses;
 // *brokeradmin.Client implements it.
 type Broker interface {
-	Unload(ctx context.Context, t mlmeta.TopicName) error
-	InternalStats(ctx context.Context, t mlmeta.TopicName) (*brokeradmin.InternalStats, error)
+	Unload(ctx context.Context, t mledger.TopicName) error
+	InternalStats(ctx context.Context, t mledger.TopicName) (*brokeradmin.InternalStats, error)
 }
 
 var (
@@ -99,7 +99,7 @@ func (NopObserver) Verified(Target, int64, int64)               {}
 // Deps are the servers and shared resources a Pipeline uses.
 type Deps struct {
 	// ML reads and compare-and-sets managed-ledger metadata. Required.
-	ML *mlmeta.Store
+	ML *mledger.Store
 	// Ledgers reads BookKeeper metadata and deletes ledgers. Required.
 	Ledgers LedgerStore
 	// Bookies reads entries. Required.
@@ -132,7 +132,7 @@ type Deps struct {
 type Options struct {
 	// Driver is the driver metadata recorded in every OffloadContext
 	// (DriverForStore). Required.
-	Driver mlmeta.Driver
+	Driver mledger.Driver
 	// BlockSize is the data block (= multipart part) size. Default
 	// DefaultBlockSize. Stock brokers read any block size.
 	BlockSize int
@@ -374,7 +374,7 @@ type LedgerResult struct {
 	// would, for a failed run: the attempt that was tried).
 	UUID uuid.UUID
 	// Before is the stored state when the run started.
-	Before mlmeta.LedgerState
+	Before mledger.LedgerState
 	// Entries and Bytes are the ledger's entries and payload bytes.
 	Entries, Bytes int64
 	// ObjectBytes is the data object's size, Blocks its number of blocks.
@@ -427,6 +427,6 @@ type TrimResult struct {
 // LedgerInfo is a managed ledger's entry for one ledger.
 type LedgerInfo = mlproto.ManagedLedgerInfo_LedgerInfo
 
-func attemptOf(li *LedgerInfo) (uuid.UUID, bool) { return mlmeta.AttemptUUID(li.GetOffloadContext()) }
+func attemptOf(li *LedgerInfo) (uuid.UUID, bool) { return mledger.AttemptUUID(li.GetOffloadContext()) }
 
 type brokerLedger = brokeradmin.LedgerStats

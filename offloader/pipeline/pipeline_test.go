@@ -11,7 +11,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // The main path against the real peers: Pulsar's managed-ledger library
@@ -46,14 +46,14 @@ func TestOffloadTopicPulsarReadsBack(t *testing.T) {
 		}
 	}
 	after := r.info(t, name)
-	st := mlmeta.States(after.Info)
+	st := mledger.States(after.Info)
 	for i := range cands {
-		if st[i] != mlmeta.StateOffloaded {
+		if st[i] != mledger.StateOffloaded {
 			t.Fatalf("states after offload: %s", states(after))
 		}
 		oc := after.Info.GetLedgerInfo()[i].GetOffloadContext()
-		d := mlmeta.DriverFromMetadata(oc.GetDriverMetadata())
-		if d != (mlmeta.Driver{Name: "aws-s3", Provider: "AWS_S3", Bucket: r.bucket, Region: r.s3.Region, ServiceEndpoint: r.s3.Endpoint}) ||
+		d := mledger.DriverFromMetadata(oc.GetDriverMetadata())
+		if d != (mledger.Driver{Name: "aws-s3", Provider: "AWS_S3", Bucket: r.bucket, Region: r.s3.Region, ServiceEndpoint: r.s3.Endpoint}) ||
 			oc.GetTimestamp() <= 0 {
 			t.Errorf("ledger %d offload context %v", cands[i], oc)
 		}
@@ -103,7 +103,7 @@ func TestOffloadTopicPulsarReadsBack(t *testing.T) {
 			t.Errorf("ledger %d still in BookKeeper: %v", lr.LedgerID, err)
 		}
 	}
-	if st := mlmeta.States(r.info(t, name).Info); st[0] != mlmeta.StateOffloadedBKDeleted || st[2] != mlmeta.StateOffloadedBKDeleted {
+	if st := mledger.States(r.info(t, name).Info); st[0] != mledger.StateOffloadedBKDeleted || st[2] != mledger.StateOffloadedBKDeleted {
 		t.Fatalf("states after trim: %v", st)
 	}
 	env.PulsarReadsAll(t, r.s3, r.bucket, name, w)
@@ -170,7 +170,7 @@ func TestRunTopicBatchesWrites(t *testing.T) {
 		}
 	}
 	info := r.info(t, name).Info
-	if u, _ := mlmeta.AttemptUUID(info.GetLedgerInfo()[1].GetOffloadContext()); u != other || info.GetLedgerInfo()[1].GetOffloadContext().GetComplete() {
+	if u, _ := mledger.AttemptUUID(info.GetLedgerInfo()[1].GetOffloadContext()); u != other || info.GetLedgerInfo()[1].GetOffloadContext().GetComplete() {
 		t.Fatalf("the other offloader's attempt was overwritten: %v", info.GetLedgerInfo()[1].GetOffloadContext())
 	}
 	for _, k := range r.keys(t) {
@@ -222,7 +222,7 @@ type fakeBroker struct {
 	view        []brokeradmin.LedgerStats
 }
 
-func (f *fakeBroker) Unload(ctx context.Context, tn mlmeta.TopicName) error {
+func (f *fakeBroker) Unload(ctx context.Context, tn mledger.TopicName) error {
 	if f.failUnloads > 0 {
 		f.failUnloads--
 		f.refused++
@@ -242,7 +242,7 @@ func (f *fakeBroker) load(ml string) *fakeBroker {
 	return f
 }
 
-func (f *fakeBroker) InternalStats(ctx context.Context, tn mlmeta.TopicName) (*brokeradmin.InternalStats, error) {
+func (f *fakeBroker) InternalStats(ctx context.Context, tn mledger.TopicName) (*brokeradmin.InternalStats, error) {
 	return &brokeradmin.InternalStats{Ledgers: f.view}, nil
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Candidates returns, in stored order, the ledgers of info the pipeline
@@ -52,7 +52,7 @@ const (
 // PlanItem is the plan for one ledger.
 type PlanItem struct {
 	Target
-	State   mlmeta.LedgerState
+	State   mledger.LedgerState
 	Entries int64
 	Bytes   int64
 	Action  Action
@@ -85,7 +85,7 @@ func (p *Pipeline) Plan(ctx context.Context, ml string, ledgers []int64) ([]Plan
 		li := sel.li
 		oc := li.GetOffloadContext()
 		it.State, it.Entries, it.Bytes = stateOf(li), li.GetEntries(), li.GetSize()
-		switch u, has := mlmeta.AttemptUUID(oc); {
+		switch u, has := mledger.AttemptUUID(oc); {
 		case !oc.GetComplete() && has:
 			it.Action, it.Reason = ActionResume, fmt.Sprintf("attempt %s recorded, not complete", u)
 		case !oc.GetComplete():

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/retry"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // NoBrokerNote is what happens without a broker admin URL.
@@ -76,7 +76,7 @@ func (p *Pipeline) reloadAll(ctx context.Context, tr *TopicResult, done []*work,
 // reload checks (and, if needed or forced, makes) the broker's in-memory
 // view of ml list the ledgers ids as offloaded.
 func (p *Pipeline) reload(ctx context.Context, ml string, ids []int64, force bool) (ReloadResult, error) {
-	tn, err := mlmeta.ParseMLName(ml)
+	tn, err := mledger.ParseMLName(ml)
 	if err != nil {
 		return ReloadResult{}, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // TopicResult is what RunTopic did to one managed ledger.
@@ -99,7 +99,7 @@ func (p *Pipeline) preflight(ctx context.Context, ml string) error {
 	if p.d.Broker == nil || p.o.SkipReload {
 		return nil
 	}
-	tn, err := mlmeta.ParseMLName(ml)
+	tn, err := mledger.ParseMLName(ml)
 	if err != nil {
 		return &StepError{Target: Target{ML: ml, LedgerID: -1}, Step: StepSelect, Err: err}
 	}
@@ -125,7 +125,7 @@ type selected struct {
 // selectIn checks that t may be offloaded, from the managed ledger as read
 // in snap and the BookKeeper metadata. A complete ledger is returned
 // without BookKeeper checks (its BookKeeper copy may be gone).
-func (p *Pipeline) selectIn(ctx context.Context, snap *mlmeta.Snapshot, t Target) (*selected, error) {
+func (p *Pipeline) selectIn(ctx context.Context, snap *mledger.Snapshot, t Target) (*selected, error) {
 	ls := snap.Info.GetLedgerInfo()
 	idx := -1
 	for i, li := range ls {
@@ -134,18 +134,18 @@ func (p *Pipeline) selectIn(ctx context.Context, snap *mlmeta.Snapshot, t Target
 		}
 	}
 	if idx < 0 {
-		return nil, fmt.Errorf("%w: %w (it has %d ledgers)", ErrNotEligible, mlmeta.ErrLedgerNotFound, len(ls))
+		return nil, fmt.Errorf("%w: %w (it has %d ledgers)", ErrNotEligible, mledger.ErrLedgerNotFound, len(ls))
 	}
 	li := ls[idx]
 	if idx == len(ls)-1 {
-		return nil, fmt.Errorf("%w: %w: ledger %d is the managed ledger's current ledger", ErrNotEligible, mlmeta.ErrLastLedger, t.LedgerID)
+		return nil, fmt.Errorf("%w: %w: ledger %d is the managed ledger's current ledger", ErrNotEligible, mledger.ErrLastLedger, t.LedgerID)
 	}
 	s := &selected{li: li}
 	if li.GetOffloadContext().GetComplete() {
 		return s, nil
 	}
 	if li.GetEntries() <= 0 || li.GetSize() <= 0 {
-		return nil, fmt.Errorf("%w: %w (entries %d, size %d)", ErrNotEligible, mlmeta.ErrEmptyLedger, li.GetEntries(), li.GetSize())
+		return nil, fmt.Errorf("%w: %w (entries %d, size %d)", ErrNotEligible, mledger.ErrEmptyLedger, li.GetEntries(), li.GetSize())
 	}
 	md, err := p.d.Ledgers.ReadLedger(ctx, t.LedgerID)
 	if errors.Is(err, metadata.ErrNoSuchLedger) {
@@ -209,7 +209,7 @@ func (p *Pipeline) runBatch(ctx context.Context, tr *TopicResult, ids []int64) (
 		lr.Entries, lr.Bytes = li.GetEntries(), li.GetSize()
 		lr.Before = stateOf(li)
 		if oc.GetComplete() {
-			prev, _ := mlmeta.AttemptUUID(oc)
+			prev, _ := mledger.AttemptUUID(oc)
 			lr.Outcome, lr.UUID = OutcomeAlreadyOffloaded, prev
 			lr.DataKey, lr.IndexKey = format.DataKey(prev, id), format.IndexKey(prev, id)
 			tr.Ledgers = append(tr.Ledgers, lr)
@@ -232,7 +232,7 @@ func (p *Pipeline) runBatch(ctx context.Context, tr *TopicResult, ids []int64) (
 	// An earlier attempt whose objects are whole is committed as it is.
 	var ready, fresh []*work
 	for _, w := range toCopy {
-		if prev, had := mlmeta.AttemptUUID(w.before); had && mlmeta.DriverFromMetadata(w.before.GetDriverMetadata()).Bucket == p.o.Driver.Bucket {
+		if prev, had := mledger.AttemptUUID(w.before); had && mledger.DriverFromMetadata(w.before.GetDriverMetadata()).Bucket == p.o.Driver.Bucket {
 			if p.adopt(ctx, w, prev) {
 				ready = append(ready, w)
 				continue
@@ -320,12 +320,12 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 	if len(ws) == 0 {
 		return nil
 	}
-	edits := make([]mlmeta.Edit, len(ws))
+	edits := make([]mledger.Edit, len(ws))
 	lrs := make([]*LedgerResult, len(ws))
 	for i, w := range ws {
-		w.id = mlmeta.NewAttemptUUID() // tagged: tells our attempts from the broker's
+		w.id = mledger.NewAttemptUUID() // tagged: tells our attempts from the broker's
 		w.lr.UUID, lrs[i] = w.id, w.lr
-		e, err := mlmeta.PrepareEdit(w.lr.LedgerID, w.id, p.o.Driver)
+		e, err := mledger.PrepareEdit(w.lr.LedgerID, w.id, p.o.Driver)
 		if err != nil {
 			for _, lr := range lrs {
 				lr.fail(&StepError{Target: lr.Target, Step: StepPrepare, Err: err})
@@ -346,12 +346,12 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 				continue
 			}
 			w := ws[i]
-			old := mlmeta.Superseded(lu.Before, w.id)
+			old := mledger.Superseded(lu.Before, w.id)
 			if old == uuid.Nil {
 				continue
 			}
 			w.lr.Superseded = append(w.lr.Superseded, old)
-			if b := mlmeta.DriverFromMetadata(lu.Before.GetDriverMetadata()).Bucket; b == p.o.Driver.Bucket {
+			if b := mledger.DriverFromMetadata(lu.Before.GetDriverMetadata()).Bucket; b == p.o.Driver.Bucket {
 				w.lr.Leftovers = append(w.lr.Leftovers, p.removeAttempt(ctx, old, lu.LedgerID)...)
 			} else {
 				w.lr.Leftovers = append(w.lr.Leftovers, "bucket "+b+": "+format.DataKey(old, lu.LedgerID), "bucket "+b+": "+format.IndexKey(old, lu.LedgerID))
@@ -463,19 +463,19 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 		defer cancel()
 	}
 	markNow := p.o.Trim && p.o.DeletionLag <= 0 && p.mayTrim()
-	var edits []mlmeta.Edit
+	var edits []mledger.Edit
 	lrs := make([]*LedgerResult, len(ready))
 	for i, w := range ready {
 		e := p.d.ML.CompleteEdit(w.lr.LedgerID, w.id)
 		if markNow {
-			e.Fn = then(e.Fn, mlmeta.MarkBookkeeperDeletedEdit(w.lr.LedgerID, w.id).Fn)
+			e.Fn = then(e.Fn, mledger.MarkBookkeeperDeletedEdit(w.lr.LedgerID, w.id).Fn)
 		}
 		edits, lrs[i] = append(edits, e), w.lr
 	}
 	for _, w := range undo {
-		edits = append(edits, mlmeta.AbandonEdit(w.lr.LedgerID, w.id, w.before))
+		edits = append(edits, mledger.AbandonEdit(w.lr.LedgerID, w.id, w.before))
 	}
-	var br *mlmeta.BatchResult
+	var br *mledger.BatchResult
 	write := func() (map[int64]error, error) {
 		var err error
 		br, err = p.d.ML.UpdateOffloadContexts(wctx, ml, edits)
@@ -486,7 +486,7 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 		for i, lu := range br.Ledgers[:len(ready)] {
 			w := ready[i]
 			switch {
-			case errors.Is(lu.Err, mlmeta.ErrOffloadConflict):
+			case errors.Is(lu.Err, mledger.ErrOffloadConflict):
 				w.objects = true // removed below, once the write has landed
 				per[lu.LedgerID] = fmt.Errorf("%w: %w", ErrConflict, lu.Err)
 			case lu.Err != nil:
@@ -506,7 +506,7 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 	var remove []*work // attempts whose objects nothing references any more
 	for i, w := range ready {
 		if w.objects && br != nil {
-			if lu := br.Ledgers[i]; errors.Is(lu.Err, mlmeta.ErrOffloadConflict) && !names(lu.After, w.id) {
+			if lu := br.Ledgers[i]; errors.Is(lu.Err, mledger.ErrOffloadConflict) && !names(lu.After, w.id) {
 				remove = append(remove, w)
 			}
 		}
@@ -572,12 +572,12 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 
 // names reports whether oc records attempt id.
 func names(oc *mlproto.OffloadContext, id uuid.UUID) bool {
-	stored, ok := mlmeta.AttemptUUID(oc)
+	stored, ok := mledger.AttemptUUID(oc)
 	return ok && stored == id
 }
 
 // then applies a and then b.
-func then(a, b mlmeta.Mutator) mlmeta.Mutator {
+func then(a, b mledger.Mutator) mledger.Mutator {
 	return func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
 		ca, err := a(oc, li)
 		if err != nil {
@@ -591,10 +591,10 @@ func then(a, b mlmeta.Mutator) mlmeta.Mutator {
 	}
 }
 
-// notEligible marks mlmeta's refusals as ErrNotEligible.
+// notEligible marks mledger's refusals as ErrNotEligible.
 func notEligible(err error) error {
-	if errors.Is(err, mlmeta.ErrLastLedger) || errors.Is(err, mlmeta.ErrLedgerNotFound) ||
-		errors.Is(err, mlmeta.ErrEmptyLedger) || errors.Is(err, mlmeta.ErrAlreadyOffloaded) {
+	if errors.Is(err, mledger.ErrLastLedger) || errors.Is(err, mledger.ErrLedgerNotFound) ||
+		errors.Is(err, mledger.ErrEmptyLedger) || errors.Is(err, mledger.ErrAlreadyOffloaded) {
 		return fmt.Errorf("%w: %w", ErrNotEligible, err)
 	}
 	return err
@@ -644,16 +644,16 @@ func (p *Pipeline) removeAttempt(ctx context.Context, id uuid.UUID, ledgerID int
 }
 
 // stateOf is the stored state of a non-last ledger.
-func stateOf(li *mlproto.ManagedLedgerInfo_LedgerInfo) mlmeta.LedgerState {
+func stateOf(li *mlproto.ManagedLedgerInfo_LedgerInfo) mledger.LedgerState {
 	oc := li.GetOffloadContext()
-	_, has := mlmeta.AttemptUUID(oc)
+	_, has := mledger.AttemptUUID(oc)
 	switch {
 	case oc.GetComplete() && oc.GetBookkeeperDeleted():
-		return mlmeta.StateOffloadedBKDeleted
+		return mledger.StateOffloadedBKDeleted
 	case oc.GetComplete():
-		return mlmeta.StateOffloaded
+		return mledger.StateOffloaded
 	case has:
-		return mlmeta.StateOffloading
+		return mledger.StateOffloading
 	}
-	return mlmeta.StateBookKeeper
+	return mledger.StateBookKeeper
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // mayTrim says whether a mark can be followed by a reload that makes the
@@ -89,10 +89,10 @@ func (p *Pipeline) markAll(ctx context.Context, ml string, done []*work) []*work
 	if len(mark) == 0 {
 		return del
 	}
-	edits := make([]mlmeta.Edit, len(mark))
+	edits := make([]mledger.Edit, len(mark))
 	lrs := make([]*LedgerResult, len(mark))
 	for i, w := range mark {
-		edits[i], lrs[i] = mlmeta.MarkBookkeeperDeletedEdit(w.lr.LedgerID, w.id), w.lr
+		edits[i], lrs[i] = mledger.MarkBookkeeperDeletedEdit(w.lr.LedgerID, w.id), w.lr
 	}
 	p.batchStep(ctx, lrs, StepTrim, func() (map[int64]error, error) {
 		br, err := p.d.ML.UpdateOffloadContexts(ctx, ml, edits)
@@ -102,9 +102,9 @@ func (p *Pipeline) markAll(ctx context.Context, ml string, done []*work) []*work
 		per := map[int64]error{}
 		for _, lu := range br.Ledgers {
 			switch {
-			case errors.Is(lu.Err, mlmeta.ErrOffloadConflict):
+			case errors.Is(lu.Err, mledger.ErrOffloadConflict):
 				per[lu.LedgerID] = fmt.Errorf("%w: %w", ErrConflict, lu.Err)
-			case errors.Is(lu.Err, mlmeta.ErrNotOffloaded):
+			case errors.Is(lu.Err, mledger.ErrNotOffloaded):
 				per[lu.LedgerID] = fmt.Errorf("%w: %w", ErrTrimRefused, lu.Err)
 			case lu.Err != nil:
 				per[lu.LedgerID] = lu.Err
@@ -153,10 +153,10 @@ func (p *Pipeline) deleteBK(ctx context.Context, lr *LedgerResult) error {
 		}
 	}
 	if li == nil {
-		return fmt.Errorf("%w: %w", ErrTrimRefused, mlmeta.ErrLedgerNotFound)
+		return fmt.Errorf("%w: %w", ErrTrimRefused, mledger.ErrLedgerNotFound)
 	}
 	oc := li.GetOffloadContext()
-	if id, _ := mlmeta.AttemptUUID(oc); !oc.GetBookkeeperDeleted() || (lr.UUID != uuid.Nil && id != lr.UUID) {
+	if id, _ := mledger.AttemptUUID(oc); !oc.GetBookkeeperDeleted() || (lr.UUID != uuid.Nil && id != lr.UUID) {
 		return fmt.Errorf("%w: the stored offload context changed (attempt %s, bookkeeperDeleted %t)", ErrTrimRefused, id, oc.GetBookkeeperDeleted())
 	}
 	if _, err := p.checkBeforeDelete(ctx, t, oc, li.GetEntries(), li.GetSize()); errors.Is(err, errBKGone) {
@@ -195,11 +195,11 @@ var errBKGone = errors.New("the BookKeeper ledger does not exist")
 // wrong). errBKGone when the BookKeeper ledger is already gone (the
 // objects were checked first).
 func (p *Pipeline) checkBeforeDelete(ctx context.Context, t Target, oc *mlproto.OffloadContext, entries, size int64) (*metadata.LedgerMetadata, error) {
-	id, ok := mlmeta.AttemptUUID(oc)
+	id, ok := mledger.AttemptUUID(oc)
 	if !ok || !oc.GetComplete() {
-		return nil, fmt.Errorf("%w: %w", ErrTrimRefused, mlmeta.ErrNotOffloaded)
+		return nil, fmt.Errorf("%w: %w", ErrTrimRefused, mledger.ErrNotOffloaded)
 	}
-	if b := mlmeta.DriverFromMetadata(oc.GetDriverMetadata()).Bucket; b != p.o.Driver.Bucket {
+	if b := mledger.DriverFromMetadata(oc.GetDriverMetadata()).Bucket; b != p.o.Driver.Bucket {
 		return nil, fmt.Errorf("%w: %w: the objects are recorded in bucket %q, this offloader reads %q and cannot check them",
 			ErrTrimRefused, ErrForeignBucket, b, p.o.Driver.Bucket)
 	}

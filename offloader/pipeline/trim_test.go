@@ -10,7 +10,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // No BookKeeper deletion without the objects: committed ledgers whose data
@@ -46,7 +46,7 @@ func TestTrimRefusesWithoutObjects(t *testing.T) {
 	uuidOf := func(id int64) (u [16]byte) {
 		for _, li := range r.info(t, name).Info.GetLedgerInfo() {
 			if li.GetLedgerId() == id {
-				u, _ = mlmeta.AttemptUUID(li.GetOffloadContext())
+				u, _ = mledger.AttemptUUID(li.GetOffloadContext())
 			}
 		}
 		return u
@@ -60,7 +60,7 @@ func TestTrimRefusesWithoutObjects(t *testing.T) {
 	del(format.IndexKey(uuidOf(ids[1]), ids[1]))
 	if _, err := r.ml.UpdateOffloadContext(ctx, name, ids[2], func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
 		for _, kv := range oc.GetDriverMetadata().GetProperties() {
-			if kv.GetKey() == mlmeta.PropBucket {
+			if kv.GetKey() == mledger.PropBucket {
 				kv.Value = proto.String("another-clusters-bucket")
 			}
 		}
@@ -90,9 +90,9 @@ func TestTrimRefusesWithoutObjects(t *testing.T) {
 			t.Errorf("ledger %d: BookKeeper copy: %v", lr.LedgerID, err)
 		}
 	}
-	st := mlmeta.States(r.info(t, name).Info)
+	st := mledger.States(r.info(t, name).Info)
 	for i := range 3 {
-		if st[i] != mlmeta.StateOffloaded {
+		if st[i] != mledger.StateOffloaded {
 			t.Errorf("ledger %d marked without its objects: %s", ids[i], st[i])
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // BenchmarkEvaluate evaluates 100 000 topics of 10 ledgers (9 closed two
@@ -18,13 +18,13 @@ func BenchmarkEvaluate(b *testing.B) {
 	snap := Snapshot{Topics: make([]Topic, topics)}
 	for i := range snap.Topics {
 		ml := fmt.Sprintf("tenant-%d/ns-%d/persistent/topic-%d", i%10, (i/10)%10, i)
-		tn, err := mlmeta.ParseMLName(ml)
+		tn, err := mledger.ParseMLName(ml)
 		if err != nil {
 			b.Fatal(err)
 		}
 		t := Topic{ML: ml, Topic: tn, Ledgers: make([]Ledger, per)}
 		for j := range t.Ledgers {
-			t.Ledgers[j] = Ledger{ID: int64(i*per + j + 1), Entries: 100, Size: 64 << 20, State: mlmeta.StateBookKeeper,
+			t.Ledgers[j] = Ledger{ID: int64(i*per + j + 1), Entries: 100, Size: 64 << 20, State: mledger.StateBookKeeper,
 				ClosedAt: now.Add(-2*time.Hour + time.Duration(j)*time.Second)}
 		}
 		t.Ledgers[per-1].ClosedAt = time.Time{}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Running the broker's own offloader and tierkeeper on one topic loses
@@ -107,7 +107,7 @@ func BrokerOffload(t Topic, snap Snapshot) string {
 		if i == len(t.Ledgers)-1 {
 			break
 		}
-		if l.State == mlmeta.StateOffloading && !mlmeta.OwnAttempt(l.Attempt) {
+		if l.State == mledger.StateOffloading && !mledger.OwnAttempt(l.Attempt) {
 			return fmt.Sprintf("ledger %d holds an unfinished offload attempt %s that tierkeeper did not record "+
 				"(the broker's own offloader is at work on the topic, or was interrupted there)", l.ID, l.Attempt)
 		}
@@ -120,7 +120,7 @@ func BrokerOffload(t Topic, snap Snapshot) string {
 func lastCommit(t Topic) time.Time {
 	var last time.Time
 	for _, l := range t.Ledgers {
-		if !l.OffloadedAt.IsZero() && mlmeta.OwnAttempt(l.Attempt) && l.OffloadedAt.After(last) {
+		if !l.OffloadedAt.IsZero() && mledger.OwnAttempt(l.Attempt) && l.OffloadedAt.After(last) {
 			last = l.OffloadedAt
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -57,10 +57,10 @@ func TestBrokerOffloadRefusesTheBrokersTopics(t *testing.T) {
 			s.TopicPolicies = map[string]TopicPolicy{"persistent://t/ns/a": {Err: "broker answered 500"}}
 		}, "the topic's offload policies cannot be read (broker answered 500)"},
 		{"an unfinished attempt the broker recorded", func(s *Snapshot) {
-			s.Topics[0] = with(s.Topics[0], 1, func(l *Ledger) { l.State, l.Attempt = mlmeta.StateOffloading, uuid.New() })
+			s.Topics[0] = with(s.Topics[0], 1, func(l *Ledger) { l.State, l.Attempt = mledger.StateOffloading, uuid.New() })
 		}, "ledger 1 holds an unfinished offload attempt"},
 		{"an unfinished attempt of ours is resumed", func(s *Snapshot) {
-			s.Topics[0] = with(s.Topics[0], 1, func(l *Ledger) { l.State, l.Attempt = mlmeta.StateOffloading, mlmeta.NewAttemptUUID() })
+			s.Topics[0] = with(s.Topics[0], 1, func(l *Ledger) { l.State, l.Attempt = mledger.StateOffloading, mledger.NewAttemptUUID() })
 		}, ""},
 	}
 	for _, tc := range cases {
@@ -89,9 +89,9 @@ func TestReloadBoundHoldsCandidates(t *testing.T) {
 	const h = time.Hour
 	committed := func(ago time.Duration, own bool) func(*Ledger) {
 		return func(l *Ledger) {
-			l.State, l.OffloadedAt, l.Attempt = mlmeta.StateOffloaded, now.Add(-ago), uuid.New()
+			l.State, l.OffloadedAt, l.Attempt = mledger.StateOffloaded, now.Add(-ago), uuid.New()
 			if own {
-				l.Attempt = mlmeta.NewAttemptUUID()
+				l.Attempt = mledger.NewAttemptUUID()
 			}
 		}
 	}

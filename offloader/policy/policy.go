@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // ErrInvalidRule is wrapped by every error Validate returns.
@@ -198,7 +198,7 @@ func checkPattern(p string) error {
 }
 
 func splitPattern(p string) []string {
-	p = strings.TrimPrefix(strings.TrimSpace(p), mlmeta.DomainPersistent+"://")
+	p = strings.TrimPrefix(strings.TrimSpace(p), mledger.DomainPersistent+"://")
 	if p == "" {
 		return nil
 	}
@@ -208,7 +208,7 @@ func splitPattern(p string) []string {
 // matchPattern reports whether pattern p matches the topic t: its k parts
 // against t's first k names (tenant, [cluster,] namespace, local name), so
 // a shorter pattern matches a whole tenant or namespace.
-func matchPattern(p string, t mlmeta.TopicName) bool {
+func matchPattern(p string, t mledger.TopicName) bool {
 	pp := splitPattern(p)
 	names := []string{t.Tenant}
 	if t.Cluster != "" {
@@ -228,7 +228,7 @@ func matchPattern(p string, t mlmeta.TopicName) bool {
 
 // matchAny reports whether any pattern matches t or, for a partition, its
 // partitioned topic.
-func matchAny(patterns []string, t mlmeta.TopicName) bool {
+func matchAny(patterns []string, t mledger.TopicName) bool {
 	for _, p := range patterns {
 		if matchPattern(p, t) {
 			return true
@@ -242,7 +242,7 @@ func matchAny(patterns []string, t mlmeta.TopicName) bool {
 
 // RuleFor returns the rule that decides for topic t (the first match, else
 // the default) and whether the topic passes Include/Exclude.
-func (r *Rules) RuleFor(t mlmeta.TopicName) (rule Rule, considered bool) {
+func (r *Rules) RuleFor(t mledger.TopicName) (rule Rule, considered bool) {
 	if (len(r.Include) > 0 && !matchAny(r.Include, t)) || matchAny(r.Exclude, t) {
 		return Rule{}, false
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -20,15 +20,15 @@ const MiB = 1 << 20
 // topic builds a managed ledger whose ledgers closed ago[i] before now
 // (ledger ids 1..n, each size MiB), plus an open last ledger.
 func topic(name string, ago ...time.Duration) Topic {
-	tn, err := mlmeta.ParseTopic(name)
+	tn, err := mledger.ParseTopic(name)
 	if err != nil {
 		panic(err)
 	}
 	t := Topic{ML: tn.MLName(), Topic: tn}
 	for i, a := range ago {
-		t.Ledgers = append(t.Ledgers, Ledger{ID: int64(i + 1), Entries: 10, Size: MiB, ClosedAt: now.Add(-a), State: mlmeta.StateBookKeeper})
+		t.Ledgers = append(t.Ledgers, Ledger{ID: int64(i + 1), Entries: 10, Size: MiB, ClosedAt: now.Add(-a), State: mledger.StateBookKeeper})
 	}
-	t.Ledgers = append(t.Ledgers, Ledger{ID: int64(len(ago) + 1), State: mlmeta.StateOpen})
+	t.Ledgers = append(t.Ledgers, Ledger{ID: int64(len(ago) + 1), State: mledger.StateOpen})
 	return t
 }
 
@@ -122,8 +122,8 @@ func TestSelect(t *testing.T) {
 			name: "skips empty, offloaded and BK-deleted ledgers; resumes an unfinished attempt",
 			snap: Snapshot{Topics: []Topic{
 				with(with(with(topic("t/ns/a", 5*h, 4*h, 3*h, 2*h), 1, func(l *Ledger) { l.Entries, l.Size = 0, 0 }),
-					2, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now }),
-					3, func(l *Ledger) { l.State, l.Attempt = mlmeta.StateOffloading, mlmeta.NewAttemptUUID() })}},
+					2, func(l *Ledger) { l.State = mledger.StateOffloaded; l.OffloadedAt = now }),
+					3, func(l *Ledger) { l.State, l.Attempt = mledger.StateOffloading, mledger.NewAttemptUUID() })}},
 			rules: Rules{Default: rule("default", func(r *Rule) { r.After = 0 })},
 			want:  "t/ns/a:3/offload/age/default t/ns/a:4/offload/age/default",
 		},
@@ -153,10 +153,10 @@ func TestSelect(t *testing.T) {
 		{
 			name: "trim after the deletion lag, not before; broker and never modes trim nothing",
 			snap: Snapshot{Topics: []Topic{
-				with(with(topic("t/ns/a", 9*h, 8*h, 7*h), 1, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now.Add(-5 * h) }),
-					2, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now.Add(-3 * h) }),
-				with(topic("t/keep/b", 9*h), 1, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now.Add(-50 * h) }),
-				with(topic("t/brk/c", 9*h), 1, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now.Add(-50 * h) }),
+				with(with(topic("t/ns/a", 9*h, 8*h, 7*h), 1, func(l *Ledger) { l.State = mledger.StateOffloaded; l.OffloadedAt = now.Add(-5 * h) }),
+					2, func(l *Ledger) { l.State = mledger.StateOffloaded; l.OffloadedAt = now.Add(-3 * h) }),
+				with(topic("t/keep/b", 9*h), 1, func(l *Ledger) { l.State = mledger.StateOffloaded; l.OffloadedAt = now.Add(-50 * h) }),
+				with(topic("t/brk/c", 9*h), 1, func(l *Ledger) { l.State = mledger.StateOffloaded; l.OffloadedAt = now.Add(-50 * h) }),
 			}},
 			rules: Rules{
 				Rules: []Rule{
@@ -181,7 +181,7 @@ func TestSelect(t *testing.T) {
 			name: "Pulsar offload_policies win over the legacy fields (-1 there: off); a namespace deletion lag replaces the rule's",
 			snap: Snapshot{
 				Topics: []Topic{with(topic("t/pol/a", 2*h, 1*h), 1, func(l *Ledger) {
-					l.State, l.OffloadedAt, l.Attempt = mlmeta.StateOffloaded, now.Add(-2*h), mlmeta.NewAttemptUUID()
+					l.State, l.OffloadedAt, l.Attempt = mledger.StateOffloaded, now.Add(-2*h), mledger.NewAttemptUUID()
 				})},
 				Namespaces: map[string]*NamespacePolicy{"t/pol": mustNS(t, `{"offload_threshold_in_seconds": 999999, "offload_threshold": 5,
 					"offload_policies": {"managedLedgerOffloadDriver": "aws-s3", "managedLedgerOffloadThresholdInSeconds": -1,
@@ -233,7 +233,7 @@ func mustNS(t *testing.T, js string) *NamespacePolicy {
 
 func TestEvaluateTopicPlanAndRuleCounts(t *testing.T) {
 	h := time.Hour
-	a := with(topic("t/ns/a", 30*h, 25*h, 2*h), 1, func(l *Ledger) { l.State = mlmeta.StateOffloaded; l.OffloadedAt = now.Add(-h) })
+	a := with(topic("t/ns/a", 30*h, 25*h, 2*h), 1, func(l *Ledger) { l.State = mledger.StateOffloaded; l.OffloadedAt = now.Add(-h) })
 	res := Evaluate(Snapshot{Topics: []Topic{a, topic("x/y/z", h)}}, now, Rules{
 		Rules:   []Rule{rule("unused", func(r *Rule) { r.After = 0 }, "nobody/*")},
 		Exclude: []string{"x"},
@@ -291,7 +291,7 @@ func TestMatchPattern(t *testing.T) {
 		{"t/*/orders-?", "persistent://t/ns/orders-1", true},
 	}
 	for _, tc := range tests {
-		tn, err := mlmeta.ParseTopic(tc.topic)
+		tn, err := mledger.ParseTopic(tc.topic)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/internal/units"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Ledger is one ledger of a managed ledger as the policy sees it.
@@ -19,7 +19,7 @@ type Ledger struct {
 	Size    int64
 	// ClosedAt is LedgerInfo.timestamp (zero for the open ledger).
 	ClosedAt time.Time
-	State    mlmeta.LedgerState
+	State    mledger.LedgerState
 	// OffloadedAt is OffloadContext.timestamp of a complete offload.
 	OffloadedAt time.Time
 	// Bookies are the bookie ids holding replicas (every ensemble of the
@@ -34,18 +34,18 @@ type Ledger struct {
 type Topic struct {
 	// ML is the managed-ledger name (tenant/namespace/persistent/topic).
 	ML    string
-	Topic mlmeta.TopicName
+	Topic mledger.TopicName
 	// Ledgers in stored (ascending id) order; the last is the open one.
 	Ledgers []Ledger
 }
 
 // TopicFromInfo builds a Topic from decoded managed-ledger metadata.
 func TopicFromInfo(ml string, info *mlproto.ManagedLedgerInfo) (Topic, error) {
-	tn, err := mlmeta.ParseMLName(ml)
+	tn, err := mledger.ParseMLName(ml)
 	if err != nil {
 		return Topic{}, err
 	}
-	states := mlmeta.States(info)
+	states := mledger.States(info)
 	t := Topic{ML: ml, Topic: tn, Ledgers: make([]Ledger, 0, len(info.GetLedgerInfo()))}
 	for i, li := range info.GetLedgerInfo() {
 		l := Ledger{ID: li.GetLedgerId(), Entries: li.GetEntries(), Size: li.GetSize(), State: states[i]}
@@ -55,7 +55,7 @@ func TopicFromInfo(ml string, info *mlproto.ManagedLedgerInfo) (Topic, error) {
 		if oc := li.GetOffloadContext(); oc.GetComplete() && oc.GetTimestamp() > 0 {
 			l.OffloadedAt = time.UnixMilli(oc.GetTimestamp())
 		}
-		if id, ok := mlmeta.AttemptUUID(li.GetOffloadContext()); ok {
+		if id, ok := mledger.AttemptUUID(li.GetOffloadContext()); ok {
 			l.Attempt = id
 		}
 		t.Ledgers = append(t.Ledgers, l)
@@ -253,10 +253,10 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 		if i == n-1 {
 			break
 		}
-		if l.State != mlmeta.StateOffloadedBKDeleted {
+		if l.State != mledger.StateOffloadedBKDeleted {
 			tp.BKBytes += l.Size
 		}
-		if l.State == mlmeta.StateOffloaded || l.State == mlmeta.StateOffloadedBKDeleted {
+		if l.State == mledger.StateOffloaded || l.State == mledger.StateOffloadedBKDeleted {
 			tp.OffloadedBytes += l.Size
 		}
 	}
@@ -297,7 +297,7 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 		c := Candidate{ML: t.ML, Topic: tp.Topic, LedgerID: l.ID, Entries: l.Entries, Size: l.Size,
 			Rule: ruleName, ClosedAt: l.ClosedAt, OffloadedAt: l.OffloadedAt, Settings: settings}
 		switch l.State {
-		case mlmeta.StateBookKeeper, mlmeta.StateOffloading:
+		case mledger.StateBookKeeper, mledger.StateOffloading:
 			if !rule.Offload || l.Entries <= 0 || l.Size <= 0 {
 				continue
 			}
@@ -337,7 +337,7 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 				continue // counted as lag, offered after the reload bound
 			}
 			out = append(out, c)
-		case mlmeta.StateOffloaded:
+		case mledger.StateOffloaded:
 			if rule.DeletionLag.Mode != LagAfter || l.OffloadedAt.IsZero() {
 				continue
 			}

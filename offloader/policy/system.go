@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Pulsar's own system topics, never offloaded by tierkeeper whatever the
@@ -32,7 +32,7 @@ var systemLocalSuffixes = []string{
 var hostPort = regexp.MustCompile(`^[^:/]+:[0-9]+$`)
 
 // SystemTopic reports whether t is one of Pulsar's system topics and why.
-func SystemTopic(t mlmeta.TopicName) (why string, ok bool) {
+func SystemTopic(t mledger.TopicName) (why string, ok bool) {
 	switch {
 	case t.Tenant == "pulsar" && t.Cluster == "" && t.Namespace == "system":
 		return "Pulsar's system namespace pulsar/system", true

@@ -60,8 +60,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/metrics"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Verdict is what a check found about one committed ledger.
@@ -120,7 +120,7 @@ func (f Finding) NeedsWrite() bool {
 type Deps struct {
 	// ML reads managed ledgers and writes a repair's compare-and-set.
 	// Required.
-	ML *mlmeta.Store
+	ML *mledger.Store
 	// Ledgers reads BookKeeper ledger metadata. Required.
 	Ledgers pipeline.LedgerStore
 	// Store holds the objects. Required; wrap it with the shared
@@ -260,8 +260,8 @@ func (s *Scrubber) check(ctx context.Context, ml string, li *pipeline.LedgerInfo
 	ctx, cancel := context.WithTimeout(ctx, s.o.CallTimeout)
 	defer cancel()
 	oc := li.GetOffloadContext()
-	id, _ := mlmeta.AttemptUUID(oc)
-	f := Finding{ML: ml, LedgerID: li.GetLedgerId(), UUID: id, Bucket: mlmeta.DriverFromMetadata(oc.GetDriverMetadata()).Bucket,
+	id, _ := mledger.AttemptUUID(oc)
+	f := Finding{ML: ml, LedgerID: li.GetLedgerId(), UUID: id, Bucket: mledger.DriverFromMetadata(oc.GetDriverMetadata()).Bucket,
 		Entries: li.GetEntries(), Bytes: li.GetSize(), BKDeleted: oc.GetBookkeeperDeleted()}
 	defer func() { s.requests.Add(float64(f.Requests)) }()
 	if f.Bucket != s.bucket {
@@ -384,7 +384,7 @@ func (s *Scrubber) list(m map[key]Finding) []Finding {
 
 // Repair checks the given ledgers of ml again and, for those that still
 // need it (VerdictRepair), clears their offload context in one
-// compare-and-set through mlmeta (each edit names the attempt it clears,
+// compare-and-set through mledger (each edit names the attempt it clears,
 // so a newer attempt is left alone), then reloads the topic. Run it under
 // the topic's lease. Nothing is written for any other verdict; a ledger
 // whose BookKeeper copy is gone is never repaired. The returned findings
@@ -394,11 +394,11 @@ func (s *Scrubber) Repair(ctx context.Context, ml string, ids []int64) ([]Findin
 	if err != nil {
 		return fs, err
 	}
-	var edits []mlmeta.Edit
+	var edits []mledger.Edit
 	var idx []int
 	for i, f := range fs {
 		if f.Verdict == VerdictRepair {
-			edits = append(edits, mlmeta.ClearOffloadEdit(f.LedgerID, f.UUID))
+			edits = append(edits, mledger.ClearOffloadEdit(f.LedgerID, f.UUID))
 			idx = append(idx, i)
 		}
 	}
@@ -449,7 +449,7 @@ func (s *Scrubber) reload(ctx context.Context, ml string) (string, error) {
 	if s.d.Broker == nil {
 		return pipeline.NoBrokerNote, nil
 	}
-	tn, err := mlmeta.ParseMLName(ml)
+	tn, err := mledger.ParseMLName(ml)
 	if err != nil {
 		return "", err
 	}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // actor is one incarnation of a process: a replica or a CLI run.
@@ -35,7 +35,7 @@ type actor struct {
 }
 
 // session is a simulated ZooKeeper session of one actor; it implements
-// mlmeta.ZK and offloader.LeaseSession (and Multi, as go-zookeeper's
+// mledger.ZK and offloader.LeaseSession (and Multi, as go-zookeeper's
 // Conn). Every request is a yield point.
 type session struct {
 	w          *World
@@ -47,7 +47,7 @@ type session struct {
 }
 
 var (
-	_ mlmeta.ZK              = (*session)(nil)
+	_ mledger.ZK             = (*session)(nil)
 	_ offloader.LeaseSession = (*session)(nil)
 )
 
@@ -199,8 +199,8 @@ func (w *World) newActor(name string) *actor {
 }
 
 // pipelineFor builds the real pipeline on a's simulated dependencies.
-func (w *World) pipelineFor(a *actor, sess *session, trim bool) (*pipeline.Pipeline, *mlmeta.Store) {
-	ml := mlmeta.New(sess, &mlmeta.Options{RetryBackoff: time.Nanosecond})
+func (w *World) pipelineFor(a *actor, sess *session, trim bool) (*pipeline.Pipeline, *mledger.Store) {
+	ml := mledger.New(sess, &mledger.Options{RetryBackoff: time.Nanosecond})
 	d := pipeline.Deps{ML: ml, Ledgers: &bkClient{w: w, a: a}, Bookies: &bkClient{w: w, a: a}, Store: &gatedStore{w: w, a: a},
 		Broker: &brokerAdmin{w: w, a: a}, Failpoints: &failpoints{w: w, a: a}}
 	p, err := pipeline.New(d, pipeline.Options{Driver: SimDriver, BlockSize: format.MinPartSize, Trim: trim, DeletionLag: w.cfg.Lag})
@@ -211,7 +211,7 @@ func (w *World) pipelineFor(a *actor, sess *session, trim bool) (*pipeline.Pipel
 }
 
 // SimDriver is the driver metadata the simulated offloaders record.
-var SimDriver = mlmeta.Driver{Name: "aws-s3", Bucket: "sim", Region: "sim"}
+var SimDriver = mledger.Driver{Name: "aws-s3", Bucket: "sim", Region: "sim"}
 
 // startReplica starts an incarnation of replica name: a session, the real
 // topic leases on it, the real scheduler running the real pipeline. When
@@ -401,7 +401,7 @@ func (r *runner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
 // guardFor is the topic guard of a replica or CLI run on sess: namespace
 // policies read from the simulated ZooKeeper, no admin URL (the
 // broker-level thresholds off, as the offload command assumes without one).
-func guardFor(sess *session, ml *mlmeta.Store) *offloader.TopicGuard {
+func guardFor(sess *session, ml *mledger.Store) *offloader.TopicGuard {
 	return offloader.NewTopicGuard(sess, ml, nil, "", policy.BrokerSettings{ThresholdBytes: -1, ThresholdSeconds: -1, Source: "sim"}, nil)
 }
 

@@ -14,8 +14,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // brokerModel is the owning broker of the topic as Pulsar 4.0.8's
@@ -70,7 +70,7 @@ func newBroker(w *World) *brokerModel {
 	return b
 }
 
-func (b *brokerModel) path() string { return mlmeta.Root + "/" + Topic }
+func (b *brokerModel) path() string { return mledger.Root + "/" + Topic }
 
 // load opens the managed ledger from the znode (w.mu held).
 func (b *brokerModel) load() error {
@@ -78,7 +78,7 @@ func (b *brokerModel) load() error {
 	if err != nil {
 		return err
 	}
-	info, _, err := mlmeta.Decode(data, mlmeta.Limits{})
+	info, _, err := mledger.Decode(data, mledger.Limits{})
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (b *brokerModel) load() error {
 
 // cas writes info at version ver (w.mu held).
 func (b *brokerModel) cas(info *mlproto.ManagedLedgerInfo, ver int32) (int32, error) {
-	data, err := mlmeta.Encode(info, mlmeta.EncodeOptions{})
+	data, err := mledger.Encode(info, mledger.EncodeOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -255,7 +255,7 @@ func (b *brokerModel) offload() {
 		lid := pick.GetLedgerId()
 		// prepareLedgerInfoForOffloaded: the in-memory context's attempt
 		// is cleaned up before the compare-and-set.
-		if old, had := mlmeta.AttemptUUID(pick.GetOffloadContext()); had {
+		if old, had := mledger.AttemptUUID(pick.GetOffloadContext()); had {
 			b.w.tracef("broker offload L%d: cleanupOffloaded(%s) of its in-memory context", lid, b.w.alias(old))
 			for _, k := range []string{format.DataKey(old, lid), format.IndexKey(old, lid)} {
 				if _, _, ok := b.w.store.Object(k); ok {
@@ -266,7 +266,7 @@ func (b *brokerModel) offload() {
 			}
 		}
 		md, _ := SimDriver.Metadata()
-		msb, lsb := mlmeta.UUIDToBits(id)
+		msb, lsb := mledger.UUIDToBits(id)
 		if b.write(fmt.Sprintf("offload L%d: prepare %s", lid, b.w.alias(id)), func(info *mlproto.ManagedLedgerInfo) {
 			li, _ := b.ledger(info, lid)
 			oc := proto.Clone(li.GetOffloadContext()).(*mlproto.OffloadContext)
@@ -298,7 +298,7 @@ func (b *brokerModel) offload() {
 	case "complete":
 		b.off = nil
 		li, _ := b.ledger(b.info, o.ledger)
-		if cur, _ := mlmeta.AttemptUUID(li.GetOffloadContext()); cur != o.id {
+		if cur, _ := mledger.AttemptUUID(li.GetOffloadContext()); cur != o.id {
 			b.w.tracef("broker offload L%d: conflict", o.ledger)
 			return
 		}
@@ -359,7 +359,7 @@ var _ pipeline.Broker = (*brokerAdmin)(nil)
 
 var errBrokerUnavailable = errors.New("sim: broker could not load the topic")
 
-func (c *brokerAdmin) Unload(ctx context.Context, t mlmeta.TopicName) error {
+func (c *brokerAdmin) Unload(ctx context.Context, t mledger.TopicName) error {
 	if _, err := c.w.gate(c.a, "admin unload"); err != nil {
 		return err
 	}
@@ -369,7 +369,7 @@ func (c *brokerAdmin) Unload(ctx context.Context, t mlmeta.TopicName) error {
 	return nil
 }
 
-func (c *brokerAdmin) InternalStats(ctx context.Context, t mlmeta.TopicName) (*brokeradmin.InternalStats, error) {
+func (c *brokerAdmin) InternalStats(ctx context.Context, t mledger.TopicName) (*brokeradmin.InternalStats, error) {
 	if _, err := c.w.gate(c.a, "admin internal-stats"); err != nil {
 		return nil, err
 	}
@@ -389,11 +389,11 @@ func (c *brokerAdmin) InternalStats(ctx context.Context, t mlmeta.TopicName) (*b
 
 // storedInfo reads the managed ledger as stored (w.mu held).
 func (w *World) storedInfo() (*mlproto.ManagedLedgerInfo, int32, error) {
-	data, st, err := w.zk.get(mlmeta.Root + "/" + Topic)
+	data, st, err := w.zk.get(mledger.Root + "/" + Topic)
 	if err != nil {
 		return nil, 0, err
 	}
-	info, _, err := mlmeta.Decode(data, mlmeta.Limits{})
+	info, _, err := mledger.Decode(data, mledger.Limits{})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -406,7 +406,7 @@ func (w *World) describe(info *mlproto.ManagedLedgerInfo) string {
 	for _, li := range info.GetLedgerInfo() {
 		oc := li.GetOffloadContext()
 		s += fmt.Sprintf("L%d", li.GetLedgerId())
-		if u, ok := mlmeta.AttemptUUID(oc); ok {
+		if u, ok := mledger.AttemptUUID(oc); ok {
 			s += "(" + w.alias(u)
 			if oc.GetComplete() {
 				s += ",complete"

@@ -7,7 +7,7 @@
 // compare-and-delete), the bucket (offloader/blob/memblob behind a yield
 // point per request) and a model of the owning Pulsar 4.0.8 broker (see
 // brokerModel) with producers acknowledging entries — the real
-// managed-ledger store (offloader/mlmeta) runs over the simulated
+// managed-ledger store (pulsar/mledger) runs over the simulated
 // ZooKeeper.
 //
 // # Determinism

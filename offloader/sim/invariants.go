@@ -8,14 +8,14 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // LeaseRoot is the leases' root znode; LeasePath the simulated topic's
 // lease (owner) node.
 const LeaseRoot = "/sim/leases"
 
-var LeasePath = LeaseRoot + "/" + mlmeta.EncodeName(Topic)
+var LeasePath = LeaseRoot + "/" + mledger.EncodeName(Topic)
 
 // objectsOK says why attempt id's objects of a ledger with the given
 // entries and size are not whole ("" when they are): both objects
@@ -54,11 +54,11 @@ func (w *World) by(key string) string {
 // contextOK checks a complete context of the stored list ("" when fine).
 func (w *World) contextOK(li *mlproto.ManagedLedgerInfo_LedgerInfo) string {
 	oc := li.GetOffloadContext()
-	id, ok := mlmeta.AttemptUUID(oc)
+	id, ok := mledger.AttemptUUID(oc)
 	if !ok {
 		return "complete context without an attempt UUID"
 	}
-	if b := mlmeta.DriverFromMetadata(oc.GetDriverMetadata()).Bucket; b != SimDriver.Bucket {
+	if b := mledger.DriverFromMetadata(oc.GetDriverMetadata()).Bucket; b != SimDriver.Bucket {
 		return "context names bucket " + b
 	}
 	return w.objectsOK(id, li.GetLedgerId(), li.GetEntries(), li.GetSize())
@@ -129,7 +129,7 @@ func (w *World) checkBKDelete(who string, id int64) {
 // a CLI run changes the managed ledger only while it holds the topic's
 // lease (w.mu held).
 func (w *World) checkWrite(sess int64, paths []string) {
-	ml := mlmeta.Root + "/" + Topic
+	ml := mledger.Root + "/" + Topic
 	var a *actor
 	for _, x := range w.actors {
 		if x.sess != nil && x.sess.id == sess {

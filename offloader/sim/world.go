@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob/memblob"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Config describes one simulated run.
@@ -332,8 +332,8 @@ func Run(cfg Config) *Result {
 func (w *World) setup() {
 	w.mu.Lock()
 	now := w.now()
-	w.zk.mkdirs(mlmeta.Root+"/"+strings.TrimSuffix(Topic, "/sim"), nil, now)
-	w.zk.mkdirs(mlmeta.Root+"/"+Topic, nil, now)
+	w.zk.mkdirs(mledger.Root+"/"+strings.TrimSuffix(Topic, "/sim"), nil, now)
+	w.zk.mkdirs(mledger.Root+"/"+Topic, nil, now)
 	w.zk.mkdirs(LeaseRoot, nil, now)
 	if w.cfg.BrokerOffload {
 		// The broker offloads the topic by itself because its namespace

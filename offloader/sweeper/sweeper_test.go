@@ -16,8 +16,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -42,7 +42,7 @@ func putPair(t *testing.T, st blob.Store, id uuid.UUID, ledger int64) {
 }
 
 func topicWith(ml string, ledgers ...policy.Ledger) policy.Topic {
-	tn, _ := mlmeta.ParseMLName(ml)
+	tn, _ := mledger.ParseMLName(ml)
 	return policy.Topic{ML: ml, Topic: tn, Ledgers: ledgers}
 }
 
@@ -74,9 +74,9 @@ func TestSweepRealS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	topics := []policy.Topic{topicWith("t/ns/persistent/a",
-		policy.Ledger{ID: 1, Attempt: done, OffloadedAt: time.Now(), State: mlmeta.StateOffloaded},
-		policy.Ledger{ID: 2, Attempt: running, State: mlmeta.StateOffloading},
-		policy.Ledger{ID: 3, State: mlmeta.StateOpen})}
+		policy.Ledger{ID: 1, Attempt: done, OffloadedAt: time.Now(), State: mledger.StateOffloaded},
+		policy.Ledger{ID: 2, Attempt: running, State: mledger.StateOffloading},
+		policy.Ledger{ID: 3, State: mledger.StateOpen})}
 	var unreadable []string
 	refsCalls := 0
 	refs := func(context.Context) ([]policy.Topic, []string, error) {
@@ -187,8 +187,8 @@ func TestSweepAfterS3Crash(t *testing.T) {
 	other := uuid.New()
 	refs := func(context.Context) ([]policy.Topic, []string, error) {
 		return []policy.Topic{topicWith("t/ns/persistent/a",
-			policy.Ledger{ID: 7, Attempt: other, OffloadedAt: time.Now(), State: mlmeta.StateOffloaded},
-			policy.Ledger{ID: 8, State: mlmeta.StateOpen})}, nil, nil
+			policy.Ledger{ID: 7, Attempt: other, OffloadedAt: time.Now(), State: mledger.StateOffloaded},
+			policy.Ledger{ID: 8, State: mledger.StateOpen})}, nil, nil
 	}
 	res, err := New(st, refs, Options{Grace: time.Minute, Now: func() time.Time { return time.Now().Add(time.Hour) }}).Sweep(ctx)
 	if err != nil {

@@ -22,8 +22,8 @@ import (
 	cosstore "github.com/tierkeeper/tierkeeper/offloader/blob/cos"
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/cosfake"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -33,9 +33,9 @@ import (
 // verify in full, commit with driver d), then trims the BookKeeper copies
 // without a reload (the caller unloads the topic). It returns the
 // offloaded ledger ids.
-func goOffload(t *testing.T, ctx context.Context, topic string, store blob.Store, d mlmeta.Driver) []int64 {
+func goOffload(t *testing.T, ctx context.Context, topic string, store blob.Store, d mledger.Driver) []int64 {
 	t.Helper()
-	ml, err := mlmeta.MLNameForTopic(topic)
+	ml, err := mledger.MLNameForTopic(topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestBrokerReadsGoOffloadS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	ids := goOffload(t, ctx, topic, store, mlmeta.Driver{Name: "aws-s3", Bucket: brokerBucket, Region: srv.Region, ServiceEndpoint: srv.Endpoint})
+	ids := goOffload(t, ctx, topic, store, mledger.Driver{Name: "aws-s3", Bucket: brokerBucket, Region: srv.Region, ServiceEndpoint: srv.Endpoint})
 	if len(ids) != 3 || ids[0] != ledgers[0] || ids[2] != ledgers[2] {
 		t.Fatalf("offloaded ledgers %v, want the 3 closed ones of %v", ids, ledgers)
 	}
@@ -296,7 +296,7 @@ func TestBrokerReadsGoOffloadCOS(t *testing.T) {
 	defer store.Close()
 	// The broker uses only the bucket of the stored driver metadata; the
 	// rest is recorded as recipe A configures it.
-	ids := goOffload(t, ctx, topic, store, mlmeta.Driver{Name: "aws-s3", Bucket: bucket, Region: f.Region, ServiceEndpoint: f.ServiceEndpoint()})
+	ids := goOffload(t, ctx, topic, store, mledger.Driver{Name: "aws-s3", Bucket: bucket, Region: f.Region, ServiceEndpoint: f.ServiceEndpoint()})
 	if len(ids) != 3 {
 		t.Fatalf("offloaded ledgers %v, want the 3 closed ones", ids)
 	}

@@ -32,8 +32,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -63,16 +63,16 @@ func offloaderNamespace(t *testing.T, ctx context.Context, b *testenv.Broker, na
 
 // offloadContexts returns, per ledger of ml, whether an offload attempt
 // is recorded and whether tierkeeper recorded it.
-func offloadContexts(t *testing.T, ctx context.Context, meta *mlmeta.Store, ml string) (attempts, ours, complete int) {
+func offloadContexts(t *testing.T, ctx context.Context, meta *mledger.Store, ml string) (attempts, ours, complete int) {
 	t.Helper()
 	snap, err := meta.Get(ctx, ml)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, li := range snap.Info.GetLedgerInfo() {
-		if id, ok := mlmeta.AttemptUUID(li.GetOffloadContext()); ok {
+		if id, ok := mledger.AttemptUUID(li.GetOffloadContext()); ok {
 			attempts++
-			if mlmeta.OwnAttempt(id) {
+			if mledger.OwnAttempt(id) {
 				ours++
 			}
 			if li.GetOffloadContext().GetComplete() {
@@ -132,7 +132,7 @@ func TestBrokerOffloaderTopicRefused(t *testing.T) {
 	ns := offloaderNamespace(t, ctx, b, fmt.Sprintf("brokeroffload-%d", topicSeq.Add(1)), true)
 	topic := fmt.Sprintf("persistent://%s/orders", ns)
 	prod := produceLedgers(t, ctx, b, topic, 350, 41)
-	ml, err := mlmeta.MLNameForTopic(topic)
+	ml, err := mledger.MLNameForTopic(topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +229,8 @@ func TestBrokerOffloaderTopicRefusedByService(t *testing.T) {
 	theirs, ours := "persistent://"+nsBroker+"/orders", "persistent://"+nsOurs+"/orders"
 	prodTheirs := produceLedgers(t, ctx, b, theirs, 250, 42)
 	prodOurs := produceLedgers(t, ctx, b, ours, 250, 43)
-	mlTheirs, _ := mlmeta.MLNameForTopic(theirs)
-	mlOurs, _ := mlmeta.MLNameForTopic(ours)
+	mlTheirs, _ := mledger.MLNameForTopic(theirs)
+	mlOurs, _ := mledger.MLNameForTopic(ours)
 	meta, _ := mlStore(t)
 
 	s3 := testenv.StartS3(t)

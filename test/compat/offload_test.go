@@ -29,8 +29,8 @@ import (
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -635,7 +635,7 @@ func TestOffloadSIGKILLResumes(t *testing.T) {
 	}
 	parts := prod.LedgerIDs()
 	sess := sharedZK(t).Session(t, tkzk.Options{})
-	ml := mlmeta.New(sess.Conn, nil)
+	ml := mledger.New(sess.Conn, nil)
 	killedMidway := 0
 	for seed := 0; seed < seeds; seed++ {
 		rng := rand.New(rand.NewPCG(uint64(seed), 26))
@@ -707,7 +707,7 @@ func TestOffloadSIGKILLResumes(t *testing.T) {
 				continue
 			}
 			oc := li.GetOffloadContext()
-			u, ok := mlmeta.AttemptUUID(oc)
+			u, ok := mledger.AttemptUUID(oc)
 			if !ok || !oc.GetComplete() || !oc.GetBookkeeperDeleted() || !bkGone(t, ctx, li.GetLedgerId()) {
 				t.Fatalf("seed %d (%s): ledger %d after the rerun: %v", seed, how, li.GetLedgerId(), oc)
 			}
@@ -744,7 +744,7 @@ func TestOffloadSIGKILLResumes(t *testing.T) {
 
 // mlName is a topic's managed-ledger name.
 func mlName(topic string) string {
-	n, err := mlmeta.MLNameForTopic(topic)
+	n, err := mledger.MLNameForTopic(topic)
 	if err != nil {
 		panic(err)
 	}

@@ -62,8 +62,8 @@ import (
 	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -158,11 +158,11 @@ func (be *bench) managedLedger(l *testenv.WrittenLedger) string {
 		{LedgerId: proto.Int64(l.LedgerID), Entries: proto.Int64(l.LastEntryID + 1), Size: proto.Int64(l.Length), Timestamp: proto.Int64(time.Now().UnixMilli())},
 		{LedgerId: proto.Int64(l.LedgerID + 1_000_000), Timestamp: proto.Int64(0)},
 	}}
-	data, err := mlmeta.Encode(info, mlmeta.EncodeOptions{})
+	data, err := mledger.Encode(info, mledger.EncodeOptions{})
 	if err != nil {
 		be.b.Fatal(err)
 	}
-	p := mlmeta.Path(ml)
+	p := mledger.Path(ml)
 	if _, st, err := be.zkc.Conn.Get(p); err == nil {
 		if _, err := be.zkc.Conn.Set(p, data, st.Version); err != nil {
 			be.b.Fatal(err)

@@ -38,7 +38,7 @@ import (
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -163,11 +163,11 @@ func countLedgers(b *testing.B, st *testenv.Stack, topic string) int {
 		b.Fatal(err)
 	}
 	defer sess.Close()
-	ml, err := mlmeta.MLNameForTopic(topic)
+	ml, err := mledger.MLNameForTopic(topic)
 	if err != nil {
 		b.Fatal(err)
 	}
-	snap, err := mlmeta.New(sess, nil).Get(ctx, ml)
+	snap, err := mledger.New(sess, nil).Get(ctx, ml)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package mlmeta
+package mledger
 
 import (
 	"bytes"

@@ -7,7 +7,7 @@
 //
 // Names resolves a Selector (everything, a namespace, or topics, where a
 // partitioned topic means all its partitions) to managed-ledger names;
-// Build turns mlmeta.GetMany results into a Report; Read does both.
+// Build turns mledger.GetMany results into a Report; Read does both.
 package status
 
 import (
@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Report is the state of a set of managed ledgers at ReadAt.
@@ -88,14 +88,14 @@ type Totals struct {
 // OffloadedBytes is the size of the ledgers whose data is in the object
 // store (offloaded, with or without the BookKeeper copy).
 func (t Totals) OffloadedBytes() int64 {
-	return t.BytesByState[mlmeta.StateOffloaded.String()] + t.BytesByState[mlmeta.StateOffloadedBKDeleted.String()]
+	return t.BytesByState[mledger.StateOffloaded.String()] + t.BytesByState[mledger.StateOffloadedBKDeleted.String()]
 }
 
 // BookKeeperOnlyBytes is the size of the ledgers whose data is only in
 // BookKeeper (open, not offloaded, or an offload in progress).
 func (t Totals) BookKeeperOnlyBytes() int64 {
-	return t.BytesByState[mlmeta.StateBookKeeper.String()] + t.BytesByState[mlmeta.StateOffloading.String()] +
-		t.BytesByState[mlmeta.StateOpen.String()]
+	return t.BytesByState[mledger.StateBookKeeper.String()] + t.BytesByState[mledger.StateOffloading.String()] +
+		t.BytesByState[mledger.StateOpen.String()]
 }
 
 // Error is a managed ledger that could not be read.
@@ -121,7 +121,7 @@ func (m ManagedLedger) Summary() Summary {
 	for _, l := range m.Ledgers {
 		s.Entries += l.Entries
 		s.Bytes += l.Size
-		if l.State == mlmeta.StateOffloaded.String() || l.State == mlmeta.StateOffloadedBKDeleted.String() {
+		if l.State == mledger.StateOffloaded.String() || l.State == mledger.StateOffloadedBKDeleted.String() {
 			s.OffloadedBytes += l.Size
 		}
 		if l.AgeSeconds != nil && (s.OldestAgeSeconds == nil || *l.AgeSeconds > *s.OldestAgeSeconds) {
@@ -156,8 +156,8 @@ type Selector struct {
 var ErrBadSelector = errors.New("bad topic selection")
 
 // Names resolves sel to managed-ledger names, sorted. A topic with neither
-// a node of its own nor partitions is mlmeta.ErrNotFound.
-func Names(ctx context.Context, store *mlmeta.Store, sel Selector) ([]string, error) {
+// a node of its own nor partitions is mledger.ErrNotFound.
+func Names(ctx context.Context, store *mledger.Store, sel Selector) ([]string, error) {
 	switch {
 	case sel.Namespace != "" && len(sel.Topics) > 0:
 		return nil, fmt.Errorf("%w: a namespace and topics are exclusive", ErrBadSelector)
@@ -169,10 +169,10 @@ func Names(ctx context.Context, store *mlmeta.Store, sel Selector) ([]string, er
 	var names []string
 	for _, t := range sel.Topics {
 		mls, err := store.TopicManagedLedgers(ctx, t)
-		if errors.Is(err, mlmeta.ErrInvalidName) {
+		if errors.Is(err, mledger.ErrInvalidName) {
 			return nil, fmt.Errorf("%w: %w", ErrBadSelector, err)
 		}
-		if errors.Is(err, mlmeta.ErrNotFound) {
+		if errors.Is(err, mledger.ErrNotFound) {
 			return nil, err
 		}
 		if err != nil && len(mls) == 0 {
@@ -201,8 +201,8 @@ type ReadOptions struct {
 // Read resolves sel, reads every selected managed ledger and builds the
 // report. Managed ledgers that cannot be read are in Report.Errors; the
 // error is set when the selection fails, ctx ends or ZooKeeper becomes
-// unavailable (see mlmeta.Store.GetMany).
-func Read(ctx context.Context, store *mlmeta.Store, sel Selector, opts ReadOptions) (Report, error) {
+// unavailable (see mledger.Store.GetMany).
+func Read(ctx context.Context, store *mledger.Store, sel Selector, opts ReadOptions) (Report, error) {
 	names, err := Names(ctx, store, sel)
 	if err != nil {
 		return Report{}, err
@@ -224,13 +224,13 @@ func Read(ctx context.Context, store *mlmeta.Store, sel Selector, opts ReadOptio
 
 // Build turns GetMany results into a Report as of now; chroot is
 // prefixed to the znode paths shown.
-func Build(results []mlmeta.Result, now time.Time, chroot string) Report {
+func Build(results []mledger.Result, now time.Time, chroot string) Report {
 	r := Report{
 		ManagedLedgers: []ManagedLedger{},
 		ReadAt:         now.UTC(),
 		Totals:         Totals{BytesByState: map[string]int64{}, LedgersByState: map[string]int64{}},
 	}
-	for s := mlmeta.StateOpen; s <= mlmeta.StateOffloadedBKDeleted; s++ {
+	for s := mledger.StateOpen; s <= mledger.StateOffloadedBKDeleted; s++ {
 		r.States = append(r.States, s.String())
 		r.Totals.BytesByState[s.String()] = 0
 		r.Totals.LedgersByState[s.String()] = 0
@@ -242,14 +242,14 @@ func Build(results []mlmeta.Result, now time.Time, chroot string) Report {
 		}
 		snap := res.Snapshot
 		m := ManagedLedger{
-			Name: snap.Name, Path: strings.TrimRight(chroot, "/") + mlmeta.Path(snap.Name), Version: snap.Version,
+			Name: snap.Name, Path: strings.TrimRight(chroot, "/") + mledger.Path(snap.Name), Version: snap.Version,
 			Codec: snap.Codec.String(), StoredBytes: snap.StoredBytes, Modified: snap.Modified.UTC(),
 			Terminated: snap.Info.TerminatedPosition != nil, Ledgers: []Ledger{},
 		}
-		if tn, err := mlmeta.ParseMLName(snap.Name); err == nil {
+		if tn, err := mledger.ParseMLName(snap.Name); err == nil {
 			m.Topic = tn.String()
 		}
-		states := mlmeta.States(snap.Info)
+		states := mledger.States(snap.Info)
 		for i, li := range snap.Info.GetLedgerInfo() {
 			l := Ledger{
 				LedgerID: li.GetLedgerId(), Entries: li.GetEntries(), Size: li.GetSize(),
@@ -277,11 +277,11 @@ func offloadOf(oc *mlproto.OffloadContext) *Offload {
 		return nil
 	}
 	o := &Offload{Complete: oc.GetComplete(), BookkeeperDeleted: oc.GetBookkeeperDeleted(), Timestamp: oc.GetTimestamp()}
-	if id, ok := mlmeta.AttemptUUID(oc); ok {
+	if id, ok := mledger.AttemptUUID(oc); ok {
 		o.UUID = id.String()
 	}
 	if md := oc.GetDriverMetadata(); md != nil {
-		d := mlmeta.DriverFromMetadata(md)
+		d := mledger.DriverFromMetadata(md)
 		o.Driver, o.Provider, o.Bucket, o.Region, o.ServiceEndpoint = d.Name, d.Provider, d.Bucket, d.Region, d.ServiceEndpoint
 	}
 	return o
@@ -293,7 +293,7 @@ func offloadOf(oc *mlproto.OffloadContext) *Offload {
 // and so imports nothing of the offloader). The reader calls visit for
 // each ledger and returns how many managed ledgers it read and, as
 // "name: error", those it could not read.
-func LedgerOwners(store *mlmeta.Store) func(ctx context.Context, visit func(ledger int64, state, topic string)) (int, []string, error) {
+func LedgerOwners(store *mledger.Store) func(ctx context.Context, visit func(ledger int64, state, topic string)) (int, []string, error) {
 	return func(ctx context.Context, visit func(ledger int64, state, topic string)) (int, []string, error) {
 		rep, err := Read(ctx, store, Selector{}, ReadOptions{})
 		if err != nil {

@@ -1,4 +1,4 @@
-package mlmeta_test
+package mledger_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -63,7 +63,7 @@ func brokerInfo(firstID int64, n int) *mlproto.ManagedLedgerInfo {
 
 func encode(t *testing.T, info *mlproto.ManagedLedgerInfo, codec mlproto.CompressionType) []byte {
 	t.Helper()
-	b, err := mlmeta.Encode(info, mlmeta.EncodeOptions{Codec: codec})
+	b, err := mledger.Encode(info, mledger.EncodeOptions{Codec: codec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,18 +72,18 @@ func encode(t *testing.T, info *mlproto.ManagedLedgerInfo, codec mlproto.Compres
 
 func readInfo(t *testing.T, c *zk.Conn, ml string) (*mlproto.ManagedLedgerInfo, int32) {
 	t.Helper()
-	data, st, err := c.Get(mlmeta.Path(ml))
+	data, st, err := c.Get(mledger.Path(ml))
 	if err != nil {
 		t.Fatalf("get %s: %v", ml, err)
 	}
-	info, _, err := mlmeta.Decode(data, mlmeta.Limits{})
+	info, _, err := mledger.Decode(data, mledger.Limits{})
 	if err != nil {
 		t.Fatalf("%s does not decode: %v", ml, err)
 	}
 	return info, st.Version
 }
 
-var drv = mlmeta.Driver{Name: "aws-s3", Bucket: "offload", ServiceEndpoint: "http://127.0.0.1:9000"}
+var drv = mledger.Driver{Name: "aws-s3", Bucket: "offload", ServiceEndpoint: "http://127.0.0.1:9000"}
 
 func TestRealZooKeeper(t *testing.T) {
 	z := testenv.StartZooKeeper(t)
@@ -101,14 +101,14 @@ func TestRealZooKeeper(t *testing.T) {
 		"pulsar/us-west/ns1/persistent/legacy":         encode(t, brokerInfo(50, 3), mlproto.CompressionType_NONE),
 	}
 	for ml, data := range mls {
-		create(t, admin, mlmeta.Path(ml), data)
+		create(t, admin, mledger.Path(ml), data)
 	}
-	create(t, admin, mlmeta.Path("public/default/persistent/plain")+"/sub-1", []byte{8, 1})
-	create(t, admin, mlmeta.Path("public/default/persistent/plain")+"/sub-2", []byte{8, 1})
-	create(t, admin, mlmeta.Path("pulsar/us-west/ns1/persistent/legacy")+"/c", []byte{8, 1})
-	create(t, admin, mlmeta.Root+"/empty-tenant/ns-without-topics", nil)
+	create(t, admin, mledger.Path("public/default/persistent/plain")+"/sub-1", []byte{8, 1})
+	create(t, admin, mledger.Path("public/default/persistent/plain")+"/sub-2", []byte{8, 1})
+	create(t, admin, mledger.Path("pulsar/us-west/ns1/persistent/legacy")+"/c", []byte{8, 1})
+	create(t, admin, mledger.Root+"/empty-tenant/ns-without-topics", nil)
 
-	s := mlmeta.New(connect(t, z), &mlmeta.Options{RetryBackoff: 5 * time.Millisecond})
+	s := mledger.New(connect(t, z), &mledger.Options{RetryBackoff: 5 * time.Millisecond})
 
 	t.Run("list and read", func(t *testing.T) {
 		got, err := s.List(ctx)
@@ -142,15 +142,15 @@ func TestRealZooKeeper(t *testing.T) {
 				t.Errorf("%s: %v", r.Name, r.Err)
 				continue
 			}
-			want, _, _ := mlmeta.Decode(mls[r.Name], mlmeta.Limits{})
+			want, _, _ := mledger.Decode(mls[r.Name], mledger.Limits{})
 			if !proto.Equal(r.Snapshot.Info, want) || r.Snapshot.StoredBytes != len(mls[r.Name]) {
 				t.Errorf("%s: read %v", r.Name, r.Snapshot.Info)
 			}
 		}
-		if _, err := s.Get(ctx, "public/default/persistent/nope"); !errors.Is(err, mlmeta.ErrNotFound) {
+		if _, err := s.Get(ctx, "public/default/persistent/nope"); !errors.Is(err, mledger.ErrNotFound) {
 			t.Errorf("missing: %v", err)
 		}
-		if _, err := s.CompleteOffload(ctx, "public/default/persistent/new", 1, uuid.New()); !errors.Is(err, mlmeta.ErrLedgerNotFound) {
+		if _, err := s.CompleteOffload(ctx, "public/default/persistent/new", 1, uuid.New()); !errors.Is(err, mledger.ErrLedgerNotFound) {
 			t.Errorf("empty ML: %v", err)
 		}
 	})
@@ -162,7 +162,7 @@ func TestRealZooKeeper(t *testing.T) {
 			if _, _, err := s.PrepareOffload(ctx, ml, id, uuid.New(), drv); err != nil {
 				t.Fatal(err)
 			}
-			data, _, _ := admin.Get(mlmeta.Path(ml))
+			data, _, _ := admin.Get(mledger.Path(ml))
 			if data[0] == 0x47 {
 				t.Errorf("%s: default options wrote compressed", ml)
 			}
@@ -182,20 +182,20 @@ func TestRealZooKeeper(t *testing.T) {
 		res, err := s.UpdateOffloadContext(ctx, ml, 2, func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
 			once.Do(func() {
 				// The broker rolls over between our read and our write.
-				data, st, err := other.Get(mlmeta.Path(ml))
+				data, st, err := other.Get(mledger.Path(ml))
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				info, _, _ := mlmeta.Decode(data, mlmeta.Limits{})
+				info, _, _ := mledger.Decode(data, mledger.Limits{})
 				last := info.LedgerInfo[len(info.LedgerInfo)-1]
 				last.Entries, last.Size, last.Timestamp = proto.Int64(5), proto.Int64(500), proto.Int64(1_700_000_900_000)
 				info.LedgerInfo = append(info.LedgerInfo, &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(last.GetLedgerId() + 1), Timestamp: proto.Int64(0)})
-				if _, err := other.Set(mlmeta.Path(ml), encode(t, info, mlproto.CompressionType_NONE), st.Version); err != nil {
+				if _, err := other.Set(mledger.Path(ml), encode(t, info, mlproto.CompressionType_NONE), st.Version); err != nil {
 					t.Error(err)
 				}
 			})
-			msb, lsb := mlmeta.UUIDToBits(id)
+			msb, lsb := mledger.UUIDToBits(id)
 			oc.UidMsb, oc.UidLsb = proto.Int64(msb), proto.Int64(lsb)
 			return true, nil
 		})
@@ -206,7 +206,7 @@ func TestRealZooKeeper(t *testing.T) {
 		if v != res.Version || len(info.LedgerInfo) != 5 {
 			t.Fatalf("version %d (result %d), %d ledgers: the concurrent rollover was lost", v, res.Version, len(info.LedgerInfo))
 		}
-		if got, _ := mlmeta.AttemptUUID(info.LedgerInfo[1].OffloadContext); got != id {
+		if got, _ := mledger.AttemptUUID(info.LedgerInfo[1].OffloadContext); got != id {
 			t.Fatalf("our change was lost: %v", info.LedgerInfo[1].OffloadContext)
 		}
 	})
@@ -214,12 +214,12 @@ func TestRealZooKeeper(t *testing.T) {
 	t.Run("concurrent stores on separate sessions", func(t *testing.T) {
 		const ml = "public/default/persistent/many"
 		const n = 8
-		create(t, admin, mlmeta.Path(ml), encode(t, brokerInfo(100, n+1), mlproto.CompressionType_NONE))
+		create(t, admin, mledger.Path(ml), encode(t, brokerInfo(100, n+1), mlproto.CompressionType_NONE))
 		ids := make([]uuid.UUID, n)
 		var wg sync.WaitGroup
 		for i := range ids {
 			ids[i] = uuid.New()
-			st := mlmeta.New(connect(t, z), &mlmeta.Options{MaxRetries: 50, RetryBackoff: time.Millisecond})
+			st := mledger.New(connect(t, z), &mledger.Options{MaxRetries: 50, RetryBackoff: time.Millisecond})
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -234,7 +234,7 @@ func TestRealZooKeeper(t *testing.T) {
 			t.Errorf("version %d, want %d writes", v, n)
 		}
 		for i, id := range ids {
-			if got, _ := mlmeta.AttemptUUID(info.LedgerInfo[i].OffloadContext); got != id {
+			if got, _ := mledger.AttemptUUID(info.LedgerInfo[i].OffloadContext); got != id {
 				t.Errorf("ledger %d: %s, want %s", 100+i, got, id)
 			}
 		}
@@ -251,9 +251,9 @@ func TestRealZooKeeper(t *testing.T) {
 			// kept the server down longer than the shared one's 4 s session
 			// timeout (then internal/zk ends that session).
 			admin := connect(t, z)
-			create(t, admin, mlmeta.Path(ml), encode(t, brokerInfo(200, 4), mlproto.CompressionType_NONE))
+			create(t, admin, mledger.Path(ml), encode(t, brokerInfo(200, 4), mlproto.CompressionType_NONE))
 			before, _ := readInfo(t, admin, ml)
-			st := mlmeta.New(connect(t, z), nil)
+			st := mledger.New(connect(t, z), nil)
 			id := uuid.New()
 			var once sync.Once
 			uctx, ucancel := context.WithTimeout(ctx, 5*time.Second)
@@ -267,7 +267,7 @@ func TestRealZooKeeper(t *testing.T) {
 						z.Restart(t)
 					}
 				})
-				msb, lsb := mlmeta.UUIDToBits(id)
+				msb, lsb := mledger.UUIDToBits(id)
 				oc.UidMsb, oc.UidLsb = proto.Int64(msb), proto.Int64(lsb)
 				md, _ := drv.Metadata()
 				oc.DriverMetadata = md
@@ -293,7 +293,7 @@ func TestRealZooKeeper(t *testing.T) {
 			}
 			fresh := connect(t, z)
 			mid, _ := readInfo(t, fresh, ml)
-			got, had := mlmeta.AttemptUUID(mid.LedgerInfo[1].OffloadContext)
+			got, had := mledger.AttemptUUID(mid.LedgerInfo[1].OffloadContext)
 			switch {
 			case had && got != id:
 				t.Fatalf("foreign attempt %s", got)
@@ -308,12 +308,12 @@ func TestRealZooKeeper(t *testing.T) {
 				t.Fatalf("node changed beyond the ledger's context:\n%v\n%v", before, mid)
 			}
 			// Converge: the helper is idempotent whether or not the write landed.
-			st2 := mlmeta.New(fresh, nil)
+			st2 := mledger.New(fresh, nil)
 			if _, _, err := st2.PrepareOffload(ctx, ml, 201, id, drv); err != nil {
 				t.Fatalf("retry after restart: %v", err)
 			}
 			final, _ := readInfo(t, fresh, ml)
-			if got, _ := mlmeta.AttemptUUID(final.LedgerInfo[1].OffloadContext); got != id {
+			if got, _ := mledger.AttemptUUID(final.LedgerInfo[1].OffloadContext); got != id {
 				t.Fatalf("after retry: %v", final.LedgerInfo[1].OffloadContext)
 			}
 		})
@@ -328,13 +328,13 @@ func TestGetManyZooKeeperKilled(t *testing.T) {
 	admin := connect(t, z)
 	const n = 1500
 	data := encode(t, brokerInfo(1, 3), mlproto.CompressionType_NONE)
-	testenv.CreatePath(t, admin, mlmeta.Path("public/default/persistent/t-0"), data)
+	testenv.CreatePath(t, admin, mledger.Path("public/default/persistent/t-0"), data)
 	var ops []any
 	names := []string{"public/default/persistent/t-0"}
 	for i := 1; i < n; i++ {
 		ml := fmt.Sprintf("public/default/persistent/t-%d", i)
 		names = append(names, ml)
-		ops = append(ops, &zk.CreateRequest{Path: mlmeta.Path(ml), Data: data, Acl: zk.WorldACL(zk.PermAll)})
+		ops = append(ops, &zk.CreateRequest{Path: mledger.Path(ml), Data: data, Acl: zk.WorldACL(zk.PermAll)})
 		if len(ops) == 500 || i == n-1 {
 			if _, err := admin.Multi(ops...); err != nil {
 				t.Fatal(err)
@@ -342,7 +342,7 @@ func TestGetManyZooKeeperKilled(t *testing.T) {
 			ops = ops[:0]
 		}
 	}
-	s := mlmeta.New(connect(t, z), &mlmeta.Options{ListConcurrency: 8})
+	s := mledger.New(connect(t, z), &mledger.Options{ListConcurrency: 8})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if res, err := s.GetMany(ctx, names[:50], nil); err != nil || res[49].Err != nil {

@@ -14,11 +14,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
-// tree is a read-only in-memory znode tree (mlmeta.ZK).
+// tree is a read-only in-memory znode tree (mledger.ZK).
 type tree struct {
 	mu    sync.Mutex
 	nodes map[string][]byte
@@ -27,7 +27,7 @@ type tree struct {
 func newTree(mls map[string]*mlproto.ManagedLedgerInfo) *tree {
 	t := &tree{nodes: map[string][]byte{}}
 	for ml, info := range mls {
-		p := mlmeta.Path(ml)
+		p := mledger.Path(ml)
 		t.nodes[p] = mltest.Encode(info)
 		for q := p[:strings.LastIndexByte(p, '/')]; q != ""; q = q[:strings.LastIndexByte(q, '/')] {
 			if _, ok := t.nodes[q]; !ok {
@@ -72,7 +72,7 @@ func fixture() map[string]*mlproto.ManagedLedgerInfo {
 	events := mltest.Info(mltest.Closed(1, 3, 1000, now.Add(-time.Hour))...)
 	events.LedgerInfo[0].OffloadContext = &mlproto.OffloadContext{UidMsb: proto.Int64(1), UidLsb: proto.Int64(2),
 		Complete: proto.Bool(true), BookkeeperDeleted: proto.Bool(true)}
-	md, _ := mlmeta.Driver{Name: "aws-s3", Bucket: "cold", Region: "eu", ServiceEndpoint: "http://s3"}.Metadata()
+	md, _ := mledger.Driver{Name: "aws-s3", Bucket: "cold", Region: "eu", ServiceEndpoint: "http://s3"}.Metadata()
 	events.LedgerInfo[1].OffloadContext = &mlproto.OffloadContext{UidMsb: proto.Int64(3), UidLsb: proto.Int64(4),
 		Complete: proto.Bool(true), DriverMetadata: md}
 	events.LedgerInfo[2].OffloadContext = &mlproto.OffloadContext{UidMsb: proto.Int64(5), UidLsb: proto.Int64(6)}
@@ -85,7 +85,7 @@ func fixture() map[string]*mlproto.ManagedLedgerInfo {
 }
 
 func TestNames(t *testing.T) {
-	s := mlmeta.New(newTree(fixture()), nil)
+	s := mledger.New(newTree(fixture()), nil)
 	ctx := context.Background()
 	for _, c := range []struct {
 		sel  Selector
@@ -111,8 +111,8 @@ func TestNames(t *testing.T) {
 		{Selector{Namespace: "public/default", Topics: []string{"x"}}, ErrBadSelector},
 		{Selector{Topics: []string{"non-persistent://public/default/x"}}, ErrBadSelector},
 		{Selector{Topics: []string{"persistent://onlytenant"}}, ErrBadSelector},
-		{Selector{Topics: []string{"persistent://public/default/nope"}}, mlmeta.ErrNotFound},
-		{Selector{Namespace: "bad"}, mlmeta.ErrInvalidName},
+		{Selector{Topics: []string{"persistent://public/default/nope"}}, mledger.ErrNotFound},
+		{Selector{Namespace: "bad"}, mledger.ErrInvalidName},
 	} {
 		if _, err := Names(ctx, s, c.sel); !errors.Is(err, c.want) {
 			t.Errorf("Names(%+v) = %v, want %v", c.sel, err, c.want)
@@ -123,9 +123,9 @@ func TestNames(t *testing.T) {
 func TestRead(t *testing.T) {
 	mls := fixture()
 	tr := newTree(mls)
-	tr.nodes[mlmeta.Path("bad/ns/persistent/garbage")] = []byte{0xff, 0xff}
+	tr.nodes[mledger.Path("bad/ns/persistent/garbage")] = []byte{0xff, 0xff}
 	tr.nodes["/managed-ledgers/bad/ns/persistent"], tr.nodes["/managed-ledgers/bad/ns"], tr.nodes["/managed-ledgers/bad"] = nil, nil, nil
-	s := mlmeta.New(tr, nil)
+	s := mledger.New(tr, nil)
 	var calls []int
 	r, err := Read(context.Background(), s, Selector{}, ReadOptions{Chroot: "/pulsar/", Now: func() time.Time { return now },
 		Progress: func(done, total int) {
@@ -201,12 +201,12 @@ func FuzzBuild(f *testing.F) {
 		f.Add(mltest.Encode(info))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		info, codec, err := mlmeta.Decode(data, mlmeta.Limits{})
+		info, codec, err := mledger.Decode(data, mledger.Limits{})
 		if err != nil {
 			return
 		}
-		snap := &mlmeta.Snapshot{Name: "public/default/persistent/x", Info: info, Codec: codec, StoredBytes: len(data)}
-		r := Build([]mlmeta.Result{{Name: snap.Name, Snapshot: snap}}, now, "")
+		snap := &mledger.Snapshot{Name: "public/default/persistent/x", Info: info, Codec: codec, StoredBytes: len(data)}
+		r := Build([]mledger.Result{{Name: snap.Name, Snapshot: snap}}, now, "")
 		var bytes, ledgers int64
 		for _, st := range r.States {
 			bytes += r.Totals.BytesByState[st]

@@ -1,4 +1,4 @@
-package mlmeta
+package mledger
 
 import (
 	"context"
@@ -144,7 +144,7 @@ func New(conn ZK, opts *Options) *Store {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{zk: conn, opts: o, log: lg.With("component", "mlmeta")}
+	s := &Store{zk: conn, opts: o, log: lg.With("component", "mledger")}
 	f := metrics.New(o.Registerer, "mlmeta")
 	s.updates = f.CounterVec("updates_total",
 		"Managed-ledger offload-context updates by result (written, unchanged, rejected, error).",

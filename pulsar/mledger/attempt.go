@@ -1,4 +1,4 @@
-package mlmeta
+package mledger
 
 import (
 	"crypto/rand"
@@ -23,7 +23,7 @@ const (
 func NewAttemptUUID() uuid.UUID {
 	var u uuid.UUID
 	if _, err := rand.Read(u[:]); err != nil {
-		panic("mlmeta: crypto/rand: " + err.Error()) // never fails on supported platforms
+		panic("mledger: crypto/rand: " + err.Error()) // never fails on supported platforms
 	}
 	u[6], u[7] = attemptTagHi, attemptTagLo
 	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
-	"github.com/tierkeeper/tierkeeper/offloader/mlmeta"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Managed-ledger metadata against Pulsar's own managed-ledger library
@@ -70,10 +70,10 @@ type mlReopenResult struct {
 	ReadError        string       `json:"readError"`
 }
 
-func mlStore(t *testing.T) (*mlmeta.Store, *zk.Conn) {
+func mlStore(t *testing.T) (*mledger.Store, *zk.Conn) {
 	t.Helper()
 	c := sharedZK(t).Session(t, tkzk.Options{SessionTimeout: 10 * time.Second})
-	return mlmeta.New(c, nil), c.Conn
+	return mledger.New(c, nil), c.Conn
 }
 
 // mlWrite has Pulsar's managed-ledger library write 25 entries, 10 per
@@ -179,15 +179,15 @@ func TestMLMetaPulsarReopensAfterGoUpdate(t *testing.T) {
 	first := res.Stored.Ledgers[0].LedgerID
 	last := res.Stored.Ledgers[len(res.Stored.Ledgers)-1].LedgerID
 	attempt := uuid.New()
-	drv := mlmeta.Driver{Name: "aws-s3", Bucket: "tierkeeper-compat", Region: "us-east-1", ServiceEndpoint: "http://127.0.0.1:1"}
-	if _, _, err := store.PrepareOffload(ctx, name, last, attempt, drv); !errors.Is(err, mlmeta.ErrLastLedger) {
+	drv := mledger.Driver{Name: "aws-s3", Bucket: "tierkeeper-compat", Region: "us-east-1", ServiceEndpoint: "http://127.0.0.1:1"}
+	if _, _, err := store.PrepareOffload(ctx, name, last, attempt, drv); !errors.Is(err, mledger.ErrLastLedger) {
 		t.Fatalf("prepare of the last ledger %d: %v, want ErrLastLedger", last, err)
 	}
 	_, up, err := store.PrepareOffload(ctx, name, first, attempt, drv)
 	if err != nil || !up.Written {
 		t.Fatalf("prepare: %+v %v", up, err)
 	}
-	data, _, err := conn.Get(mlmeta.Path(name))
+	data, _, err := conn.Get(mledger.Path(name))
 	if err != nil || len(data) == 0 || data[0] == 0x47 {
 		t.Fatalf("expected a plain rewrite: %v", err)
 	}
@@ -233,11 +233,11 @@ func TestMLMetaPulsarReopensAfterGoUpdate(t *testing.T) {
 	// Pulsar rewrote the node on open (recovered ledger, new open ledger),
 	// compressed; Go reads that and completes the attempt; Pulsar sees it
 	// complete.
-	if data, _, err := conn.Get(mlmeta.Path(name)); err != nil || len(data) < 2 || data[0] != 0x47 || data[1] != 0x78 {
+	if data, _, err := conn.Get(mledger.Path(name)); err != nil || len(data) < 2 || data[0] != 0x47 || data[1] != 0x78 {
 		t.Fatalf("Pulsar's rewrite is not ZSTD-wrapped: %v", err)
 	}
 	now := time.Now()
-	store2 := mlmeta.New(conn, &mlmeta.Options{Now: func() time.Time { return now }})
+	store2 := mledger.New(conn, &mledger.Options{Now: func() time.Time { return now }})
 	if _, err := store2.CompleteOffload(ctx, name, first, attempt); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestMLMetaPulsarReopensAfterGoUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := mlmeta.States(snap.Info); st[0] != mlmeta.StateOffloaded {
+	if st := mledger.States(snap.Info); st[0] != mledger.StateOffloaded {
 		t.Errorf("states after Pulsar's rewrite: %v", st)
 	}
 }

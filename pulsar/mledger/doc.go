@@ -1,4 +1,4 @@
-// Package mlmeta reads and updates Apache Pulsar's managed-ledger metadata in
+// Package mledger reads and updates Apache Pulsar's managed-ledger metadata in
 // ZooKeeper: the ManagedLedgerInfo protobuf at /managed-ledgers/<ml name>
 // that lists a topic's BookKeeper ledgers and, per ledger, the
 // OffloadContext that tells the broker a ledger lives in tiered storage.
@@ -56,4 +56,4 @@
 // the background until ZooKeeper answers or the connection drops. If a Set
 // fails with a connection error its outcome is unknown; the helpers are
 // idempotent, so call them again.
-package mlmeta
+package mledger
