@@ -102,6 +102,7 @@ func TestLint(t *testing.T) {
 type objects struct {
 	deployments  []*appsv1.Deployment
 	daemonSets   []*appsv1.DaemonSet
+	agentConf    agentConf // the value set's bookieagent.conf
 	configMaps   []*corev1.ConfigMap
 	services     []*corev1.Service
 	accounts     []*corev1.ServiceAccount
@@ -229,11 +230,13 @@ func TestRenderValueSets(t *testing.T) {
 					Replicas int `json:"replicas"`
 				} `json:"offloader"`
 				Bookieagent struct {
-					Layout string `json:"layout"`
+					Layout string    `json:"layout"`
+					Conf   agentConf `json:"conf"`
 				} `json:"bookieagent"`
 			}
 			b, _ := os.ReadFile(f)
 			_ = yaml.Unmarshal(b, &values)
+			o.agentConf = values.Bookieagent.Conf
 			if len(o.rbacRendered) > 0 {
 				t.Errorf("RBAC objects %v: neither component calls the Kubernetes API", o.rbacRendered)
 			}
@@ -249,6 +252,7 @@ func TestRenderValueSets(t *testing.T) {
 					t.Fatalf("%d DaemonSets", len(o.daemonSets))
 				}
 				checkPod(t, "DaemonSet", o.daemonSets[0].Spec.Selector.MatchLabels, &o.daemonSets[0].Spec.Template)
+				checkConf(t, "DaemonSet", &o.daemonSets[0].Spec.Template.Spec, values.Bookieagent.Conf)
 			case "sidecar":
 				checkSidecarPatch(t, o)
 			case "none":
@@ -422,6 +426,67 @@ func selects(sel, labels map[string]string) bool {
 	return len(sel) > 0
 }
 
+// confVolume is the volume of the bookie's bookkeeper.conf
+// (bookieagent.conf).
+const confVolume = "tierkeeper-bookie-conf"
+
+// agentConf is bookieagent.conf of a value set.
+type agentConf struct {
+	HostPath  string `json:"hostPath"`
+	ConfigMap struct {
+		Name string `json:"name"`
+		Key  string `json:"key"`
+	} `json:"configMap"`
+}
+
+// checkConf: with bookieagent.conf set, the agent's pod has exactly one
+// volume of it (the node's file or the ConfigMap key, as bookkeeper.conf),
+// mounted read-only, and serve gets --conf of the mounted file; without
+// it, neither.
+func checkConf(t *testing.T, what string, pod *corev1.PodSpec, want agentConf) {
+	t.Helper()
+	c := pod.Containers[0]
+	var arg string
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--conf="); ok {
+			arg = v
+		}
+	}
+	var vol *corev1.Volume
+	for i := range pod.Volumes {
+		if pod.Volumes[i].Name == confVolume {
+			vol = &pod.Volumes[i]
+		}
+	}
+	var mount *corev1.VolumeMount
+	for i := range c.VolumeMounts {
+		if c.VolumeMounts[i].Name == confVolume {
+			mount = &c.VolumeMounts[i]
+		}
+	}
+	if want.HostPath == "" && want.ConfigMap.Name == "" {
+		if arg != "" || vol != nil || mount != nil {
+			t.Errorf("%s: no bookieagent.conf, but --conf=%q, volume %+v, mount %+v", what, arg, vol, mount)
+		}
+		return
+	}
+	if vol == nil || mount == nil || !mount.ReadOnly || arg == "" {
+		t.Fatalf("%s: bookieagent.conf %+v: --conf=%q, volume %+v, mount %+v; want a read-only mount passed as --conf", what, want, arg, vol, mount)
+	}
+	switch {
+	case want.HostPath != "":
+		if vol.HostPath == nil || vol.HostPath.Path != want.HostPath || vol.HostPath.Type == nil || *vol.HostPath.Type != corev1.HostPathFile || arg != mount.MountPath {
+			t.Errorf("%s: volume %+v mounted at %s, --conf=%s: want the node's file %s", what, vol.VolumeSource, mount.MountPath, arg, want.HostPath)
+		}
+	default:
+		cm := vol.ConfigMap
+		if cm == nil || cm.Name != want.ConfigMap.Name || len(cm.Items) != 1 || cm.Items[0].Key != want.ConfigMap.Key ||
+			arg != mount.MountPath+"/"+cm.Items[0].Path {
+			t.Errorf("%s: volume %+v mounted at %s, --conf=%s: want key %s of ConfigMap %s", what, vol.VolumeSource, mount.MountPath, arg, want.ConfigMap.Key, want.ConfigMap.Name)
+		}
+	}
+}
+
 // checkSidecarPatch: the patch is a strict apps/v1 StatefulSet for the
 // Apache chart's bookies, mounting their volumes read-only by that chart's
 // names (<fullname>-<component>-<volume>).
@@ -445,10 +510,14 @@ func checkSidecarPatch(t *testing.T, o *objects) {
 		t.Errorf("patch targets %s with labels %v", sts.Name, sts.Spec.Template.Labels)
 	}
 	for _, m := range c.VolumeMounts {
+		if m.Name == confVolume {
+			continue // checkConf
+		}
 		if !m.ReadOnly || !strings.HasPrefix(m.Name, sts.Name+"-") || !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasSuffix(a, "="+m.MountPath) }) {
 			t.Errorf("mount %+v: want read-only, named %s-<volume>, passed as a --*-dir", m, sts.Name)
 		}
 	}
+	checkConf(t, "sidecar", &sts.Spec.Template.Spec, o.agentConf)
 	if sc := c.SecurityContext; sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
 		t.Errorf("sidecar runs as %+v", sc)
 	}
@@ -557,6 +626,10 @@ func TestBadValues(t *testing.T) {
 		{"token without url", []string{"-f", base, "--set", "offloader.admin.url="}, "offloader.admin.url is required"},
 		{"short grace", []string{"-f", base, "--set", "offloader.terminationGracePeriodSeconds=10"}, "offloader.terminationGracePeriodSeconds 10 is too short"},
 		{"bad layout", []string{"-f", base, "--set", "bookieagent.layout=host"}, "bookieagent.layout must be daemonset, sidecar or none"},
+		{"conf twice", []string{"-f", base, "--set", "bookieagent.conf.hostPath=/etc/bk.conf,bookieagent.conf.configMap.name=bk,bookieagent.conf.configMap.key=k"}, "bookieagent.conf: set hostPath or configMap, not both"},
+		{"conf relative", []string{"-f", base, "--set", "bookieagent.conf.hostPath=conf/bookkeeper.conf"}, "bookieagent.conf.hostPath must be an absolute path"},
+		{"conf hostPath in a sidecar", []string{"-f", base, "--set", "bookieagent.layout=sidecar,bookieagent.conf.hostPath=/etc/bk.conf"}, "a sidecar cannot mount a node's file"},
+		{"conf configMap without key", []string{"-f", base, "--set", "bookieagent.conf.hostPath=,bookieagent.conf.configMap.name=bk"}, "bookieagent.conf.configMap.key is required"},
 		{"no host dirs", []string{"-f", base, "--set", "bookieagent.daemonset.ledgerDirs=null"}, "bookieagent.daemonset.ledgerDirs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -106,6 +106,19 @@ Included by every template that depends on them.
 {{- if and (eq $b.layout "daemonset") (not (and $b.daemonset.journalDirs $b.daemonset.ledgerDirs)) -}}
 {{- fail "bookieagent.daemonset.journalDirs and bookieagent.daemonset.ledgerDirs: give at least one host directory each" -}}
 {{- end -}}
+{{- $c := $b.conf | default dict -}}
+{{- if and $c.hostPath ($c.configMap).name -}}
+{{- fail "bookieagent.conf: set hostPath or configMap, not both" -}}
+{{- end -}}
+{{- if and $c.hostPath (not (hasPrefix "/" $c.hostPath)) -}}
+{{- fail (printf "bookieagent.conf.hostPath must be an absolute path on the node, got %q" $c.hostPath) -}}
+{{- end -}}
+{{- if and $c.hostPath (eq $b.layout "sidecar") -}}
+{{- fail "bookieagent.conf.hostPath: a sidecar cannot mount a node's file; give the bookkeeper.conf as bookieagent.conf.configMap" -}}
+{{- end -}}
+{{- if and ($c.configMap).name (not ($c.configMap).key) -}}
+{{- fail "bookieagent.conf.configMap.key is required: the key of the ConfigMap that holds bookkeeper.conf" -}}
+{{- end -}}
 {{- if and (eq $b.layout "sidecar") (not (and $b.sidecar.journal $b.sidecar.ledgers $b.sidecar.pulsarFullname)) -}}
 {{- fail "bookieagent.sidecar.pulsarFullname, bookieagent.sidecar.journal and bookieagent.sidecar.ledgers are required with bookieagent.layout sidecar" -}}
 {{- end -}}
@@ -120,9 +133,27 @@ capabilities:
 {{- end -}}
 
 {{/*
+The bookie's bookkeeper.conf for the agent (bookieagent.conf): the volume
+and mount, or nothing. (dict "root" $) -> YAML of {volume, mount, path}.
+*/}}
+{{- define "tierkeeper.bookieagent.conf" -}}
+{{- $c := .root.Values.bookieagent.conf | default dict -}}
+{{- if $c.hostPath -}}
+volume: {name: tierkeeper-bookie-conf, hostPath: {path: {{ $c.hostPath | quote }}, type: File}}
+mount: {name: tierkeeper-bookie-conf, mountPath: /bookie/conf/bookkeeper.conf, readOnly: true}
+path: /bookie/conf/bookkeeper.conf
+{{- else if ($c.configMap).name -}}
+volume: {name: tierkeeper-bookie-conf, configMap: {name: {{ $c.configMap.name | quote }}, items: [{key: {{ $c.configMap.key | quote }}, path: bookkeeper.conf}]}}
+mount: {name: tierkeeper-bookie-conf, mountPath: /bookie/conf, readOnly: true}
+path: /bookie/conf/bookkeeper.conf
+{{- end -}}
+{{- end -}}
+
+{{/*
 The bookie agent's container, shared by the DaemonSet and the sidecar
 patch: (dict "root" $ "journal" (list paths) "ledgers" (list paths)
-"mounts" (list volumeMounts) "host" bool "runAs" (dict of runAs* fields)).
+"mounts" (list volumeMounts) "host" bool "runAs" (dict of runAs* fields)
+"conf" path of the bookie's bookkeeper.conf or "").
 */}}
 {{- define "tierkeeper.bookieagent.container" -}}
 {{- $b := .root.Values.bookieagent -}}
@@ -141,6 +172,9 @@ args:
   {{- if .host }}
   - --path.procfs=/host/proc
   - --path.sysfs=/host/sys
+  {{- end }}
+  {{- with .conf }}
+  - --conf={{ . }}
   {{- end }}
   - --interval={{ $b.interval }}
   - --window={{ $b.window }}
