@@ -3,19 +3,18 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 
 	"github.com/tierkeeper/tierkeeper/offloader"
 )
 
 // writeJSON prints v as the command's indented JSON result.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func writeJSON(w io.Writer, v any) error { return cli.WriteJSON(w, v) }
 
 // writeJSONLine prints v as one compact JSON line.
 func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
@@ -23,10 +22,14 @@ func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(
 // printResult prints a command's result on w: v as JSON with -o json,
 // else the text rendering.
 func printResult(w io.Writer, g *globalOptions, v any, text func(io.Writer) error) error {
-	if g.json() {
-		return writeJSON(w, v)
+	return cli.Print(w, g.json(), v, text)
+}
+
+// printWarnings prints each warning on a line "warning: ...".
+func printWarnings(w io.Writer, warnings []string) {
+	for _, wn := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn)
 	}
-	return text(w)
 }
 
 // configOption is the --config flag of the service commands (run, plan,

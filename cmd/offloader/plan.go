@@ -13,7 +13,6 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
-	"github.com/tierkeeper/tierkeeper/offloader/policy"
 )
 
 func init() { addCommand(newPlanCmd) }
@@ -52,68 +51,6 @@ whose usage cannot be read). Nothing is written anywhere.`),
 	return cmd
 }
 
-type planJSON struct {
-	At             time.Time          `json:"at"`
-	Candidates     []candidateJSON    `json:"candidates"`
-	Topics         []planTopicJSON    `json:"topics"`
-	Totals         planTotalsJSON     `json:"totals"`
-	RuleTopics     map[string]int     `json:"ruleTopics"`
-	UnusedRules    []string           `json:"unusedRules"`
-	UnusedIncludes []string           `json:"unusedIncludes"`
-	BookieUsage    map[string]float64 `json:"bookieUsage,omitempty"`
-	Pressured      map[string]float64 `json:"pressuredBookies,omitempty"`
-	ReadErrors     map[string]string  `json:"readErrors,omitempty"`
-	PressureErrors []string           `json:"pressureErrors,omitempty"`
-	PolicyErrors   []string           `json:"policyErrors,omitempty"`
-	BrokerErrors   []string           `json:"brokerErrors,omitempty"`
-	LedgerErrors   []string           `json:"ledgerErrors,omitempty"`
-	ScanSeconds    float64            `json:"scanSeconds"`
-}
-
-type candidateJSON struct {
-	Order       int        `json:"order"`
-	Action      string     `json:"action"`
-	Topic       string     `json:"topic"`
-	ML          string     `json:"managedLedger"`
-	LedgerID    int64      `json:"ledgerId"`
-	Entries     int64      `json:"entries"`
-	Bytes       int64      `json:"bytes"`
-	Rule        string     `json:"rule"`
-	Trigger     string     `json:"trigger"`
-	Reason      string     `json:"reason"`
-	ClosedAt    time.Time  `json:"closedAt"`
-	OffloadedAt *time.Time `json:"offloadedAt,omitempty"`
-	BlockSize   int64      `json:"blockSize,omitempty"`
-	Verify      string     `json:"verify,omitempty"`
-	DeletionLag string     `json:"deletionLag"`
-}
-
-type planTopicJSON struct {
-	Topic           string     `json:"topic"`
-	Rule            string     `json:"rule,omitempty"`
-	Excluded        bool       `json:"excluded,omitempty"`
-	ExcludedWhy     string     `json:"excludedWhy,omitempty"`
-	Refused         string     `json:"refused,omitempty"`
-	Held            string     `json:"held,omitempty"`
-	BKBytes         int64      `json:"bookkeeperBytes"`
-	OffloadedBytes  int64      `json:"offloadedBytes"`
-	EligibleBytes   int64      `json:"eligibleBytes"`
-	EligibleLedgers int        `json:"eligibleLedgers"`
-	OldestEligible  *time.Time `json:"oldestEligible,omitempty"`
-	TrimBytes       int64      `json:"trimBytes"`
-}
-
-type planTotalsJSON struct {
-	OffloadLedgers int   `json:"offloadLedgers"`
-	OffloadBytes   int64 `json:"offloadBytes"`
-	TrimLedgers    int   `json:"trimLedgers"`
-	TrimBytes      int64 `json:"trimBytes"`
-	Topics         int   `json:"topics"`
-	Excluded       int   `json:"excludedTopics"`
-	Refused        int   `json:"refusedTopics"`
-	Held           int   `json:"heldTopics"`
-}
-
 func (o *planOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Command) error {
 	if o.limit < 0 {
 		return fmt.Errorf("--limit %d: want 0 (all) or more", o.limit)
@@ -126,64 +63,11 @@ func (o *planOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Comm
 	if err != nil {
 		return err
 	}
-	doc := buildPlanDoc(res)
+	doc := res.Doc()
 	return printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error { return printPlan(w, doc, o.limit) })
 }
 
-func buildPlanDoc(res *offloader.PlanResult) planJSON {
-	r := res.Result
-	doc := planJSON{At: res.At.UTC(), Candidates: []candidateJSON{}, Topics: []planTopicJSON{}, RuleTopics: r.RuleTopics,
-		UnusedRules: r.UnusedRules, UnusedIncludes: r.UnusedIncludes, BookieUsage: res.BookieUsage, Pressured: r.PressuredBookies, ReadErrors: res.ReadErrors,
-		PressureErrors: res.Report.PressureErrors, PolicyErrors: res.Report.PolicyErrors, BrokerErrors: res.Report.BrokerErrors, LedgerErrors: res.Report.LedgerErrors,
-		ScanSeconds: res.Scan.Took.Seconds()}
-	if doc.UnusedRules == nil {
-		doc.UnusedRules = []string{}
-	}
-	if doc.UnusedIncludes == nil {
-		doc.UnusedIncludes = []string{}
-	}
-	for i, c := range r.Candidates {
-		cj := candidateJSON{Order: i + 1, Action: c.Action.String(), Topic: c.Topic, ML: c.ML, LedgerID: c.LedgerID,
-			Entries: c.Entries, Bytes: c.Size, Rule: c.Rule, Trigger: string(c.Trigger), Reason: c.Reason,
-			ClosedAt: c.ClosedAt.UTC(), BlockSize: c.Settings.BlockSize, Verify: c.Settings.Verify,
-			DeletionLag: c.Settings.DeletionLag.String()}
-		if !c.OffloadedAt.IsZero() {
-			t := c.OffloadedAt.UTC()
-			cj.OffloadedAt = &t
-		}
-		doc.Candidates = append(doc.Candidates, cj)
-		if c.Action == policy.ActionTrim {
-			doc.Totals.TrimLedgers++
-			doc.Totals.TrimBytes += c.Size
-		} else {
-			doc.Totals.OffloadLedgers++
-			doc.Totals.OffloadBytes += c.Size
-		}
-	}
-	for _, t := range r.Topics {
-		tj := planTopicJSON{Topic: t.Topic, Rule: t.Rule, Excluded: t.Excluded, ExcludedWhy: t.ExcludedWhy, Refused: t.Refused, Held: t.Held,
-			BKBytes: t.BKBytes, OffloadedBytes: t.OffloadedBytes,
-			EligibleBytes: t.EligibleBytes, EligibleLedgers: t.EligibleLedgers, TrimBytes: t.TrimBytes}
-		if !t.OldestEligible.IsZero() {
-			o := t.OldestEligible.UTC()
-			tj.OldestEligible = &o
-		}
-		doc.Topics = append(doc.Topics, tj)
-		doc.Totals.Topics++
-		if t.Excluded {
-			doc.Totals.Excluded++
-		}
-		if t.Refused != "" {
-			doc.Totals.Refused++
-		}
-		if t.Held != "" {
-			doc.Totals.Held++
-		}
-	}
-	return doc
-}
-
-func printPlan(w io.Writer, doc planJSON, limit int) error {
+func printPlan(w io.Writer, doc offloader.PlanReport, limit int) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tACTION\tTOPIC\tLEDGER\tSIZE\tAGE\tRULE\tTRIGGER\tWHY")
 	for i, c := range doc.Candidates {
@@ -228,31 +112,6 @@ func printPlan(w io.Writer, doc planJSON, limit int) error {
 		sort.Strings(ps)
 		fmt.Fprintf(w, "bookies under pressure: %s\n", strings.Join(ps, ", "))
 	}
-	for _, r := range doc.UnusedRules {
-		fmt.Fprintf(w, "warning: rule %q matches no topic\n", r)
-	}
-	for _, p := range doc.UnusedIncludes {
-		fmt.Fprintf(w, "warning: policy.include %q matches no topic\n", p)
-	}
-	for _, e := range doc.PressureErrors {
-		fmt.Fprintf(w, "warning: pressure: %s\n", e)
-	}
-	for _, e := range doc.PolicyErrors {
-		fmt.Fprintf(w, "warning: namespace policies: %s\n", e)
-	}
-	for _, e := range doc.BrokerErrors {
-		fmt.Fprintf(w, "warning: %s (every topic is left to the broker meanwhile)\n", e)
-	}
-	for _, e := range doc.LedgerErrors {
-		fmt.Fprintf(w, "warning: ledger metadata: %s\n", e)
-	}
-	ml := make([]string, 0, len(doc.ReadErrors))
-	for n := range doc.ReadErrors {
-		ml = append(ml, n)
-	}
-	sort.Strings(ml)
-	for _, n := range ml {
-		fmt.Fprintf(w, "warning: managed ledger %s not read: %s\n", n, doc.ReadErrors[n])
-	}
+	printWarnings(w, doc.Warnings)
 	return nil
 }

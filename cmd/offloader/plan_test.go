@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
@@ -77,7 +78,7 @@ policy:
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, stdout)
 	}
-	var doc planJSON
+	var doc offloader.PlanReport
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatal(err)
 	}

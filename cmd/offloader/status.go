@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tierkeeper/tierkeeper/offloader"
 )
 
 func init() { addCommand(newStatusCmd) }
@@ -95,7 +97,7 @@ func (o *statusOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Co
 	if o.watch > 0 {
 		return o.watchService(ctx, g, cmd.OutOrStdout())
 	}
-	st, raw, err := fetchServiceStatus(ctx, o.service, o.timeout)
+	st, raw, err := offloader.FetchStatus(ctx, o.service, o.timeout)
 	if err != nil {
 		return err
 	}

@@ -6,28 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/internal/cli"
-	"github.com/tierkeeper/tierkeeper/internal/httpjson"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
 )
-
-// fetchServiceStatus reads a running service's /status, bounded by timeout.
-func fetchServiceStatus(ctx context.Context, base string, timeout time.Duration) (*offloader.Status, []byte, error) {
-	var st offloader.Status
-	body, err := httpjson.Get(ctx, strings.TrimRight(base, "/")+"/status", &st,
-		httpjson.Options{Timeout: timeout, MaxBytes: 64 << 20, What: "an offloader status document"})
-	if err != nil {
-		return nil, nil, err
-	}
-	return &st, body, nil
-}
 
 // watchService renders the status every o.watch until ctx ends: in place
 // on a terminal (cut to its height), else each rendering after a
@@ -39,9 +25,9 @@ func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out 
 	if !g.json() && cli.IsTerminal(out) {
 		screen = cli.NewScreen(out)
 	}
-	rate := rateWindow{span: 30 * time.Second} // of the replica's offloaded bytes
+	rate := cli.RateWindow{Span: 30 * time.Second} // of the replica's offloaded bytes
 	for {
-		st, raw, err := fetchServiceStatus(ctx, o.service, o.timeout)
+		st, raw, err := offloader.FetchStatus(ctx, o.service, o.timeout)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -57,7 +43,7 @@ func (o *statusOptions) watchService(ctx context.Context, g *globalOptions, out 
 		case err != nil:
 			fmt.Fprintf(&b, "%s  %v\n", time.Now().Format(time.TimeOnly), err)
 		default:
-			r, over := rate.add(time.Now(), st.Done.OffloadedBytes)
+			r, over := rate.Add(time.Now(), st.Done.OffloadedBytes)
 			fmt.Fprintln(&b, watchProgress(st, r, over))
 			names := 0
 			if screen != nil {
@@ -96,26 +82,6 @@ func watchProgress(st *offloader.Status, rate float64, over time.Duration) strin
 		cli.Bar(done, all, 16), units.HumanBytes(t.LagBytes), units.HumanRate(rate), over.Round(time.Second), cli.ETA(float64(t.LagBytes), rate))
 }
 
-// rateWindow is the rate of a growing count over about the last span.
-type rateWindow struct {
-	span time.Duration
-	at   []time.Time
-	v    []int64
-}
-
-// add records v at now and returns the rate since the oldest sample kept
-// (at most span old, but always one before now) and how long ago that was.
-func (w *rateWindow) add(now time.Time, v int64) (rate float64, over time.Duration) {
-	w.at, w.v = append(w.at, now), append(w.v, v)
-	for len(w.at) > 2 && now.Sub(w.at[1]) >= w.span {
-		w.at, w.v = w.at[1:], w.v[1:]
-	}
-	if over = now.Sub(w.at[0]); over > 0 {
-		rate = float64(v-w.v[0]) / over.Seconds()
-	}
-	return rate, over
-}
-
 // printServiceStatus renders a service status for people. nameWidth > 0
 // shortens topic and managed-ledger names in the tables to that many
 // characters (the watch on a terminal, so the tables fit its width).
@@ -147,12 +113,7 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool, nameWidth i
 		d.OffloadedLedgers, units.HumanBytes(d.OffloadedBytes), rate, d.TrimmedLedgers, units.HumanBytes(d.FreedBytes), d.FailedLedgers)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tRULE\tON BK\tOFFLOADED\tLAG\tLAG AGE\tNEXT\tLAST ERROR")
-	topics := append([]offloader.TopicStatus(nil), st.Topics...)
-	sort.SliceStable(topics, func(i, j int) bool { return topics[i].LagBytes > topics[j].LagBytes })
-	for _, ts := range topics {
-		if !all && ts.LagBytes == 0 && ts.LastError == "" && ts.Refused == "" {
-			continue
-		}
+	for _, ts := range st.TopicsByLag(all) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cli.CutLeft(ts.Topic, nameWidth), ts.Rule, units.HumanBytes(ts.BKBytes),
 			units.HumanBytes(ts.OffloadedBytes), units.HumanBytes(ts.LagBytes), (time.Duration(ts.LagSeconds) * time.Second).String(),
 			ts.NextAction, ts.LastError)
@@ -196,9 +157,7 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool, nameWidth i
 	if s := st.Scrub; s != nil {
 		renderScrub(w, s)
 	}
-	for _, wn := range st.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", wn)
-	}
+	printWarnings(w, st.Warnings)
 	return nil
 }
 
