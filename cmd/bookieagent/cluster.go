@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
 	"github.com/tierkeeper/tierkeeper/bookieagent/cluster"
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/connflags"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
@@ -124,21 +123,9 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 	if o.workers < 0 || o.rate < 0 || o.agentTimeout <= 0 {
 		return errors.New("--autorecovery-workers and --rereplication-rate must not be negative, --agent-timeout must be positive")
 	}
-	explicit := map[string]string{}
-	var byHost []string
-	for _, a := range o.agents {
-		id, u := "", a
-		if i := strings.Index(a, "="); i > 0 && !strings.Contains(a[:i], "/") {
-			id, u = a[:i], a[i+1:]
-		}
-		if pu, err := url.Parse(u); err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") {
-			return fmt.Errorf("--agents %q: want an http(s) base URL like http://10.0.0.1:9580, or BOOKIE_ID=URL", a)
-		}
-		if id != "" {
-			explicit[id] = u
-		} else {
-			byHost = append(byHost, u)
-		}
+	explicit, byHost, err := cluster.ParseAgents(o.agents)
+	if err != nil {
+		return fmt.Errorf("--agents %w", err)
 	}
 	copts := cluster.Options{AgentTemplate: o.agentTemplate, Timeout: o.agentTimeout,
 		RunningConfig: o.zk != "" && !o.noRunning && o.gate == "", BookieHTTPPort: o.bookieHTTPPort,
@@ -159,59 +146,29 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 		}
 	}
 	copts.Agents, copts.AgentURLs = explicit, byHost
-	v, err := cluster.Read(ctx, copts)
+	ao := cluster.AssessOptions{Read: copts, Gate: o.gate}
+	if len(o.remove) > 0 || o.removeCount > 0 {
+		ao.ScaleIn = &cluster.PlanOptions{Remove: o.remove, RemoveCount: o.removeCount, StatefulSet: o.statefulSet,
+			RereplicationRate: float64(o.rate), Workers: o.workers, PerLedgerSeconds: o.perLedger, HTTPPort: o.bookieHTTPPort, ZK: o.zk}
+	}
+	a, err := cluster.Assess(ctx, ao)
 	if err != nil {
 		return err
-	}
-	recs := map[string]*bookieagent.Recommendation{}
-	for _, b := range append(append([]cluster.Bookie{}, v.Bookies...), v.Agents...) {
-		if b.Agent != "" {
-			recs[b.ID] = b.Recommendation
-		}
-	}
-	var merged *cluster.Merged
-	if len(recs) > 0 {
-		merged, err = cluster.Merge(recs)
-		if err != nil && o.format == "helm" {
-			return fmt.Errorf("--format helm: %w: %s", err, strings.Join(v.Errors, "; "))
-		}
-	}
-	var plan *cluster.Plan
-	if len(o.remove) > 0 || o.removeCount > 0 {
-		plan, err = cluster.PlanScaleIn(v, cluster.PlanOptions{Remove: o.remove, RemoveCount: o.removeCount, StatefulSet: o.statefulSet,
-			RereplicationRate: float64(o.rate), Workers: o.workers, PerLedgerSeconds: o.perLedger, HTTPPort: o.bookieHTTPPort, ZK: o.zk})
-		if err != nil {
-			return err
-		}
-	}
-	var drift *cluster.Drift
-	if copts.RunningConfig {
-		drift = cluster.ComputeDrift(v, merged)
-	}
-	var gate *cluster.Gate
-	if o.gate != "" {
-		gate = cluster.CheckGate(v, o.gate)
 	}
 	var out bytes.Buffer
 	switch o.format {
 	case "helm":
-		if merged == nil {
-			return fmt.Errorf("--format helm: %w: no agent gave a recommendation (give --agents or --agent-url): %s", cluster.ErrAgent, strings.Join(v.Errors, "; "))
+		switch {
+		case a.MergeErr != nil:
+			return fmt.Errorf("--format helm: %w: %s", a.MergeErr, strings.Join(a.View.Errors, "; "))
+		case a.Merged == nil:
+			return fmt.Errorf("--format helm: %w: no agent gave a recommendation (give --agents or --agent-url): %s", cluster.ErrAgent, strings.Join(a.View.Errors, "; "))
 		}
-		err = bookieagent.Render(&out, merged.Recommendation, bookieagent.FormatHelm)
+		err = bookieagent.Render(&out, a.Merged.Recommendation, bookieagent.FormatHelm)
 	case "json":
-		enc := json.NewEncoder(&out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		err = enc.Encode(struct {
-			View   *cluster.View   `json:"cluster"`
-			Merged *cluster.Merged `json:"merged,omitempty"`
-			Drift  *cluster.Drift  `json:"running_config,omitempty"`
-			Plan   *cluster.Plan   `json:"scale_in,omitempty"`
-			Gate   *cluster.Gate   `json:"gate,omitempty"`
-		}{v, merged, drift, plan, gate})
+		err = cli.WriteJSONUnescaped(&out, a)
 	default:
-		err = cluster.WriteText(&out, v, merged, plan, drift, gate)
+		err = cluster.WriteText(&out, a.View, a.Merged, a.Plan, a.Drift, a.Gate)
 	}
 	if err != nil {
 		return err
@@ -219,26 +176,13 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 	if _, err := io.Copy(cmd.OutOrStdout(), &out); err != nil {
 		return err
 	}
-	if plan != nil && !plan.Feasible {
-		var failed []string
-		if len(plan.Refused) > 0 {
-			failed = append(failed, fmt.Sprintf("refused, %d things could not be read", len(plan.Refused)))
+	if a.Plan != nil {
+		if err := a.Plan.Err(); err != nil {
+			return err
 		}
-		for _, c := range plan.Checks {
-			if !c.OK {
-				failed = append(failed, c.Name)
-			}
-		}
-		return fmt.Errorf("scale-in of %s is not feasible: %s", strings.Join(plan.Remove, ", "), strings.Join(failed, ", "))
 	}
-	if gate != nil && !gate.Passed {
-		var failed []string
-		for _, c := range gate.Checks {
-			if !c.OK {
-				failed = append(failed, c.Name)
-			}
-		}
-		return fmt.Errorf("gate after removing %s not passed: %s", gate.Bookie, strings.Join(failed, ", "))
+	if a.Gate != nil {
+		return a.Gate.Err()
 	}
 	return nil
 }

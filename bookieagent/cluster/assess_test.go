@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+)
+
+// Without ZooKeeper, Assess reads the agents alone and merges their
+// recommendations; no plan, drift or gate is computed unless asked.
+func TestAssessAgentsOnly(t *testing.T) {
+	a1, a2 := mltest.AgentServer(t, 0.4, profileRec(t, "nvme")), mltest.AgentServer(t, 0.5, profileRec(t, "sata-ssd"))
+	byID, byHost, err := ParseAgents([]string{"b1:3181=" + a1, a2})
+	if err != nil || byID["b1:3181"] != a1 || len(byHost) != 1 || byHost[0] != a2 {
+		t.Fatalf("ParseAgents: %v %v %v", byID, byHost, err)
+	}
+	a, err := Assess(t.Context(), AssessOptions{Read: Options{Agents: byID, AgentURLs: byHost, Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Merged == nil || a.MergeErr != nil || a.Plan != nil || a.Drift != nil || a.Gate != nil {
+		t.Errorf("assessment: merged %v (%v), plan %v, drift %v, gate %v", a.Merged != nil, a.MergeErr, a.Plan, a.Drift, a.Gate)
+	}
+	for _, bad := range []string{"10.0.0.1:9580", "ftp://h:1", "b1=http://"} {
+		if _, _, err := ParseAgents([]string{bad}); err == nil || !strings.Contains(err.Error(), "want an http(s) base URL") {
+			t.Errorf("ParseAgents(%q): %v", bad, err)
+		}
+	}
+}
+
+// A plan's and a gate's verdicts as errors name what failed.
+func TestPlanGateErr(t *testing.T) {
+	if (&Plan{Feasible: true}).Err() != nil || (&Gate{Passed: true}).Err() != nil {
+		t.Error("a feasible plan or a passed gate is an error")
+	}
+	p := &Plan{Remove: []string{"b3", "b4"}, Refused: []string{"x", "y"}, Checks: []Check{{Name: "copies", OK: true}, {Name: "room"}}}
+	if err := p.Err(); err == nil || err.Error() != "scale-in of b3, b4 is not feasible: refused, 2 things could not be read, room" {
+		t.Errorf("plan error %v", err)
+	}
+	g := &Gate{Bookie: "b3", Checks: []Check{{Name: "re-replicated"}, {Name: "auditor", OK: true}, {Name: "cookie deleted"}}}
+	if err := g.Err(); err == nil || err.Error() != "gate after removing b3 not passed: re-replicated, cookie deleted" {
+		t.Errorf("gate error %v", err)
+	}
+}
