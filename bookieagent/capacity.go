@@ -358,6 +358,29 @@ func (s *Sampler) Run(ctx context.Context) {
 	}
 }
 
+// SampleFor takes a sample at once, then one every Interval until d has
+// passed (d ≤ 0: the one sample), for a report with growth. It stops at
+// the first failed sample and when ctx ends (ctx's error).
+func (s *Sampler) SampleFor(ctx context.Context, d time.Duration) error {
+	if err := s.Sample(ctx); err != nil || d <= 0 {
+		return err
+	}
+	deadline := time.Now().Add(d)
+	t := time.NewTicker(s.o.Interval)
+	defer t.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if err := s.Sample(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // FitGrowth returns the least-squares slope of used bytes (size − avail)
 // over time, in bytes per second, and false when fewer than two samples
 // span a non-zero time.

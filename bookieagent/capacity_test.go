@@ -271,3 +271,34 @@ func TestCheckThresholds(t *testing.T) {
 		t.Errorf("sampler with threshold 1: %v", err)
 	}
 }
+
+// SampleFor samples at once and every interval for the span, so the report
+// fits growth; without a span it takes one sample; a cancelled context
+// stops it with the context's error.
+func TestSamplerSampleFor(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewSampler(SamplerOptions{Dirs: []DirRole{{Dir: dir, Role: RoleLedger}}, Interval: 10 * time.Millisecond, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SampleFor(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := s.Stats(); n != 1 {
+		t.Errorf("%d samples without a span, want 1", n)
+	}
+	if err := s.SampleFor(t.Context(), 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := s.Stats(); n < 3 {
+		t.Errorf("%d samples after 50 ms at 10 ms, want several", n)
+	}
+	if m := s.Report().Mounts[0]; m.GrowthBytesPerSec == nil {
+		t.Errorf("no growth fitted over the span: %+v", m)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.SampleFor(ctx, time.Minute); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}

@@ -234,9 +234,8 @@ func (s *Server) BenchOnStart(ctx context.Context, o BenchOnStartOptions) {
 		fail(err)
 		return
 	}
-	rec, err := Recommend(Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, Bench: &res.Plan,
-		CPUs: max(1, o.Bench.CPUs), CPUsSource: o.CPUsSource, DirectMemoryBytes: o.DirectMemoryBytes, DirectMemorySource: o.DirectMemorySource,
-		HeapBytes: o.HeapBytes, MemoryLimitBytes: o.MemoryLimitBytes, MemoryLimitSource: o.MemoryLimitSource})
+	rec, err := Recommend(res.Input(NodeFacts{CPUs: max(1, o.Bench.CPUs), CPUsSource: o.CPUsSource, DirectMemoryBytes: o.DirectMemoryBytes,
+		DirectMemorySource: o.DirectMemorySource, HeapBytes: o.HeapBytes, MemoryLimitBytes: o.MemoryLimitBytes, MemoryLimitSource: o.MemoryLimitSource}))
 	if err != nil {
 		fail(err)
 		return

@@ -115,3 +115,36 @@ type DirCapacity struct {
 	SecondsToReadOnly *float64 `json:"seconds_to_readonly"`
 	AboveThreshold    bool     `json:"above_threshold"`
 }
+
+// Mount states (MountReport.State).
+const (
+	MountOK    = "ok"
+	MountError = "error"
+	// MountFull: a ledger dir here is past diskUsageThreshold.
+	MountFull = "FULL"
+	// MountWarn: a ledger dir here is past diskUsageWarnThreshold.
+	MountWarn = "warn"
+	// MountHigh: past the warn threshold, but the mount holds no ledger
+	// dir (BookKeeper's thresholds apply to ledger and index dirs only).
+	MountHigh = "high"
+)
+
+// State is the mount's state against BookKeeper's thresholds: MountOK,
+// MountError (not read), MountFull, MountWarn or MountHigh.
+func (m MountReport) State() string {
+	ledger := false
+	for _, d := range m.Dirs {
+		ledger = ledger || d.Role == RoleLedger
+	}
+	switch {
+	case m.Error != "":
+		return MountError
+	case m.AboveThreshold && ledger:
+		return MountFull
+	case m.AboveWarn && ledger:
+		return MountWarn
+	case m.AboveWarn:
+		return MountHigh
+	}
+	return MountOK
+}

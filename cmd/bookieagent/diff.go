@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -67,7 +66,7 @@ func (o *diffOptions) runDiff(cmd *cobra.Command) error {
 		return fmt.Errorf("--output %q: want text or json", o.output)
 	}
 	// The files are read and checked before any benchmark.
-	conf, err := readConf(o.conf, bookieagent.ParseConf)
+	conf, err := bookieagent.ReadConfFile(o.conf, bookieagent.ParseConf)
 	if err != nil {
 		return err
 	}
@@ -77,7 +76,7 @@ func (o *diffOptions) runDiff(cmd *cobra.Command) error {
 	}
 	var rocks *bookieagent.RocksConf
 	if o.rocksConf != "" {
-		if rocks, err = readConf(o.rocksConf, bookieagent.ParseRocksConf); err != nil {
+		if rocks, err = bookieagent.ReadConfFile(o.rocksConf, bookieagent.ParseRocksConf); err != nil {
 			return err
 		}
 	}
@@ -100,15 +99,4 @@ func (o *diffOptions) runDiff(cmd *cobra.Command) error {
 	}
 	_, err = io.Copy(cmd.OutOrStdout(), &out)
 	return errors.Join(err, m.saveErr)
-}
-
-// readConf opens and parses one configuration file.
-func readConf[T any](path string, parse func(string, io.Reader) (T, error)) (T, error) {
-	var zero T
-	f, err := os.Open(path)
-	if err != nil {
-		return zero, err
-	}
-	defer f.Close()
-	return parse(path, f)
 }

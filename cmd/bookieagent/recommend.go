@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -133,14 +131,8 @@ func (o *recommendOptions) measure(cmd *cobra.Command, quiet bool) (measured, er
 		defer save.Discard()
 	}
 	if o.input != "" {
-		b, err := os.ReadFile(o.input)
-		if err != nil {
+		if in, err = bookieagent.ReadInput(o.input); err != nil {
 			return measured{}, fmt.Errorf("--input: %w", err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); err != nil {
-			return measured{}, fmt.Errorf("--input %s: %w", o.input, err)
 		}
 		if o.mem.given() {
 			if in.DirectMemoryBytes, in.DirectMemorySource, err = o.mem.resolve(); err != nil {
@@ -234,20 +226,15 @@ func (o *recommendOptions) measure(cmd *cobra.Command, quiet bool) (measured, er
 				fmt.Fprintf(stderr, "warning: %s\n", w)
 			}
 		}
-		in = bookieagent.Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, Bench: &res.Plan,
-			CPUs: o.bench.cpus, CPUsSource: o.bench.cpusSource(cmd.Flags()), DirectMemoryBytes: direct, DirectMemorySource: source,
-			HeapBytes: o.mem.heap, MemoryLimitBytes: limit, MemoryLimitSource: limitSrc}
+		in = res.Input(bookieagent.NodeFacts{CPUs: o.bench.cpus, CPUsSource: o.bench.cpusSource(cmd.Flags()), DirectMemoryBytes: direct,
+			DirectMemorySource: source, HeapBytes: o.mem.heap, MemoryLimitBytes: limit, MemoryLimitSource: limitSrc})
 	}
 	if entrySize > 0 {
 		in.EntrySizeBytes = entrySize
 	}
 	var saveErr error
 	if save != nil {
-		saveErr = save.Write(func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", " ")
-			return enc.Encode(in)
-		})
+		saveErr = save.Write(func(w io.Writer) error { return bookieagent.WriteInput(w, in) })
 		if saveErr != nil {
 			saveErr = fmt.Errorf("--save-input: %w", saveErr)
 		}

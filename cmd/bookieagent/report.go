@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -62,33 +62,11 @@ func (o *reportOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Sample(ctx); err != nil {
+	if err := s.SampleFor(ctx, o.sampleFor); err != nil {
 		return err
 	}
-	if o.sampleFor > 0 {
-		deadline := time.Now().Add(o.sampleFor)
-		t := time.NewTicker(o.interval)
-		for time.Now().Before(deadline) {
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-t.C:
-			}
-			if err := s.Sample(ctx); err != nil {
-				t.Stop()
-				return err
-			}
-		}
-		t.Stop()
-	}
 	r := s.Report()
-	if o.output == "json" {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	}
-	return writeReportTable(cmd.OutOrStdout(), r)
+	return cli.Print(cmd.OutOrStdout(), o.output == "json", r, func(w io.Writer) error { return writeReportTable(w, r) })
 }
 
 func writeReportTable(w io.Writer, r bookieagent.Report) error {
@@ -99,22 +77,7 @@ func writeReportTable(w io.Writer, r bookieagent.Report) error {
 		for _, d := range m.Dirs {
 			dirs = append(dirs, string(d.Role)+":"+d.Dir)
 		}
-		ledger := false
-		for _, d := range m.Dirs {
-			ledger = ledger || d.Role == bookieagent.RoleLedger
-		}
-		state := "ok"
-		switch {
-		case m.Error != "":
-			state = "error"
-		case m.AboveThreshold && ledger:
-			state = "FULL"
-		case m.AboveWarn && ledger:
-			state = "warn"
-		case m.AboveWarn:
-			// BookKeeper's thresholds apply to ledger (and index) dirs only.
-			state = "high"
-		}
+		state := m.State()
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\t%s\n", m.MountPoint, dash(m.Device), strings.Join(dirs, ","),
 			units.HumanBytes(m.SizeBytes), units.HumanBytes(m.UsedBytes), units.HumanBytes(m.AvailBytes), m.Usage*100, state,
 			rate(m.GrowthBytesPerSec), dur(m.GrowthBytesPerSec, m.SecondsToWarn), dur(m.GrowthBytesPerSec, m.SecondsToReadOnly))

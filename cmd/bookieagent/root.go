@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,65 +89,18 @@ func (o *memOptions) addFlags(fs *pflag.FlagSet) {
 // memoryLimit returns the container limit: --memory-limit, else this
 // process's cgroup through host; 0 when unknown or unlimited.
 func (o *memOptions) memoryLimit(host bookieagent.HostFS) (int64, string, error) {
-	switch o.limit {
-	case "none":
-		return 0, "", nil
-	case "":
-		l, src, ok, err := host.MemoryLimit()
-		if err != nil {
-			return 0, "", fmt.Errorf("--memory-limit: reading this process's cgroup: %w (give --memory-limit)", err)
-		}
-		if !ok {
-			return 0, "", nil
-		}
-		return l, "this process's " + src + " (the agent's own limit: right in the bookie's pod, else give --memory-limit)", nil
-	}
-	v, err := units.ParseSize(o.limit)
-	if err != nil || v <= 0 {
-		return 0, "", fmt.Errorf("--memory-limit %q: want a size like 16g, or none", o.limit)
-	}
-	return v, "--memory-limit " + o.limit, nil
+	return bookieagent.ResolveMemoryLimit(host, o.limit, "--memory-limit")
 }
 
 // resolve returns the direct-memory size and where it came from.
 func (o *memOptions) resolve() (int64, string, error) {
-	if o.mem != "" {
-		if o.maxDirect != "" {
-			return 0, "", fmt.Errorf("give --mem or --max-direct-memory, not both")
-		}
-		m, err := bookieagent.JVMDirectMemory(o.mem)
-		if err != nil {
-			return 0, "", fmt.Errorf("--mem: %w", err)
-		}
-		o.heap = m.HeapBytes
-		return m.DirectBytes, "--mem " + m.Source, nil
+	if o.mem != "" && o.maxDirect != "" {
+		return 0, "", fmt.Errorf("give --mem or --max-direct-memory, not both")
 	}
-	if o.maxDirect != "" {
-		v, err := units.ParseSize(o.maxDirect)
-		if err != nil {
-			return 0, "", fmt.Errorf("--max-direct-memory: %w", err)
-		}
-		if v <= 0 {
-			return 0, "", fmt.Errorf("--max-direct-memory: %w: must be positive", bookieagent.ErrBadSize)
-		}
-		return v, "--max-direct-memory " + o.maxDirect, nil
-	}
-	var tried []string
-	for _, name := range o.jvmEnv {
-		val, ok := os.LookupEnv(name)
-		if !ok || strings.TrimSpace(val) == "" {
-			tried = append(tried, name)
-			continue
-		}
-		m, err := bookieagent.JVMDirectMemory(val)
-		if err != nil {
-			return 0, "", fmt.Errorf("%s: %w", name, err)
-		}
-		o.heap = m.HeapBytes
-		return m.DirectBytes, name + " " + m.Source, nil
-	}
-	return 0, "", fmt.Errorf("%w: give --max-direct-memory or set one of %s (e.g. \"-Xmx2g -XX:MaxDirectMemorySize=4g\")",
-		bookieagent.ErrNoDirectMemory, strings.Join(tried, ", "))
+	m, err := bookieagent.ResolveDirectMemory(bookieagent.DirectMemorySpec{JVMOptions: o.mem, JVMOptionsName: "--mem",
+		Size: o.maxDirect, SizeName: "--max-direct-memory", Env: o.jvmEnv})
+	o.heap = m.HeapBytes
+	return m.Bytes, m.Source, err
 }
 
 // startCPUs is GOMAXPROCS when the program started: since Go 1.25 the
@@ -200,11 +151,7 @@ func (o *benchFlags) guard(ctx context.Context, fallbackConf string, def *bookie
 		return nil, errors.New("give --bookie-http or --bookie-conf, not both")
 	}
 	if o.bookieHTTP != "" {
-		cfg, err := bookieagent.FetchServerConfig(ctx, nil, o.bookieHTTP, 10*time.Second)
-		if err != nil {
-			return nil, fmt.Errorf("--bookie-http: %w", err)
-		}
-		g, err := bookieagent.DiskGuardFromServerConfig(cfg, o.diskMargin, o.bookieHTTP+" /api/v1/config/server_config")
+		g, err := bookieagent.DiskGuardFromBookie(ctx, nil, o.bookieHTTP, 10*time.Second, o.diskMargin)
 		if err != nil {
 			return nil, fmt.Errorf("--bookie-http: %w", err)
 		}
@@ -215,11 +162,7 @@ func (o *benchFlags) guard(ctx context.Context, fallbackConf string, def *bookie
 		path = fallbackConf
 	}
 	if path != "" {
-		c, err := readConf(path, bookieagent.ParseConf)
-		if err != nil {
-			return nil, fmt.Errorf("--bookie-conf: %w", err)
-		}
-		g, err := bookieagent.DiskGuardFromConf(c, o.diskMargin)
+		g, err := bookieagent.DiskGuardFromConfFile(path, o.diskMargin)
 		if err != nil {
 			return nil, fmt.Errorf("--bookie-conf: %w", err)
 		}

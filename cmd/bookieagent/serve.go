@@ -138,7 +138,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	var conf *bookieagent.Conf
 	if o.conf != "" {
 		var err error
-		if conf, err = readConf(o.conf, bookieagent.ParseConf); err != nil {
+		if conf, err = bookieagent.ReadConfFile(o.conf, bookieagent.ParseConf); err != nil {
 			return fmt.Errorf("--conf: %w", err)
 		}
 	}
