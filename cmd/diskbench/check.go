@@ -1,12 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -31,9 +31,7 @@ func newCheckCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if c.output == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(t)
+				return cli.WriteJSON(out, t)
 			}
 			fmt.Fprintf(out, "dir:       %s\nfs:        %s\ndevice:    %s\nfree:      %s of %s\nmax-bytes: %s\n",
 				t.Dir, t.FSType, t.Device, units.HumanBytes(t.FreeBytes), units.HumanBytes(t.TotalBytes), units.HumanBytes(t.MaxBytes))

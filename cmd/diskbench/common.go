@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -115,14 +114,7 @@ func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressB
 // asked: a chart that cannot be written never costs the figures.
 func (c *commonFlags) emit(cmd *cobra.Command, rep *diskbench.Report) error {
 	out := cmd.OutOrStdout()
-	var err error
-	if c.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
-	} else {
-		err = diskbench.WriteTable(out, rep)
-	}
+	err := cli.Print(out, c.output == "json", rep, func(w io.Writer) error { return diskbench.WriteTable(w, rep) })
 	if c.svgOut != nil {
 		if serr := c.svgOut.Write(func(w io.Writer) error { return diskbench.WriteSVG(w, rep) }); serr != nil {
 			return errors.Join(err, fmt.Errorf("--svg: %w", serr))
@@ -159,19 +151,7 @@ func (c *commonFlags) run(cmd *cobra.Command, run func(context.Context, diskbenc
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	t, err := diskbench.Check(ctx, o)
-	if err != nil {
-		return err
-	}
-	rep := diskbench.NewReport(t)
-	start := time.Now()
-	res, err := run(ctx, o)
-	rep.Results = append(rep.Results, res...)
-	for _, r := range res {
-		rep.BytesWritten += r.BytesWritten
-	}
-	rep.ElapsedSec = time.Since(start).Seconds()
+	rep, err := diskbench.Measure(cmd.Context(), o, run)
 	return c.report(cmd, bar, rep, err)
 }
 

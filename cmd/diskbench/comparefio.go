@@ -1,8 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"regexp"
 	"time"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/diskbench"
 	"github.com/tierkeeper/tierkeeper/diskbench/fiocmp"
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -72,43 +73,24 @@ make bench-journal compares the whole pattern with BookKeeper's own Journal.`,
 						units.HumanRate(r.Fio.BytesPerSec), units.HumanRate(r.Diskbench.BytesPerSec), r.ThroughputRatio())
 				}
 			}
-			pas := map[diskbench.Prealloc]bool{}
+			var pas []diskbench.Prealloc
 			for _, v := range journalPrealloc {
-				pa, err := parsePrealloc(v)
-				if err != nil || pa == diskbench.PreallocDefault {
+				pa, ok := diskbench.ParsePrealloc(v)
+				if !ok || pa == diskbench.PreallocDefault {
 					return fmt.Errorf("%w: --journal-prealloc %q (want sparse, fallocate or none)", diskbench.ErrInvalidOptions, v)
 				}
-				pas[pa] = true
+				pas = append(pas, pa)
 			}
-			var cases []fiocmp.Case
-			for _, c := range fiocmp.DefaultCases(fs, ls, rs) {
-				if c.Workload != diskbench.WorkloadJournal || pas[c.Prealloc] {
-					cases = append(cases, c)
-				}
-			}
-			if pas[diskbench.PreallocNone] {
-				for _, c := range fiocmp.DefaultCases(fs, ls, rs) {
-					if c.Workload == diskbench.WorkloadJournal && c.Prealloc == diskbench.PreallocSparse {
-						c.Prealloc, c.PreallocName = diskbench.PreallocNone, diskbench.PreallocNone.String()
-						cases = append(cases, c)
-					}
-				}
-			}
+			var re *regexp.Regexp
 			if only != "" {
-				re, err := regexp.Compile(only)
-				if err != nil {
+				var err error
+				if re, err = regexp.Compile(only); err != nil {
 					return fmt.Errorf("%w: --only: %v", diskbench.ErrInvalidOptions, err)
 				}
-				var keep []fiocmp.Case
-				for _, c := range cases {
-					if re.MatchString(c.Name()) {
-						keep = append(keep, c)
-					}
-				}
-				if len(keep) == 0 {
-					return fmt.Errorf("%w: --only %q matches no case", diskbench.ErrInvalidOptions, only)
-				}
-				cases = keep
+			}
+			cases := fiocmp.SelectCases(fs, ls, rs, pas, re)
+			if len(cases) == 0 {
+				return fmt.Errorf("%w: --only %q matches no case", diskbench.ErrInvalidOptions, only)
 			}
 			if printJobs {
 				for _, c := range cases {
@@ -118,26 +100,15 @@ make bench-journal compares the whole pattern with BookKeeper's own Journal.`,
 			}
 			rows, err := fiocmp.Run(cmd.Context(), o, cases)
 			if len(rows) > 0 {
-				if output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					if eerr := enc.Encode(rows); eerr != nil && err == nil {
-						err = eerr
-					}
-				} else if eerr := fiocmp.WriteTable(cmd.OutOrStdout(), rows); eerr != nil && err == nil {
+				eerr := cli.Print(cmd.OutOrStdout(), output == "json", rows, func(w io.Writer) error { return fiocmp.WriteTable(w, rows) })
+				if err == nil {
 					err = eerr
 				}
 			}
 			if err != nil {
 				return err
 			}
-			var bad []string
-			for _, r := range rows {
-				if q := r.ThroughputRatio(); q < minRatio || q > maxRatio {
-					bad = append(bad, fmt.Sprintf("%s (%.2f)", r.Case.Name(), q))
-				}
-			}
-			if len(bad) > 0 {
+			if bad := fiocmp.OutsideRatio(rows, minRatio, maxRatio); len(bad) > 0 {
 				return fmt.Errorf("throughput ratio outside [%.2f, %.2f]: %v", minRatio, maxRatio, bad)
 			}
 			return nil

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,22 +35,17 @@ func (j *journalSettingFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&j.s.JournalRemoveFromPageCache, "journalRemoveFromPageCache", d.JournalRemoveFromPageCache, "posix_fadvise(DONTNEED) 8 MiB behind each fdatasync")
 }
 
-// journalSettingKeys are the bookkeeper.conf keys --bookie-conf reads.
-var journalSettingKeys = []string{"journalWriteBufferSizeKB", "journalMaxGroupWaitMSec", "journalBufferedWritesThreshold",
-	"journalBufferedEntriesThreshold", "journalFlushWhenQueueEmpty", "journalAlignmentSize", "journalFormatVersionToWrite",
-	"journalPreAllocSizeMB", "journalMaxSizeMB", "journalRemoveFromPageCache"}
-
 // resolve applies --bookie-conf (for the settings not given as flags) and
 // returns the settings.
 func (j *journalSettingFlags) resolve(fs *pflag.FlagSet) (diskbench.JournalSettings, error) {
 	if j.conf == "" {
 		return j.s, nil
 	}
-	kv, err := readBookieConf(j.conf)
+	kv, err := diskbench.ReadBookieConf(j.conf)
 	if err != nil {
-		return j.s, err
+		return j.s, fmt.Errorf("--bookie-conf: %w", err)
 	}
-	for _, k := range journalSettingKeys {
+	for _, k := range diskbench.JournalSettingKeys {
 		v, ok := kv[k]
 		if !ok || fs.Changed(k) {
 			continue
@@ -63,36 +55,6 @@ func (j *journalSettingFlags) resolve(fs *pflag.FlagSet) (diskbench.JournalSetti
 		}
 	}
 	return j.s, nil
-}
-
-// readBookieConf reads the key=value lines of a bookkeeper.conf (Java
-// properties without continuation lines; # and ! start comments).
-func readBookieConf(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("--bookie-conf: %w", err)
-	}
-	defer f.Close()
-	kv := map[string]string{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			k, v, ok = strings.Cut(line, ":")
-		}
-		if ok {
-			kv[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--bookie-conf %s: %w", path, err)
-	}
-	return kv, nil
 }
 
 func newJournalCmd() *cobra.Command {
@@ -154,7 +116,7 @@ writes to its own file (--prealloc) and calls fdatasync after every
 				}
 				jp.Settings, jp.InFlight = &s, inFlight
 			case diskbench.JournalModelPlain:
-				for _, name := range append([]string{"in-flight", "bookie-conf"}, journalSettingKeys...) {
+				for _, name := range append([]string{"in-flight", "bookie-conf"}, diskbench.JournalSettingKeys...) {
 					if f.Changed(name) {
 						return fmt.Errorf("%w: --%s applies to --model bookkeeper only", diskbench.ErrInvalidOptions, name)
 					}
@@ -190,16 +152,10 @@ writes to its own file (--prealloc) and calls fdatasync after every
 	return cmd
 }
 
+// parsePrealloc is --prealloc's value.
 func parsePrealloc(s string) (diskbench.Prealloc, error) {
-	switch s {
-	case "", "default":
-		return diskbench.PreallocDefault, nil
-	case "fallocate":
-		return diskbench.PreallocFallocate, nil
-	case "sparse":
-		return diskbench.PreallocSparse, nil
-	case "none":
-		return diskbench.PreallocNone, nil
+	if p, ok := diskbench.ParsePrealloc(s); ok {
+		return p, nil
 	}
 	return 0, fmt.Errorf("%w: --prealloc %q (want fallocate, sparse or none)", diskbench.ErrInvalidOptions, s)
 }

@@ -40,26 +40,18 @@ no longer fit are skipped and listed as warnings.`,
 			plan := diskbench.DefaultPlan(c.dir)
 			plan.Options = o // Duration 0: derived from the time budget
 			plan.TimeBudget = timeBudget
-			want := map[string]bool{}
+			var ws []diskbench.Workload
 			for _, w := range strings.Split(workloads, ",") {
-				w = strings.TrimSpace(w)
-				switch w {
-				case "journal", "entrylog", "randread":
-					want[w] = true
-				case "":
-				default:
+				if w = strings.TrimSpace(w); w == "" {
+					continue
+				}
+				wl, ok := diskbench.ParseWorkload(w)
+				if !ok {
 					return fmt.Errorf("%w: --workloads %q (want journal, entrylog, randread)", diskbench.ErrInvalidOptions, w)
 				}
+				ws = append(ws, wl)
 			}
-			if !want["journal"] {
-				plan.Journal = nil
-			}
-			if !want["entrylog"] {
-				plan.EntryLog = nil
-			}
-			if !want["randread"] {
-				plan.RandRead = nil
-			}
+			plan.Only(ws...)
 			rep, err := diskbench.Sweep(cmd.Context(), plan)
 			return c.report(cmd, bar, rep, err)
 		},

@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -127,6 +128,53 @@ func DefaultCases(fileSize, logSize, readSize int64) []Case {
 		Case{Workload: diskbench.WorkloadRandRead, Depth: 16, BlockSize: 4 * diskbench.KiB, FileSize: readSize},
 	)
 	return cs
+}
+
+// SelectCases returns the DefaultCases whose journal cases prepare their
+// files as one of preallocs (PreallocNone: the sparse cases appending to
+// empty files instead, fio fallocate=none, after the others) and whose
+// name only matches (nil: every case).
+func SelectCases(fileSize, logSize, readSize int64, preallocs []diskbench.Prealloc, only *regexp.Regexp) []Case {
+	want := map[diskbench.Prealloc]bool{}
+	for _, p := range preallocs {
+		want[p] = true
+	}
+	var cases []Case
+	for _, c := range DefaultCases(fileSize, logSize, readSize) {
+		if c.Workload != diskbench.WorkloadJournal || want[c.Prealloc] {
+			cases = append(cases, c)
+		}
+	}
+	if want[diskbench.PreallocNone] {
+		for _, c := range DefaultCases(fileSize, logSize, readSize) {
+			if c.Workload == diskbench.WorkloadJournal && c.Prealloc == diskbench.PreallocSparse {
+				c.Prealloc, c.PreallocName = diskbench.PreallocNone, diskbench.PreallocNone.String()
+				cases = append(cases, c)
+			}
+		}
+	}
+	if only == nil {
+		return cases
+	}
+	var keep []Case
+	for _, c := range cases {
+		if only.MatchString(c.Name()) {
+			keep = append(keep, c)
+		}
+	}
+	return keep
+}
+
+// OutsideRatio lists the rows whose throughput ratio is outside [lo, hi],
+// as "name (ratio)".
+func OutsideRatio(rows []Row, lo, hi float64) []string {
+	var bad []string
+	for _, r := range rows {
+		if q := r.ThroughputRatio(); q < lo || q > hi {
+			bad = append(bad, fmt.Sprintf("%s (%.2f)", r.Case.Name(), q))
+		}
+	}
+	return bad
 }
 
 // Metrics are one tool's figures for a case. Latencies are p99 in ns; 0

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -193,5 +194,31 @@ func TestMedian(t *testing.T) {
 	}
 	if got := spread(runs); got != "100%" {
 		t.Errorf("spread = %q, want (30-10)/20 = 100%%", got)
+	}
+}
+
+// SelectCases keeps the journal preparations asked for (none: the sparse
+// cases appending instead) and the names matching only; OutsideRatio names
+// the rows outside the bounds.
+func TestSelectCases(t *testing.T) {
+	all := SelectCases(1, 2, 3, JournalPreallocs, nil)
+	if len(all) != len(DefaultCases(1, 2, 3)) {
+		t.Errorf("%d cases with every default preparation, want %d", len(all), len(DefaultCases(1, 2, 3)))
+	}
+	none := SelectCases(1, 2, 3, []diskbench.Prealloc{diskbench.PreallocNone}, regexp.MustCompile("journal"))
+	if len(none) != 6 {
+		t.Fatalf("%d journal cases appending, want 6", len(none))
+	}
+	for _, c := range none {
+		if c.Prealloc != diskbench.PreallocNone || c.PreallocName != "none" {
+			t.Errorf("case %s prepared %v", c.Name(), c.Prealloc)
+		}
+	}
+	if got := SelectCases(1, 2, 3, nil, regexp.MustCompile("no such case")); len(got) != 0 {
+		t.Errorf("no match: %d cases", len(got))
+	}
+	rows := []Row{{Case: all[0], Ratio: 1.0}, {Case: all[1], Ratio: 0.5}, {Case: all[2], Ratio: 1.3}}
+	if bad := OutsideRatio(rows, 0.85, 1.15); len(bad) != 2 || bad[0] != all[1].Name()+" (0.50)" || bad[1] != all[2].Name()+" (1.30)" {
+		t.Errorf("outside the bounds: %q", bad)
 	}
 }
