@@ -16,16 +16,12 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/connflags"
 	"github.com/tierkeeper/tierkeeper/internal/units"
-	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger/status"
 )
 
 type clusterOptions struct {
-	zk             string
-	zkConnect      time.Duration
-	zkSession      time.Duration
-	zkSecure       connflags.ZooKeeper
+	zk             connflags.ZKServer
 	mlChroot       string
 	noML           bool
 	agents         []string
@@ -83,10 +79,7 @@ or a gate has not passed.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.zk, "zk", "", "ZooKeeper of the BookKeeper cluster: host:port[,host:port][/ledgers root] or a metadataServiceUri")
-	fs.DurationVar(&o.zkConnect, "zk-connect-timeout", 10*time.Second, "how long to wait for a ZooKeeper session")
-	fs.DurationVar(&o.zkSession, "zk-session-timeout", 30*time.Second, "ZooKeeper session timeout")
-	o.zkSecure.AddFlags(fs)
+	o.zk.AddFlags(fs, "", "ZooKeeper of the BookKeeper cluster: host:port[,host:port][/ledgers root] or a metadataServiceUri")
 	fs.StringVar(&o.mlChroot, "ml-chroot", "", "chroot of Pulsar's metadata store on the same ZooKeeper, if any")
 	fs.BoolVar(&o.noML, "no-managed-ledgers", false, "do not read Pulsar's managed ledgers (no offload figures)")
 	fs.StringSliceVar(&o.agents, "agents", nil, "bookie agent base URLs (http://host:9580), matched to bookies by host, or BOOKIE_ID=URL")
@@ -111,10 +104,10 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 	if o.format != "text" && o.format != "json" && o.format != "helm" {
 		return fmt.Errorf("--format %q: want text, json or helm", o.format)
 	}
-	if o.zk == "" && len(o.agents) == 0 {
+	if o.zk.ZK == "" && len(o.agents) == 0 {
 		return errors.New("give --zk (the cluster) and/or --agents")
 	}
-	if (len(o.remove) > 0 || o.removeCount > 0 || o.gate != "") && o.zk == "" {
+	if (len(o.remove) > 0 || o.removeCount > 0 || o.gate != "") && o.zk.ZK == "" {
 		return errors.New("a scale-in plan and a gate need --zk")
 	}
 	if o.gate != "" && (len(o.remove) > 0 || o.removeCount > 0) {
@@ -128,14 +121,10 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 		return fmt.Errorf("--agents %w", err)
 	}
 	copts := cluster.Options{AgentTemplate: o.agentTemplate, Timeout: o.agentTimeout,
-		RunningConfig: o.zk != "" && !o.noRunning && o.gate == "", BookieHTTPPort: o.bookieHTTPPort,
-		Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if o.zk != "" {
-		servers, root, err := tkzk.ParseServiceURI(o.zk)
-		if err != nil {
-			return fmt.Errorf("--zk: %w", err)
-		}
-		s, err := o.zkSecure.Connect(ctx, servers, tkzk.Options{SessionTimeout: o.zkSession, ConnectTimeout: o.zkConnect})
+		RunningConfig: o.zk.ZK != "" && !o.noRunning && o.gate == "", BookieHTTPPort: o.bookieHTTPPort,
+		Logger: cli.Logger(cmd.ErrOrStderr(), slog.LevelWarn)}
+	if o.zk.ZK != "" {
+		s, root, err := o.zk.Connect(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -149,7 +138,7 @@ func (o *clusterOptions) run(cmd *cobra.Command) error {
 	ao := cluster.AssessOptions{Read: copts, Gate: o.gate}
 	if len(o.remove) > 0 || o.removeCount > 0 {
 		ao.ScaleIn = &cluster.PlanOptions{Remove: o.remove, RemoveCount: o.removeCount, StatefulSet: o.statefulSet,
-			RereplicationRate: float64(o.rate), Workers: o.workers, PerLedgerSeconds: o.perLedger, HTTPPort: o.bookieHTTPPort, ZK: o.zk}
+			RereplicationRate: float64(o.rate), Workers: o.workers, PerLedgerSeconds: o.perLedger, HTTPPort: o.bookieHTTPPort, ZK: o.zk.ZK}
 	}
 	a, err := cluster.Assess(ctx, ao)
 	if err != nil {

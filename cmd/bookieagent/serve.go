@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/bookieagent"
+	"github.com/tierkeeper/tierkeeper/internal/cli"
 )
 
 type serveOptions struct {
@@ -77,11 +77,11 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err := o.thresholds.validate(); err != nil {
 		return err
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	lvl, err := cli.ParseLogLevel("--log-level", o.logLevel)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+	log := cli.Logger(cmd.ErrOrStderr(), lvl)
 	var bench *bookieagent.BenchOnStartOptions
 	if o.benchOnStart {
 		if err := o.dirs.validate(true); err != nil {

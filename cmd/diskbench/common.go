@@ -95,11 +95,7 @@ func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressB
 			return o, nil, err
 		}
 	}
-	if c.verbose {
-		o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	} else {
-		o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
+	o.Logger = cli.Logger(cmd.ErrOrStderr(), verboseLevel(c.verbose))
 	var bar *progressBar
 	if c.output != "json" {
 		bar = newProgressBar(cmd.ErrOrStderr())
@@ -124,6 +120,14 @@ func (c *commonFlags) emit(cmd *cobra.Command, rep *diskbench.Report) error {
 		}
 	}
 	return err
+}
+
+// verboseLevel is the log level of --verbose: debug, else warn.
+func verboseLevel(verbose bool) slog.Level {
+	if verbose {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
 
 // closeOutputs removes an output file that was opened but never written

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"regexp"
 	"time"
 
@@ -60,13 +59,9 @@ make bench-journal compares the whole pattern with BookKeeper's own Journal.`,
 				}
 			}
 			fs, ls, rs := fileSize.Bytes(), logSize.Bytes(), readSize.Bytes()
-			lvl := slog.LevelWarn
-			if verbose {
-				lvl = slog.LevelDebug
-			}
 			errOut := cmd.ErrOrStderr()
 			o := fiocmp.Options{Dir: dir, Duration: duration, Warmup: warmup, Fio: fio, Repeat: repeat, AllowAnyFS: allowAnyFS, Force: force, RaiseGOMAXPROCS: true,
-				Logger: slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: lvl}))}
+				Logger: cli.Logger(errOut, verboseLevel(verbose))}
 			if output != "json" {
 				o.OnRow = func(i, n int, r fiocmp.Row) {
 					fmt.Fprintf(errOut, "[%d/%d] %-32s fio %10s  diskbench %10s  ratio %.2f\n", i, n, r.Case.Name(),

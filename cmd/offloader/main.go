@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	// Root certificates for S3, COS and the broker admin API over HTTPS
@@ -28,46 +27,34 @@ import (
 
 // globalOptions are the flags every subcommand shares.
 type globalOptions struct {
-	// ZK is the ZooKeeper address: host:port[,host:port...], optionally with
-	// a /root suffix, or a metadata service URI (zk+hierarchical://...,
-	// metadata-store:zk:...).
-	ZK string
-	// ZKSessionTimeout is the ZooKeeper session timeout.
-	ZKSessionTimeout time.Duration
-	// ZKConnectTimeout bounds the wait for a ZooKeeper session.
-	ZKConnectTimeout time.Duration
+	// ZKServer is --zk (host:port[,host:port...], optionally with a /root
+	// suffix, or a metadata service URI: zk+hierarchical://...,
+	// metadata-store:zk:...), its timeouts and the secured-ZooKeeper flags.
+	connflags.ZKServer
 	// Output is "text" or "json".
 	Output string
 	// LogLevel is debug, info, warn or error (logs go to stderr).
 	LogLevel string
-	// ZKSecure is TLS and digest authentication to ZooKeeper.
-	ZKSecure connflags.ZooKeeper
 }
 
 func (g *globalOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	f.StringVar(&g.ZK, "zk", "127.0.0.1:2181", "ZooKeeper `address` (host:port[,host:port][/root]) or metadata service URI")
-	f.DurationVar(&g.ZKSessionTimeout, "zk-session-timeout", 30*time.Second, "ZooKeeper session timeout")
-	f.DurationVar(&g.ZKConnectTimeout, "zk-connect-timeout", 10*time.Second, "how long to wait for a ZooKeeper session before giving up")
-	g.ZKSecure.AddFlags(f)
+	g.ZKServer.AddFlags(f, "127.0.0.1:2181", "ZooKeeper `address` (host:port[,host:port][/root]) or metadata service URI")
 	f.StringVarP(&g.Output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&g.LogLevel, "log-level", "warn", "log level for stderr: debug, info, warn, error")
 }
 
 func (g *globalOptions) validate() error {
-	if g.ZKConnectTimeout <= 0 || g.ZKSessionTimeout <= 0 {
-		return fmt.Errorf("--zk-connect-timeout %s and --zk-session-timeout %s: both must be positive", g.ZKConnectTimeout, g.ZKSessionTimeout)
+	if err := g.ZKServer.Validate(); err != nil {
+		return err
 	}
 	switch g.Output {
 	case "text", "json":
 	default:
 		return fmt.Errorf("--output %q: want text or json", g.Output)
 	}
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(g.LogLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: %w", g.LogLevel, err)
-	}
-	return nil
+	_, err := cli.ParseLogLevel("--log-level", g.LogLevel)
+	return err
 }
 
 // json reports whether results are printed as JSON.
@@ -75,9 +62,8 @@ func (g *globalOptions) json() bool { return g.Output == "json" }
 
 // logger returns a logger writing text records to w (stderr).
 func (g *globalOptions) logger(w io.Writer) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(g.LogLevel))
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	l, _ := cli.ParseLogLevel("--log-level", g.LogLevel)
+	return cli.Logger(w, l)
 }
 
 // subcommands are added to the root by addCommand from init functions in
