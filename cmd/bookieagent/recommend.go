@@ -191,11 +191,9 @@ func (o *recommendOptions) measure(cmd *cobra.Command, quiet bool) (measured, er
 		if err != nil {
 			return measured{}, err
 		}
-		prep, err := bookieagent.PrepareBench(ctx, bookieagent.BenchOptions{Guard: guard,
-			JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
-			TimeBudget: budget, MaxBytes: maxBytes, Rounds: o.bench.rounds, CPUs: o.bench.cpus, AllowLiveBookie: o.bench.allowLive,
-			Host: o.dirs.host(), RaiseGOMAXPROCS: true, Progress: progressPrinter(stderr, quiet),
-		})
+		bo := o.bench.options(&o.dirs, guard, budget, maxBytes)
+		bo.Progress = progressPrinter(stderr, quiet)
+		prep, err := bookieagent.PrepareBench(ctx, bo)
 		if err != nil {
 			return measured{}, err
 		}

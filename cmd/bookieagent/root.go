@@ -197,6 +197,15 @@ func (o *benchFlags) parse() (time.Duration, int64, error) {
 	return budget, o.maxBytes.Bytes(), nil
 }
 
+// options are the benchmark's options from the flags (budget and maxBytes
+// from parse), d's directories, with guard. The benchmark owns the
+// process's GOMAXPROCS, in recommend and serve alike (serve's /healthz
+// tolerates a GC waiting on one I/O), so both measure the same.
+func (o *benchFlags) options(d *dirOptions, guard *bookieagent.DiskGuard, budget time.Duration, maxBytes int64) bookieagent.BenchOptions {
+	return bookieagent.BenchOptions{Guard: guard, JournalDirs: d.journalDirs, LedgerDirs: d.ledgerDirs, TimeBudget: budget, MaxBytes: maxBytes,
+		Rounds: o.rounds, CPUs: o.cpus, AllowLiveBookie: o.allowLive, Host: d.host(), RaiseGOMAXPROCS: true}
+}
+
 // thresholdFlags are BookKeeper's disk-usage thresholds (serve, report).
 type thresholdFlags struct {
 	threshold, warn, lwm float64

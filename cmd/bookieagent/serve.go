@@ -121,12 +121,8 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		}
 		bench = &bookieagent.BenchOnStartOptions{DirectMemoryBytes: direct, DirectMemorySource: directSrc,
 			HeapBytes: o.mem.heap, MemoryLimitBytes: limit, MemoryLimitSource: limitSrc, CPUsSource: o.bench.cpusSource(cmd.Flags()),
-			Bench: bookieagent.BenchOptions{Guard: guard, JournalDirs: o.dirs.journalDirs, LedgerDirs: o.dirs.ledgerDirs,
-				TimeBudget: budget, MaxBytes: maxBytes, Rounds: o.bench.rounds, CPUs: o.bench.cpus, AllowLiveBookie: o.bench.allowLive,
-				Host: o.dirs.host(), Logger: log,
-				// Measured as recommend measures: the process is the
-				// agent's, and /healthz tolerates a GC waiting on one I/O.
-				RaiseGOMAXPROCS: true}}
+			Bench: o.bench.options(&o.dirs, guard, budget, maxBytes)}
+		bench.Bench.Logger = log
 	}
 	sampler, err := bookieagent.NewSampler(bookieagent.SamplerOptions{
 		Dirs: o.dirs.dirRoles(), Host: o.dirs.host(), Interval: o.interval, Window: o.window,
