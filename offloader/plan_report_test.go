@@ -13,12 +13,16 @@ import (
 // gives for the same evaluation, in the same order.
 func TestPlanDoc(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("X", 3600))
+	// The ledger's identity is set field by field: it is promoted from an
+	// embedded type in some versions of policy.Candidate.
+	cand := func(a policy.Action, topic string, id, size int64, offloaded time.Time) policy.Candidate {
+		c := policy.Candidate{Action: a, Topic: topic, Size: size, OffloadedAt: offloaded}
+		c.ML, c.LedgerID = "t/ns/persistent/"+topic[len(topic)-1:], id
+		return c
+	}
 	res := &PlanResult{At: at, Result: policy.Result{
-		Candidates: []policy.Candidate{
-			{Action: policy.ActionTrim, Topic: "persistent://t/ns/a", ML: "t/ns/persistent/a", LedgerID: 1, Size: 100, OffloadedAt: at},
-			{Action: policy.ActionOffload, Topic: "persistent://t/ns/a", ML: "t/ns/persistent/a", LedgerID: 2, Size: 200},
-			{Action: policy.ActionOffload, Topic: "persistent://t/ns/b", ML: "t/ns/persistent/b", LedgerID: 7, Size: 300},
-		},
+		Candidates: []policy.Candidate{cand(policy.ActionTrim, "persistent://t/ns/a", 1, 100, at),
+			cand(policy.ActionOffload, "persistent://t/ns/a", 2, 200, time.Time{}), cand(policy.ActionOffload, "persistent://t/ns/b", 7, 300, time.Time{})},
 		Topics: []policy.TopicPlan{{Topic: "persistent://t/ns/a"}, {Topic: "persistent://t/ns/b", Refused: "broker offloads"},
 			{Topic: "persistent://t/ns/c", Excluded: true}, {Topic: "persistent://t/ns/d", Held: "reload bound"}},
 		UnusedRules: []string{"typo"}},

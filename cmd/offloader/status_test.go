@@ -17,6 +17,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 func TestStatusCommand(t *testing.T) {
@@ -74,7 +75,7 @@ func TestStatusCommand(t *testing.T) {
 	if out, _, _ = run(t, "status", "--service", doc.URL, "--all"); !strings.Contains(out, "persistent://t/ns/quiet") {
 		t.Errorf("--all misses a topic:\n%s", out)
 	}
-	if _, _, err := run(t, "status", "--service", "http://127.0.0.1:1", "--timeout", "1s"); err == nil {
+	if _, _, err := run(t, "status", "--service", "http://"+testenv.ClosedAddr(t), "--timeout", "1s"); err == nil {
 		t.Error("unreachable service: no error")
 	}
 }
