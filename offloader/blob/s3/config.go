@@ -31,7 +31,33 @@ type Config struct {
 	// ResponseHeaderTimeout bounds the wait for a response once the request
 	// is sent. Default 60s.
 	ResponseHeaderTimeout blob.Duration `json:"response_header_timeout,omitempty"`
+	// Checksum is what every UploadPart carries for the server to verify:
+	// "crc32c" (x-amz-checksum-crc32c, the upload created with checksum
+	// algorithm CRC32C, the part checksums listed in the completion; the
+	// default: AWS S3, versitygw, MinIO and recent Ceph RGW verify it) or
+	// "md5" (Content-MD5, for servers that do not verify flexible
+	// checksums). A mismatch is refused by the server (BadDigest) and the
+	// part is resent. Single-request Puts always carry Content-MD5.
+	Checksum string `json:"checksum,omitempty"`
+	// PayloadSigning is whether SigV4 signs the payload's SHA-256 on Put
+	// and UploadPart: "auto" (the default: signed over http://,
+	// UNSIGNED-PAYLOAD over https://, where TLS protects the bytes),
+	// "unsigned" (UNSIGNED-PAYLOAD over http:// too: accidental corruption
+	// is still refused through the checksum, but anyone on the path can
+	// rewrite a body and its CRC; for trusted networks only) or "signed"
+	// (the SHA-256 also over https://, a hash pass over every byte).
+	PayloadSigning string `json:"payload_signing,omitempty"`
 }
+
+// Part checksums and payload signing modes.
+const (
+	ChecksumCRC32C = "crc32c"
+	ChecksumMD5    = "md5"
+
+	PayloadSigningAuto     = "auto"
+	PayloadSigningUnsigned = "unsigned"
+	PayloadSigningSigned   = "signed"
+)
 
 // Credentials configures the credential source.
 type Credentials struct {
@@ -106,6 +132,8 @@ func DefaultConfig() Config {
 		Credentials:           Credentials{Source: SourceDefault, RoleSessionName: "tierkeeper"},
 		Retry:                 Retry{MaxAttempts: 5, MaxBackoff: blob.Duration(20e9)},
 		ResponseHeaderTimeout: blob.Duration(60e9),
+		Checksum:              ChecksumCRC32C,
+		PayloadSigning:        PayloadSigningAuto,
 	}
 }
 
@@ -129,6 +157,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ResponseHeaderTimeout == 0 {
 		c.ResponseHeaderTimeout = d.ResponseHeaderTimeout
+	}
+	if c.Checksum == "" {
+		c.Checksum = d.Checksum
+	}
+	if c.PayloadSigning == "" {
+		c.PayloadSigning = d.PayloadSigning
 	}
 	return c
 }
@@ -194,6 +228,16 @@ func (c Config) Validate() error {
 	}
 	if c.ResponseHeaderTimeout < 0 {
 		bad("config key response_header_timeout must not be negative")
+	}
+	switch c.Checksum {
+	case ChecksumCRC32C, ChecksumMD5:
+	default:
+		bad("config key checksum must be %q or %q, got %q", ChecksumCRC32C, ChecksumMD5, c.Checksum)
+	}
+	switch c.PayloadSigning {
+	case PayloadSigningAuto, PayloadSigningUnsigned, PayloadSigningSigned:
+	default:
+		bad("config key payload_signing must be %q, %q or %q, got %q", PayloadSigningAuto, PayloadSigningUnsigned, PayloadSigningSigned, c.PayloadSigning)
 	}
 	return errors.Join(errs...)
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"net"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -30,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
@@ -63,6 +67,10 @@ type Store struct {
 	sse      SSE
 	log      *slog.Logger
 	pageSize int32
+	checksum string
+	// signing adjusts the SigV4 payload hash of Put and UploadPart
+	// (nil: the SDK's choice, signed over http, unsigned over https).
+	signing func(*s3.Options)
 }
 
 var (
@@ -185,7 +193,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.Addressing == "path"
-		// We send Content-MD5 ourselves; the SDK's default CRC32 trailers
+		// We send the checksums ourselves, as headers (Content-MD5 or
+		// x-amz-checksum-crc32c): the SDK's default CRC32 trailers
 		// (aws-chunked) are not understood by every S3-compatible server.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
@@ -195,7 +204,38 @@ func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
 	if ps <= 0 || ps > 1000 {
 		ps = 1000
 	}
-	return &Store{client: client, http: httpClient, bucket: cfg.Bucket, sse: cfg.SSE, log: log, pageSize: ps}, nil
+	return &Store{client: client, http: httpClient, bucket: cfg.Bucket, sse: cfg.SSE, log: log, pageSize: ps,
+		checksum: cfg.Checksum, signing: payloadSigning(cfg.PayloadSigning)}, nil
+}
+
+// payloadSigning returns the per-call option that makes the SigV4
+// payload hash of a Put or UploadPart follow mode. The SDK's own choice
+// for both (mode auto) is to sign the SHA-256 over http and send
+// UNSIGNED-PAYLOAD over https.
+func payloadSigning(mode string) func(*s3.Options) {
+	var m middleware.FinalizeMiddleware
+	switch mode {
+	case PayloadSigningUnsigned:
+		m = &v4.UnsignedPayload{}
+	case PayloadSigningSigned:
+		m = &v4.ComputePayloadSHA256{}
+	default:
+		return nil
+	}
+	return s3.WithAPIOptions(func(st *middleware.Stack) error {
+		if _, err := st.Finalize.Swap((&v4.ComputePayloadSHA256{}).ID(), m); err != nil {
+			return fmt.Errorf("s3: payload_signing %s: %w", mode, err)
+		}
+		return nil
+	})
+}
+
+// callOptions are the per-call options of a Put or UploadPart.
+func (s *Store) callOptions() []func(*s3.Options) {
+	if s.signing == nil {
+		return nil
+	}
+	return []func(*s3.Options){s.signing}
 }
 
 // Name returns "s3://<bucket>".
@@ -444,7 +484,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, op
 		Bucket: &s.bucket, Key: &key, Body: pl.Reader(), ContentLength: aws.Int64(size),
 		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(pl.MD5())), ContentType: contentType(opts.ContentType),
 		Metadata: md, ServerSideEncryption: sseType, SSEKMSKeyId: kmsKey, SSEKMSEncryptionContext: kmsCtx, BucketKeyEnabled: bucketKey,
-	})
+	}, s.callOptions()...)
 	if err != nil {
 		return blob.Attrs{}, mapErr("put", key, err)
 	}
@@ -476,10 +516,16 @@ func (s *Store) CreateMultipart(ctx context.Context, key string, opts blob.PutOp
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+	in := &s3.CreateMultipartUploadInput{
 		Bucket: &s.bucket, Key: &key, ContentType: contentType(opts.ContentType), Metadata: md,
 		ServerSideEncryption: sseType, SSEKMSKeyId: kmsKey, SSEKMSEncryptionContext: kmsCtx, BucketKeyEnabled: bucketKey,
-	})
+	}
+	if s.checksum == ChecksumCRC32C {
+		// Parts then must carry a CRC32C, which the server verifies and
+		// keeps; the completion lists them.
+		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32c
+	}
+	out, err := s.client.CreateMultipartUpload(ctx, in)
 	if err != nil {
 		return nil, mapErr("create multipart", key, err)
 	}
@@ -487,8 +533,9 @@ func (s *Store) CreateMultipart(ctx context.Context, key string, opts blob.PutOp
 }
 
 type part struct {
-	etag string
-	size int64
+	etag   string
+	size   int64
+	crc32c string // base64, as sent (checksum crc32c)
 }
 
 type multipart struct {
@@ -503,22 +550,31 @@ type multipart struct {
 
 func (m *multipart) UploadID() string { return m.id }
 
-// UploadPart sends part n with Content-MD5.
+// UploadPart sends part n with the store's checksum (x-amz-checksum-crc32c
+// or Content-MD5), which the server verifies.
 func (m *multipart) UploadPart(ctx context.Context, n int, data []byte) error {
 	if err := blob.CheckPartNumber(n); err != nil {
 		return fmt.Errorf("s3 upload part of %q: %w", m.key, err)
 	}
-	sum := md5.Sum(data)
-	out, err := m.s.client.UploadPart(ctx, &s3.UploadPartInput{
+	in := &s3.UploadPartInput{
 		Bucket: &m.s.bucket, Key: &m.key, UploadId: &m.id, PartNumber: aws.Int32(int32(n)),
 		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
-		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
-	})
+	}
+	p := part{size: int64(len(data))}
+	if m.s.checksum == ChecksumCRC32C {
+		p.crc32c = crc32c(data)
+		in.ChecksumCRC32C = aws.String(p.crc32c)
+	} else {
+		sum := md5.Sum(data)
+		in.ContentMD5 = aws.String(base64.StdEncoding.EncodeToString(sum[:]))
+	}
+	out, err := m.s.client.UploadPart(ctx, in, m.s.callOptions()...)
 	if err != nil {
 		return mapErr(fmt.Sprintf("upload part %d", n), m.key, err)
 	}
+	p.etag = aws.ToString(out.ETag)
 	m.mu.Lock()
-	m.parts[n] = part{etag: aws.ToString(out.ETag), size: int64(len(data))}
+	m.parts[n] = p
 	m.mu.Unlock()
 	return nil
 }
@@ -534,6 +590,9 @@ func (m *multipart) Complete(ctx context.Context) (blob.Attrs, error) {
 	list := make([]types.CompletedPart, len(parts))
 	for i, p := range parts {
 		list[i] = types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: aws.String(p.etag)}
+		if p.crc32c != "" {
+			list[i].ChecksumCRC32C = aws.String(p.crc32c)
+		}
 	}
 	out, err := m.s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: &m.s.bucket, Key: &m.key, UploadId: &m.id,
@@ -552,6 +611,18 @@ func (m *multipart) Complete(ctx context.Context) (blob.Attrs, error) {
 		return blob.Attrs{}, err
 	}
 	return blob.Attrs{Key: m.key, Size: total, ETag: strings.Trim(aws.ToString(out.ETag), `"`), Metadata: m.md}, nil
+}
+
+// castagnoli is the CRC-32C table (hash/crc32 uses the CPU's CRC32
+// instructions for it where there are some: SSE4.2, ARMv8).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crc32c is the x-amz-checksum-crc32c value of b: the big-endian CRC-32C,
+// base64.
+func crc32c(b []byte) string {
+	var be [4]byte
+	binary.BigEndian.PutUint32(be[:], crc32.Checksum(b, castagnoli))
+	return base64.StdEncoding.EncodeToString(be[:])
 }
 
 // multipartETag is S3's ETag of a completed upload: the hex MD5 of the

@@ -1,0 +1,148 @@
+package s3
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
+	"github.com/tierkeeper/tierkeeper/offloader/blob/internal/faults"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
+)
+
+// modeStore is a store with the given checksum and payload signing,
+// talking plain http to versitygw through a fault injector.
+func modeStore(t *testing.T, srv *testenv.S3, checksum, signing string) (*Store, *faults.Proxy) {
+	t.Helper()
+	p, err := faults.NewReverse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(p)
+	t.Cleanup(ts.Close)
+	cfg := staticConfig(srv, srv.NewBucket(t))
+	cfg.Endpoint, cfg.Checksum, cfg.PayloadSigning = ts.URL, checksum, signing
+	cfg.Retry = Retry{MaxAttempts: attempts, MaxBackoff: blob.Duration(5 * time.Millisecond)}
+	return newTestStore(t, cfg, Options{}), p
+}
+
+// Every checksum and signing mode sends what it says on each part, and a
+// part whose body is corrupted on the way is refused by versitygw and
+// resent; a part corrupted on every attempt fails the upload with
+// ErrBadDigest and leaves no object and no upload. With UNSIGNED-PAYLOAD
+// the checksum header is the only thing that catches the flipped byte.
+func TestChecksumModesRefuseCorruptParts(t *testing.T) {
+	srv := testenv.StartS3(t)
+	for _, tc := range []struct {
+		checksum, signing string
+		header            string // the part's checksum header
+		payload           string // x-amz-content-sha256 ("": a hex SHA-256)
+	}{
+		{ChecksumCRC32C, PayloadSigningUnsigned, "X-Amz-Checksum-Crc32c", "UNSIGNED-PAYLOAD"},
+		{ChecksumMD5, PayloadSigningUnsigned, "Content-Md5", "UNSIGNED-PAYLOAD"},
+		{ChecksumCRC32C, PayloadSigningAuto, "X-Amz-Checksum-Crc32c", ""}, // http: signed
+		{ChecksumMD5, PayloadSigningSigned, "Content-Md5", ""},
+	} {
+		t.Run(tc.checksum+"/"+tc.signing, func(t *testing.T) {
+			s, p := modeStore(t, srv, tc.checksum, tc.signing)
+			data := faults.RandBytes(2*blob.MinPartSize + 10)
+
+			p.Add(faults.Rule{Match: faults.UploadPart, Times: 1, Kind: faults.CorruptRequestBody})
+			if _, err := faults.Upload(faults.Context(t), s, "mp", data); err != nil {
+				t.Fatalf("upload with one corrupted part: %v", err)
+			}
+			blobtest.AssertStored(t, s, "mp", data)
+			parts, faulted := 0, 0
+			for _, r := range p.Requests() {
+				if r.Method != "PUT" || !r.Query.Has("partNumber") {
+					continue
+				}
+				parts++
+				if r.Fault == faults.CorruptRequestBody {
+					faulted++
+				}
+				if r.Header.Get(tc.header) == "" {
+					t.Errorf("part %s without %s", r.Query.Get("partNumber"), tc.header)
+				}
+				for _, other := range []string{"Content-Md5", "X-Amz-Checksum-Crc32c"} {
+					if other != tc.header && r.Header.Get(other) != "" {
+						t.Errorf("part %s carries %s too", r.Query.Get("partNumber"), other)
+					}
+				}
+				got := r.Header.Get("X-Amz-Content-Sha256")
+				if tc.payload != "" && got != tc.payload || tc.payload == "" && len(got) != 64 {
+					t.Errorf("part %s: x-amz-content-sha256 %q, want %s", r.Query.Get("partNumber"), got, orHex(tc.payload))
+				}
+			}
+			if parts != 4 || faulted != 1 {
+				t.Errorf("part requests = %d (%d corrupted), want 3 parts + 1 resend of the corrupted one", parts, faulted)
+			}
+
+			p.Reset()
+			p.Add(faults.Rule{Match: faults.UploadPart, Kind: faults.CorruptRequestBody})
+			if _, err := faults.Upload(faults.Context(t), s, "bad", data); !errors.Is(err, blob.ErrBadDigest) {
+				t.Errorf("upload with every part corrupted: %v, want ErrBadDigest", err)
+			}
+			blobtest.AssertAbsentOrEqual(t, s, "bad", nil)
+			if ups, err := s.ListMultipart(faults.Context(t), "bad"); err != nil || len(ups) != 0 {
+				t.Errorf("incomplete uploads left: %+v, %v", ups, err)
+			}
+		})
+	}
+}
+
+func orHex(s string) string {
+	if s == "" {
+		return "a hex SHA-256"
+	}
+	return s
+}
+
+// Single-request Puts keep Content-MD5 in every mode, and follow the
+// payload signing.
+func TestPutKeepsContentMD5(t *testing.T) {
+	srv := testenv.StartS3(t)
+	s, p := modeStore(t, srv, ChecksumCRC32C, PayloadSigningUnsigned)
+	p.Add(faults.Rule{Match: faults.PutObject, Times: 1, Kind: faults.CorruptRequestBody})
+	data := faults.RandBytes(1000)
+	if _, err := s.Put(faults.Context(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
+		t.Fatalf("Put with one corrupted attempt: %v", err)
+	}
+	blobtest.AssertStored(t, s, "k", data)
+	n := 0
+	for _, r := range p.Requests() {
+		if r.Method != "PUT" {
+			continue
+		}
+		n++
+		if r.Header.Get("Content-Md5") == "" || r.Header.Get("X-Amz-Content-Sha256") != "UNSIGNED-PAYLOAD" {
+			t.Errorf("Put: Content-MD5 %q, x-amz-content-sha256 %q", r.Header.Get("Content-Md5"), r.Header.Get("X-Amz-Content-Sha256"))
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d PUTs, want 2 (one corrupted, one resend)", n)
+	}
+}
+
+func TestConfigChecksumAndSigning(t *testing.T) {
+	base := Config{Bucket: "b"}.WithDefaults()
+	if base.Checksum != ChecksumCRC32C || base.PayloadSigning != PayloadSigningAuto {
+		t.Errorf("defaults: checksum %q, payload_signing %q", base.Checksum, base.PayloadSigning)
+	}
+	for _, tc := range []struct{ checksum, signing, wantErr string }{
+		{"md5", "unsigned", ""},
+		{"crc32", "auto", `config key checksum must be "crc32c" or "md5", got "crc32"`},
+		{"crc32c", "none", `config key payload_signing must be "auto", "unsigned" or "signed", got "none"`},
+	} {
+		c := base
+		c.Checksum, c.PayloadSigning = tc.checksum, tc.signing
+		err := c.Validate()
+		if got := fmt.Sprint(err); tc.wantErr == "" && err != nil || tc.wantErr != "" && got != "s3: "+tc.wantErr {
+			t.Errorf("checksum %q payload_signing %q: %v, want %q", tc.checksum, tc.signing, err, tc.wantErr)
+		}
+	}
+}
