@@ -30,6 +30,15 @@ type Config struct {
 	// ResponseHeaderTimeout bounds the wait for a response once the request
 	// is sent. Default 60s.
 	ResponseHeaderTimeout blob.Duration `json:"response_header_timeout,omitempty"`
+	// Checksum is how every UploadPart is checked: "crc64" (the default:
+	// COS computes the CRC-64/ECMA-182 of each part it receives and
+	// returns it as x-cos-hash-crc64ecma; the SDK compares it with the
+	// CRC-64 of the bytes sent and a mismatch resends the part, which
+	// replaces the bad one; Complete then checks the whole object's CRC-64)
+	// or "md5" (Content-MD5 in addition, so COS itself refuses a corrupted
+	// part: one more hash pass over every byte). Single-request Puts
+	// always carry Content-MD5, so a bad body is never stored.
+	Checksum string `json:"checksum,omitempty"`
 }
 
 // Credentials configures the credential source.
@@ -71,6 +80,9 @@ const (
 	SourceEnv    = "env"
 	SSECOS       = "SSE-COS"
 	SSEKMS       = "SSE-KMS"
+
+	ChecksumCRC64 = "crc64"
+	ChecksumMD5   = "md5"
 )
 
 // DefaultConfig returns the defaults; Bucket and Region are still to be set.
@@ -79,6 +91,7 @@ func DefaultConfig() Config {
 		Credentials:           Credentials{Source: SourceEnv},
 		Retry:                 Retry{MaxAttempts: 5, InitialBackoff: blob.Duration(100e6), MaxBackoff: blob.Duration(20e9)},
 		ResponseHeaderTimeout: blob.Duration(60e9),
+		Checksum:              ChecksumCRC64,
 	}
 }
 
@@ -99,6 +112,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ResponseHeaderTimeout == 0 {
 		c.ResponseHeaderTimeout = d.ResponseHeaderTimeout
+	}
+	if c.Checksum == "" {
+		c.Checksum = d.Checksum
 	}
 	return c
 }
@@ -159,6 +175,11 @@ func (c Config) Validate() error {
 	}
 	if c.Retry.InitialBackoff < 0 || c.Retry.MaxBackoff < 0 || c.ResponseHeaderTimeout < 0 {
 		bad("config keys retry.initial_backoff, retry.max_backoff and response_header_timeout must not be negative")
+	}
+	switch c.Checksum {
+	case ChecksumCRC64, ChecksumMD5:
+	default:
+		bad("config key checksum must be %q or %q, got %q", ChecksumCRC64, ChecksumMD5, c.Checksum)
 	}
 	return errors.Join(errs...)
 }

@@ -59,6 +59,7 @@ type Store struct {
 	attempts int
 	backoff  retry.Backoff
 	pageSize int
+	checksum string
 }
 
 var (
@@ -118,7 +119,7 @@ func New(cfg Config, opts Options) (*Store, error) {
 	return &Store{
 		c: client, bucket: cfg.Bucket, sse: cfg.SSE, log: log, attempts: cfg.Retry.MaxAttempts,
 		backoff:  retry.Backoff{Initial: cfg.Retry.InitialBackoff.D(), Max: cfg.Retry.MaxBackoff.D()},
-		pageSize: ps,
+		pageSize: ps, checksum: cfg.Checksum,
 	}, nil
 }
 
@@ -558,14 +559,17 @@ type multipart struct {
 
 func (m *multipart) UploadID() string { return m.id }
 
-// UploadPart sends part n with Content-MD5; the SDK checks the CRC-64 COS
-// returns.
+// UploadPart sends part n; the SDK checks the CRC-64 COS returns against
+// the bytes sent, and with checksum md5 COS checks Content-MD5 too.
 func (m *multipart) UploadPart(ctx context.Context, n int, data []byte) error {
 	if err := blob.CheckPartNumber(n); err != nil {
 		return fmt.Errorf("cos upload part of %q: %w", m.key, err)
 	}
-	sum := md5.Sum(data)
-	opt := &cossdk.ObjectUploadPartOptions{ContentLength: int64(len(data)), ContentMD5: base64.StdEncoding.EncodeToString(sum[:])}
+	opt := &cossdk.ObjectUploadPartOptions{ContentLength: int64(len(data))}
+	if m.s.checksum == ChecksumMD5 {
+		sum := md5.Sum(data)
+		opt.ContentMD5 = base64.StdEncoding.EncodeToString(sum[:])
+	}
 	var resp *cossdk.Response
 	op := fmt.Sprintf("upload part %d", n)
 	err := m.s.do(ctx, op, m.key, func(ctx context.Context) (err error) {
@@ -575,8 +579,15 @@ func (m *multipart) UploadPart(ctx context.Context, n int, data []byte) error {
 	if err != nil {
 		return mapErr(op, m.key, err)
 	}
+	// The SDK compared the CRC-64 COS answered with the one of the bytes
+	// it sent (client.Conf.EnableCRC), so the answer is the part's CRC-64;
+	// compute it only when COS gave none.
+	crc, perr := strconv.ParseUint(resp.Header.Get("x-cos-hash-crc64ecma"), 10, 64)
+	if perr != nil {
+		crc = crc64.Checksum(data, crcTable)
+	}
 	m.mu.Lock()
-	m.parts[n] = part{etag: resp.Header.Get("ETag"), size: int64(len(data)), crc: crc64.Checksum(data, crcTable)}
+	m.parts[n] = part{etag: resp.Header.Get("ETag"), size: int64(len(data)), crc: crc}
 	m.mu.Unlock()
 	return nil
 }

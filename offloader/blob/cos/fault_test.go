@@ -86,6 +86,9 @@ func TestFaultDownloadCRCMismatch(t *testing.T) {
 	}
 }
 
+// A Put carries Content-MD5 (COS refuses a bad body before storing it);
+// parts carry it only with checksum md5 (default crc64: the SDK compares
+// the CRC-64 COS answers).
 func TestContentMD5AndSSEHeaders(t *testing.T) {
 	var p *faults.Proxy
 	f := cosfake.Start(t, func(h http.Handler) http.Handler { p = faults.New(h); return p })
@@ -106,8 +109,8 @@ func TestContentMD5AndSSEHeaders(t *testing.T) {
 	for _, r := range p.Requests() {
 		if r.Method == "PUT" {
 			puts++
-			if r.Header.Get("Content-MD5") == "" {
-				t.Errorf("PUT %s?%s without Content-MD5", r.Path, r.Query.Encode())
+			if part := r.Query.Has("partNumber"); (r.Header.Get("Content-MD5") == "") != part {
+				t.Errorf("PUT %s?%s: Content-MD5 %q (want one on Puts only)", r.Path, r.Query.Encode(), r.Header.Get("Content-MD5"))
 			}
 		}
 		if (r.Method == "PUT" && !r.Query.Has("partNumber")) || (r.Method == "POST" && r.Query.Has("uploads")) {
@@ -126,5 +129,69 @@ func TestContentMD5AndSSEHeaders(t *testing.T) {
 	// cosfake stores and echoes the SSE header.
 	if a, err := s.Head(faults.Context(t), "k"); err != nil || a.Size != 100 {
 		t.Errorf("Head = %+v, %v", a, err)
+	}
+}
+
+// In both checksum modes a part whose body is corrupted on the way is
+// caught and resent (crc64: COS stores it, answers the CRC-64 of what it
+// got, the SDK sees that it is not the CRC-64 of what it sent, and the
+// resend replaces the part; md5: COS refuses it), and a part corrupted on
+// every attempt fails the upload with ErrBadDigest, leaving no object and
+// no upload.
+func TestChecksumModesCatchCorruptParts(t *testing.T) {
+	for _, mode := range []string{ChecksumCRC64, ChecksumMD5} {
+		t.Run(mode, func(t *testing.T) {
+			var p *faults.Proxy
+			f := cosfake.Start(t, func(h http.Handler) http.Handler { p = faults.New(h); return p })
+			cfg := fakeConfig(f, f.NewBucket(t))
+			cfg.Checksum = mode
+			s, err := New(cfg, Options{DialContext: f.DialContext})
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := faults.RandBytes(2*blob.MinPartSize + 10)
+			p.Add(faults.Rule{Match: faults.UploadPart, Times: 1, Kind: faults.CorruptRequestBody})
+			if _, err := faults.Upload(faults.Context(t), s, "mp", data); err != nil {
+				t.Fatalf("upload with one corrupted part: %v", err)
+			}
+			blobtest.AssertStored(t, s, "mp", data)
+			parts := 0
+			for _, r := range p.Requests() {
+				if r.Method == "PUT" && r.Query.Has("partNumber") {
+					parts++
+					if (r.Header.Get("Content-MD5") != "") != (mode == ChecksumMD5) {
+						t.Errorf("part %s: Content-MD5 %q in mode %s", r.Query.Get("partNumber"), r.Header.Get("Content-MD5"), mode)
+					}
+				}
+			}
+			if parts != 4 {
+				t.Errorf("part requests = %d, want 3 parts + 1 resend", parts)
+			}
+
+			p.Reset()
+			p.Add(faults.Rule{Match: faults.UploadPart, Kind: faults.CorruptRequestBody})
+			if _, err := faults.Upload(faults.Context(t), s, "bad", data); !errors.Is(err, blob.ErrBadDigest) {
+				t.Errorf("upload with every part corrupted: %v, want ErrBadDigest", err)
+			}
+			blobtest.AssertAbsentOrEqual(t, s, "bad", nil)
+			if ups, err := s.ListMultipart(faults.Context(t), "bad"); err != nil || len(ups) != 0 {
+				t.Errorf("incomplete uploads left: %+v, %v", ups, err)
+			}
+		})
+	}
+}
+
+func TestConfigChecksum(t *testing.T) {
+	c := Config{Bucket: "b-1250000000", Region: "ap-guangzhou"}.WithDefaults()
+	if c.Checksum != ChecksumCRC64 {
+		t.Errorf("default checksum %q, want crc64", c.Checksum)
+	}
+	c.Checksum = "crc32c"
+	if err := c.Validate(); err == nil || err.Error() != `cos: config key checksum must be "crc64" or "md5", got "crc32c"` {
+		t.Errorf("checksum crc32c: %v", err)
+	}
+	c.Checksum = ChecksumMD5
+	if err := c.Validate(); err != nil {
+		t.Errorf("checksum md5: %v", err)
 	}
 }
