@@ -17,4 +17,11 @@ test-blob: $(CACHE)/bin/versitygw
 ## bench-blob: upload throughput of the fs, s3 (versitygw) and cos (cosfake) providers on 127.0.0.1.
 bench-blob: $(CACHE)/bin/versitygw
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./offloader/blob/s3 ./offloader/blob/cos ./offloader/blob/fs
-bench: bench-blob
+
+.PHONY: bench-blob-cpu
+## bench-blob-cpu: MB/s and client CPU-s/GiB of 1 GiB of multipart upload per part checksum and payload signing (s3: md5|crc32c × signed|unsigned on versitygw; cos: md5|crc64 on cosfake in a child process), and one pass of each hash.
+bench-blob-cpu: $(CACHE)/bin/versitygw
+	cat /proc/loadavg
+	$(GO) test -run '^$$' -bench 'UploadCPU|PartHash' -benchtime 4x ./offloader/blob ./offloader/blob/s3 ./offloader/blob/cos
+	cat /proc/loadavg
+bench: bench-blob bench-blob-cpu

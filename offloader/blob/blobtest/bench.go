@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
@@ -25,4 +27,37 @@ func BenchParts(b *testing.B, s blob.Store, concurrency ...int) {
 			}
 		})
 	}
+}
+
+// BenchUploadCPU stores an object of size bytes per iteration through
+// blob.Parts (partSize parts, two in flight) and reports, besides MB/s
+// and allocations, the CPU cost per GiB stored: "cpu-s/GiB" is the user +
+// system CPU seconds of this process (getrusage, not wall time) divided by
+// the GiB uploaded, so it counts the client and whatever else runs in the
+// test process (not a server in another process).
+func BenchUploadCPU(b *testing.B, s blob.Store, size, partSize int) {
+	data := make([]byte, size)
+	rand.NewChaCha8([32]byte{byte(size >> 20)}).Read(data)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := CPUSeconds(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := UploadParts(context.Background(), s, "bench-cpu", data, partSize, 2); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu := CPUSeconds(b) - start
+	b.StopTimer()
+	b.ReportMetric(cpu/(float64(b.N)*float64(size)/(1<<30)), "cpu-s/GiB")
+}
+
+// CPUSeconds is the user + system CPU time this process has used
+// (getrusage RUSAGE_SELF).
+func CPUSeconds(tb testing.TB) float64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatalf("getrusage: %v", err)
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
