@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
@@ -15,20 +14,11 @@ import (
 
 const attempts = 4
 
-// faultStore is a store talking to versitygw through a fault injector.
+// faultStore is a store with the default checksum and signing talking to
+// versitygw through a fault injector.
 func faultStore(t *testing.T) (*Store, *faults.Proxy) {
 	t.Helper()
-	srv := testenv.StartS3(t)
-	p, err := faults.NewReverse(srv.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(p)
-	t.Cleanup(ts.Close)
-	cfg := staticConfig(srv, srv.NewBucket(t))
-	cfg.Endpoint = ts.URL
-	cfg.Retry = Retry{MaxAttempts: attempts, MaxBackoff: blob.Duration(5 * time.Millisecond)}
-	return newTestStore(t, cfg, Options{}), p
+	return modeStore(t, testenv.StartS3(t), "", "")
 }
 
 func TestFaults(t *testing.T) {

@@ -193,3 +193,42 @@ func Context(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// CorruptParts is the checksum scenario every part checksum mode passes:
+// one part's body corrupted on the way is caught (refused by the server or
+// detected by the client) and resent, the object byte-identical; then
+// every part corrupted on every attempt fails the upload with
+// ErrBadDigest, leaving no object and no upload. It returns the part
+// requests of the first upload (3 parts + 1 resend, checked here) for
+// the caller's checks of what each part carried. p must hold no rules.
+func CorruptParts(t *testing.T, s Store, p *Proxy) []Request {
+	t.Helper()
+	data := RandBytes(2*blob.MinPartSize + 10)
+	p.Add(Rule{Match: UploadPart, Times: 1, Kind: CorruptRequestBody})
+	if _, err := Upload(Context(t), s, "mp", data); err != nil {
+		t.Fatalf("upload with one corrupted part: %v", err)
+	}
+	blobtest.AssertStored(t, s, "mp", data)
+	var parts []Request
+	faulted := 0
+	for _, r := range p.Requests() {
+		if r.Method == "PUT" && r.Query.Has("partNumber") {
+			parts = append(parts, r)
+			if r.Fault == CorruptRequestBody {
+				faulted++
+			}
+		}
+	}
+	if len(parts) != 4 || faulted != 1 {
+		t.Errorf("part requests = %d (%d corrupted), want 3 parts + 1 resend of the corrupted one", len(parts), faulted)
+	}
+
+	p.Reset()
+	p.Add(Rule{Match: UploadPart, Kind: CorruptRequestBody})
+	if _, err := Upload(Context(t), s, "bad", data); !errors.Is(err, blob.ErrBadDigest) {
+		t.Errorf("upload with every part corrupted: %v, want ErrBadDigest", err)
+	}
+	blobtest.AssertAbsentOrEqual(t, s, "bad", nil)
+	assertNoUploads(t, s, "bad")
+	return parts
+}
