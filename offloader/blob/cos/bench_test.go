@@ -32,10 +32,11 @@ func BenchmarkParts(b *testing.B) {
 }
 
 // BenchmarkUploadCPU gives MB/s and the client's CPU seconds per GiB of a
-// 256 MiB multipart upload in 10 MiB parts (the offloader's default block) for each part checksum. cosfake
-// runs in a child process (this test binary, started again), so the CPU
-// figure is the client's alone: the SDK (signature, CRC-64 of what it
-// sends), the MD5 in mode md5, and the pipeline.
+// 256 MiB multipart upload in 10 MiB parts (the offloader's default
+// block) for each part checksum. cosfake runs in a child process (this
+// test binary, started again), so the CPU figure is the client's alone:
+// the SDK (signature, CRC-64 of what it sends), the MD5 in mode md5, and
+// the pipeline.
 func BenchmarkUploadCPU(b *testing.B) {
 	srv := startChildFake(b)
 	for _, mode := range []string{ChecksumMD5, ChecksumCRC64} {

@@ -34,10 +34,10 @@ func BenchmarkParts(b *testing.B) {
 
 // BenchmarkUploadCPU gives MB/s and the client's CPU seconds per GiB
 // (versitygw runs in its own process) of a 256 MiB multipart upload in
-// 10 MiB parts (the offloader's default block) over plain http, for each part checksum and payload
-// signing: md5+signed is what every part cost before the checksum
-// option (the SDK signs the SHA-256 over http), crc32c+unsigned the
-// cheapest.
+// 10 MiB parts (the offloader's default block) over plain http, for each
+// part checksum and payload signing: md5+signed is what every part cost
+// before the checksum option (the SDK signs the SHA-256 over http),
+// crc32c+unsigned the cheapest.
 func BenchmarkUploadCPU(b *testing.B) {
 	srv := testenv.StartS3(b)
 	bucket := srv.NewBucket(b)
