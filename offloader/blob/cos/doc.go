@@ -7,8 +7,10 @@
 //
 // # Integrity
 //
-// Put and UploadPart send Content-MD5, which COS verifies; the SDK also
-// checks the x-cos-hash-crc64ecma COS returns against the bytes sent.
+// Put sends Content-MD5, which COS verifies; so does UploadPart with config
+// key checksum md5. The SDK checks the x-cos-hash-crc64ecma COS returns for
+// every Put and part against the bytes sent (the only part check with the
+// default checksum crc64: a mismatch resends the part, replacing it).
 // Complete combines the parts' CRC-64s and compares them with the CRC of
 // the assembled object COS reports; on a mismatch the object is deleted and
 // Complete fails, so no object that lies survives. A whole-object Get

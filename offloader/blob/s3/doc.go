@@ -11,9 +11,12 @@
 //
 // # Integrity
 //
-// Every Put and UploadPart carries Content-MD5, which the server verifies:
-// bytes corrupted on the way are rejected (blob.ErrBadDigest after the
-// retries) instead of being stored. Complete refuses a part-number gap
+// Every Put carries Content-MD5 and every UploadPart the store's checksum
+// (config key checksum: x-amz-checksum-crc32c by default, or Content-MD5),
+// which the server verifies: bytes corrupted on the way are rejected
+// (blob.ErrBadDigest after the retries) instead of being stored. Over
+// http the SigV4 signature also covers the payload SHA-256 unless
+// payload_signing is unsigned; over https it does not unless it is signed. Complete refuses a part-number gap
 // (blob.ErrMissingPart) before asking the server. Ranged reads check that
 // the server returned exactly the bytes asked for.
 //

@@ -83,8 +83,9 @@ func Common(t *testing.T, setup Setup, attempts int) {
 		assertNoUploads(t, s, "mp")
 	})
 
-	// A corrupted part fails the server's Content-MD5 check; the provider
-	// resends it.
+	// A corrupted part fails the part checksum (checked by the server, or
+	// by the COS SDK against the CRC-64 COS answers); the provider resends
+	// it.
 	t.Run("CorruptPartIsRejectedAndRetried", func(t *testing.T) {
 		s, p := setup(t)
 		p.Add(Rule{Match: UploadPart, Times: 1, Kind: CorruptRequestBody})
