@@ -73,29 +73,32 @@ func orHex(s string) string {
 	return s
 }
 
-// Single-request Puts keep Content-MD5 in every mode, and follow the
-// payload signing.
+// Single-request Puts keep Content-MD5 in every mode (a corrupted body is
+// refused and resent) and follow the payload signing.
 func TestPutKeepsContentMD5(t *testing.T) {
 	srv := testenv.StartS3(t)
-	s, p := modeStore(t, srv, ChecksumCRC32C, PayloadSigningUnsigned)
-	p.Add(faults.Rule{Match: faults.PutObject, Times: 1, Kind: faults.CorruptRequestBody})
-	data := faults.RandBytes(1000)
-	if _, err := s.Put(faults.Context(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
-		t.Fatalf("Put with one corrupted attempt: %v", err)
-	}
-	blobtest.AssertStored(t, s, "k", data)
-	n := 0
-	for _, r := range p.Requests() {
-		if r.Method != "PUT" {
-			continue
+	for signing, payload := range map[string]string{PayloadSigningUnsigned: "UNSIGNED-PAYLOAD", PayloadSigningSigned: ""} {
+		s, p := modeStore(t, srv, ChecksumCRC32C, signing)
+		p.Add(faults.Rule{Match: faults.PutObject, Times: 1, Kind: faults.CorruptRequestBody})
+		data := faults.RandBytes(1000)
+		if _, err := s.Put(faults.Context(t), "k", bytes.NewReader(data), int64(len(data)), blob.PutOptions{}); err != nil {
+			t.Fatalf("%s: Put with one corrupted attempt: %v", signing, err)
 		}
-		n++
-		if r.Header.Get("Content-Md5") == "" || r.Header.Get("X-Amz-Content-Sha256") != "UNSIGNED-PAYLOAD" {
-			t.Errorf("Put: Content-MD5 %q, x-amz-content-sha256 %q", r.Header.Get("Content-Md5"), r.Header.Get("X-Amz-Content-Sha256"))
+		blobtest.AssertStored(t, s, "k", data)
+		n := 0
+		for _, r := range p.Requests() {
+			if r.Method != "PUT" {
+				continue
+			}
+			n++
+			got := r.Header.Get("X-Amz-Content-Sha256")
+			if r.Header.Get("Content-Md5") == "" || payload != "" && got != payload || payload == "" && len(got) != 64 {
+				t.Errorf("%s Put: Content-MD5 %q, x-amz-content-sha256 %q", signing, r.Header.Get("Content-Md5"), got)
+			}
 		}
-	}
-	if n != 2 {
-		t.Errorf("%d PUTs, want 2 (one corrupted, one resend)", n)
+		if n != 2 {
+			t.Errorf("%s: %d PUTs, want 2 (one corrupted, one resend)", signing, n)
+		}
 	}
 }
 
