@@ -53,6 +53,20 @@ bench-offload-producing: deps compat-prepare
 
 bench: bench-offload-producing
 
+## bench-catchup: a Pulsar Reader catching up from the earliest position through a stock broker over BENCH_CATCHUP_MIB of messages offloaded by tierkeeper (one topic per block size in BENCH_CATCHUP_BLOCKS) and by the broker's own offloader (64 MiB blocks): MB/s, time to the first message, bytes fetched from the store (a counting proxy in front of versitygw), side by side (~12 min at 1 GiB).
+BENCH_CATCHUP_MIB        ?= 1024
+BENCH_CATCHUP_MSG        ?= 65536
+BENCH_CATCHUP_LEDGER_MIB ?= 256
+BENCH_CATCHUP_BLOCKS     ?= 10,64
+BENCH_CATCHUP_ROUNDS     ?= 3
+.PHONY: bench-catchup
+bench-catchup: deps compat-prepare
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_CATCHUP_MIB=$(BENCH_CATCHUP_MIB) TK_BENCH_CATCHUP_MSG=$(BENCH_CATCHUP_MSG) \
+	  TK_BENCH_CATCHUP_LEDGER_MIB=$(BENCH_CATCHUP_LEDGER_MIB) TK_BENCH_CATCHUP_BLOCKS=$(BENCH_CATCHUP_BLOCKS) TK_BENCH_ROUNDS=$(BENCH_CATCHUP_ROUNDS) \
+	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkCatchup$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \
+	  | grep -E '^(Benchmark|    catchup_test|ok|FAIL|---)' | sed 's/^    catchup_test.go:[0-9]*: //'
+bench: bench-catchup
+
 BENCH_SCRUB_LEDGERS ?= 10000
 .PHONY: bench-scrub
 ## bench-scrub: one unthrottled scrub pass over 10 000 committed ledgers generated straight into ZooKeeper and versitygw (ledgers/s, objects/s, requests per ledger, load average).

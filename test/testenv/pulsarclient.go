@@ -56,6 +56,9 @@ type Messages struct {
 	Count   int64   `json:"count"`
 	Bytes   int64   `json:"bytes"`
 	Seconds float64 `json:"seconds"`
+	// FirstMessageSeconds (read only): from the client's start to the
+	// first message (-1: none arrived).
+	FirstMessageSeconds float64 `json:"firstMessageSeconds"`
 	// SHA256OfAllPayloads hashes the payloads in produce/read order;
 	// SHA256OfSortedDigests the sorted per-message digests (one per line),
 	// which does not depend on the order (partitioned topics).
@@ -133,6 +136,10 @@ type ReadOptions struct {
 	Expect int
 	// Timeout bounds the read [60 s].
 	Timeout time.Duration
+	// SummaryOnly keeps no per-message records (Messages stays empty,
+	// SHA256OfSortedDigests is that of no message): count, bytes,
+	// SHA256OfAllPayloads and Ledgers only, for reads of gigabytes.
+	SummaryOnly bool
 }
 
 // ReadAll reads topic from the earliest position with a Pulsar Reader (all
@@ -144,6 +151,9 @@ func (j *JavaTools) ReadAll(ctx context.Context, b *Broker, topic string, o Read
 	}
 	if o.Timeout > 0 {
 		a = append(a, "--timeout-seconds", strconv.Itoa(max(1, int(o.Timeout/time.Second))))
+	}
+	if o.SummaryOnly {
+		a = append(a, "--summary-only")
 	}
 	return j.messages(ctx, "read", a)
 }

@@ -174,19 +174,25 @@ final class Client {
     }
 
     /**
-     * read --service-url URL --topic T [--expect N] [--timeout-seconds 60] [--out FILE]:
+     * read --service-url URL --topic T [--expect N] [--timeout-seconds 60] [--out FILE] [--summary-only]:
      * a Reader from the earliest position reads until the broker has nothing
      * more (hasMessageAvailable false) or, with --expect, until N messages
      * arrived (failing after the timeout). Prints the per-message records and
      * the summary (count, sha256OfAllPayloads in read order,
-     * sha256OfSortedDigests, ledgers[] {partition, ledgerId, messages}).
+     * sha256OfSortedDigests, ledgers[] {partition, ledgerId, messages}),
+     * seconds (client start to the last message) and firstMessageSeconds
+     * (client start to the first). --summary-only keeps no per-message
+     * records and digests (count, bytes, sha256OfAllPayloads and ledgers
+     * only): a catch-up read of gigabytes at the client's own pace.
      */
     static Object read(Args a) throws Exception {
         String topic = a.req("topic");
         long expect = a.longv("expect", -1);
         int timeout = a.intv("timeout-seconds", 60);
         String out = a.str("out", null);
+        boolean summaryOnly = a.bool("summary-only");
         long start = System.nanoTime();
+        long first = -1;
         long deadline = start + TimeUnit.SECONDS.toNanos(timeout);
         try (PulsarClient c = client(a);
                 Reader<byte[]> r = c.newReader().topic(topic).startMessageId(MessageId.earliest)
@@ -209,7 +215,14 @@ final class Client {
                 if (msg == null) {
                     continue;
                 }
+                if (first < 0) {
+                    first = System.nanoTime();
+                }
                 byte[] b = msg.getValue();
+                if (summaryOnly) {
+                    sum.addSummary(msg.getMessageId(), b);
+                    continue;
+                }
                 String sha = Payloads.sha256Hex(b);
                 Map<String, Object> m = idFields(msg.getMessageId(), msg.getTopicName());
                 String idx = msg.getProperty(PROP_INDEX);
@@ -226,6 +239,7 @@ final class Client {
             Map<String, Object> res = sum.result();
             res.put("topic", topic);
             res.put("seconds", (System.nanoTime() - start) / 1e9);
+            res.put("firstMessageSeconds", first < 0 ? -1 : (first - start) / 1e9);
             putMessages(res, msgs, out);
             return res;
         }
@@ -241,10 +255,15 @@ final class Client {
         final TreeMap<Integer, TreeMap<Long, Long>> ledgers = new TreeMap<>();
 
         void add(MessageId id, byte[] b, String sha) {
+            digests.add(sha);
+            addSummary(id, b);
+        }
+
+        /** Counts b without its own digest (read --summary-only). */
+        void addSummary(MessageId id, byte[] b) {
             count++;
             bytes += b.length;
             all.update(b);
-            digests.add(sha);
             if (id instanceof MessageIdAdv adv) {
                 ledgers.computeIfAbsent(adv.getPartitionIndex(), k -> new TreeMap<>())
                         .merge(adv.getLedgerId(), 1L, Long::sum);
