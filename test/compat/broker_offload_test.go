@@ -180,6 +180,17 @@ func TestBrokerReadsGoOffloadS3(t *testing.T) {
 	t.Logf("broker restart took %s", b.StartTimes[len(b.StartTimes)-1].Round(time.Millisecond))
 	readAllFromStore(t, ctx, b, topic, prod)
 	checkOffloaded(t, ctx, b, topic, ids, true)
+	// The summary-only read (make bench-catchup's) gets the same payloads
+	// in the same order, keeps no records and times the first message.
+	sum, err := sharedJava(t).ReadAll(ctx, b, topic, testenv.ReadOptions{Expect: int(prod.Count), Timeout: 2 * time.Minute, SummaryOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Count != prod.Count || sum.Bytes != prod.Bytes || sum.SHA256OfAllPayloads != prod.SHA256OfAllPayloads || len(sum.Messages) != 0 ||
+		sum.FirstMessageSeconds <= 0 || sum.FirstMessageSeconds > sum.Seconds {
+		t.Fatalf("summary-only read: %d messages, %d bytes, digest %s, %d records, first message at %.3fs of %.3fs; produced %d, %d, %s",
+			sum.Count, sum.Bytes, sum.SHA256OfAllPayloads, len(sum.Messages), sum.FirstMessageSeconds, sum.Seconds, prod.Count, prod.Bytes, prod.SHA256OfAllPayloads)
+	}
 
 	// The generic "S3" driver (jclouds' s3 API) reads them too. It takes
 	// its credentials from ACCESS_KEY_ID/ACCESS_KEY_SECRET (as aliyun-oss
