@@ -323,9 +323,14 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 	edits := make([]mledger.Edit, len(ws))
 	lrs := make([]*LedgerResult, len(ws))
 	for i, w := range ws {
-		w.id = mledger.NewAttemptUUID() // tagged: tells our attempts from the broker's
+		// The prepare records a prepare UUID (tagged: tells our attempts
+		// from the broker's); the objects, and the commit, carry its object
+		// UUID, so a broker's cleanup of the prepared attempt it may hold
+		// in memory removes none of them (docs/design.md invariant 11).
+		prep := mledger.NewAttemptUUID()
+		w.id = mledger.ObjectUUID(prep)
 		w.lr.UUID, lrs[i] = w.id, w.lr
-		e, err := mledger.PrepareEdit(w.lr.LedgerID, w.id, p.o.Driver)
+		e, err := mledger.PrepareEdit(w.lr.LedgerID, prep, p.o.Driver)
 		if err != nil {
 			for _, lr := range lrs {
 				lr.fail(&StepError{Target: lr.Target, Step: StepPrepare, Err: err})

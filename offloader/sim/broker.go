@@ -255,7 +255,7 @@ func (b *brokerModel) offload() {
 		lid := pick.GetLedgerId()
 		// prepareLedgerInfoForOffloaded: the in-memory context's attempt
 		// is cleaned up before the compare-and-set.
-		if old, had := mledger.AttemptUUID(pick.GetOffloadContext()); had {
+		if old, had := mledger.StoredUUID(pick.GetOffloadContext()); had {
 			b.w.tracef("broker offload L%d: cleanupOffloaded(%s) of its in-memory context", lid, b.w.alias(old))
 			for _, k := range []string{format.DataKey(old, lid), format.IndexKey(old, lid)} {
 				if _, _, ok := b.w.store.Object(k); ok {
@@ -298,7 +298,7 @@ func (b *brokerModel) offload() {
 	case "complete":
 		b.off = nil
 		li, _ := b.ledger(b.info, o.ledger)
-		if cur, _ := mledger.AttemptUUID(li.GetOffloadContext()); cur != o.id {
+		if cur, _ := mledger.StoredUUID(li.GetOffloadContext()); cur != o.id {
 			b.w.tracef("broker offload L%d: conflict", o.ledger)
 			return
 		}

@@ -27,17 +27,29 @@ func runSim(t *testing.T, cfg Config) *Result {
 	return res
 }
 
-// configs are the cluster shapes the random runs explore, by seed.
-func configFor(seed uint64) Config {
-	shapes := []Config{
+// shapes are the cluster shapes the random runs explore.
+func shapes() []Config {
+	return []Config{
 		{Replicas: 2, BrokerLag: 0},
 		{Replicas: 3, BrokerLag: time.Minute},
 		{Replicas: 1, CLI: true, BrokerOffload: true, BrokerLag: 0},
 		{Replicas: 2, CLI: true, BrokerLag: -1},
 		{Replicas: 0, CLI: true, BrokerLag: -1},
 		{Replicas: 0, Ledgers: 1, CLI: true, BrokerLag: -1},
+		{Replicas: 1, CLI: true, OperatorOffload: true, BrokerLag: 0},
+		{Replicas: 2, OperatorOffload: true, BrokerLag: time.Minute},
 	}
-	c := shapes[seed%uint64(len(shapes))]
+}
+
+// configFor is the run of seed: its shape by seed, 400 decisions, the
+// default faults.
+func configFor(seed uint64) Config {
+	return configAt(int(seed%uint64(len(shapes()))), seed)
+}
+
+// configAt is the run of seed in shape i.
+func configAt(i int, seed uint64) Config {
+	c := shapes()[i]
 	c.Seed, c.Steps, c.Faults = seed, 400, DefaultFaults
 	return c
 }
@@ -57,6 +69,8 @@ func knownBug(v *Violation) string {
 		// perhaps, taken by another replica).
 		return "bug3-lease-release-race"
 	case (v.Invariant == InvCompleteObjects || v.Invariant == InvBKDeleteChecked) && strings.Contains(v.Detail, "deleted by broker"):
+		// bug4 (an operator's offload on a topic without policies) breaks
+		// it the same way: both are fixed, so either fails the runs.
 		return "bug1-broker-cleanup-deletes-committed-objects"
 	case (v.Invariant == InvCompleteObjects || v.Invariant == InvBKDeleteChecked) && (strings.Contains(v.Detail, "deleted by r") || strings.Contains(v.Detail, "deleted by cli")):
 		return "bug2-abandon-restores-replaced-attempt"
@@ -64,13 +78,16 @@ func knownBug(v *Violation) string {
 	return ""
 }
 
-// fixedBugs are the known bugs whose fixes are merged (all three: the
+// fixedBugs are the known bugs whose fixes are merged (all four: the
 // broker-offload refusal, fenced leases that the CLI takes too, AbandonEdit
-// that never restores a replaced attempt).
+// that never restores a replaced attempt, objects named by a UUID the
+// prepare does not record).
 var fixedBugs = map[string]bool{
 	"bug1-broker-cleanup-deletes-committed-objects": true, // a topic whose namespace makes the broker offload is refused
 	"bug2-abandon-restores-replaced-attempt":        true, // AbandonEdit never restores the replaced attempt; the CLI takes the lease
 	"bug3-lease-release-race":                       true, // the lease is released before the topic is free; writes fenced
+	// objects are named by an object UUID the prepare does not record
+	"bug4-operator-offload-deletes-committed-objects": true,
 }
 
 // regressions are the runs that found the three bugs (broker cleanup, abandon restore, lease release race) on the code before their
@@ -84,19 +101,25 @@ var regressions = []struct {
 	inv  string
 	note string
 }{
-	{"bug1-broker-cleanup-deletes-committed-objects", configFor(bug1Seed), InvCompleteObjects,
+	{"bug1-broker-cleanup-deletes-committed-objects", configAt(2, bug1Seed), InvCompleteObjects,
 		"the CLI prepares; the broker, fenced by its rollover, reloads and holds the attempt incomplete; the CLI commits; " +
 			"the broker's own offload deletes the objects its in-memory context names (cleanupOffloaded) and fails its CAS"},
 	{"bug2-abandon-restores-replaced-attempt", Config{Ledgers: 1, CLI: true, BrokerLag: -1, Script: bug2Schedule}, InvCompleteObjects,
 		"cli2 replaces cli1's attempt and deletes its objects, its copy fails before writing, the undo restores cli1's attempt, which cli1 commits"},
-	{"bug2-abandon-restores-replaced-attempt", configFor(bug2Seed), InvCompleteObjects,
+	{"bug2-abandon-restores-replaced-attempt", configAt(3, bug2Seed), InvCompleteObjects,
 		"found by the random runs once the topic guard was in: two replicas and two CLI runs, pauses widening the windows"},
-	{"bug3-lease-release-race", configFor(bug3Seed), InvOneWriter,
+	{"bug4-operator-offload-deletes-committed-objects", configAt(6, 1), InvCompleteObjects,
+		"no policy makes the broker offload (the guard lets the topic through); the broker loads while the CLI's attempt is prepared; " +
+			"the CLI commits; an operator's topics offload makes the broker clean up the attempt its memory holds: the committed objects"},
+	{"bug4-operator-offload-deletes-committed-objects", configAt(7, 71), InvCompleteObjects,
+		"the same with two replicas and a broker deletion lag"},
+	{"bug3-lease-release-race", configAt(1, bug3Seed), InvOneWriter,
 		"a job ends; the scheduler starts the next job of the topic; TryAcquire finds its own node (held); the late Release deletes it"},
 }
 
-// The seeds that found those three bugs (TestSimLong from seed 1, cluster shapes
-// by configFor).
+// The seeds that found those three bugs (TestSimLong from seed 1, when
+// configFor chose among the first six shapes: configAt keeps each in its
+// shape).
 const (
 	bug1Seed = 128
 	bug2Seed = 249
@@ -219,8 +242,8 @@ func report(t *testing.T, found map[string]*Result, shrink bool) {
 			r = Shrink(func(c Config) *Result { return runSim(t, c) }, r.Config, r, 1500)
 		}
 		c := r.Config
-		line := fmt.Sprintf("%s: seed %d (replicas %d, cli %v, broker offload %v, broker lag %v): %v; %d decisions",
-			k, r.Seed, c.Replicas, c.CLI, c.BrokerOffload, c.BrokerLag, r.Violation, len(r.Decisions))
+		line := fmt.Sprintf("%s: seed %d (replicas %d, cli %v, broker offload %v, operator offload %v, broker lag %v): %v; %d decisions",
+			k, r.Seed, c.Replicas, c.CLI, c.BrokerOffload, c.OperatorOffload, c.BrokerLag, r.Violation, len(r.Decisions))
 		if fixedBugs[k] || strings.HasPrefix(k, "new: ") {
 			t.Errorf("%s\n%s", line, strings.Join(r.Trace, "\n"))
 		} else {

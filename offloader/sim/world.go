@@ -32,9 +32,14 @@ type Config struct {
 	// CLI adds `offloader offload` runs (a pipeline without a lease), two
 	// of which (cli1, cli2) may run at once.
 	CLI bool
-	// BrokerOffload lets the broker model run its own offloader (an admin
-	// triggerOffload or a threshold) on the topic.
+	// BrokerOffload lets the broker model run its own offloader on the
+	// topic because its namespace policy says so (a threshold: the
+	// offloader's topic guard refuses the topic).
 	BrokerOffload bool
+	// OperatorOffload lets the broker model run its own offloader on the
+	// topic although no policy makes it (an operator's pulsar-admin
+	// topics offload): the topic guard sees nothing to refuse.
+	OperatorOffload bool
 	// BrokerLag is the broker's managedLedgerOffloadDeletionLagMs
 	// (negative: the broker never deletes offloaded BookKeeper ledgers).
 	BrokerLag time.Duration
@@ -469,7 +474,7 @@ func (w *World) choose() Decision {
 	opts = append(opts, option{w.swarm["time"], func() Decision { return Decision{Kind: "time", D: timeSteps[r.IntN(len(timeSteps))]} }})
 	opts = append(opts, option{1.5 * w.swarm["broker"], func() Decision {
 		acts := []string{"produce", "produce", "produce", "rollover", "trim", "unload"}
-		if w.cfg.BrokerOffload {
+		if w.cfg.BrokerOffload || w.cfg.OperatorOffload {
 			acts = append(acts, "offload", "offload", "offload")
 		}
 		return Decision{Kind: "broker", What: acts[r.IntN(len(acts))]}

@@ -27,14 +27,28 @@ func UUIDFromBits(msb, lsb int64) uuid.UUID {
 	return u
 }
 
-// AttemptUUID returns the offload attempt UUID recorded in oc. Like the
+// StoredUUID returns the UUID recorded in oc as it is stored. Like the
 // broker (offloadContext.hasUidMsb()), a context has one when uidMsb is
-// set; a missing uidLsb reads as 0.
-func AttemptUUID(oc *mlproto.OffloadContext) (uuid.UUID, bool) {
+// set; a missing uidLsb reads as 0. For tierkeeper's prepared attempts it
+// is the prepare UUID, which names no object (ObjectUUID): use AttemptUUID
+// for anything that reads, writes or compares objects.
+func StoredUUID(oc *mlproto.OffloadContext) (uuid.UUID, bool) {
 	if oc == nil || oc.UidMsb == nil {
 		return uuid.Nil, false
 	}
 	return UUIDFromBits(oc.GetUidMsb(), oc.GetUidLsb()), true
+}
+
+// AttemptUUID returns the offload attempt recorded in oc as its objects are
+// named (<uuid>-ledger-<id>): ObjectUUID of the stored UUID. For a complete
+// context, and for any attempt of the broker's own offloader, that is the
+// stored UUID itself.
+func AttemptUUID(oc *mlproto.OffloadContext) (uuid.UUID, bool) {
+	id, ok := StoredUUID(oc)
+	if !ok {
+		return uuid.Nil, false
+	}
+	return ObjectUUID(id), true
 }
 
 // Driver describes the tiered-storage location recorded in a ledger's
@@ -233,7 +247,7 @@ func PrepareEdit(ledgerID int64, id uuid.UUID, d Driver) (Edit, error) {
 		if li.GetEntries() <= 0 || li.GetSize() <= 0 {
 			return false, fmt.Errorf("%w (entries %d, size %d)", ErrEmptyLedger, li.GetEntries(), li.GetSize())
 		}
-		old, had := AttemptUUID(oc)
+		old, had := StoredUUID(oc)
 		if had && old == id && proto.Equal(oc.GetDriverMetadata(), md) {
 			return false, nil
 		}
@@ -244,9 +258,10 @@ func PrepareEdit(ledgerID int64, id uuid.UUID, d Driver) (Edit, error) {
 }
 
 // Superseded is the unfinished attempt a prepare of id replaced, given the
-// context before it (uuid.Nil: none, or id itself).
+// context before it (uuid.Nil: none, or id itself), as its objects are
+// named (AttemptUUID).
 func Superseded(before *mlproto.OffloadContext, id uuid.UUID) uuid.UUID {
-	if old, had := AttemptUUID(before); had && old != id && !before.GetComplete() {
+	if old, had := AttemptUUID(before); had && !SameAttempt(old, id) && !before.GetComplete() {
 		return old
 	}
 	return uuid.Nil
@@ -254,7 +269,8 @@ func Superseded(before *mlproto.OffloadContext, id uuid.UUID) uuid.UUID {
 
 // CompleteOffload marks the ledger offloaded by attempt id: complete = true
 // and timestamp = now (ms), after the objects are written and verified
-// (docs/design.md invariant 2). The stored UUID must be id, else
+// (docs/design.md invariant 2); the same write replaces a prepare UUID by
+// the objects' UUID (ObjectUUID). The stored attempt must be id, else
 // ErrOffloadConflict (not retried, like the broker's OffloadConflict), and
 // PrepareOffload must have recorded the driver metadata. Completing again
 // with the same id writes nothing and keeps the first timestamp.
@@ -274,6 +290,7 @@ func (s *Store) CompleteEdit(ledgerID int64, id uuid.UUID) Edit {
 		if oc.GetDriverMetadata() == nil {
 			return false, fmt.Errorf("%w: no driver metadata recorded for attempt %s", ErrOffloadConflict, id)
 		}
+		oc.UidMsb, oc.UidLsb = bitsOf(ObjectUUID(id))
 		oc.Complete = proto.Bool(true)
 		oc.Timestamp = proto.Int64(s.opts.Now().UnixMilli())
 		return true, nil
@@ -328,7 +345,7 @@ func (s *Store) AbandonOffload(ctx context.Context, ml string, ledgerID int64, i
 // AbandonEdit is AbandonOffload as an edit of a batch.
 func AbandonEdit(ledgerID int64, id uuid.UUID, before *mlproto.OffloadContext) Edit {
 	return Edit{LedgerID: ledgerID, Fn: func(oc *mlproto.OffloadContext, _ *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
-		if stored, ok := AttemptUUID(oc); !ok || stored != id || oc.GetComplete() {
+		if stored, ok := AttemptUUID(oc); !ok || !SameAttempt(stored, id) || oc.GetComplete() {
 			return false, nil
 		}
 		proto.Reset(oc)
@@ -345,12 +362,18 @@ func AbandonEdit(ledgerID int64, id uuid.UUID, before *mlproto.OffloadContext) E
 	}}
 }
 
+// bitsOf is UUIDToBits as the two optional fields of an OffloadContext.
+func bitsOf(u uuid.UUID) (msb, lsb *int64) {
+	m, l := UUIDToBits(u)
+	return proto.Int64(m), proto.Int64(l)
+}
+
 func checkAttempt(oc *mlproto.OffloadContext, id uuid.UUID) error {
 	stored, ok := AttemptUUID(oc)
 	if !ok {
 		return fmt.Errorf("%w: no attempt recorded, want %s", ErrOffloadConflict, id)
 	}
-	if stored != id {
+	if !SameAttempt(stored, id) {
 		return fmt.Errorf("%w: stored %s, want %s", ErrOffloadConflict, stored, id)
 	}
 	return nil

@@ -10,8 +10,10 @@ package compat
 // unfinished), tierkeeper commits, an admin "topics offload" runs before
 // tierkeeper's unload, the broker's deletion lag is 0, the broker
 // restarts, and a Reader from the earliest position must still get every
-// message. tierkeeper refuses the topic (its namespace sets an offload
-// threshold: the broker offloads it itself), so nothing is lost.
+// message. tierkeeper refuses the topic when its namespace sets an offload
+// threshold (the broker offloads it itself); on a topic without one, where
+// only an operator's admin offload makes the broker offload, the objects
+// carry a UUID the broker never holds, so nothing is lost either.
 
 import (
 	"bytes"
@@ -141,62 +143,20 @@ func TestBrokerOffloaderTopicRefused(t *testing.T) {
 	closed := prod.LedgerIDs()[-1]
 	closed = closed[:len(closed)-1]
 
-	// The broker's side of the reproduction, run while the command runs:
-	// reload the topic once tierkeeper's attempts are recorded, run the
-	// admin offload once they are committed.
-	bin := testenv.BuiltCommand(t, "offloader")
-	cmd := exec.CommandContext(ctx, bin, "offload", "-o", "json", "--zk", sharedZK(t).Addr, "--store", s3test.StoreFile(t, testenv.StartS3(t), brokerBucket),
-		"--admin-url", b.WebURL, topic)
-	cmd.Env = append(os.Environ(), pipeline.FailpointEnv+"="+pipeline.FPAfterPrepare+"@1=sleep:8s,"+pipeline.FPAfterCommit+"@1=sleep:15s")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	reloaded, brokerOffloaded := false, false
-	var runErr error
-	deadline := time.After(3 * time.Minute)
-wait:
-	for {
-		select {
-		case runErr = <-done:
-			break wait
-		case <-deadline:
-			t.Fatalf("offloader offload did not end within 3m; stderr:\n%s", errb.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-		attempts, _, complete := offloadContexts(t, ctx, meta, ml)
-		switch {
-		case attempts > 0 && complete == 0 && !reloaded:
-			if err := b.Unload(ctx, topic); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := b.InternalStats(ctx, topic); err != nil { // loads it again: the broker holds the attempts unfinished
-				t.Fatal(err)
-			}
-			reloaded = true
-			t.Logf("tierkeeper prepared %d ledgers; the broker reloaded the topic", attempts)
-		case complete > 0 && !brokerOffloaded:
-			s := brokerOffloadAll(t, ctx, b, topic)
-			brokerOffloaded = true
-			t.Logf("tierkeeper committed %d ledgers; the broker's admin offload then ended %s %s", complete, s.Status, s.LastError)
-		}
-	}
+	r := runWithBrokerOffload(t, ctx, b, meta, ml, topic)
 	// Refused before anything was written: exit status 1, the reason named.
-	if runErr == nil || !strings.Contains(errb.String(), "left to the broker's own offloader") ||
-		!strings.Contains(errb.String(), "namespace offload policy threshold (bytes) = 1073741824") {
-		t.Errorf("offloader offload: %v, want the topic refused for its namespace's offload threshold; stdout %s; stderr:\n%s", runErr, out.String(), errb.String())
+	if r.err == nil || !strings.Contains(r.stderr.String(), "left to the broker's own offloader") ||
+		!strings.Contains(r.stderr.String(), "namespace offload policy threshold (bytes) = 1073741824") {
+		t.Errorf("offloader offload: %v, want the topic refused for its namespace's offload threshold; stdout %s; stderr:\n%s", r.err, r.stdout.String(), r.stderr.String())
 	}
-	if attempts, ours, _ := offloadContexts(t, ctx, meta, ml); attempts != 0 || ours != 0 || reloaded {
-		t.Errorf("after the refusal: %d offload attempts recorded (%d by tierkeeper), reloaded %v; want none", attempts, ours, reloaded)
+	if attempts, ours, _ := offloadContexts(t, ctx, meta, ml); attempts != 0 || ours != 0 || r.reloaded {
+		t.Errorf("after the refusal: %d offload attempts recorded (%d by tierkeeper), reloaded %v; want none", attempts, ours, r.reloaded)
 	}
-	t.Logf("offloader offload refused the topic: %s", lastLine(errb.String()))
+	t.Logf("offloader offload refused the topic: %s", lastLine(r.stderr.String()))
 
 	// The broker offloads the topic itself, its deletion lag (0) removes
 	// the BookKeeper copies, it restarts, and every message comes back.
-	if !brokerOffloaded {
+	if !r.brokerOffloaded {
 		if s := brokerOffloadAll(t, ctx, b, topic); s.Status != "SUCCESS" {
 			t.Fatalf("the broker's own offload: %+v", s)
 		}
@@ -205,6 +165,99 @@ wait:
 	b.Restart(t)
 	readAllFromStore(t, ctx, b, topic, prod)
 	t.Logf("after the broker's offload, its BookKeeper deletion of ledgers %v and a restart, a Reader from the earliest position got all %d messages", closed, prod.Count)
+}
+
+// brokerRace is what runWithBrokerOffload saw.
+type brokerRace struct {
+	err                       error // the command's exit
+	stdout, stderr            bytes.Buffer
+	reloaded, brokerOffloaded bool
+}
+
+// runWithBrokerOffload runs `offloader offload` on topic with failpoints
+// that hold it after its prepare and after its commit, and plays the
+// broker's side meanwhile: once tierkeeper's attempts are recorded it
+// reloads the topic (the broker then holds them unfinished in memory),
+// once they are committed (and before the command's unload) it runs an
+// admin offload of every closed ledger.
+func runWithBrokerOffload(t *testing.T, ctx context.Context, b *testenv.Broker, meta *mledger.Store, ml, topic string) *brokerRace {
+	t.Helper()
+	bin := testenv.BuiltCommand(t, "offloader")
+	cmd := exec.CommandContext(ctx, bin, "offload", "-o", "json", "--zk", sharedZK(t).Addr, "--store", s3test.StoreFile(t, testenv.StartS3(t), brokerBucket),
+		"--admin-url", b.WebURL, topic)
+	cmd.Env = append(os.Environ(), pipeline.FailpointEnv+"="+pipeline.FPAfterPrepare+"@1=sleep:8s,"+pipeline.FPAfterCommit+"@1=sleep:15s")
+	r := &brokerRace{}
+	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.After(3 * time.Minute)
+	for {
+		select {
+		case r.err = <-done:
+			return r
+		case <-deadline:
+			t.Fatalf("offloader offload did not end within 3m; stderr:\n%s", r.stderr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		attempts, _, complete := offloadContexts(t, ctx, meta, ml)
+		switch {
+		case attempts > 0 && complete == 0 && !r.reloaded:
+			if err := b.Unload(ctx, topic); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.InternalStats(ctx, topic); err != nil { // loads it again: the broker holds the attempts unfinished
+				t.Fatal(err)
+			}
+			r.reloaded = true
+			t.Logf("tierkeeper prepared %d ledgers; the broker reloaded the topic", attempts)
+		case complete > 0 && !r.brokerOffloaded:
+			s := brokerOffloadAll(t, ctx, b, topic)
+			r.brokerOffloaded = true
+			t.Logf("tierkeeper committed %d ledgers; the broker's admin offload then ended %s %s", complete, s.Status, s.LastError)
+		}
+	}
+}
+
+// TestOperatorOffloadKeepsCommittedObjects: the reproduction on a topic
+// that no policy makes the broker offload (no threshold anywhere), so
+// the command does not refuse it, and an operator's admin offload runs
+// between tierkeeper's commit and its unload. The broker cleans up the
+// attempts its memory holds, which are prepare UUIDs that name no object
+// (docs/design.md invariant 11); its write then fails on the version the
+// commit bumped. Its deletion lag (0) removes the BookKeeper copies, it
+// restarts, and a Reader from the earliest position gets every message
+// from tierkeeper's objects. (Before the prepare and the objects had two
+// UUIDs, this run lost the ledgers: the broker's cleanup deleted the
+// committed objects, then the deletion lag their BookKeeper copies.)
+func TestOperatorOffloadKeepsCommittedObjects(t *testing.T) {
+	b := sharedBroker(t)
+	ctx := t.Context()
+	ns := offloaderNamespace(t, ctx, b, fmt.Sprintf("operatoroffload-%d", topicSeq.Add(1)), false)
+	topic := fmt.Sprintf("persistent://%s/orders", ns)
+	prod := produceLedgers(t, ctx, b, topic, 350, 44)
+	ml, err := mledger.MLNameForTopic(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := mlStore(t)
+	bk := bkStore(t, sharedBookies(t))
+	closed := prod.LedgerIDs()[-1]
+	closed = closed[:len(closed)-1]
+
+	r := runWithBrokerOffload(t, ctx, b, meta, ml, topic)
+	if r.err != nil || !r.reloaded || !r.brokerOffloaded {
+		t.Fatalf("offloader offload: %v (broker reloaded %v, admin offload run %v); stdout %s; stderr:\n%s", r.err, r.reloaded, r.brokerOffloaded, r.stdout.String(), r.stderr.String())
+	}
+	if attempts, ours, complete := offloadContexts(t, ctx, meta, ml); ours != len(closed) || complete != len(closed) || attempts != len(closed) {
+		t.Fatalf("%d attempts recorded, %d by tierkeeper, %d complete; want tierkeeper's %d, complete", attempts, ours, complete, len(closed))
+	}
+	waitBKDeleted(t, ctx, bk, closed)
+	b.Restart(t)
+	readAllFromStore(t, ctx, b, topic, prod)
+	t.Logf("after the operator's offload, the broker's BookKeeper deletion of ledgers %v and a restart, a Reader from the earliest position got all %d messages", closed, prod.Count)
 }
 
 func lastLine(s string) string {
