@@ -32,6 +32,8 @@ type rounds struct {
 	v []float64
 }
 
+func newRounds(v ...float64) rounds { return rounds{v: v} }
+
 func (r *rounds) add(x float64) { r.v = append(r.v, x) }
 
 func (r rounds) n() int { return len(r.v) }
