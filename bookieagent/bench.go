@@ -600,7 +600,7 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 				share = min(share, max(minRunBytes, free))
 			}
 		}
-		if left := time.Until(deadline); left < pt.cost(m)/2 || share < minRunBytes {
+		if left := time.Until(deadline); left < pt.cost(m) || share < minRunBytes {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped %s: budget spent", name))
 			return nil
 		}
