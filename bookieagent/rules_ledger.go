@@ -85,6 +85,11 @@ func pickEntryLogBuffer(by map[int64]rounds) (int64, string) {
 	d, hasDef := by[def]
 	switch {
 	case chosen == def:
+		for _, sz := range sizes {
+			if sz != def {
+				ev += fmt.Sprintf("; %s ÷ 64KiB = %s", units.FormatBytes(sz), pairedRatio(by[sz], d))
+			}
+		}
 		return def, ev + " → 64KiB"
 	case by[chosen].n() < 2:
 		return def, ev + fmt.Sprintf("; %s measured in a single round: one round does not show that a gain repeats, Pulsar's 64KiB kept", units.FormatBytes(chosen))

@@ -208,7 +208,18 @@ func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n 
 		return base, fmt.Sprintf("the fastest is N=%d: %s: the evidence does not separate them, N=%d kept",
 			best, notSeparated(name(best), by[best], name(base), b, gain), base)
 	case cand == base:
-		return base, ""
+		// The current count is the fastest: the intervals of the others
+		// over it say by how much (and how surely) they trail.
+		var parts []string
+		for _, c := range counts {
+			if c != base && by[c].n() > 0 {
+				parts = append(parts, fmt.Sprintf("N=%d ÷ N=%d = %s", c, base, pairedRatio(by[c], b)))
+			}
+		}
+		if len(parts) == 0 {
+			return base, ""
+		}
+		return base, fmt.Sprintf("N=%d is the fastest: %s", base, strings.Join(parts, "; "))
 	case !hasBase:
 		return cand, fmt.Sprintf("the current count %d was not measured", base)
 	case cand > base:
