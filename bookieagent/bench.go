@@ -23,9 +23,11 @@ import (
 
 // Bench defaults (`bookieagent recommend` and `serve --bench-on-start`).
 const (
-	// DefaultBenchTime bounds the whole benchmark: every write benchPoint runs
-	// past the disk's caches and is measured DefaultRounds times.
-	DefaultBenchTime = 5 * time.Minute
+	// DefaultBenchTime bounds the whole benchmark: each disk's probe runs
+	// past its caches, then every decisive point is measured at least
+	// DefaultRounds times and further rounds run while a comparison is
+	// still open and the budget allows.
+	DefaultBenchTime = 2 * time.Minute
 	// DefaultBenchBytes bounds the bytes written in total: the time budget
 	// binds first on most disks (a virtual disk with a fast host cache
 	// writes 1–3 GB/s; a run must get past that). Each run also stays
@@ -33,9 +35,17 @@ const (
 	// files are removed after every run, so the disk never holds more than
 	// one run's files.
 	DefaultBenchBytes = 512 * GiB
-	// DefaultRounds is how often each decisive benchPoint is measured (rounds
-	// interleaved, so slow drift hits every candidate of a comparison).
+	// DefaultRounds is how often each decisive benchPoint is measured at
+	// least (rounds interleaved, so slow drift hits every candidate of a
+	// comparison alike).
 	DefaultRounds = 3
+	// MaxRounds bounds the sequential rounds: past the planned ones, the
+	// points of a comparison whose interval still holds its margin run
+	// again while the budget holds a round of them, up to this many.
+	MaxRounds = 8
+	// mixedRuns is how often the shared-device point runs (its figures
+	// set journalMaxGroupWaitMSec and the compaction rate, no count).
+	mixedRuns = 2
 	// journalEntry is the journal points' entry size; journalDeepInFlight
 	// the entries in flight of the threshold and buffer points (4 MiB: a
 	// group can fill any threshold measured while the previous one syncs).
@@ -44,7 +54,7 @@ const (
 	// randReadFile is the file random reads run on.
 	randReadFile = 256 * MiB
 	// Per-run planning figures.
-	runOverhead    = 400 * time.Millisecond // files, checks, cleanup per run
+	runOverhead    = 1500 * time.Millisecond // files, checks, cleanup per run (a loaded 2-CPU VM)
 	maxMeasure     = 10 * time.Second
 	minMeasure     = 1 * time.Second
 	minRunBytes    = 16 * MiB
@@ -68,7 +78,8 @@ type BenchOptions struct {
 	// MaxBytes bounds the bytes written in total. Zero means
 	// DefaultBenchBytes; a negative value is an error.
 	MaxBytes int64
-	// Rounds is how often each decisive benchPoint is measured. Zero means
+	// Rounds is how often each decisive benchPoint is measured at least
+	// (more while its comparisons are open, up to MaxRounds). Zero means
 	// DefaultRounds.
 	Rounds int
 	// CPUs is the bookie's CPU count (evidence only; journal threads
@@ -311,6 +322,8 @@ type benchPoint struct {
 	// rounds (the disk class it decides is a threshold of orders of
 	// magnitude, not a comparison between rounds).
 	once bool
+	// maxRuns, when set, bounds the point's rounds below its tier's.
+	maxRuns int
 	// journal
 	writers      int
 	thresholdKiB int64
@@ -319,21 +332,25 @@ type benchPoint struct {
 	// entry log / random reads
 	blockSize int64
 	// rate is the expected sustained bytes/s (from the probe), burst the
-	// probe's first seconds; warm the expected warm-up.
+	// probe's first seconds; warm the warm-up (fixed after the probe).
 	rate, burst float64
 	warm        time.Duration
-	// minBytes must be written before the warm-up may end: past the burst
-	// region the probe found (Settle.MinBytes).
+	// minBytes (entry logs) must be written before a later run's warm-up
+	// may end: the probe's burst region again (burstRegion).
 	minBytes int64
 }
 
 // runs is how often the point runs (its probe included) under the rounds
 // per tier.
 func (pt benchPoint) runs(rounds map[int]int) int {
+	n := rounds[pt.tier]
 	if pt.once {
-		return min(rounds[pt.tier], 1)
+		n = min(n, 1)
 	}
-	return rounds[pt.tier]
+	if pt.maxRuns > 0 {
+		n = min(n, pt.maxRuns)
+	}
+	return n
 }
 
 // cost is the expected wall time of one run at measurement m.
@@ -346,7 +363,7 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 		return time.Second + m + runOverhead + time.Duration(randReadFile/150_000_000)*time.Second
 	}
 	if pt.minBytes > 0 && pt.burst > 0 {
-		w = max(w, time.Duration(float64(pt.minBytes)/pt.burst*float64(time.Second))+2*time.Second)
+		w = min(2*w, max(w, time.Duration(float64(pt.minBytes)/pt.burst*float64(time.Second))))
 	}
 	return w + m + runOverhead
 }
@@ -358,7 +375,9 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 func (pt benchPoint) share(m, warmCap time.Duration) int64 {
 	b := int64(2.5 * float64(pt.bytes(m)))
 	b = max(b, int64(max(pt.burst, pt.rate)*warmCap.Seconds()+1.5*pt.rate*m.Seconds()))
-	b = max(b, pt.minBytes+int64(3*pt.rate*m.Seconds()))
+	// A warm-up that must write minBytes may spend 60% of the share
+	// (diskbench.Settle's MaxShare).
+	b = max(b, int64(float64(pt.minBytes)/diskbench.DefaultSettleMaxShare+2*pt.rate*m.Seconds()))
 	return max(minRunBytes, b)
 }
 
@@ -382,11 +401,11 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 		label := func(s string) string { return fmt.Sprintf("%s %s: %s", d.Role, d.Disk.Dir, s) }
 		switch d.Role {
 		case RoleJournal:
-			jr, jb, jw := 0.0, 0.0, time.Duration(0)
+			jr, jb := 0.0, 0.0
 			if r, ok := probe[i]; ok {
 				jr, jb = r.BytesPerSec, burstOf(r)
-				jw = time.Duration(r.WarmupSec * float64(time.Second))
 			}
+			jw := p.laterWarm()
 			j := func(name string, tier, writers int, th, buf int64, inFlight int) benchPoint {
 				// More journals rarely more than double one journal's rate
 				// on one device (fdatasync-bound); the share allows for more.
@@ -407,14 +426,14 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 		case RoleLedger:
 			pf := probeFigures(probe, i)
 			e := func(name string, tier, writers int, bs int64) benchPoint {
-				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: pf.rate, burst: pf.burst, warm: pf.warm,
+				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: pf.rate, burst: pf.burst, warm: p.laterWarm(),
 					minBytes: pf.minBytes}
 			}
 			pr := e("entry log 1 writer × 1MiB writes", 1, 1, MiB)
 			pr.probe = true
 			out = append(out, pr,
 				e("entry log 1 writer × 64KiB writes", 1, 1, 64*KiB),
-				e("entry log 1 writer × 8MiB writes", 1, 1, 8*MiB),
+				e("entry log 1 writer × 8MiB writes", 2, 1, 8*MiB),
 				e("entry log 2 writers × 1MiB writes", 1, 2, MiB),
 				// Every plan measures the disk class once: the RocksDB memtable
 				// size follows it, and sysfs alone misleads on virtual disks.
@@ -430,7 +449,7 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 			if j.Role == RoleJournal && l.Role == RoleLedger && sameDevice(j.Disk, l.Disk) {
 				pf := probeFigures(probe, k)
 				out = append(out, benchPoint{name: fmt.Sprintf("journal %s + ledger %s (shared device %s): 1 journal and 1 entry-log writer at once", j.Disk.Dir, l.Disk.Dir, j.Disk.Device.Disk),
-					disk: i, disk2: k, kind: kindMixed, tier: 1, writers: 1, blockSize: MiB, rate: pf.rate, burst: pf.burst, warm: pf.warm, minBytes: pf.minBytes})
+					disk: i, disk2: k, kind: kindMixed, tier: 1, maxRuns: mixedRuns, writers: 1, blockSize: MiB, rate: pf.rate, burst: pf.burst, warm: p.laterWarm(), minBytes: pf.minBytes})
 			}
 		}
 	}
@@ -446,6 +465,12 @@ type BenchPlan struct {
 	Rounds map[int]int `json:"rounds"`
 	// Dropped lists points left out to fit the budget.
 	Dropped []string `json:"dropped,omitempty"`
+	// Decided lists the points that stopped before the planned rounds
+	// because every comparison they take part in was decided, and
+	// ExtraRounds the rounds run past the planned ones for comparisons
+	// still open (sequential rounds).
+	Decided     []string `json:"decided,omitempty"`
+	ExtraRounds int      `json:"extra_rounds,omitempty"`
 	// TimeBudgetSec and MaxBytes are the budgets.
 	TimeBudgetSec float64 `json:"time_budget_sec"`
 	MaxBytes      int64   `json:"max_bytes"`
@@ -481,7 +506,7 @@ func (p *PreparedBench) fitPlan(pts []benchPoint, timeLeft time.Duration, bytesL
 		{map[int]int{1: R, 2: R, 3: 1}, []time.Duration{10 * s, 8 * s, 6 * s, 5 * s}},
 		{map[int]int{1: R, 2: R}, []time.Duration{8 * s, 6 * s, 5 * s}},
 		{map[int]int{1: R, 2: 1}, []time.Duration{6 * s, 5 * s, 4 * s}},
-		{map[int]int{1: R}, []time.Duration{5 * s, 4 * s, 3 * s}},
+		{map[int]int{1: R}, []time.Duration{5 * s, 4 * s, 3 * s, 2500 * time.Millisecond, 2 * s, 1500 * time.Millisecond}},
 		{map[int]int{1: min(R, 2)}, []time.Duration{4 * s, 3 * s, 2 * s}},
 		{map[int]int{1: 1}, []time.Duration{3 * s, 2 * s, 1500 * time.Millisecond, minMeasure}},
 	}
@@ -575,7 +600,7 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 				share = min(share, max(minRunBytes, free))
 			}
 		}
-		if left := time.Until(deadline); left < pt.cost(m)/2 || share < minRunBytes {
+		if left := time.Until(deadline); left < pt.cost(m) || share < minRunBytes {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped %s: budget spent", name))
 			return nil
 		}
@@ -622,11 +647,11 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 		if !pt.probe {
 			continue
 		}
-		warmCap := journalWarmCap
+		warmCap := min(journalWarmCap, max(4*time.Second, p.o.TimeBudget/20))
 		if pt.kind == kindEntryLog {
 			// Long enough to get past a virtual disk's host cache or an
 			// SSD's SLC region at the start of the first write run.
-			warmCap = min(max(p.o.TimeBudget/8, 8*time.Second), 45*time.Second)
+			warmCap = min(max(p.o.TimeBudget/12, 8*time.Second), 45*time.Second)
 		}
 		m := min(probeMeasure, max(minMeasure, p.o.TimeBudget/40))
 		n := len(p.Disks[pt.disk].Disk.Results)
@@ -661,21 +686,75 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	p.o.Logger.Debug("bench plan", "measure", m, "rounds", rounds, "dropped", len(res.Plan.Dropped))
 
 	// 3. Rounds, interleaved: every benchPoint of round r before round r+1.
-	maxRounds := 0
-	for _, n := range rounds {
-		maxRounds = max(maxRounds, n)
+	// Sequential: after two rounds, a point whose every comparison is
+	// decided (the interval of its paired ratio clear of the margin, either
+	// way) stops; past the planned rounds, the points of comparisons still
+	// open run again while the budget holds one more round of them.
+	got := perPoint{}
+	for i, pt := range pts {
+		if pt.probe {
+			if r, ok := probe[pt.disk]; ok {
+				got[i] = newRounds(sustainedRate(r))
+			}
+		}
 	}
-	for r := 1; r <= maxRounds; r++ {
-		for _, pt := range pts {
-			n := pt.runs(rounds)
-			if r > n || (pt.probe && r == 1) {
+	groups := comparisons(pts)
+	planned := 0
+	for _, n := range rounds {
+		planned = max(planned, n)
+	}
+	warmCap := p.laterWarm()
+	noted := map[int]bool{}
+	for r := 1; r <= max(planned, MaxRounds); r++ {
+		open := openPoints(groups, got)
+		extra := r > planned
+		var todo []int
+		for i, pt := range pts {
+			grouped := groups.has(i)
+			if grouped && got[i].n() >= 2 && !open[i] && !noted[i] {
+				noted[i] = true
+				res.Plan.Decided = append(res.Plan.Decided, fmt.Sprintf("%s: decided after %d rounds", pt.name, got[i].n()))
+			}
+			switch {
+			case pt.probe && r == 1:
+				continue
+			case extra:
+				if !grouped || !open[i] || rounds[pt.tier] == 0 {
+					continue
+				}
+			case r > pt.runs(rounds):
+				continue
+			case grouped && got[i].n() >= 2 && !open[i]:
 				continue
 			}
-			// Twice the expected warm-up, within a tenth of the budget.
-			warmCap := pt.cost(m) - m - runOverhead
-			warmCap = max(min(2*warmCap, p.o.TimeBudget/10), 2*settleWindow*time.Second)
+			todo = append(todo, i)
+		}
+		if extra {
+			var cost time.Duration
+			for _, i := range todo {
+				cost += pts[i].cost(m)
+			}
+			if len(todo) == 0 || time.Until(deadline) < cost {
+				break
+			}
+			res.Plan.ExtraRounds++
+		}
+		for _, i := range todo {
+			pt := pts[i]
+			pt.probe = false // its probe was round 1
+			n := pt.runs(rounds)
+			if extra {
+				n = r
+			}
+			d := &p.Disks[pt.disk].Disk
+			before := len(d.Results)
 			if err := run(pt, m, warmCap, r, n); err != nil {
 				return res, err
+			}
+			if pt.kind != kindMixed && len(d.Results) > before {
+				v := got[i]
+				v.add(sustainedRate(d.Results[before]))
+				got[i] = v
 			}
 		}
 	}
@@ -690,6 +769,88 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	return res, nil
 }
 
+// cmpGroup is a set of points the rules compare with each other at one
+// margin: a journal disk's journal counts (journalDirectories), a ledger
+// disk's 1-writer write sizes (writeBufferSizeBytes) and its writer counts
+// at 1 MiB (ledgerDirectories).
+type cmpGroup struct {
+	members []int // indices into the plan's points
+	gain    float64
+}
+
+type cmpGroups []cmpGroup
+
+// perPoint is each point's sustained rates, one per round run.
+type perPoint map[int]rounds
+
+func (gs cmpGroups) has(i int) bool {
+	return slices.ContainsFunc(gs, func(g cmpGroup) bool { return slices.Contains(g.members, i) })
+}
+
+// comparisons lists the plan's tier-1 comparison groups.
+func comparisons(pts []benchPoint) cmpGroups {
+	type key struct {
+		disk int
+		what string
+	}
+	by := map[key]*cmpGroup{}
+	var order []key
+	add := func(k key, i int, gain float64) {
+		if by[k] == nil {
+			by[k] = &cmpGroup{gain: gain}
+			order = append(order, k)
+		}
+		by[k].members = append(by[k].members, i)
+	}
+	for i, pt := range pts {
+		if pt.tier != 1 || pt.once {
+			continue
+		}
+		switch {
+		case pt.kind == kindJournal && pt.thresholdKiB == 0 && pt.bufferKiB == 0 && pt.inFlight == 0:
+			add(key{pt.disk, "journals"}, i, JournalDirGain)
+		case pt.kind == kindEntryLog:
+			if pt.writers == 1 {
+				add(key{pt.disk, "sizes"}, i, 1/LevelOff)
+			}
+			if pt.blockSize == MiB {
+				add(key{pt.disk, "writers"}, i, LedgerDirGain)
+			}
+		}
+	}
+	var out cmpGroups
+	for _, k := range order {
+		if g := by[k]; len(g.members) > 1 {
+			out = append(out, *g)
+		}
+	}
+	return out
+}
+
+// openPoints reports, per point of a group, whether any of its pairwise
+// comparisons is still open: the paired ratio of the faster (by median)
+// over the slower has a 95% interval holding the group's margin, or fewer
+// than two common rounds. More rounds of such a point could still change
+// what the rules choose; a point whose comparisons are all decided cannot
+// gain from more.
+func openPoints(gs cmpGroups, got perPoint) map[int]bool {
+	isOpen := map[int]bool{}
+	for _, g := range gs {
+		for x, i := range g.members {
+			for _, j := range g.members[x+1:] {
+				hi, lo := got[i], got[j]
+				if lo.median() > hi.median() {
+					hi, lo = lo, hi
+				}
+				if pairedRatio(hi, lo).against(g.gain) == open {
+					isOpen[i], isOpen[j] = true, true
+				}
+			}
+		}
+	}
+	return isOpen
+}
+
 // finishGuard records the guard's view in the plan and its summary in the
 // warnings (deferred by Run, so a stopped benchmark reports it too).
 func (p *PreparedBench) finishGuard(res *BenchResult) {
@@ -702,7 +863,18 @@ func (p *PreparedBench) finishGuard(res *BenchResult) {
 // planFor builds the diskbench plan of one run.
 func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share int64) diskbench.Plan {
 	d := p.Disks[pt.disk]
-	settle := &diskbench.Settle{MinWarmup: min(2*time.Second, m), Window: settleWindow, Tolerance: settleTol, MinBytes: pt.minBytes}
+	// The probes warm up until their rate settles; later runs get the
+	// fixed warm-up (laterWarm).
+	var settle *diskbench.Settle
+	switch {
+	case pt.probe:
+		settle = &diskbench.Settle{MinWarmup: min(2*time.Second, m), Window: settleWindow, Tolerance: settleTol}
+	case pt.kind == kindEntryLog && pt.minBytes > 0:
+		// At least the fixed warm-up and the probe's burst region, within
+		// twice the fixed warm-up: any rate counts as settled then.
+		settle = &diskbench.Settle{MinWarmup: warmCap, MinBytes: pt.minBytes, Window: 1, Tolerance: 1}
+		warmCap *= 2
+	}
 	base := diskbench.Options{Dir: d.Disk.BenchDir, Duration: m, Warmup: warmCap, MaxBytes: share,
 		Settle: settle, Logger: p.o.Logger, RaiseGOMAXPROCS: p.o.RaiseGOMAXPROCS, SysPath: p.o.Host.SysPath}
 	plan := diskbench.Plan{Options: base, TimeBudget: warmCap + m + 2*runOverhead}
@@ -786,7 +958,6 @@ func burstOf(r diskbench.Result) float64 {
 // runs (all zero without a probe).
 type probed struct {
 	rate, burst float64
-	warm        time.Duration
 	minBytes    int64
 }
 
@@ -796,22 +967,36 @@ func probeFigures(probe map[int]diskbench.Result, i int) probed {
 	if !ok {
 		return probed{}
 	}
-	// After the probe the disk is past its burst; later runs follow each
-	// other closely, so they settle faster.
-	return probed{rate: r.BytesPerSec, burst: burstOf(r), minBytes: burstBytes(r),
-		warm: min(max(time.Duration(r.WarmupSec*float64(time.Second))/2, 2*settleWindow*time.Second), 30*time.Second)}
+	return probed{rate: r.BytesPerSec, burst: burstOf(r), minBytes: burstRegion(r)}
 }
 
-// burstBytes is what later entry-log runs must write before they may end
-// their warm-up: 1.5 × the probe's warm-up bytes when its rate fell (a
-// burst region; a run that starts into a refilled host cache or SLC region
-// must get past it too, and a plateau before the knee looks settled), else
-// nothing.
-func burstBytes(r diskbench.Result) int64 {
+// burstRegion is what a later entry-log run writes before its warm-up may
+// end: 1.5 × what the probe wrote before its rate fell (its knee), else
+// nothing. On this project's VM the host's cache refills while the
+// journal points run, and an entry-log run that started after them wrote
+// its first 0.5–1 GB at 2–4× the disk's rate.
+func burstRegion(r diskbench.Result) int64 {
 	if r.Settle == nil || r.Settle.KneeSec == 0 {
 		return 0
 	}
-	return r.Settle.WarmupBytes * 3 / 2
+	var b float64
+	for i, v := range r.Settle.SamplesBytesPerSec {
+		if float64(i) >= r.Settle.KneeSec {
+			break
+		}
+		b += v
+	}
+	return int64(1.5 * b)
+}
+
+// laterWarm is the fixed warm-up of every run after the probes: the probe
+// warmed each disk past its burst region (page cache, a virtual disk's
+// host cache, an SSD's fast region) and the runs follow each other within
+// a second, so a later run only needs its own files and queues to fill:
+// budget/60, 1.5–5 s. A run that still starts in a burst shows as a
+// round out of line, which the paired intervals count as noise.
+func (p *PreparedBench) laterWarm() time.Duration {
+	return min(max(p.o.TimeBudget/60, 1500*time.Millisecond), 5*time.Second)
 }
 
 // checkNoNewBookie fails when a directory that held no bookie data at the

@@ -157,6 +157,10 @@ type fakeSweep struct {
 	rate  float64
 	hook  func(n int)
 	plans []diskbench.Plan
+	// journalRate, when set, gives the journal rate of the k-th run (from
+	// 0) with w writers.
+	journalRate func(w, k int) float64
+	journalRuns map[int]int
 }
 
 func (f *fakeSweep) sweep(ctx context.Context, p diskbench.Plan) (*diskbench.Report, error) {
@@ -175,8 +179,18 @@ func (f *fakeSweep) sweep(ctx context.Context, p diskbench.Plan) (*diskbench.Rep
 	switch {
 	case p.Journal != nil:
 		w := p.Journal.Writers[0]
+		rate := 20e6 * float64(min(w, 4))
+		if f.journalRate != nil {
+			f.mu.Lock()
+			if f.journalRuns == nil {
+				f.journalRuns = map[int]int{}
+			}
+			rate = f.journalRate(w, f.journalRuns[w])
+			f.journalRuns[w]++
+			f.mu.Unlock()
+		}
 		r = diskbench.Result{Workload: diskbench.WorkloadJournal, Model: diskbench.JournalModelBookKeeper, JournalSettings: p.Journal.Settings,
-			Writers: w, BlockSize: p.Journal.BlockSizes[0], InFlight: max(8, p.Journal.InFlight), BytesPerSec: 20e6 * float64(min(w, 4)), Ops: 100,
+			Writers: w, BlockSize: p.Journal.BlockSizes[0], InFlight: max(8, p.Journal.InFlight), BytesPerSec: rate, Ops: 100,
 			AddLatency: &diskbench.Latency{Count: 100, P50Ns: 1e6, P99Ns: 2e6}, SyncLatency: &diskbench.Latency{Count: 10, P50Ns: 9e5, P99Ns: 2e6}, WarmupSec: 2}
 	case p.EntryLog != nil:
 		r = diskbench.Result{Workload: diskbench.WorkloadEntryLog, Writers: p.EntryLog.Writers[0], BlockSize: p.EntryLog.BlockSizes[0],
@@ -189,6 +203,73 @@ func (f *fakeSweep) sweep(ctx context.Context, p diskbench.Plan) (*diskbench.Rep
 	f.mu.Unlock()
 	rep.Results = []diskbench.Result{r}
 	return rep, nil
+}
+
+// TestBenchSequentialRounds: a comparison whose rounds neither separate
+// nor are shown not to (2 journals swinging 16/30 MB/s against 1 at 20)
+// keeps its points running past the planned rounds, up to MaxRounds;
+// points whose comparisons are decided stop (4 journals against the
+// swinging 2 after three rounds: with two, the interval's t factor is
+// 12.7).
+func TestBenchSequentialRounds(t *testing.T) {
+	d := mkdirs(t, "j", "l")
+	f := &fakeSweep{rate: 150e6, journalRate: func(w, k int) float64 {
+		switch w {
+		case 2:
+			return []float64{16e6, 30e6}[k%2]
+		case 4:
+			return 80e6
+		}
+		return 20e6
+	}}
+	p, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], Sweep: f.sweep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed := len(res.JournalDisks[0].MixedResults) // 1 journal beside the entry log
+	if f.journalRuns[2] != MaxRounds || f.journalRuns[1] != MaxRounds+mixed || f.journalRuns[4] != 3 {
+		t.Errorf("journal runs per count %v (%d mixed): want 1 and 2 journals %d times (open), 4 three times (decided)", f.journalRuns, mixed, MaxRounds)
+	}
+	if want := MaxRounds - res.Plan.Rounds[1]; res.Plan.ExtraRounds != want || !slices.ContainsFunc(res.Plan.Decided, func(s string) bool {
+		return strings.Contains(s, "journals 4 × 64KiB entries: decided after 3 rounds")
+	}) {
+		t.Errorf("extra rounds %d (want %d), decided %q", res.Plan.ExtraRounds, want, res.Plan.Decided)
+	}
+	rec, err := Recommend(Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, CPUs: 2, DirectMemoryBytes: 2 * GiB, DirectMemorySource: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 journals beat both others in every round: 4, with the interval.
+	if s, _ := rec.Setting("journalDirectories"); len(strings.Split(s.Value, ",")) != 4 || !strings.Contains(strings.Join(s.Evidence, " "), "95% CI") {
+		t.Errorf("journalDirectories %q: %v", s.Value, s.Evidence)
+	}
+}
+
+// TestOpenPoints: the stopping rule on recorded rounds.
+func TestOpenPoints(t *testing.T) {
+	gs := cmpGroups{{members: []int{0, 1, 2}, gain: 1.10}}
+	// This VM's journals (run 1 of the last baseline): N=1 213/243,
+	// N=2 533/244, N=4 807/520 MB/s — two rounds decide nothing.
+	got := perPoint{0: newRounds(213, 243), 1: newRounds(533, 244), 2: newRounds(807, 520)}
+	if o := openPoints(gs, got); !o[0] || !o[1] || !o[2] {
+		t.Errorf("two swinging rounds: open %v, want all open", o)
+	}
+	// Ratios that repeat within 1%: N=4 ÷ N=1 and ÷ N=2 above 1.10,
+	// N=2 ÷ N=1 shown below it — all decided.
+	got = perPoint{0: newRounds(200, 300, 250), 1: newRounds(202, 301, 253), 2: newRounds(600, 905, 740)}
+	if o := openPoints(gs, got); len(o) != 0 {
+		t.Errorf("repeating ratios: open %v, want none", o)
+	}
+	// One comparison open (N=2 vs N=1 at 1.02×/1.25×/1.10×) keeps its two
+	// points, not N=4.
+	got[1] = newRounds(204, 375, 275)
+	if o := openPoints(gs, got); !o[0] || !o[1] || o[2] {
+		t.Errorf("N=2 vs N=1 open: %v", o)
+	}
 }
 
 // TestBenchRunRoundsAndMixed: probes first, then the essential points in
@@ -221,10 +302,17 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 		}
 		return n
 	}
-	for _, run := range []string{"journal/1/65536", "journal/4/65536", "entrylog/2/1048576", "entrylog/1/65536", "entrylog/1/8388608"} {
-		if n := count(run); n < res.Plan.Rounds[1] || res.Plan.Rounds[1] < 2 {
-			t.Errorf("%s ran %d times; plan %+v", run, n, res.Plan)
+	// The fake's rates repeat exactly: after two rounds every comparison
+	// is decided (intervals of zero width), so the points stop there
+	// instead of running the planned third round.
+	// (journal/1 also runs in the 2 mixed runs.)
+	for _, run := range []string{"journal/4/65536", "entrylog/2/1048576", "entrylog/1/65536"} {
+		if n := count(run); n != 2 || res.Plan.Rounds[1] < 3 {
+			t.Errorf("%s ran %d times, want 2 of %d planned rounds; plan %+v", run, n, res.Plan.Rounds[1], res.Plan)
 		}
+	}
+	if len(res.Plan.Decided) != 6 || !strings.Contains(res.Plan.Decided[0], "decided after 2 rounds") || res.Plan.ExtraRounds != 0 {
+		t.Errorf("decided %q, extra rounds %d: want the 6 compared points decided after 2 rounds", res.Plan.Decided, res.Plan.ExtraRounds)
 	}
 	// Rounds interleave: the second run of N=2 entry logs comes after the
 	// first of every other essential point.
@@ -243,7 +331,7 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 	}
 	// Every run records what else used the CPUs meanwhile (a mixed run is
 	// one run of two plans).
-	if len(res.Plan.Load) != len(f.runs)-res.Plan.Rounds[1] || res.Plan.MachineCPUs < 1 || res.Plan.Load[0].Run == "" ||
+	if len(res.Plan.Load) != len(f.runs)-len(res.JournalDisks[0].MixedResults) || res.Plan.MachineCPUs < 1 || res.Plan.Load[0].Run == "" ||
 		slices.ContainsFunc(res.Plan.Load, func(l RunLoad) bool { return l.OtherCPUs > float64(res.Plan.MachineCPUs) }) {
 		t.Errorf("load of %d runs recorded for %d runs, %d CPUs: %+v", len(res.Plan.Load), len(f.runs), res.Plan.MachineCPUs, res.Plan.Load)
 	}
@@ -253,9 +341,15 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 	if len(res.LedgerDisks[0].MixedResults) == 0 || len(res.JournalDisks[0].MixedResults) == 0 {
 		t.Errorf("journal and ledgers on one device were not measured together: %+v", res.JournalDisks[0].MixedResults)
 	}
-	for _, pl := range f.plans {
-		if pl.EntryLog != nil && (pl.Options.Settle == nil || pl.EntryLog.FileSize < pl.Options.MaxBytes/int64(pl.EntryLog.Writers[0])-pl.EntryLog.BlockSizes[0]) {
-			t.Errorf("entry-log run without settling or with files smaller than its bytes: %+v", pl.Options)
+	// The probes warm up until they settle; later runs get the fixed
+	// warm-up (the disk is past its burst by then).
+	for i, pl := range f.plans {
+		probe := i < 2
+		if pl.EntryLog != nil && ((pl.Options.Settle != nil) != probe || pl.EntryLog.FileSize < pl.Options.MaxBytes/int64(pl.EntryLog.Writers[0])-pl.EntryLog.BlockSizes[0]) {
+			t.Errorf("entry-log run %d: settle %v (want it on the probe only), files smaller than its bytes: %+v", i, pl.Options.Settle, pl.Options)
+		}
+		if !probe && pl.RandRead == nil && pl.Options.Warmup != p.laterWarm() {
+			t.Errorf("run %d warm-up %v, want the fixed %v", i, pl.Options.Warmup, p.laterWarm())
 		}
 		if !strings.Contains(pl.Dir, ScratchPrefix) {
 			t.Errorf("ran outside a scratch directory: %s", pl.Dir)

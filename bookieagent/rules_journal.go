@@ -271,6 +271,9 @@ func levelOff(by map[int64]rounds, def int64) (int64, string) {
 		return def, ev + fmt.Sprintf("; %s: the evidence does not separate them, %s kept",
 			notSeparated(units.FormatBytes(v), by[v], units.FormatBytes(def), d, 1/LevelOff), units.FormatBytes(def))
 	}
+	if d, ok := by[def]; ok && v != def {
+		ev += fmt.Sprintf("; %s ÷ %s = %s: above %.2f×", units.FormatBytes(v), units.FormatBytes(def), pairedRatio(by[v], d), 1/LevelOff)
+	}
 	return v, ev + " → " + units.FormatBytes(v)
 }
 
@@ -337,7 +340,7 @@ func pickBuffer(m map[int64]rounds, ev string) (int64, string) {
 				return 64, ev + fmt.Sprintf("; %s: the evidence does not separate them, 64 kept", notSeparated(fmt.Sprintf("%d KiB", kb), m[kb], "64 KiB", base, JournalWriteBufferGain))
 			}
 			v := min(1024, kb)
-			return v, ev + fmt.Sprintf("; %d KiB is within %.0f%% of the best and beats 64 KiB by %.0f%% → %d", kb, (1-LevelOff)*100, (m[kb].median()/base.median()-1)*100, v)
+			return v, ev + fmt.Sprintf("; %d KiB is within %.0f%% of the best and %d KiB ÷ 64 KiB = %s: above %.2f× → %d", kb, (1-LevelOff)*100, kb, pairedRatio(m[kb], base), JournalWriteBufferGain, v)
 		}
 	}
 	return 64, ev + fmt.Sprintf("; best is within %.0f%% of 64 KiB → keep 64", (JournalWriteBufferGain-1)*100)

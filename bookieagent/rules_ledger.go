@@ -62,7 +62,9 @@ func entryLogWriters(rs []diskbench.Result) (int64, map[int]rounds) {
 // every flushEntrylogBytes, not from this buffer. So the sweep of
 // buffered write sizes measures the syscall and copy overhead: Pulsar's
 // 64 KiB is kept unless a larger size clearly beats it by >5% (the
-// LevelOff margin); then the smallest size within 5% of the best.
+// LevelOff margin) over repeated rounds — the 95% lower bound of the
+// paired ratio above 1/LevelOff; then the smallest size within 5% of the
+// best.
 func pickEntryLogBuffer(by map[int64]rounds) (int64, string) {
 	sizes := slices.Sorted(maps.Keys(by))
 	best := 0.0
@@ -83,17 +85,21 @@ func pickEntryLogBuffer(by map[int64]rounds) (int64, string) {
 	d, hasDef := by[def]
 	switch {
 	case chosen == def:
+		for _, sz := range sizes {
+			if sz != def {
+				ev += fmt.Sprintf("; %s ÷ 64KiB = %s", units.FormatBytes(sz), pairedRatio(by[sz], d))
+			}
+		}
 		return def, ev + " → 64KiB"
 	case by[chosen].n() < 2:
 		return def, ev + fmt.Sprintf("; %s measured in a single round: one round does not show that a gain repeats, Pulsar's 64KiB kept", units.FormatBytes(chosen))
 	case !hasDef:
 		return chosen, ev + "; 64KiB not measured → " + units.FormatBytes(chosen)
-	case chosen > def && (!by[chosen].repeatable() || !d.repeatable()):
-		return def, ev + fmt.Sprintf("; the rounds of %s or 64KiB are not all within ±%.0f%% of their median (not repeatable): the evidence does not separate them, Pulsar's 64KiB kept",
-			units.FormatBytes(chosen), 100*SpreadGate)
 	case chosen > def && !by[chosen].beats(d, 1/LevelOff):
 		return def, ev + fmt.Sprintf("; %s: the evidence does not separate them, Pulsar's 64KiB kept",
 			notSeparated(units.FormatBytes(chosen), by[chosen], "64KiB", d, 1/LevelOff))
+	case chosen > def:
+		return chosen, ev + fmt.Sprintf("; %s ÷ 64KiB = %s: above %.2f× → %s", units.FormatBytes(chosen), pairedRatio(by[chosen], d), 1/LevelOff, units.FormatBytes(chosen))
 	}
 	return chosen, ev + " → " + units.FormatBytes(chosen)
 }

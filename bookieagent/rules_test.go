@@ -2,6 +2,7 @@ package bookieagent
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -423,53 +424,95 @@ func TestRulesIssue10(t *testing.T) {
 }
 
 // TestRoundsSeparate: with repeated rounds, a count changes only when the
-// rounds separate it from the current one; otherwise the evidence says so.
+// 95% confidence interval of its paired ratio over the current count lies
+// above the margin; otherwise the evidence gives the interval that kept it.
 func TestRoundsSeparate(t *testing.T) {
+	all := func(int) bool { return true }
 	by := map[int]rounds{1: {v: []float64{100, 130, 110}}, 2: {v: []float64{125, 150, 118}}}
-	n, note := pickCount(by, func(int) bool { return true }, 1, 1.10)
-	if n != 1 || !strings.Contains(note, "does not separate") {
-		t.Errorf("overlapping rounds: N=%d (%s), want 1 kept", n, note)
+	n, note := pickCount(by, all, 1, 1.10)
+	if n != 1 || !strings.Contains(note, "does not separate") || !strings.Contains(note, "95% CI") {
+		t.Errorf("overlapping rounds: N=%d (%s), want 1 kept with the interval", n, note)
 	}
 	by[2] = rounds{v: []float64{150, 155, 152}}
 	by[1] = rounds{v: []float64{100, 112, 108}}
-	if n, note = pickCount(by, func(int) bool { return true }, 1, 1.10); n != 2 {
+	if n, note = pickCount(by, all, 1, 1.10); n != 2 || !strings.Contains(note, "above 1.10×") {
 		t.Errorf("separated rounds: N=%d (%s), want 2", n, note)
 	}
-	// The spread gate (that trial, this VM under load 8–17: journals 1 at
-	// 500–788 MB/s, 4 at 1193–1443): separated extremes, but N=1's rounds
-	// spread 41% — not repeatable, so the cookie-fixed count stays.
+	// This VM under load 8–17 (journals 1 at 500–788 MB/s, 4 at
+	// 1193–1443): the extremes separate, but round by round the ratio is
+	// 2.39, 1.83, 1.99 — spread, as the spread gate also saw. Three such
+	// rounds put the interval's lower bound at 1.47×: N=4 repeats. Rounds
+	// whose ratio swings 1.24–2.04 (lower bound 0.93×) do not separate.
 	gate := map[int]rounds{1: {v: []float64{500, 788, 708}}, 4: {v: []float64{1193, 1443, 1410}}}
-	if n, note = pickCount(gate, func(int) bool { return true }, 1, 1.10); n != 1 || !strings.Contains(note, "N=1's rounds (") || !strings.Contains(note, "not all within ±15%") {
-		t.Errorf("noisy base: N=%d (%s), want 1 kept by the spread gate", n, note)
+	if n, note = pickCount(gate, all, 1, 1.10); n != 4 || !strings.Contains(note, "95% CI 1.47–") {
+		t.Errorf("repeated ratio: N=%d (%s), want 4", n, note)
 	}
 	gate[1] = rounds{v: []float64{700, 788, 708}}
-	gate[4] = rounds{v: []float64{1000, 1443, 1410}}
-	if n, note = pickCount(gate, func(int) bool { return true }, 1, 1.10); n != 1 || !strings.Contains(note, "N=4's rounds") {
-		t.Errorf("noisy candidate: N=%d (%s), want 1 kept by the spread gate", n, note)
+	gate[4] = rounds{v: []float64{870, 1443, 1410}}
+	if n, note = pickCount(gate, all, 1, 1.10); n != 1 || !strings.Contains(note, "its interval holds the margin") {
+		t.Errorf("swinging ratio: N=%d (%s), want 1 kept", n, note)
 	}
-	// Rounds within ±15% of their median (spread 18%, this VM at 15:18)
-	// pass the gate: 1 writer 372–440 MB/s, 2 writers 677–699.
-	gate = map[int]rounds{1: {v: []float64{372, 440, 400}}, 2: {v: []float64{677, 699, 688}}}
-	if n, note = pickCount(gate, func(int) bool { return true }, 1, 1.10); n != 2 {
-		t.Errorf("repeatable rounds: N=%d (%s), want 2", n, note)
+	// Rounds that move together (the disk slows for both in round 2)
+	// separate even with a spread of 50%: the ratio is what repeats.
+	gate = map[int]rounds{1: {v: []float64{400, 200, 380}}, 2: {v: []float64{600, 310, 580}}}
+	if n, note = pickCount(gate, all, 1, 1.10); n != 2 {
+		t.Errorf("common drift: N=%d (%s), want 2", n, note)
 	}
-	// A live bookie's 2 stays unless 1 is not clearly slower... and 1 is.
-	by[1] = rounds{v: []float64{100, 101, 99}}
-	if n, _ = pickCount(by, func(int) bool { return true }, 2, 1.10); n != 2 {
-		t.Errorf("base 2: N=%d", n)
+	// A live bookie's 2 moves to 1 only when 2 is shown not to beat 1 by
+	// the margin (upper bound below it); 1.5× slower keeps 2, and so do
+	// rounds that do not show it either way.
+	by = map[int]rounds{1: {v: []float64{100, 101, 99}}, 2: {v: []float64{150, 152, 149}}}
+	if n, _ = pickCount(by, all, 2, 1.10); n != 2 {
+		t.Errorf("base 2, N=1 clearly slower: N=%d", n)
 	}
-	// writeBufferSizeBytes (identical across runs in that trial) passes the
-	// same gate: 1 MiB's rounds beat 64 KiB's but are not repeatable.
-	sizes := map[int64]rounds{64 * KiB: {v: []float64{300e6, 310e6, 305e6}}, MiB: {v: []float64{400e6, 600e6, 560e6}}}
-	if v, ev := pickEntryLogBuffer(sizes); v != 64*KiB || !strings.Contains(ev, "not repeatable") {
-		t.Errorf("noisy 1 MiB rounds: %d (%s), want 64KiB kept", v, ev)
+	by[2] = rounds{v: []float64{101, 102, 100}}
+	if n, note = pickCount(by, all, 2, 1.10); n != 1 || !strings.Contains(note, "below 1.10×") {
+		t.Errorf("base 2 shown no faster than 1: N=%d (%s), want 1", n, note)
+	}
+	by[2] = rounds{v: []float64{140, 90, 115}}
+	if n, note = pickCount(by, all, 2, 1.10); n != 2 || !strings.Contains(note, "not shown below") {
+		t.Errorf("base 2, undecided: N=%d (%s), want 2 kept", n, note)
+	}
+	// writeBufferSizeBytes: 1 MiB's rounds swing against 64 KiB's (1.31×,
+	// 1.97×, 1.84×: lower bound 1.02×, not above 1.05×): 64 KiB kept; a
+	// ratio that repeats (1.64–1.81×) moves it.
+	sizes := map[int64]rounds{64 * KiB: {v: []float64{305e6, 305e6, 305e6}}, MiB: {v: []float64{400e6, 600e6, 560e6}}}
+	if v, ev := pickEntryLogBuffer(sizes); v != 64*KiB || !strings.Contains(ev, "does not separate") {
+		t.Errorf("swinging 1 MiB rounds: %d (%s), want 64KiB kept", v, ev)
 	}
 	sizes[MiB] = rounds{v: []float64{500e6, 560e6, 540e6}}
-	if v, ev := pickEntryLogBuffer(sizes); v != MiB {
-		t.Errorf("repeatable 1 MiB rounds 60%% faster: %d (%s), want 1MiB", v, ev)
+	if v, ev := pickEntryLogBuffer(sizes); v != MiB || !strings.Contains(ev, "above 1.05×") {
+		t.Errorf("repeated 1 MiB gain: %d (%s), want 1MiB", v, ev)
 	}
 	if r := (rounds{v: []float64{100, 130}}); !r.noisy() || !strings.Contains(r.describe(), "noisy") {
 		t.Errorf("spread 26%%: %s", r.describe())
+	}
+}
+
+// TestPairedRatio pins the interval: per-round log ratios, Student t.
+func TestPairedRatio(t *testing.T) {
+	// Ratios 2, 2, 2: no spread, a zero-width interval.
+	c := pairedRatio(rounds{v: []float64{200, 100, 300}}, rounds{v: []float64{100, 50, 150}})
+	if c.N != 3 || math.Abs(c.Ratio-2) > 1e-9 || math.Abs(c.Lo-2) > 1e-9 || c.against(1.10) != above {
+		t.Errorf("constant ratio: %+v", c)
+	}
+	// Ratios e^0.1, e^0.2, e^0.3: mean 0.2, sd 0.1, half-width 4.303·0.1/√3.
+	e := math.Exp
+	c = pairedRatio(rounds{v: []float64{e(0.1), e(0.2), e(0.3)}}, rounds{v: []float64{1, 1, 1}})
+	h := 4.303 * 0.1 / math.Sqrt(3)
+	if math.Abs(c.Lo-e(0.2-h)) > 1e-9 || math.Abs(c.Hi-e(0.2+h)) > 1e-9 || c.against(1.10) != open {
+		t.Errorf("spread ratios: %+v, want %.3f–%.3f, open", c, e(0.2-h), e(0.2+h))
+	}
+	// Unequal round counts pair the common rounds only; one pair is open.
+	if c = pairedRatio(rounds{v: []float64{1, 2, 3, 4}}, rounds{v: []float64{1, 1}}); c.N != 2 {
+		t.Errorf("pairs %d, want 2", c.N)
+	}
+	if c = pairedRatio(rounds{v: []float64{300}}, rounds{v: []float64{100}}); c.against(1.10) != open {
+		t.Errorf("one pair decided: %+v", c)
+	}
+	// Below the margin: 1.00–1.02 against 1.10.
+	if c = pairedRatio(rounds{v: []float64{100, 102, 101, 100}}, rounds{v: []float64{100, 100, 100, 100}}); c.against(1.10) != below {
+		t.Errorf("no gain not shown below: %+v", c)
 	}
 }
 

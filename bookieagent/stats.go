@@ -3,6 +3,7 @@ package bookieagent
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -12,9 +13,8 @@ import (
 )
 
 // SpreadGate is the largest spread (max − min) ÷ median of a point's rounds
-// under which its figure counts as repeatable; a noisier point is reported
-// as such, and comparisons against it only count when they separate even
-// its extremes.
+// under which the evidence does not mark it noisy (informational: the
+// decisions use the paired confidence interval, pairedRatio).
 const SpreadGate = 0.15
 
 // sustainedRate is a result's figure for the rules: the median of its
@@ -31,6 +31,8 @@ func sustainedRate(r diskbench.Result) float64 {
 type rounds struct {
 	v []float64
 }
+
+func newRounds(v ...float64) rounds { return rounds{v: v} }
 
 func (r *rounds) add(x float64) { r.v = append(r.v, x) }
 
@@ -61,34 +63,91 @@ func (r rounds) spread() float64 {
 // noisy reports a spread above SpreadGate.
 func (r rounds) noisy() bool { return r.spread() > SpreadGate }
 
-// repeatable reports whether every round lies within ±SpreadGate of the
-// median (the recommendation's repeatability goal applied to the rounds
-// of one run): the gate a cookie-fixed choice must pass.
-func (r rounds) repeatable() bool {
-	m := r.median()
-	return r.n() < 2 || (r.lo() >= (1-SpreadGate)*m && r.hi() <= (1+SpreadGate)*m)
+// ratioCI is the paired comparison of two points' rounds a over b: round
+// k of one against round k of the other (the plan runs every point of
+// round k before round k+1, so slow drift of the disk or the machine hits
+// both sides of a pair alike and cancels in their ratio). Ratio is the
+// geometric mean of the per-round ratios a/b; Lo–Hi its two-sided 95%
+// Student-t confidence interval (on the logs); N the pairs.
+type ratioCI struct {
+	N             int
+	Ratio, Lo, Hi float64
+}
+
+func pairedRatio(a, b rounds) ratioCI {
+	var d []float64
+	for i := range min(a.n(), b.n()) {
+		if a.v[i] > 0 && b.v[i] > 0 {
+			d = append(d, math.Log(a.v[i]/b.v[i]))
+		}
+	}
+	m, half := stats.MeanCI95(d)
+	c := ratioCI{N: len(d), Ratio: math.Exp(m), Lo: math.Exp(m - half), Hi: math.Exp(m + half)}
+	if c.N == 0 {
+		c.Ratio = 0
+	}
+	return c
+}
+
+// verdict is what a paired comparison shows against a margin.
+type verdict int
+
+const (
+	// open: the interval holds the margin (or fewer than 2 pairs): more
+	// rounds could still decide.
+	open verdict = iota
+	// above: the whole interval is above the margin — the gain repeats.
+	above
+	// below: the whole interval is below the margin — shown not to gain it.
+	below
+)
+
+// against is the verdict of the interval against gain (1.10 = 10%).
+func (c ratioCI) against(gain float64) verdict {
+	switch {
+	case c.N < 2:
+		return open
+	case c.Lo > gain:
+		return above
+	case c.Hi < gain:
+		return below
+	}
+	return open
+}
+
+// String renders the comparison as "1.04× (95% CI 0.91–1.19, 3 paired rounds)".
+func (c ratioCI) String() string {
+	switch c.N {
+	case 0:
+		return "not compared (no common round)"
+	case 1:
+		return fmt.Sprintf("%.2f× (1 paired round: no interval)", c.Ratio)
+	}
+	return fmt.Sprintf("%.2f× (95%% CI %.2f–%.2f, %d paired rounds)", c.Ratio, c.Lo, c.Hi, c.N)
 }
 
 // beats reports whether a is clearly faster than b by more than gain
-// (1.10 = 10%): a's slowest round must beat b's fastest by gain, so
+// (1.10 = 10%): the lower bound of the 95% confidence interval of their
+// paired ratio is above gain, so the gain repeats over the rounds and
 // run-to-run noise cannot decide. A single round of either never beats:
 // its noise is unknown (a 0.1 s point of a disk's cache can look 4× faster
 // than the disk), so a value measured once never moves a setting away
-// from its current or default value; the evidence shows "1 round".
+// from its current or default value.
 func (a rounds) beats(b rounds, gain float64) bool {
-	if a.n() < 2 || b.n() < 2 {
-		return false
-	}
-	return a.lo() > b.hi()*gain
+	return pairedRatio(a, b).against(gain) == above
 }
 
-// notSeparated says why a did not beat b by gain: a single round of
-// either, or overlapping rounds.
+// notSeparated says why a did not beat b by gain, with the interval.
 func notSeparated(aName string, a rounds, bName string, b rounds, gain float64) string {
-	if a.n() < 2 || b.n() < 2 {
-		return fmt.Sprintf("%s vs %s measured in a single round: one round does not show that a difference repeats", aName, bName)
+	c := pairedRatio(a, b)
+	if c.N < 2 {
+		return fmt.Sprintf("%s vs %s share a single round: one round does not show that a difference repeats", aName, bName)
 	}
-	return fmt.Sprintf("%s does not clearly beat %s by >%.0f%% (its slowest round against the other's fastest)", aName, bName, (gain-1)*100)
+	what := "its interval holds the margin"
+	if c.against(gain) == below {
+		what = "shown below the margin"
+	}
+	return fmt.Sprintf("%s ÷ %s = %s: not above %.2f× (%s)", aName, bName, c, gain, what)
 }
 
 // describe renders the rounds as "412.3 MB/s (3 rounds 401–420, spread 5%)".
@@ -111,14 +170,14 @@ func (r rounds) describe() string {
 // directories to counts → rounds (ok reports which counts meet the
 // latency budget; where any count has repeated rounds, counts measured
 // once are not candidates): the best count is the fastest (by median)
-// that is ok;
-// the candidate is the smallest ok count the best does not clearly beat by
-// gain. The result moves away from base (the live cookie's count, else
-// Pulsar's 1) only when the evidence separates them: both counts' rounds
-// repeatable (each within ±SpreadGate of its median), and a larger count
-// must clearly beat base by gain; a
-// smaller one must not be clearly beaten by base. Otherwise base is kept
-// and the note says the evidence does not separate the two.
+// that is ok; the candidate is the smallest ok count the best does not
+// clearly beat by gain (the 95% lower bound of their paired ratio above
+// gain). A count is fixed by the cookie for the bookie's life, so the
+// result moves away from base (the live cookie's count, else Pulsar's 1)
+// only on evidence that repeats: a larger count when the lower bound of its
+// paired ratio over base is above gain, a smaller one when the upper bound
+// of base over it is below gain (base shown not to gain that much).
+// Otherwise base is kept. The note gives the interval that decided.
 func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n int, note string) {
 	counts := slices.Sorted(maps.Keys(by))
 	// Where the comparison has repeated rounds, a count measured once
@@ -142,37 +201,37 @@ func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n 
 			break
 		}
 	}
+	name := func(c int) string { return fmt.Sprintf("N=%d", c) }
 	b, hasBase := by[base]
-	// A count is fixed by the cookie for the bookie's life: one round of
-	// either count cannot show that the difference repeats.
-	if hasBase && cand != base && (by[cand].n() < 2 || b.n() < 2) {
-		return base, fmt.Sprintf("N=%d (%s) vs N=%d (%s): a single round does not separate them (a cookie-fixed count changes only on repeated rounds): N=%d kept",
-			cand, by[cand].describe(), base, b.describe(), base)
-	}
-	// The spread gate: a count is fixed by the cookie for the bookie's
-	// life, so a change needs rounds that repeat — both the candidate's and
-	// the current count's within SpreadGate — besides separating them.
-	if hasBase && cand != base && (!by[cand].repeatable() || !b.repeatable()) {
-		noisy := cand
-		if !b.repeatable() {
-			noisy = base
-		}
-		return base, fmt.Sprintf("N=%d's rounds (%s) are not all within ±%.0f%% of their median: not repeatable (the machine or the disk moved during the benchmark), so they do not separate N=%d from N=%d: N=%d kept",
-			noisy, by[noisy].describe(), 100*SpreadGate, cand, base, base)
-	}
 	switch {
 	case cand == base && best != base:
-		return base, fmt.Sprintf("the fastest is N=%d at %s, N=%d at %s: %s: the evidence does not separate them, N=%d kept",
-			best, by[best].describe(), base, by[base].describe(), notSeparated(fmt.Sprintf("N=%d", best), by[best], fmt.Sprintf("N=%d", base), by[base], gain), base)
+		return base, fmt.Sprintf("the fastest is N=%d: %s: the evidence does not separate them, N=%d kept",
+			best, notSeparated(name(best), by[best], name(base), b, gain), base)
 	case cand == base:
-		return base, ""
+		// The current count is the fastest: the intervals of the others
+		// over it say by how much (and how surely) they trail.
+		var parts []string
+		for _, c := range counts {
+			if c != base && by[c].n() > 0 {
+				parts = append(parts, fmt.Sprintf("N=%d ÷ N=%d = %s", c, base, pairedRatio(by[c], b)))
+			}
+		}
+		if len(parts) == 0 {
+			return base, ""
+		}
+		return base, fmt.Sprintf("N=%d is the fastest: %s", base, strings.Join(parts, "; "))
 	case !hasBase:
 		return cand, fmt.Sprintf("the current count %d was not measured", base)
-	case cand > base && !by[cand].beats(b, gain):
-		return base, fmt.Sprintf("%s (%s vs %s): the evidence does not separate them, N=%d kept",
-			notSeparated(fmt.Sprintf("N=%d", cand), by[cand], fmt.Sprintf("N=%d", base), b, gain), by[cand].describe(), b.describe(), base)
-	case cand < base && b.beats(by[cand], gain):
-		return base, fmt.Sprintf("N=%d is clearly slower than N=%d: N=%d kept", cand, base, base)
+	case cand > base:
+		c := pairedRatio(by[cand], b)
+		if c.against(gain) != above {
+			return base, fmt.Sprintf("%s: the evidence does not separate them, N=%d kept", notSeparated(name(cand), by[cand], name(base), b, gain), base)
+		}
+		return cand, fmt.Sprintf("N=%d ÷ N=%d = %s: above %.2f× → N=%d", cand, base, c, gain, cand)
 	}
-	return cand, ""
+	c := pairedRatio(b, by[cand])
+	if c.against(gain) != below {
+		return base, fmt.Sprintf("N=%d ÷ N=%d = %s: not shown below %.2f×, N=%d kept", base, cand, c, gain, base)
+	}
+	return cand, fmt.Sprintf("N=%d ÷ N=%d = %s: below %.2f× → N=%d", base, cand, c, gain, cand)
 }

@@ -282,6 +282,9 @@ func (r *runner) runBKJournalPoint(ctx context.Context, wp writeParams, writers 
 		io.FullBufferWrites += l.io.FullBufferWrites
 		io.PaddingBytes += l.io.PaddingBytes
 		io.PreallocWrites += l.io.PreallocWrites
+		io.FlushedByWait += l.io.FlushedByWait
+		io.FlushedBySize += l.io.FlushedBySize
+		io.FlushedEmpty += l.io.FlushedEmpty
 		io.Files += int64(len(l.files))
 		ge += l.groupEntries
 		gb += l.groupBytes
@@ -540,18 +543,19 @@ func (bp *bkPoint) journal(w *worker, l *bkLane) error {
 			if len(toFlush) > 0 {
 				now := p.now()
 				flush := false
+				var cause *int64
 				switch {
 				case maxWait > 0 && !groupWhenTimeout && time.Duration(now-toFlush[0]) > maxWait:
 					// The oldest entry waited its time: look once more
 					// for entries that waited as long.
 					groupWhenTimeout = true
 				case maxWait > 0 && groupWhenTimeout && (!have || time.Duration(now-local[idx]) < maxWait):
-					groupWhenTimeout, flush = false, true
+					groupWhenTimeout, flush, cause = false, true, &l.io.FlushedByWait
 				case have && ((s.JournalBufferedEntriesThreshold > 0 && len(toFlush) > s.JournalBufferedEntriesThreshold) ||
 					jw.pos > lastFlush+s.JournalBufferedWritesThreshold):
-					groupWhenTimeout, flush = false, true
+					groupWhenTimeout, flush, cause = false, true, &l.io.FlushedBySize
 				case !have && flushWhenEmpty:
-					groupWhenTimeout, flush = false, true
+					groupWhenTimeout, flush, cause = false, true, &l.io.FlushedEmpty
 				}
 				if flush {
 					start := p.now()
@@ -566,6 +570,7 @@ func (bp *bkPoint) journal(w *worker, l *bkLane) error {
 					lastFlush = jw.pos
 					if p.inWindow(start) {
 						l.io.Groups++
+						*cause++
 						l.groupEntries += int64(len(toFlush))
 						l.groupBytes += jw.pos - groupStart
 					}

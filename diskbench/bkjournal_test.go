@@ -303,10 +303,19 @@ func TestBKJournalGroupWait(t *testing.T) {
 	if r.AddLatency == nil || r.AddLatency.MinNs < 20e6 {
 		t.Errorf("journalMaxGroupWaitMSec=20, one entry in flight: fastest add %v, want ≥ 20ms", r.AddLatency)
 	}
+	// Every group is due by the wait (BookKeeper's JOURNAL_NUM_FLUSH_MAX_WAIT).
+	if io := r.JournalIO; io == nil || io.Groups == 0 || io.FlushedByWait != io.Groups || io.FlushedBySize+io.FlushedEmpty != 0 {
+		t.Errorf("one entry in flight: flush causes %+v, want every group by the wait", io)
+	}
 	s.JournalFlushWhenQueueEmpty = true
 	r = run(s)
 	if r.AddLatency == nil || r.AddLatency.MinNs >= 20e6 {
 		t.Errorf("journalFlushWhenQueueEmpty: fastest add %v, want < 20ms", r.AddLatency)
+	}
+	// (On a loaded machine the journal thread can be late by the 20 ms
+	// wait now and then: that group is due by the wait.)
+	if io := r.JournalIO; io == nil || io.Groups == 0 || io.FlushedEmpty < io.Groups*9/10 || io.FlushedBySize != 0 {
+		t.Errorf("journalFlushWhenQueueEmpty: flush causes %+v, want the groups by the empty queue", io)
 	}
 }
 
@@ -330,6 +339,9 @@ func TestBKJournalThreshold(t *testing.T) {
 		// its padding.
 		if io.Groups == 0 || io.MeanGroupBytes <= float64(th) || io.MeanGroupBytes > float64(th+16*KiB+4+4096) {
 			t.Errorf("threshold %s: %d groups of %.0f bytes on average", units.FormatBytes(th), io.Groups, io.MeanGroupBytes)
+		}
+		if io.FlushedBySize == 0 || io.FlushedBySize < io.Groups*9/10 {
+			t.Errorf("threshold %s: %d of %d groups due by size (%+v)", units.FormatBytes(th), io.FlushedBySize, io.Groups, io)
 		}
 	}
 }

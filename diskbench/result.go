@@ -135,6 +135,15 @@ type JournalIO struct {
 	PreallocWrites int64 `json:"prealloc_writes"`
 	// Files is the number of journal files started (rolls + 1 per journal).
 	Files int64 `json:"files"`
+	// FlushedByWait, FlushedBySize and FlushedEmpty count the window's
+	// groups by what made them due (BookKeeper's Journal counts the same as
+	// JOURNAL_NUM_FLUSH_MAX_WAIT, _MAX_OUTSTANDING_BYTES, _EMPTY_QUEUE): the
+	// oldest entry waited journalMaxGroupWaitMSec, the group passed
+	// journalBufferedWritesThreshold (or the entries threshold), the queue
+	// was empty with journalFlushWhenQueueEmpty.
+	FlushedByWait int64 `json:"flushed_by_wait,omitempty"`
+	FlushedBySize int64 `json:"flushed_by_size,omitempty"`
+	FlushedEmpty  int64 `json:"flushed_empty,omitempty"`
 }
 
 // Report is the document `--output json` prints: every result of one run

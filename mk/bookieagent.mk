@@ -15,7 +15,7 @@ APT_PACKAGES += prometheus
 bookieagent-check-configs:
 	cd configs && promtool check rules bookieagent-alerts.yaml && promtool test rules bookieagent-alerts.test.yaml
 
-## bench-bookieagent: a real `bookieagent recommend` run on .cache/bench-bookieagent (default budget: ≤ 5 min, ≤ 512 GiB).
+## bench-bookieagent: a real `bookieagent recommend` run on .cache/bench-bookieagent (default budget: ≤ 2 min, ≤ 512 GiB).
 bench-bookieagent:
 	@mkdir -p $(CACHE)/bench-bookieagent/journal $(CACHE)/bench-bookieagent/ledgers
 	$(GO) build -o $(BIN)/bookieagent ./cmd/bookieagent
@@ -25,8 +25,8 @@ bench-bookieagent:
 bench: bench-bookieagent
 
 .PHONY: bench-bookieagent-repeat
-## bench-bookieagent-repeat: issue 10's goals — 3 default-budget recommendations on one disk (identical counts and
-## writeBufferSizeBytes, the rest within ±15%) and the agent's sustained throughput vs ≥ 20 s fio runs (±15%); ~20 min.
+## bench-bookieagent-repeat: the repeatability goals — 3 default-budget recommendations on one disk (identical counts and
+## writeBufferSizeBytes, the rest within ±15%) and the agent's sustained throughput vs ≥ 20 s fio runs (±15%); ~12 min.
 ## Run it on a quiet machine: it prints the load average.
 bench-bookieagent-repeat:
 	@mkdir -p $(CACHE)/bench-bookieagent-repeat

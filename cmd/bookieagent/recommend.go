@@ -34,16 +34,18 @@ func newRecommendCmd() *cobra.Command {
 		Use:   "recommend --journal-dir D... --ledger-dir D... [--max-direct-memory SIZE]",
 		Short: "Benchmark the bookie's disks and print settings with their evidence",
 		Long: `recommend benchmarks every journal and ledger directory with diskbench (default at
-most 5 minutes and 512 GiB written in total) and prints a bookkeeper.conf fragment
+most 2 minutes and 512 GiB written in total) and prints a bookkeeper.conf fragment
 (--format conf), an entry_location_rocksdb.conf fragment (rocksdb), Helm values for
 the Pulsar chart (helm) or JSON. Each value is preceded by its rule and evidence.
 
 Measurement: a probe per disk first (warmed up until its throughput settles, past the
 page cache, a virtual disk's host cache or an SSD's fast region); the rest of the plan
-is fitted to the budget with the probed rates; the points that decide directory counts
-and writeBufferSizeBytes run --rounds times, interleaved. A value changes from the
-current one (a live bookie's cookie, else Pulsar's) only when the rounds separate the
-two, and the evidence says so when they do not.
+is fitted to the budget with the probed rates and short fixed warm-ups; the points that
+decide directory counts and writeBufferSizeBytes run at least --rounds times,
+interleaved, a point stopping once its comparisons are decided and open ones running
+again while the budget allows. A value changes from the current one (a live bookie's
+cookie, else Pulsar's) only when the 95% confidence interval of the paired per-round
+ratio lies beyond the rule's margin; the evidence gives the ratio and interval.
 
 The benchmark runs in a scratch directory .bookieagent-scratch-<pid> and stops if a
 bookie starts using a directory meanwhile. A directory that holds a bookie (a cookie in

@@ -2,7 +2,10 @@
 // agent's rules compute over repeated measurements.
 package stats
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // Median is the median of v (the mean of the two middle values for an
 // even count), 0 for none; v is not modified.
@@ -16,4 +19,47 @@ func Median(v []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// tQuantile975 is Student's t distribution's 97.5% quantile for 1–30
+// degrees of freedom (index df−1).
+var tQuantile975 = [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+
+// T975 is Student's t 97.5% quantile for df degrees of freedom (the
+// half-width factor of a two-sided 95% interval); +Inf for df < 1. Past
+// 30 it uses the Cornish–Fisher expansion around the normal 1.96.
+func T975(df int) float64 {
+	switch {
+	case df < 1:
+		return math.Inf(1)
+	case df <= len(tQuantile975):
+		return tQuantile975[df-1]
+	}
+	const z = 1.959964
+	return z + (z*z*z+z)/(4*float64(df))
+}
+
+// MeanCI95 is the mean of v and the half-width of its two-sided 95%
+// Student-t confidence interval (the sample standard deviation over √n
+// times T975(n−1)); the half-width is +Inf for fewer than two values.
+func MeanCI95(v []float64) (mean, half float64) {
+	n := len(v)
+	if n == 0 {
+		return 0, math.Inf(1)
+	}
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(n)
+	if n < 2 {
+		return mean, math.Inf(1)
+	}
+	ss := 0.0
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	sd := math.Sqrt(ss / float64(n-1))
+	return mean, T975(n-1) * sd / math.Sqrt(float64(n))
 }

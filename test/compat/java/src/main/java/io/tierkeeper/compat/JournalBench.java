@@ -13,6 +13,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -24,7 +25,12 @@ import org.apache.bookkeeper.bookie.Journal;
 import org.apache.bookkeeper.bookie.LedgerDirsManager;
 import org.apache.bookkeeper.common.allocator.ByteBufAllocatorBuilder;
 import org.apache.bookkeeper.conf.ServerConfiguration;
+import org.apache.bookkeeper.stats.Counter;
+import org.apache.bookkeeper.stats.Gauge;
 import org.apache.bookkeeper.stats.NullStatsLogger;
+import org.apache.bookkeeper.stats.OpStatsData;
+import org.apache.bookkeeper.stats.OpStatsLogger;
+import org.apache.bookkeeper.stats.StatsLogger;
 import org.apache.bookkeeper.util.DiskChecker;
 
 /**
@@ -51,6 +57,118 @@ import org.apache.bookkeeper.util.DiskChecker;
  */
 final class JournalBench {
     private JournalBench() {}
+
+    /**
+     * A StatsLogger that keeps what BookKeeper's Journal records (op
+     * latencies in the same histogram as the add latency, counters as sums),
+     * while {@link #on}; scopes share one set of names.
+     */
+    static final class Recording implements StatsLogger {
+        volatile boolean on;
+        final Map<String, Hist> ops = new ConcurrentHashMap<>();
+        final Map<String, AtomicLong> counts = new ConcurrentHashMap<>();
+
+        @Override
+        public OpStatsLogger getOpStatsLogger(String name) {
+            Hist h = ops.computeIfAbsent(name, k -> new Hist());
+            return new OpStatsLogger() {
+                @Override
+                public void registerFailedEvent(long eventLatency, TimeUnit unit) {}
+
+                @Override
+                public void registerSuccessfulEvent(long eventLatency, TimeUnit unit) {
+                    if (on) {
+                        h.record(unit.toNanos(eventLatency));
+                    }
+                }
+
+                @Override
+                public void registerSuccessfulValue(long value) {
+                    if (on) {
+                        h.record(value);
+                    }
+                }
+
+                @Override
+                public void registerFailedValue(long value) {}
+
+                @Override
+                public OpStatsData toOpStatsData() {
+                    return null;
+                }
+
+                @Override
+                public void clear() {}
+            };
+        }
+
+        @Override
+        public OpStatsLogger getThreadScopedOpStatsLogger(String name) {
+            return getOpStatsLogger(name);
+        }
+
+        @Override
+        public Counter getCounter(String name) {
+            AtomicLong c = counts.computeIfAbsent(name, k -> new AtomicLong());
+            return new Counter() {
+                @Override
+                public void clear() {}
+
+                @Override
+                public void inc() {
+                    addCount(1);
+                }
+
+                @Override
+                public void dec() {
+                    addCount(-1);
+                }
+
+                @Override
+                public void addCount(long delta) {
+                    if (on) {
+                        c.addAndGet(delta);
+                    }
+                }
+
+                @Override
+                public void addLatency(long eventLatency, TimeUnit unit) {
+                    addCount(unit.toNanos(eventLatency));
+                }
+
+                @Override
+                public Long get() {
+                    return c.get();
+                }
+            };
+        }
+
+        @Override
+        public Counter getThreadScopedCounter(String name) {
+            return getCounter(name);
+        }
+
+        @Override
+        public <T extends Number> void registerGauge(String name, Gauge<T> gauge) {}
+
+        @Override
+        public <T extends Number> void unregisterGauge(String name, Gauge<T> gauge) {}
+
+        @Override
+        public StatsLogger scope(String name) {
+            return this;
+        }
+
+        @Override
+        public void removeScope(String name, StatsLogger statsLogger) {}
+
+        Map<String, Object> summary() {
+            Map<String, Object> m = new LinkedHashMap<>();
+            ops.keySet().stream().sorted().forEach(k -> m.put(k, ops.get(k).summary()));
+            counts.keySet().stream().sorted().forEach(k -> m.put(k, counts.get(k).get()));
+            return m;
+        }
+    }
 
     /** One journal under test. */
     private static final class Lane {
@@ -180,8 +298,14 @@ final class JournalBench {
                 new DiskChecker(conf.getDiskUsageThreshold(), conf.getDiskUsageWarnThreshold()),
                 NullStatsLogger.INSTANCE);
         List<Lane> lanes = new ArrayList<>();
+        // BookKeeper's own timings: the Journal's stats (journal_sync is its
+        // fdatasync, journal_queue_latency enqueue → taken by the journal
+        // thread, journal_flush_latency the group's write, the flush
+        // counters why groups were flushed), recorded in the measured
+        // window only.
+        Recording stats = new Recording();
         for (int i = 0; i < dirs.size(); i++) {
-            Journal j = new Journal(i, dirs.get(i), conf, ldm, NullStatsLogger.INSTANCE, alloc);
+            Journal j = new Journal(i, dirs.get(i), conf, ldm, stats, alloc);
             lanes.add(new Lane(i, dirs.get(i), j, inFlight));
         }
         for (Lane l : lanes) {
@@ -250,6 +374,9 @@ final class JournalBench {
         // The controller: stop at the window's end, or when every producer has
         // stopped on its own (entries or byte budget).
         while (System.nanoTime() < plannedEnd) {
+            if (!stats.on && System.nanoTime() >= measureStart) {
+                stats.on = true;
+            }
             boolean alive = false;
             for (Thread t : producers) {
                 alive |= t.isAlive();
@@ -263,6 +390,7 @@ final class JournalBench {
             windowEnd.set(Math.min(windowEnd.get(), System.nanoTime()));
             stop.set(true);
         }
+        stats.on = false;
         for (Thread t : producers) {
             t.join(10_000);
         }
@@ -324,6 +452,7 @@ final class JournalBench {
         res.put("bytes", totalEntries * (long) entrySize);
         res.put("bytesPerSec", seconds > 0 ? totalEntries * (double) entrySize / seconds : 0);
         res.put("addLatency", all.summary());
+        res.put("bookkeeperStats", stats.summary());
         res.put("perJournal", perJournal);
         res.put("keptFiles", keep);
         return res;
