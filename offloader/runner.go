@@ -181,10 +181,10 @@ type stepMetrics struct {
 	copied   prometheus.Counter
 
 	mu   sync.Mutex
-	last map[pipeline.Target]int64
+	last map[mledger.LedgerRef]int64
 	// active holds the step each ledger is in, with its progress (for
 	// /status).
-	active map[pipeline.Target]activeStep
+	active map[mledger.LedgerRef]activeStep
 }
 
 // activeStep is a ledger's step in flight: for copy and verify the
@@ -205,14 +205,14 @@ func newStepMetrics(f *metrics.Factory, log *slog.Logger) *stepMetrics {
 			[]float64{0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}, steps),
 		errors: f.CounterVec("step_errors_total", "Pipeline steps that failed, by step.", steps),
 		copied: f.Counter("copied_bytes_total", "Ledger payload bytes read from BookKeeper and handed to the upload."),
-		last:   map[pipeline.Target]int64{}, active: map[pipeline.Target]activeStep{},
+		last:   map[mledger.LedgerRef]int64{}, active: map[mledger.LedgerRef]activeStep{},
 	}
 }
 
 // StepStarted records the step; copies are logged at info (one line when
 // a replica starts uploading a ledger, one when it stops), so operators
 // (and the replica tests) see who uploaded what when.
-func (m *stepMetrics) StepStarted(t pipeline.Target, s pipeline.Step) {
+func (m *stepMetrics) StepStarted(t mledger.LedgerRef, s pipeline.Step) {
 	if s == pipeline.StepCopy {
 		m.log.Info("copy started", "ml", t.ML, "ledger", t.LedgerID)
 	}
@@ -221,7 +221,7 @@ func (m *stepMetrics) StepStarted(t pipeline.Target, s pipeline.Step) {
 	m.mu.Unlock()
 }
 
-func (m *stepMetrics) StepDone(t pipeline.Target, s pipeline.Step, d time.Duration, err error) {
+func (m *stepMetrics) StepDone(t mledger.LedgerRef, s pipeline.Step, d time.Duration, err error) {
 	if s == pipeline.StepCopy {
 		m.log.Info("copy ended", "ml", t.ML, "ledger", t.LedgerID, "duration", d, "err", err)
 	}
@@ -237,7 +237,7 @@ func (m *stepMetrics) StepDone(t pipeline.Target, s pipeline.Step, d time.Durati
 	m.mu.Unlock()
 }
 
-func (m *stepMetrics) Copied(t pipeline.Target, bytes, total int64) {
+func (m *stepMetrics) Copied(t mledger.LedgerRef, bytes, total int64) {
 	m.mu.Lock()
 	d := bytes - m.last[t]
 	m.last[t] = bytes
@@ -248,23 +248,23 @@ func (m *stepMetrics) Copied(t pipeline.Target, bytes, total int64) {
 	}
 }
 
-func (m *stepMetrics) Verified(t pipeline.Target, bytes, total int64) {
+func (m *stepMetrics) Verified(t mledger.LedgerRef, bytes, total int64) {
 	m.mu.Lock()
 	m.progress(t, pipeline.StepVerify, bytes, total)
 	m.mu.Unlock()
 }
 
 // progress records bytes of total for t's step s, if t is in it (m.mu held).
-func (m *stepMetrics) progress(t pipeline.Target, s pipeline.Step, bytes, total int64) {
+func (m *stepMetrics) progress(t mledger.LedgerRef, s pipeline.Step, bytes, total int64) {
 	if a, ok := m.active[t]; ok && a.step == s {
 		m.active[t] = activeStep{step: s, bytes: bytes, total: total}
 	}
 }
 
-func (m *stepMetrics) steps() map[pipeline.Target]activeStep {
+func (m *stepMetrics) steps() map[mledger.LedgerRef]activeStep {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[pipeline.Target]activeStep, len(m.active))
+	out := make(map[mledger.LedgerRef]activeStep, len(m.active))
 	for k, v := range m.active {
 		out[k] = v
 	}

@@ -694,7 +694,7 @@ func (s *Service) ledgerStates(sched *scheduler.Scheduler) ([]scheduler.LedgerSt
 	}
 	active := s.steps.steps()
 	for i, l := range ledgers {
-		if a, ok := active[pipeline.Target{ML: l.ML, LedgerID: l.LedgerID}]; ok && l.State == "running" {
+		if a, ok := active[l.LedgerRef]; ok && l.State == "running" {
 			ledgers[i].LastStep, ledgers[i].StepBytes, ledgers[i].StepTotalBytes = string(a.step), a.bytes, a.total
 		}
 	}

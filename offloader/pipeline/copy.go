@@ -16,6 +16,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // copied is the result of the copy step.
@@ -53,7 +54,7 @@ func (w *writeTracker) CreateMultipart(ctx context.Context, key string, opts blo
 // uploading overlap and memory stays at about (PartsInFlight+1) blocks plus
 // the read window. Every entry's CRC-32C and length in the verification
 // windows is kept for the verify step.
-func (p *Pipeline) copy(ctx context.Context, t Target, md *metadata.LedgerMetadata, id uuid.UUID, tw *writeTracker) (*copied, error) {
+func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.LedgerMetadata, id uuid.UUID, tw *writeTracker) (*copied, error) {
 	ixmd, err := indexMetadata(md)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func (p *Pipeline) reloadAll(ctx context.Context, tr *TopicResult, done []*work,
 		ids[i] = lr.LedgerID
 	}
 	var rr ReloadResult
-	err := p.step(ctx, lrs[0].Target, StepReload, nil, func() error {
+	err := p.step(ctx, lrs[0].LedgerRef, StepReload, nil, func() error {
 		var err error
 		rr, err = p.reload(ctx, tr.ML, ids, force)
 		return err
@@ -66,8 +66,8 @@ func (p *Pipeline) reloadAll(ctx context.Context, tr *TopicResult, done []*work,
 		return false
 	}
 	for _, lr := range lrs {
-		if err := p.hit(ctx, FPAfterReload, lr.Target); err != nil {
-			lr.Err = &StepError{Target: lr.Target, Step: StepReload, Err: err}
+		if err := p.hit(ctx, FPAfterReload, lr.LedgerRef); err != nil {
+			lr.Err = &StepError{LedgerRef: lr.LedgerRef, Step: StepReload, Err: err}
 		}
 	}
 	return true

@@ -26,7 +26,7 @@ type TopicResult struct {
 }
 
 // Run offloads one ledger: RunTopic with a single ledger.
-func (p *Pipeline) Run(ctx context.Context, t Target) (*LedgerResult, error) {
+func (p *Pipeline) Run(ctx context.Context, t mledger.LedgerRef) (*LedgerResult, error) {
 	tr, err := p.RunTopic(ctx, t.ML, []int64{t.LedgerID})
 	if tr == nil || len(tr.Ledgers) == 0 {
 		return nil, err
@@ -61,7 +61,7 @@ func (p *Pipeline) RunTopic(ctx context.Context, ml string, ledgers []int64) (*T
 	tr := &TopicResult{ML: ml}
 	if err := p.preflight(ctx, ml); err != nil {
 		for _, id := range ledgers {
-			lr := &LedgerResult{Target: Target{ML: ml, LedgerID: id}}
+			lr := &LedgerResult{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: id}}
 			tr.Ledgers = append(tr.Ledgers, lr.fail(err))
 		}
 		return tr, err
@@ -78,8 +78,8 @@ func (p *Pipeline) RunTopic(ctx context.Context, ml string, ledgers []int64) (*T
 		todo = p.runBatch(ctx, tr, todo)
 	}
 	for _, id := range todo {
-		t := Target{ML: ml, LedgerID: id}
-		tr.Ledgers = append(tr.Ledgers, (&LedgerResult{Target: t}).fail(&StepError{Target: t, Step: StepSelect, Err: ctx.Err()}))
+		t := mledger.LedgerRef{ML: ml, LedgerID: id}
+		tr.Ledgers = append(tr.Ledgers, (&LedgerResult{LedgerRef: t}).fail(&StepError{LedgerRef: t, Step: StepSelect, Err: ctx.Err()}))
 	}
 	slices.SortStableFunc(tr.Ledgers, func(a, b *LedgerResult) int { return order[a.LedgerID] - order[b.LedgerID] })
 	var errs []error
@@ -101,10 +101,10 @@ func (p *Pipeline) preflight(ctx context.Context, ml string) error {
 	}
 	tn, err := mledger.ParseMLName(ml)
 	if err != nil {
-		return &StepError{Target: Target{ML: ml, LedgerID: -1}, Step: StepSelect, Err: err}
+		return &StepError{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: -1}, Step: StepSelect, Err: err}
 	}
 	if _, err := p.d.Broker.InternalStats(ctx, tn); err != nil {
-		return &StepError{Target: Target{ML: ml, LedgerID: -1}, Step: StepSelect,
+		return &StepError{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: -1}, Step: StepSelect,
 			Err: fmt.Errorf("%w: the broker that must reload the topic does not answer for it (nothing was changed): %w", ErrReload, err)}
 	}
 	return nil
@@ -125,7 +125,7 @@ type selected struct {
 // selectIn checks that t may be offloaded, from the managed ledger as read
 // in snap and the BookKeeper metadata. A complete ledger is returned
 // without BookKeeper checks (its BookKeeper copy may be gone).
-func (p *Pipeline) selectIn(ctx context.Context, snap *mledger.Snapshot, t Target) (*selected, error) {
+func (p *Pipeline) selectIn(ctx context.Context, snap *mledger.Snapshot, t mledger.LedgerRef) (*selected, error) {
 	ls := snap.Info.GetLedgerInfo()
 	idx := -1
 	for i, li := range ls {
@@ -187,8 +187,8 @@ func (p *Pipeline) runBatch(ctx context.Context, tr *TopicResult, ids []int64) (
 	var toCopy []*work // to adopt or copy
 	var size int64
 	for i, id := range ids {
-		t := Target{ML: ml, LedgerID: id}
-		lr := &LedgerResult{Target: t}
+		t := mledger.LedgerRef{ML: ml, LedgerID: id}
+		lr := &LedgerResult{LedgerRef: t}
 		var sel *selected
 		if err := p.step(ctx, t, StepSelect, lr, func() error {
 			if snapErr != nil {
@@ -223,7 +223,7 @@ func (p *Pipeline) runBatch(ctx context.Context, tr *TopicResult, ids []int64) (
 		size += lr.Bytes
 		tr.Ledgers = append(tr.Ledgers, lr)
 		if err := p.hit(ctx, FPAfterSelect, t); err != nil {
-			lr.fail(&StepError{Target: t, Step: StepSelect, Err: err})
+			lr.fail(&StepError{LedgerRef: t, Step: StepSelect, Err: err})
 			continue
 		}
 		toCopy = append(toCopy, &work{lr: lr, sel: sel, before: oc})
@@ -272,7 +272,7 @@ func (p *Pipeline) runBatch(ctx context.Context, tr *TopicResult, ids []int64) (
 		if lr.Err != nil {
 			continue
 		}
-		if err := p.step(ctx, lr.Target, StepTrim, lr, func() error { return p.deleteBK(ctx, lr) }); err != nil {
+		if err := p.step(ctx, lr.LedgerRef, StepTrim, lr, func() error { return p.deleteBK(ctx, lr) }); err != nil {
 			lr.Err = err // the ledger stays offloaded
 		}
 	}
@@ -285,7 +285,7 @@ func (p *Pipeline) runBatch(ctx context.Context, tr *TopicResult, ids []int64) (
 // false with lr.Err set on a failure that must stop the ledger (store
 // unreachable).
 func (p *Pipeline) adopt(ctx context.Context, w *work, prev uuid.UUID) bool {
-	lr, t := w.lr, w.lr.Target
+	lr, t := w.lr, w.lr.LedgerRef
 	var rep VerifyReport
 	err := p.step(ctx, t, StepVerify, lr, func() error {
 		var err error
@@ -307,7 +307,7 @@ func (p *Pipeline) adopt(ctx context.Context, w *work, prev uuid.UUID) bool {
 	lr.ObjectBytes, lr.Blocks = rep.ObjectBytes, rep.Blocks
 	lr.Outcome = OutcomeAdopted
 	if err := p.hit(ctx, FPAfterVerify, t); err != nil {
-		lr.fail(&StepError{Target: t, Step: StepVerify, Err: err})
+		lr.fail(&StepError{LedgerRef: t, Step: StepVerify, Err: err})
 		return false
 	}
 	return true
@@ -328,7 +328,7 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 		e, err := mledger.PrepareEdit(w.lr.LedgerID, w.id, p.o.Driver)
 		if err != nil {
 			for _, lr := range lrs {
-				lr.fail(&StepError{Target: lr.Target, Step: StepPrepare, Err: err})
+				lr.fail(&StepError{LedgerRef: lr.LedgerRef, Step: StepPrepare, Err: err})
 			}
 			return nil
 		}
@@ -364,8 +364,8 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 		if !slices.Contains(ok, w.lr) {
 			continue
 		}
-		if err := p.hit(ctx, FPAfterPrepare, w.lr.Target); err != nil {
-			w.lr.fail(&StepError{Target: w.lr.Target, Step: StepPrepare, Err: err})
+		if err := p.hit(ctx, FPAfterPrepare, w.lr.LedgerRef); err != nil {
+			w.lr.fail(&StepError{LedgerRef: w.lr.LedgerRef, Step: StepPrepare, Err: err})
 			continue
 		}
 		out = append(out, w)
@@ -382,7 +382,7 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 // a fence check, so that an upload the store could not abort stays
 // referenced by the prepare.
 func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
-	lr, t := w.lr, w.lr.Target
+	lr, t := w.lr, w.lr.LedgerRef
 	var cp *copied
 	if err := p.step(ctx, t, StepCopy, lr, func() error {
 		var err error
@@ -408,7 +408,7 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 	lr.ObjectBytes, lr.Blocks = cp.res.DataObjectLength, cp.res.Blocks
 	lr.DataKey, lr.IndexKey = cp.res.DataKey, cp.res.IndexKey
 	if err := p.hit(ctx, FPAfterCopy, t); err != nil {
-		lr.fail(&StepError{Target: t, Step: StepCopy, Err: err})
+		lr.fail(&StepError{LedgerRef: t, Step: StepCopy, Err: err})
 		return false, true
 	}
 	if err := p.step(ctx, t, StepVerify, lr, func() error {
@@ -423,7 +423,7 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 		return false, !w.objects
 	}
 	if err := p.hit(ctx, FPAfterVerify, t); err != nil {
-		lr.fail(&StepError{Target: t, Step: StepVerify, Err: err})
+		lr.fail(&StepError{LedgerRef: t, Step: StepVerify, Err: err})
 		return false, true
 	}
 	lr.Outcome = OutcomeOffloaded
@@ -449,7 +449,7 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work) []*work {
 	if err := ctx.Err(); err != nil {
 		for _, w := range ready {
-			w.lr.fail(&StepError{Target: w.lr.Target, Step: StepCommit, Err: err})
+			w.lr.fail(&StepError{LedgerRef: w.lr.LedgerRef, Step: StepCommit, Err: err})
 		}
 		ready = nil
 	}
@@ -552,8 +552,8 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 		if !slices.Contains(ok, lr) {
 			continue
 		}
-		if err := p.hit(ctx, FPAfterCommit, lr.Target); err != nil {
-			lr.fail(&StepError{Target: lr.Target, Step: StepCommit, Err: err})
+		if err := p.hit(ctx, FPAfterCommit, lr.LedgerRef); err != nil {
+			lr.fail(&StepError{LedgerRef: lr.LedgerRef, Step: StepCommit, Err: err})
 			continue
 		}
 		if lr.Outcome == OutcomeAdopted {

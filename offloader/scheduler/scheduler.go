@@ -29,6 +29,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/metrics"
 	"github.com/tierkeeper/tierkeeper/internal/retry"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // ErrLeasesLost is returned by Run when the leases were lost.
@@ -106,8 +107,7 @@ type Options struct {
 
 // LedgerState is a ledger the scheduler has worked on or holds back.
 type LedgerState struct {
-	ML       string    `json:"managedLedger"`
-	LedgerID int64     `json:"ledgerId"`
+	mledger.LedgerRef
 	State    string    `json:"state"` // running, backoff, parked
 	Failures int       `json:"failures"`
 	LastErr  string    `json:"lastError,omitempty"`
@@ -120,16 +120,11 @@ type LedgerState struct {
 	StepTotalBytes int64 `json:"stepTotalBytes,omitempty"`
 }
 
-type key struct {
-	ml string
-	id int64
-}
-
 // recentKey is a ledger and an action that finished on it: a trim may
 // follow an offload at once (the deletion lag says when), only the same
 // action is held back while the policy's view catches up.
 type recentKey struct {
-	key
+	mledger.LedgerRef
 	action policy.Action
 }
 
@@ -151,8 +146,8 @@ type Scheduler struct {
 	mu       sync.Mutex
 	queue    []policy.Candidate
 	busy     map[string]bool // topics with a job in flight
-	states   map[key]*ledgerState
-	running  map[key]bool
+	states   map[mledger.LedgerRef]*ledgerState
+	running  map[mledger.LedgerRef]bool
 	recent   map[recentKey]time.Time // finished: the same action not run again before this time
 	held     map[string]Lease        // leases this replica holds
 	others   map[string]string       // topics leased by another replica → holder
@@ -199,7 +194,7 @@ func New(r Runner, l Leases, o Options) *Scheduler {
 	}
 	f := metrics.New(o.Registerer, "offloader")
 	s := &Scheduler{run: r, leases: l, o: o, log: o.Logger.With("component", "scheduler"),
-		busy: map[string]bool{}, states: map[key]*ledgerState{}, running: map[key]bool{}, recent: map[recentKey]time.Time{},
+		busy: map[string]bool{}, states: map[mledger.LedgerRef]*ledgerState{}, running: map[mledger.LedgerRef]bool{}, recent: map[recentKey]time.Time{},
 		held: map[string]Lease{}, others: map[string]string{}, wake: make(chan struct{}, 1)}
 	actions := metrics.Label{Name: "action", Values: []string{"offload", "trim"}}
 	s.jobs = f.CounterVec("scheduler_jobs_total", "Jobs (one topic, some ledgers) run, by action.", actions)
@@ -292,7 +287,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 		if full {
 			return
 		}
-		if busy || !s.eligible(key{c.ML, c.LedgerID}, c.Action, now) {
+		if busy || !s.eligible(c.LedgerRef, c.Action, now) {
 			continue
 		}
 		var lease Lease
@@ -319,7 +314,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 			if len(j.Ledgers) >= s.o.MaxBatch {
 				break
 			}
-			if o.ML == c.ML && o.Action == c.Action && o.Settings == c.Settings && s.eligible(key{o.ML, o.LedgerID}, o.Action, now) {
+			if o.ML == c.ML && o.Action == c.Action && o.Settings == c.Settings && s.eligible(o.LedgerRef, o.Action, now) {
 				j.Ledgers = append(j.Ledgers, o.LedgerID)
 			}
 		}
@@ -328,7 +323,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 		s.inFlight++
 		s.flight.Set(float64(s.inFlight))
 		for _, id := range j.Ledgers {
-			s.running[key{c.ML, id}] = true
+			s.running[mledger.LedgerRef{ML: c.ML, LedgerID: id}] = true
 		}
 		s.mu.Unlock()
 		wg.Add(1)
@@ -339,7 +334,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-func (s *Scheduler) eligible(k key, a policy.Action, now time.Time) bool {
+func (s *Scheduler) eligible(k mledger.LedgerRef, a policy.Action, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running[k] {
@@ -383,7 +378,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 		s.inFlight--
 		s.flight.Set(float64(s.inFlight))
 		for _, id := range j.Ledgers {
-			delete(s.running, key{j.ML, id})
+			delete(s.running, mledger.LedgerRef{ML: j.ML, LedgerID: id})
 		}
 		s.updateParked(now)
 		s.mu.Unlock()
@@ -394,7 +389,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 		byID[o.LedgerID] = o
 	}
 	for _, id := range j.Ledgers {
-		k := key{j.ML, id}
+		k := mledger.LedgerRef{ML: j.ML, LedgerID: id}
 		o, ok := byID[id]
 		if !ok {
 			o = Outcome{LedgerID: id, Err: errors.New("the pipeline reported nothing for this ledger")}
@@ -466,7 +461,7 @@ func (s *Scheduler) Status() (ledgers []LedgerState, leasedElsewhere map[string]
 	now := s.o.Now()
 	s.updateParked(now)
 	for k := range s.running {
-		ledgers = append(ledgers, LedgerState{ML: k.ml, LedgerID: k.id, State: "running"})
+		ledgers = append(ledgers, LedgerState{LedgerRef: k, State: "running"})
 	}
 	for k, st := range s.states {
 		if s.running[k] {
@@ -476,7 +471,7 @@ func (s *Scheduler) Status() (ledgers []LedgerState, leasedElsewhere map[string]
 		if st.parked {
 			state = "parked"
 		}
-		ledgers = append(ledgers, LedgerState{ML: k.ml, LedgerID: k.id, State: state, Failures: st.failures,
+		ledgers = append(ledgers, LedgerState{LedgerRef: k, State: state, Failures: st.failures,
 			LastErr: st.lastErr, LastStep: st.lastStep, NextTry: st.nextTry})
 	}
 	sort.Slice(ledgers, func(i, j int) bool {

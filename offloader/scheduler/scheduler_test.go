@@ -13,6 +13,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/retry"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -112,7 +113,7 @@ func cands(spec ...string) []policy.Candidate {
 		var ml string
 		var id int64
 		fmt.Sscanf(strings.Replace(s, ":", " ", 1), "%s %d", &ml, &id)
-		out = append(out, policy.Candidate{ML: ml, LedgerID: id, Action: policy.ActionOffload})
+		out = append(out, policy.Candidate{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: id}, Action: policy.ActionOffload})
 	}
 	return out
 }

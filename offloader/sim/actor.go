@@ -349,9 +349,9 @@ func (a *actor) offer() {
 		oc := li.GetOffloadContext()
 		switch {
 		case !oc.GetComplete():
-			cs = append(cs, policy.Candidate{ML: Topic, LedgerID: li.GetLedgerId(), Action: policy.ActionOffload, Settings: set})
+			cs = append(cs, policy.Candidate{LedgerRef: mledger.LedgerRef{ML: Topic, LedgerID: li.GetLedgerId()}, Action: policy.ActionOffload, Settings: set})
 		case !oc.GetBookkeeperDeleted():
-			cs = append(cs, policy.Candidate{ML: Topic, LedgerID: li.GetLedgerId(), Action: policy.ActionTrim, Settings: set})
+			cs = append(cs, policy.Candidate{LedgerRef: mledger.LedgerRef{ML: Topic, LedgerID: li.GetLedgerId()}, Action: policy.ActionTrim, Settings: set})
 		}
 	}
 	a.w.tracef("%s offered %d candidates", a.name, len(cs))
@@ -412,7 +412,7 @@ type failpoints struct {
 	a *actor
 }
 
-func (f *failpoints) Hit(ctx context.Context, name string, t pipeline.Target) error {
+func (f *failpoints) Hit(ctx context.Context, name string, t mledger.LedgerRef) error {
 	fault, err := f.w.gate(f.a, fmt.Sprintf("fp %s L%d", name, t.LedgerID))
 	if err != nil {
 		return err
