@@ -28,9 +28,8 @@ import (
 // one buffer pool (the global bound on parts in flight) and one set of
 // metrics.
 type pipelineRunner struct {
-	deps  pipeline.Deps
-	base  pipeline.Options
-	perJb int // parts in flight per ledger
+	deps pipeline.Deps
+	base pipeline.Options
 	// onResult, when set, sees every ledger result.
 	onResult func(*pipeline.LedgerResult)
 	// scrub runs repair jobs and hears of finished trims (nil: no
@@ -51,8 +50,8 @@ func newPipelineRunner(ml *mledger.Store, ledgers *metadata.Store, bk *bkclient.
 	if broker != nil {
 		d.Broker = broker
 	}
-	per := max(1, c.Scheduler.PartsInFlight/c.Scheduler.LedgersInFlight)
-	return &pipelineRunner{deps: d, base: pipeline.Options{Driver: drv, PartsInFlight: per}, perJb: per,
+	per := max(1, c.Scheduler.PartsInFlight/c.Scheduler.LedgersInFlight) // parts in flight per ledger
+	return &pipelineRunner{deps: d, base: pipeline.Options{Driver: drv, PartsInFlight: per},
 		pipes: map[policy.Settings]*pipeline.Pipeline{}}
 }
 
@@ -65,7 +64,7 @@ func (r *pipelineRunner) pipeline(s policy.Settings) (*pipeline.Pipeline, error)
 	o := r.base
 	o.BlockSize = int(s.BlockSize)
 	if s.Verify == policy.VerifyIndex {
-		o.FullVerifyBytes = -1 // sample three windows instead of every entry
+		o.AlwaysSample = true // three windows instead of every entry
 	}
 	if s.DeletionLag.Mode == policy.LagAfter {
 		o.Trim, o.DeletionLag = true, s.DeletionLag.After
@@ -81,29 +80,24 @@ func (r *pipelineRunner) pipeline(s policy.Settings) (*pipeline.Pipeline, error)
 // Run implements scheduler.Runner.
 func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
 	p, err := r.pipeline(j.Settings)
-	step := "setup"
-	if err == nil && r.guard != nil && j.Action != policy.ActionRepair {
+	if err != nil {
+		return FailJob(j, "setup", err)
+	}
+	if r.guard != nil && j.Action != policy.ActionRepair {
 		// The policy's view may be minutes old (cached topic policies, a
 		// namespace policy set since): look again before writing. A repair
 		// (a committed context whose objects are gone, cleared so brokers
 		// read BookKeeper again) is not held back: it takes the ledger from
 		// no offloader, and leaving it would let the broker's deletion lag
 		// remove the last copy.
-		err = r.guard.Check(ctx, j.ML)
-		step = string(pipeline.StepSelect)
-	}
-	if err != nil {
-		out := make([]scheduler.Outcome, 0, len(j.Ledgers))
-		for _, id := range j.Ledgers {
-			out = append(out, scheduler.Outcome{LedgerID: id, Err: err, Step: step})
+		if err := r.guard.Check(ctx, j.ML); err != nil {
+			return FailJob(j, string(pipeline.StepSelect), err)
 		}
-		return out
 	}
 	if j.Action == policy.ActionRepair {
 		return r.repair(ctx, j)
 	}
 	tr, _ := p.RunTopic(ctx, j.ML, j.Ledgers)
-	var out []scheduler.Outcome
 	if tr == nil {
 		return nil
 	}
@@ -114,17 +108,40 @@ func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.O
 		if r.onResult != nil && !errors.Is(lr.Err, context.Canceled) {
 			r.onResult(lr)
 		}
-		o := scheduler.Outcome{LedgerID: lr.LedgerID, Err: lr.Err}
-		if lr.Err == nil && j.Action == policy.ActionTrim && !lr.Trim.Deleted {
-			o.Err = errors.New("trim pending: " + lr.Trim.Note)
-			o.Step = string(pipeline.StepTrim)
-		}
+	}
+	return JobOutcomes(j, tr)
+}
+
+// FailJob is the outcome of a job none of whose ledgers got past step:
+// each failed with err.
+func FailJob(j scheduler.Job, step string, err error) []scheduler.Outcome {
+	out := make([]scheduler.Outcome, 0, len(j.Ledgers))
+	for _, id := range j.Ledgers {
+		out = append(out, scheduler.Failed(id, step, err))
+	}
+	return out
+}
+
+// JobOutcomes maps what the pipeline did to the ledgers of offload or
+// trim job j to the scheduler's outcomes: a failed step is a failure; an
+// offload found already complete is skipped; a trim whose BookKeeper copy
+// is not deleted yet (the deletion lag, or the reload) is pending; bytes
+// are those offloaded, or freed by a trim.
+func JobOutcomes(j scheduler.Job, tr *pipeline.TopicResult) []scheduler.Outcome {
+	out := make([]scheduler.Outcome, 0, len(tr.Ledgers))
+	for _, lr := range tr.Ledgers {
+		o := scheduler.Outcome{LedgerID: lr.LedgerID, Result: scheduler.ResultDone}
 		var se *pipeline.StepError
-		if errors.As(lr.Err, &se) {
-			o.Step = string(se.Step)
-		}
-		if lr.Err == nil && j.Action == policy.ActionOffload && lr.Outcome == pipeline.OutcomeAlreadyOffloaded {
-			o.Skipped = true
+		switch {
+		case lr.Err != nil:
+			o.Result, o.Err = scheduler.ResultFailed, lr.Err
+			if errors.As(lr.Err, &se) {
+				o.Step = string(se.Step)
+			}
+		case j.Action == policy.ActionTrim && !lr.Trim.Deleted:
+			o.Result, o.Note, o.Step = scheduler.ResultPending, lr.Trim.Note, string(pipeline.StepTrim)
+		case j.Action == policy.ActionOffload && lr.Outcome == pipeline.OutcomeAlreadyOffloaded:
+			o.Result = scheduler.ResultSkipped
 		}
 		switch {
 		case j.Action == policy.ActionTrim:
@@ -141,33 +158,30 @@ func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.O
 // clears the contexts of those still to repair (the policy offloads them
 // again in a later round).
 func (r *pipelineRunner) repair(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
-	out := make([]scheduler.Outcome, 0, len(j.Ledgers))
+	const step = "repair"
 	if r.scrub == nil {
-		for _, id := range j.Ledgers {
-			out = append(out, scheduler.Outcome{LedgerID: id, Step: "repair", Err: errors.New("no scrubber")})
-		}
-		return out
+		return FailJob(j, step, errors.New("no scrubber"))
 	}
 	fs, err := r.scrub.Repair(ctx, j.ML, j.Ledgers)
 	got := map[int64]scrub.Finding{}
 	for _, f := range fs {
 		got[f.LedgerID] = f
 	}
+	out := make([]scheduler.Outcome, 0, len(j.Ledgers))
 	for _, id := range j.Ledgers {
-		o := scheduler.Outcome{LedgerID: id, Step: "repair"}
 		f, ok := got[id]
 		switch {
 		case !ok && err != nil:
-			o.Err = err
-		case !ok:
-			o.Skipped = true // no longer committed: nothing to repair
+			out = append(out, scheduler.Failed(id, step, err))
+		case !ok: // no longer committed: nothing to repair
+			out = append(out, scheduler.Outcome{LedgerID: id, Step: step, Result: scheduler.ResultSkipped})
 		case f.Repaired:
+			out = append(out, scheduler.Outcome{LedgerID: id, Step: step, Result: scheduler.ResultDone})
 		case f.Verdict == scrub.VerdictRepair:
-			o.Err = fmt.Errorf("not repaired: %s", f.Action)
-		default:
-			o.Skipped = true // the fresh check found no repair to do
+			out = append(out, scheduler.Failed(id, step, fmt.Errorf("not repaired: %s", f.Action)))
+		default: // the fresh check found no repair to do
+			out = append(out, scheduler.Outcome{LedgerID: id, Step: step, Result: scheduler.ResultSkipped})
 		}
-		out = append(out, o)
 	}
 	return out
 }

@@ -139,14 +139,14 @@ type digests struct {
 }
 
 // planDigests chooses what verify compares: every entry of a ledger up to
-// FullVerifyBytes, else three windows of about one block's worth of
+// FullVerifyBytes (unless AlwaysSample), else three windows of about one block's worth of
 // entries each: the first, a random place in the middle, the last.
 func (p *Pipeline) planDigests(md *metadata.LedgerMetadata) *digests {
 	n := md.LastEntryID + 1
 	if n <= 0 {
 		return &digests{full: true}
 	}
-	if p.o.FullVerifyBytes > 0 && md.Length <= p.o.FullVerifyBytes {
+	if !p.o.AlwaysSample && md.Length <= p.o.FullVerifyBytes {
 		return &digests{full: true, windows: []*window{{first: 0, last: n - 1}}}
 	}
 	k := max(int64(1), (n*int64(p.o.BlockSize)+md.Length-1)/max(md.Length, 1))

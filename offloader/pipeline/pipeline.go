@@ -136,8 +136,11 @@ type Options struct {
 	// FullVerifyBytes: ledgers up to this length are compared entry by
 	// entry in full after the upload; longer ones in three windows of
 	// about one block each (first entries, a random place, last entries).
-	// Default DefaultFullVerifyBytes; negative: always sample.
+	// Default DefaultFullVerifyBytes.
 	FullVerifyBytes int64
+	// AlwaysSample compares every ledger in the three windows, whatever
+	// its length (the policy's verify level "index").
+	AlwaysSample bool
 	// Info is the informational object metadata (software version,
 	// cluster name).
 	Info format.ObjectInfo
@@ -208,6 +211,8 @@ func New(d Deps, o Options) (*Pipeline, error) {
 		return nil, fmt.Errorf("%w: trimming needs a broker admin URL, to be sure the broker no longer reads the ledgers from BookKeeper (or TrimWithoutReload)", ErrTrimRefused)
 	case o.DeletionLag < 0:
 		return nil, fmt.Errorf("pipeline: negative deletion lag %s", o.DeletionLag)
+	case o.FullVerifyBytes < 0:
+		return nil, fmt.Errorf("pipeline: negative FullVerifyBytes %d (AlwaysSample samples every ledger)", o.FullVerifyBytes)
 	}
 	if _, err := o.Driver.Metadata(); err != nil {
 		return nil, fmt.Errorf("pipeline: driver: %w", err)

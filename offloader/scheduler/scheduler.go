@@ -43,17 +43,75 @@ type Job struct {
 	Settings policy.Settings
 }
 
+// Result is how a job left one ledger.
+type Result int
+
+// Results. The zero value is no result: the scheduler counts it as a
+// failure.
+const (
+	// ResultDone: the job's action was carried out.
+	ResultDone Result = iota + 1
+	// ResultSkipped: nothing to do (already offloaded, e.g. by another
+	// replica).
+	ResultSkipped
+	// ResultPending: nothing failed, but the action is not finished yet
+	// (a trim waiting for the broker's reload); Outcome.Note says why. It
+	// is retried as a failure is (backoff, then parking).
+	ResultPending
+	// ResultFailed: a step failed (Outcome.Err).
+	ResultFailed
+)
+
+// String is the result's name, as in the scheduler_ledgers_total metric
+// (a pending ledger counts as failed there).
+func (r Result) String() string {
+	switch r {
+	case ResultDone:
+		return "ok"
+	case ResultSkipped:
+		return "skipped"
+	case ResultPending:
+		return "pending"
+	case ResultFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("Result(%d)", int(r))
+}
+
 // Outcome is what a job did to one ledger.
 type Outcome struct {
 	LedgerID int64
-	// Err is nil on success.
+	Result   Result
+	// Err is the failure (ResultFailed).
 	Err error
-	// Step is the step that failed (with Err).
+	// Note says what is pending (ResultPending).
+	Note string
+	// Step is the step that failed or is pending.
 	Step string
 	// Bytes offloaded (or freed, for a trim).
 	Bytes int64
-	// Skipped: nothing to do (already offloaded, e.g. by another replica).
-	Skipped bool
+}
+
+// Failed is the outcome of a step that failed on ledger id.
+func Failed(id int64, step string, err error) Outcome {
+	return Outcome{LedgerID: id, Result: ResultFailed, Err: err, Step: step}
+}
+
+// ok reports whether the job's work on the ledger is over (done or
+// nothing to do).
+func (o Outcome) ok() bool { return o.Result == ResultDone || o.Result == ResultSkipped }
+
+// reason says why a ledger is to be tried again after job action a.
+func (o Outcome) reason(a policy.Action) error {
+	switch {
+	case o.Result == ResultPending:
+		return fmt.Errorf("%s pending: %s", a, o.Note)
+	case o.Err != nil:
+		return o.Err
+	case o.Result == ResultFailed:
+		return errors.New("failed without an error")
+	}
+	return errors.New("the pipeline reported nothing for this ledger")
 }
 
 // Runner runs jobs (the service's pipelines).
@@ -108,7 +166,7 @@ type Options struct {
 // LedgerState is a ledger the scheduler has worked on or holds back.
 type LedgerState struct {
 	mledger.LedgerRef
-	State    string    `json:"state"` // running, backoff, parked
+	State    State     `json:"state"`
 	Failures int       `json:"failures"`
 	LastErr  string    `json:"lastError,omitempty"`
 	LastStep string    `json:"lastStep,omitempty"`
@@ -119,6 +177,22 @@ type LedgerState struct {
 	StepBytes      int64 `json:"stepBytes,omitempty"`
 	StepTotalBytes int64 `json:"stepTotalBytes,omitempty"`
 }
+
+// State is where a ledger stands with the scheduler.
+type State string
+
+// States (as in the status JSON).
+const (
+	// StateRunning: a job works on the ledger now.
+	StateRunning State = "running"
+	// StateBackoff: the ledger failed and waits for its next try.
+	StateBackoff State = "backoff"
+	// StateParked: the ledger failed Options.ParkAfter times in a row and
+	// waits Options.ParkFor.
+	StateParked State = "parked"
+)
+
+func (s State) String() string { return string(s) }
 
 // recentKey is a ledger and an action that finished on it: a trim may
 // follow an offload at once (the deletion lag says when), only the same
@@ -199,7 +273,7 @@ func New(r Runner, l Leases, o Options) *Scheduler {
 	actions := metrics.Label{Name: "action", Values: []string{"offload", "trim"}}
 	s.jobs = f.CounterVec("scheduler_jobs_total", "Jobs (one topic, some ledgers) run, by action.", actions)
 	s.ledgers = f.CounterVec("scheduler_ledgers_total", "Ledgers run by the scheduler, by action and result (ok, skipped: nothing to do, failed, parked).",
-		actions, metrics.Label{Name: "result", Values: []string{"ok", "skipped", "failed", "parked"}})
+		actions, metrics.Label{Name: "result", Values: []string{ResultDone.String(), ResultSkipped.String(), ResultFailed.String(), string(StateParked)}})
 	s.bytes = f.Counter("scheduler_offloaded_bytes_total", "Bytes of ledgers the scheduler offloaded.")
 	s.parked = f.Gauge("scheduler_parked_ledgers", "Ledgers parked after repeated failures.")
 	s.flight = f.Gauge("scheduler_jobs_in_flight", "Jobs running now.")
@@ -390,21 +464,14 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 	}
 	for _, id := range j.Ledgers {
 		k := mledger.LedgerRef{ML: j.ML, LedgerID: id}
-		o, ok := byID[id]
-		if !ok {
-			o = Outcome{LedgerID: id, Err: errors.New("the pipeline reported nothing for this ledger")}
-		}
-		if o.Err == nil {
+		o := byID[id]
+		if o.ok() {
 			delete(s.states, k)
 			// The policy's next candidates may still predate this change
 			// (discovery sees the commit a moment later): hold it back.
 			s.recent[recentKey{k, j.Action}] = now.Add(s.o.Settle)
-			if o.Skipped {
-				s.ledgers.WithLabelValues(j.Action.String(), "skipped").Inc()
-				continue
-			}
-			s.ledgers.WithLabelValues(j.Action.String(), "ok").Inc()
-			if j.Action == policy.ActionOffload {
+			s.ledgers.WithLabelValues(j.Action.String(), o.Result.String()).Inc()
+			if o.Result == ResultDone && j.Action == policy.ActionOffload {
 				s.bytes.Add(float64(o.Bytes))
 			}
 			continue
@@ -412,23 +479,24 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 		if ctx.Err() != nil {
 			continue // stopped, not failed: resumes as it is
 		}
+		reason := o.reason(j.Action)
 		st := s.states[k]
 		if st == nil {
 			st = &ledgerState{}
 			s.states[k] = st
 		}
 		st.failures++
-		st.lastErr, st.lastStep = o.Err.Error(), o.Step
+		st.lastErr, st.lastStep = reason.Error(), o.Step
 		if st.failures >= s.o.ParkAfter {
 			st.parked, st.nextTry = true, now.Add(s.o.ParkFor)
-			s.ledgers.WithLabelValues(j.Action.String(), "parked").Inc()
+			s.ledgers.WithLabelValues(j.Action.String(), string(StateParked)).Inc()
 			s.log.Error("ledger parked after repeated failures", "ml", j.ML, "ledger", id, "failures", st.failures,
-				"until", st.nextTry, "step", o.Step, "err", o.Err)
+				"until", st.nextTry, "step", o.Step, "err", reason)
 		} else {
 			st.nextTry = now.Add(s.o.Backoff.Delay(st.failures, nil))
-			s.ledgers.WithLabelValues(j.Action.String(), "failed").Inc()
+			s.ledgers.WithLabelValues(j.Action.String(), ResultFailed.String()).Inc()
 			s.log.Warn("ledger failed; retrying later", "ml", j.ML, "ledger", id, "failures", st.failures,
-				"next", st.nextTry, "step", o.Step, "err", o.Err)
+				"next", st.nextTry, "step", o.Step, "err", reason)
 		}
 	}
 	if lease != nil {
@@ -461,15 +529,15 @@ func (s *Scheduler) Status() (ledgers []LedgerState, leasedElsewhere map[string]
 	now := s.o.Now()
 	s.updateParked(now)
 	for k := range s.running {
-		ledgers = append(ledgers, LedgerState{LedgerRef: k, State: "running"})
+		ledgers = append(ledgers, LedgerState{LedgerRef: k, State: StateRunning})
 	}
 	for k, st := range s.states {
 		if s.running[k] {
 			continue
 		}
-		state := "backoff"
+		state := StateBackoff
 		if st.parked {
-			state = "parked"
+			state = StateParked
 		}
 		ledgers = append(ledgers, LedgerState{LedgerRef: k, State: state, Failures: st.failures,
 			LastErr: st.lastErr, LastStep: st.lastStep, NextTry: st.nextTry})
