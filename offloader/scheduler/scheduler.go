@@ -171,11 +171,6 @@ type LedgerState struct {
 	LastErr  string    `json:"lastError,omitempty"`
 	LastStep string    `json:"lastStep,omitempty"`
 	NextTry  time.Time `json:"nextTry,omitempty"`
-	// StepBytes of StepTotalBytes: the payload bytes a running ledger's
-	// copy step has read from the bookies (and handed to the upload) or its
-	// verify step has compared (set by the service's status).
-	StepBytes      int64 `json:"stepBytes,omitempty"`
-	StepTotalBytes int64 `json:"stepTotalBytes,omitempty"`
 }
 
 // State is where a ledger stands with the scheduler.
