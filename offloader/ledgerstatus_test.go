@@ -27,7 +27,7 @@ func TestLedgerStatusJSON(t *testing.T) {
 	}
 	var back LedgerStatus
 	if err := json.Unmarshal(b, &back); err != nil || back != l {
-		t.Errorf("round trip: %+v, %v", back.LedgerState, err)
+		t.Errorf("round trip: %#v, %v", back, err)
 	}
 	for _, s := range []scheduler.State{scheduler.StateRunning, scheduler.StateBackoff, scheduler.StateParked} {
 		if b, _ := json.Marshal(s); string(b) != `"`+s.String()+`"` {

@@ -189,12 +189,12 @@ func TestBackoffAndParking(t *testing.T) {
 	waitUntil(t, "both tried once", func() bool { return state(1).Failures == 1 && state(2).Failures == 1 })
 	if st := state(1); st.State != StateBackoff || st.LastErr != "bookie unreachable" || st.LastStep != "copy" ||
 		st.NextTry.Before(now.Add(30*time.Second)) || st.NextTry.After(now.Add(time.Minute)) {
-		t.Errorf("after one failure: %+v (backoff within [30s, 1m])", st)
+		t.Errorf("after one failure: %#v (backoff within [30s, 1m])", st)
 	}
 	// Not retried hot: nothing runs before the backoff ends.
 	time.Sleep(1100 * time.Millisecond)
 	if st := state(1); st.Failures != 1 {
-		t.Errorf("retried during backoff: %+v", st)
+		t.Errorf("retried during backoff: %#v", st)
 	}
 	for i := 0; i < 2; i++ {
 		advance(2 * time.Minute)
@@ -203,10 +203,10 @@ func TestBackoffAndParking(t *testing.T) {
 		waitUntil(t, fmt.Sprintf("try %d", want), func() bool { return state(1).Failures == want })
 	}
 	if st := state(1); st.State != StateParked || !st.NextTry.Equal(now.Add(time.Hour)) {
-		t.Errorf("after 3 failures: %+v, want parked for 1h", st)
+		t.Errorf("after 3 failures: %#v, want parked for 1h", st)
 	}
 	if st := state(2); st.State != "none" {
-		t.Errorf("ledger 2 should have succeeded on its second try: %+v", st)
+		t.Errorf("ledger 2 should have succeeded on its second try: %#v", st)
 	}
 	if v := s.parked; v == nil {
 		t.Fatal("no parked gauge")
@@ -235,7 +235,7 @@ func TestPendingRetried(t *testing.T) {
 		return false
 	})
 	if st.State != StateBackoff || st.LastErr != "trim pending: waiting for the reload" || st.LastStep != "trim" {
-		t.Errorf("pending trim: %+v, want backoff with the note", st)
+		t.Errorf("pending trim: %#v, want backoff with the note", st)
 	}
 }
 
@@ -258,7 +258,7 @@ func TestStopCancelsAfterTimeoutAndLostLeases(t *testing.T) {
 	}
 	// A cancelled job is not a failure: no backoff recorded.
 	if ls, _ := s.Status(); len(ls) != 0 {
-		t.Errorf("after stop: %+v", ls)
+		t.Errorf("after stop: %#v", ls)
 	}
 
 	l := &memLeases{others: map[string]string{}, held: map[string]bool{}, lost: make(chan struct{})}
