@@ -103,7 +103,7 @@ next:
 // fpEvent is one failpoint a replica's pipeline reached.
 type fpEvent struct {
 	name string
-	t    pipeline.Target
+	t    mledger.LedgerRef
 	at   time.Time
 }
 
@@ -116,13 +116,13 @@ type fpLog struct {
 	mu       sync.Mutex
 	evs      []fpEvent
 	stallML  string
-	stalledT pipeline.Target
-	stalled  chan pipeline.Target
+	stalledT mledger.LedgerRef
+	stalled  chan mledger.LedgerRef
 	release  chan struct{}
 	failML   string
 }
 
-func (f *fpLog) Hit(_ context.Context, name string, t pipeline.Target) error {
+func (f *fpLog) Hit(_ context.Context, name string, t mledger.LedgerRef) error {
 	f.mu.Lock()
 	f.evs = append(f.evs, fpEvent{name: name, t: t, at: time.Now()})
 	stall := name == pipeline.FPAfterVerify && t.ML == f.stallML
@@ -156,16 +156,16 @@ func (f *fpLog) failOtherCopy(ml string) {
 }
 
 // stallAt arms the stall for the next after-verify of ml.
-func (f *fpLog) stallAt(ml string) (stalled <-chan pipeline.Target, release func()) {
+func (f *fpLog) stallAt(ml string) (stalled <-chan mledger.LedgerRef, release func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.stallML, f.stalled, f.release = ml, make(chan pipeline.Target, 1), make(chan struct{})
+	f.stallML, f.stalled, f.release = ml, make(chan mledger.LedgerRef, 1), make(chan struct{})
 	r := f.release
 	return f.stalled, sync.OnceFunc(func() { close(r) })
 }
 
 // of returns the failpoint names reached for t, in order.
-func (f *fpLog) of(t pipeline.Target) []string {
+func (f *fpLog) of(t mledger.LedgerRef) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
@@ -300,7 +300,7 @@ policy:
 	stalled, release := a.fps.stallAt(mlA)
 	a.fps.failOtherCopy(mlA)
 	defer release()
-	var a1 pipeline.Target
+	var a1 mledger.LedgerRef
 	select {
 	case a1 = <-stalled:
 	case <-time.After(2 * time.Minute):
@@ -407,7 +407,7 @@ policy:
 	stalled, release2 := a.fps.stallAt(mlD)
 	defer release2()
 	written[mlD] = peer.MLWrite(t, mlD, 15, 10, 1000)
-	var d1 pipeline.Target
+	var d1 mledger.LedgerRef
 	select {
 	case d1 = <-stalled:
 	case <-time.After(time.Minute):

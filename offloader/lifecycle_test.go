@@ -15,6 +15,7 @@ import (
 
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
+	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -75,7 +76,7 @@ policy:
 		var st Status
 		getJSON(t, fmt.Sprintf("http://127.0.0.1:%d/status", port), &st)
 		for _, l := range st.Ledgers {
-			if l.State == "running" && l.LastStep == "copy" && l.StepBytes > 0 && l.StepTotalBytes == 10*256<<10 {
+			if l.State == scheduler.StateRunning && l.LastStep == "copy" && l.StepBytes > 0 && l.StepTotalBytes == 10*256<<10 {
 				copying = fmt.Sprintf("ledger %d: %d of %d bytes", l.LedgerID, l.StepBytes, l.StepTotalBytes)
 			}
 		}

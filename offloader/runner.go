@@ -28,9 +28,8 @@ import (
 // one buffer pool (the global bound on parts in flight) and one set of
 // metrics.
 type pipelineRunner struct {
-	deps  pipeline.Deps
-	base  pipeline.Options
-	perJb int // parts in flight per ledger
+	deps pipeline.Deps
+	base pipeline.Options
 	// onResult, when set, sees every ledger result.
 	onResult func(*pipeline.LedgerResult)
 	// scrub runs repair jobs and hears of finished trims (nil: no
@@ -51,8 +50,8 @@ func newPipelineRunner(ml *mledger.Store, ledgers *metadata.Store, bk *bkclient.
 	if broker != nil {
 		d.Broker = broker
 	}
-	per := max(1, c.Scheduler.PartsInFlight/c.Scheduler.LedgersInFlight)
-	return &pipelineRunner{deps: d, base: pipeline.Options{Driver: drv, PartsInFlight: per}, perJb: per,
+	per := max(1, c.Scheduler.PartsInFlight/c.Scheduler.LedgersInFlight) // parts in flight per ledger
+	return &pipelineRunner{deps: d, base: pipeline.Options{Driver: drv, PartsInFlight: per},
 		pipes: map[policy.Settings]*pipeline.Pipeline{}}
 }
 
@@ -65,7 +64,7 @@ func (r *pipelineRunner) pipeline(s policy.Settings) (*pipeline.Pipeline, error)
 	o := r.base
 	o.BlockSize = int(s.BlockSize)
 	if s.Verify == policy.VerifyIndex {
-		o.FullVerifyBytes = -1 // sample three windows instead of every entry
+		o.AlwaysSample = true // three windows instead of every entry
 	}
 	if s.DeletionLag.Mode == policy.LagAfter {
 		o.Trim, o.DeletionLag = true, s.DeletionLag.After
@@ -81,29 +80,24 @@ func (r *pipelineRunner) pipeline(s policy.Settings) (*pipeline.Pipeline, error)
 // Run implements scheduler.Runner.
 func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
 	p, err := r.pipeline(j.Settings)
-	step := "setup"
-	if err == nil && r.guard != nil && j.Action != policy.ActionRepair {
+	if err != nil {
+		return FailJob(j, "setup", err)
+	}
+	if r.guard != nil && j.Action != policy.ActionRepair {
 		// The policy's view may be minutes old (cached topic policies, a
 		// namespace policy set since): look again before writing. A repair
 		// (a committed context whose objects are gone, cleared so brokers
 		// read BookKeeper again) is not held back: it takes the ledger from
 		// no offloader, and leaving it would let the broker's deletion lag
 		// remove the last copy.
-		err = r.guard.Check(ctx, j.ML)
-		step = string(pipeline.StepSelect)
-	}
-	if err != nil {
-		out := make([]scheduler.Outcome, 0, len(j.Ledgers))
-		for _, id := range j.Ledgers {
-			out = append(out, scheduler.Outcome{LedgerID: id, Err: err, Step: step})
+		if err := r.guard.Check(ctx, j.ML); err != nil {
+			return FailJob(j, string(pipeline.StepSelect), err)
 		}
-		return out
 	}
 	if j.Action == policy.ActionRepair {
 		return r.repair(ctx, j)
 	}
 	tr, _ := p.RunTopic(ctx, j.ML, j.Ledgers)
-	var out []scheduler.Outcome
 	if tr == nil {
 		return nil
 	}
@@ -114,17 +108,40 @@ func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.O
 		if r.onResult != nil && !errors.Is(lr.Err, context.Canceled) {
 			r.onResult(lr)
 		}
-		o := scheduler.Outcome{LedgerID: lr.LedgerID, Err: lr.Err}
-		if lr.Err == nil && j.Action == policy.ActionTrim && !lr.Trim.Deleted {
-			o.Err = errors.New("trim pending: " + lr.Trim.Note)
-			o.Step = string(pipeline.StepTrim)
-		}
+	}
+	return JobOutcomes(j, tr)
+}
+
+// FailJob is the outcome of a job none of whose ledgers got past step:
+// each failed with err.
+func FailJob(j scheduler.Job, step string, err error) []scheduler.Outcome {
+	out := make([]scheduler.Outcome, 0, len(j.Ledgers))
+	for _, id := range j.Ledgers {
+		out = append(out, scheduler.Failed(id, step, err))
+	}
+	return out
+}
+
+// JobOutcomes maps what the pipeline did to the ledgers of offload or
+// trim job j to the scheduler's outcomes: a failed step is a failure; an
+// offload found already complete is skipped; a trim whose BookKeeper copy
+// is not deleted yet (the deletion lag, or the reload) is pending; bytes
+// are those offloaded, or freed by a trim.
+func JobOutcomes(j scheduler.Job, tr *pipeline.TopicResult) []scheduler.Outcome {
+	out := make([]scheduler.Outcome, 0, len(tr.Ledgers))
+	for _, lr := range tr.Ledgers {
+		o := scheduler.Outcome{LedgerID: lr.LedgerID, Result: scheduler.ResultDone}
 		var se *pipeline.StepError
-		if errors.As(lr.Err, &se) {
-			o.Step = string(se.Step)
-		}
-		if lr.Err == nil && j.Action == policy.ActionOffload && lr.Outcome == pipeline.OutcomeAlreadyOffloaded {
-			o.Skipped = true
+		switch {
+		case lr.Err != nil:
+			o.Result, o.Err = scheduler.ResultFailed, lr.Err
+			if errors.As(lr.Err, &se) {
+				o.Step = string(se.Step)
+			}
+		case j.Action == policy.ActionTrim && !lr.Trim.Deleted:
+			o.Result, o.Note, o.Step = scheduler.ResultPending, lr.Trim.Note, string(pipeline.StepTrim)
+		case j.Action == policy.ActionOffload && lr.Outcome == pipeline.OutcomeAlreadyOffloaded:
+			o.Result = scheduler.ResultSkipped
 		}
 		switch {
 		case j.Action == policy.ActionTrim:
@@ -141,33 +158,30 @@ func (r *pipelineRunner) Run(ctx context.Context, j scheduler.Job) []scheduler.O
 // clears the contexts of those still to repair (the policy offloads them
 // again in a later round).
 func (r *pipelineRunner) repair(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
-	out := make([]scheduler.Outcome, 0, len(j.Ledgers))
+	const step = "repair"
 	if r.scrub == nil {
-		for _, id := range j.Ledgers {
-			out = append(out, scheduler.Outcome{LedgerID: id, Step: "repair", Err: errors.New("no scrubber")})
-		}
-		return out
+		return FailJob(j, step, errors.New("no scrubber"))
 	}
 	fs, err := r.scrub.Repair(ctx, j.ML, j.Ledgers)
 	got := map[int64]scrub.Finding{}
 	for _, f := range fs {
 		got[f.LedgerID] = f
 	}
+	out := make([]scheduler.Outcome, 0, len(j.Ledgers))
 	for _, id := range j.Ledgers {
-		o := scheduler.Outcome{LedgerID: id, Step: "repair"}
 		f, ok := got[id]
 		switch {
 		case !ok && err != nil:
-			o.Err = err
-		case !ok:
-			o.Skipped = true // no longer committed: nothing to repair
+			out = append(out, scheduler.Failed(id, step, err))
+		case !ok: // no longer committed: nothing to repair
+			out = append(out, scheduler.Outcome{LedgerID: id, Step: step, Result: scheduler.ResultSkipped})
 		case f.Repaired:
+			out = append(out, scheduler.Outcome{LedgerID: id, Step: step, Result: scheduler.ResultDone})
 		case f.Verdict == scrub.VerdictRepair:
-			o.Err = fmt.Errorf("not repaired: %s", f.Action)
-		default:
-			o.Skipped = true // the fresh check found no repair to do
+			out = append(out, scheduler.Failed(id, step, fmt.Errorf("not repaired: %s", f.Action)))
+		default: // the fresh check found no repair to do
+			out = append(out, scheduler.Outcome{LedgerID: id, Step: step, Result: scheduler.ResultSkipped})
 		}
-		out = append(out, o)
 	}
 	return out
 }
@@ -181,10 +195,10 @@ type stepMetrics struct {
 	copied   prometheus.Counter
 
 	mu   sync.Mutex
-	last map[pipeline.Target]int64
+	last map[mledger.LedgerRef]int64
 	// active holds the step each ledger is in, with its progress (for
 	// /status).
-	active map[pipeline.Target]activeStep
+	active map[mledger.LedgerRef]activeStep
 }
 
 // activeStep is a ledger's step in flight: for copy and verify the
@@ -205,14 +219,14 @@ func newStepMetrics(f *metrics.Factory, log *slog.Logger) *stepMetrics {
 			[]float64{0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}, steps),
 		errors: f.CounterVec("step_errors_total", "Pipeline steps that failed, by step.", steps),
 		copied: f.Counter("copied_bytes_total", "Ledger payload bytes read from BookKeeper and handed to the upload."),
-		last:   map[pipeline.Target]int64{}, active: map[pipeline.Target]activeStep{},
+		last:   map[mledger.LedgerRef]int64{}, active: map[mledger.LedgerRef]activeStep{},
 	}
 }
 
 // StepStarted records the step; copies are logged at info (one line when
 // a replica starts uploading a ledger, one when it stops), so operators
 // (and the replica tests) see who uploaded what when.
-func (m *stepMetrics) StepStarted(t pipeline.Target, s pipeline.Step) {
+func (m *stepMetrics) StepStarted(t mledger.LedgerRef, s pipeline.Step) {
 	if s == pipeline.StepCopy {
 		m.log.Info("copy started", "ml", t.ML, "ledger", t.LedgerID)
 	}
@@ -221,7 +235,7 @@ func (m *stepMetrics) StepStarted(t pipeline.Target, s pipeline.Step) {
 	m.mu.Unlock()
 }
 
-func (m *stepMetrics) StepDone(t pipeline.Target, s pipeline.Step, d time.Duration, err error) {
+func (m *stepMetrics) StepDone(t mledger.LedgerRef, s pipeline.Step, d time.Duration, err error) {
 	if s == pipeline.StepCopy {
 		m.log.Info("copy ended", "ml", t.ML, "ledger", t.LedgerID, "duration", d, "err", err)
 	}
@@ -237,7 +251,7 @@ func (m *stepMetrics) StepDone(t pipeline.Target, s pipeline.Step, d time.Durati
 	m.mu.Unlock()
 }
 
-func (m *stepMetrics) Copied(t pipeline.Target, bytes, total int64) {
+func (m *stepMetrics) Copied(t mledger.LedgerRef, bytes, total int64) {
 	m.mu.Lock()
 	d := bytes - m.last[t]
 	m.last[t] = bytes
@@ -248,23 +262,23 @@ func (m *stepMetrics) Copied(t pipeline.Target, bytes, total int64) {
 	}
 }
 
-func (m *stepMetrics) Verified(t pipeline.Target, bytes, total int64) {
+func (m *stepMetrics) Verified(t mledger.LedgerRef, bytes, total int64) {
 	m.mu.Lock()
 	m.progress(t, pipeline.StepVerify, bytes, total)
 	m.mu.Unlock()
 }
 
 // progress records bytes of total for t's step s, if t is in it (m.mu held).
-func (m *stepMetrics) progress(t pipeline.Target, s pipeline.Step, bytes, total int64) {
+func (m *stepMetrics) progress(t mledger.LedgerRef, s pipeline.Step, bytes, total int64) {
 	if a, ok := m.active[t]; ok && a.step == s {
 		m.active[t] = activeStep{step: s, bytes: bytes, total: total}
 	}
 }
 
-func (m *stepMetrics) steps() map[pipeline.Target]activeStep {
+func (m *stepMetrics) steps() map[mledger.LedgerRef]activeStep {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[pipeline.Target]activeStep, len(m.active))
+	out := make(map[mledger.LedgerRef]activeStep, len(m.active))
 	for k, v := range m.active {
 		out[k] = v
 	}

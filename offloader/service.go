@@ -154,7 +154,7 @@ func New(ctx context.Context, c *Config, d Deps) (*Service, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	s.store = st
-	s.status = Status{Replica: c.Leases.ID, Topics: []TopicStatus{}, Ledgers: []scheduler.LedgerState{}}
+	s.status = Status{Replica: c.Leases.ID, Topics: []TopicStatus{}, Ledgers: []LedgerStatus{}}
 	return s, nil
 }
 
@@ -440,12 +440,12 @@ type Status struct {
 	Scan        ScanInfo      `json:"scan"`
 	Topics      []TopicStatus `json:"topics"`
 	// Ledgers are the ledgers running, backing off or parked.
-	Ledgers         []scheduler.LedgerState `json:"ledgers"`
-	LeasedElsewhere map[string]string       `json:"leasedElsewhere,omitempty"`
-	BookieUsage     map[string]float64      `json:"bookieUsage,omitempty"`
-	Pressured       map[string]float64      `json:"pressuredBookies,omitempty"`
-	Warnings        []string                `json:"warnings,omitempty"`
-	Sweeper         *SweepStatus            `json:"sweeper,omitempty"`
+	Ledgers         []LedgerStatus     `json:"ledgers"`
+	LeasedElsewhere map[string]string  `json:"leasedElsewhere,omitempty"`
+	BookieUsage     map[string]float64 `json:"bookieUsage,omitempty"`
+	Pressured       map[string]float64 `json:"pressuredBookies,omitempty"`
+	Warnings        []string           `json:"warnings,omitempty"`
+	Sweeper         *SweepStatus       `json:"sweeper,omitempty"`
 	// Scrub is the scrubber's last pass, the ledgers it found lost and
 	// those waiting for a repair.
 	Scrub *ScrubStatus `json:"scrub,omitempty"`
@@ -666,13 +666,13 @@ func (s *Service) Status() Status {
 
 // ledgerErrors is each managed ledger's error to show from ls: a parked
 // ledger's, else the first backing-off one's.
-func ledgerErrors(ls []scheduler.LedgerState) map[string]string {
+func ledgerErrors(ls []LedgerStatus) map[string]string {
 	errs := map[string]string{}
 	for _, l := range ls {
 		switch l.State {
-		case "parked":
+		case scheduler.StateParked:
 			errs[l.ML] = fmt.Sprintf("ledger %d parked until %s after %d failures: %s", l.LedgerID, l.NextTry.Format(time.RFC3339), l.Failures, l.LastErr)
-		case "backoff":
+		case scheduler.StateBackoff:
 			if _, ok := errs[l.ML]; !ok {
 				errs[l.ML] = fmt.Sprintf("ledger %d failed %d times, next try %s: %s", l.LedgerID, l.Failures, l.NextTry.Format(time.RFC3339), l.LastErr)
 			}
@@ -681,20 +681,30 @@ func ledgerErrors(ls []scheduler.LedgerState) map[string]string {
 	return errs
 }
 
+// LedgerStatus is a ledger in /status: the scheduler's state of it and,
+// while it runs, its step and the step's progress.
+type LedgerStatus struct {
+	scheduler.LedgerState
+	// StepBytes of StepTotalBytes: the payload bytes a running ledger's
+	// copy step has read from the bookies (and handed to the upload) or its
+	// verify step has compared.
+	StepBytes      int64 `json:"stepBytes,omitempty"`
+	StepTotalBytes int64 `json:"stepTotalBytes,omitempty"`
+}
+
 // ledgerStates are sched's ledgers in flight, backing off or parked, the
-// running ones with their step and its progress; and the topics leased by
-// other replicas.
-func (s *Service) ledgerStates(sched *scheduler.Scheduler) ([]scheduler.LedgerState, map[string]string) {
+// running ones with their step (as LastStep) and its progress; and the
+// topics leased by other replicas.
+func (s *Service) ledgerStates(sched *scheduler.Scheduler) ([]LedgerStatus, map[string]string) {
 	if sched == nil {
-		return []scheduler.LedgerState{}, nil
+		return []LedgerStatus{}, nil
 	}
-	ledgers, elsewhere := sched.Status()
-	if ledgers == nil {
-		ledgers = []scheduler.LedgerState{}
-	}
+	states, elsewhere := sched.Status()
 	active := s.steps.steps()
-	for i, l := range ledgers {
-		if a, ok := active[pipeline.Target{ML: l.ML, LedgerID: l.LedgerID}]; ok && l.State == "running" {
+	ledgers := make([]LedgerStatus, len(states))
+	for i, l := range states {
+		ledgers[i] = LedgerStatus{LedgerState: l}
+		if a, ok := active[l.LedgerRef]; ok && l.State == scheduler.StateRunning {
 			ledgers[i].LastStep, ledgers[i].StepBytes, ledgers[i].StepTotalBytes = string(a.step), a.bytes, a.total
 		}
 	}
@@ -702,15 +712,15 @@ func (s *Service) ledgerStates(sched *scheduler.Scheduler) ([]scheduler.LedgerSt
 }
 
 // countLedgers sets the running, backing-off and parked counts from ls.
-func (t *Totals) countLedgers(ls []scheduler.LedgerState) {
+func (t *Totals) countLedgers(ls []LedgerStatus) {
 	t.RunningLedgers, t.BackoffLedgers, t.ParkedLedgers = 0, 0, 0
 	for _, l := range ls {
 		switch l.State {
-		case "running":
+		case scheduler.StateRunning:
 			t.RunningLedgers++
-		case "backoff":
+		case scheduler.StateBackoff:
 			t.BackoffLedgers++
-		case "parked":
+		case scheduler.StateParked:
 			t.ParkedLedgers++
 		}
 	}

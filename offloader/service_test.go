@@ -22,6 +22,7 @@ import (
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -381,7 +382,7 @@ policy:
 	}
 	var parked []string
 	for _, l := range st.Ledgers {
-		if l.State == "parked" {
+		if l.State == scheduler.StateParked {
 			parked = append(parked, fmt.Sprintf("%d:%s:%s", l.LedgerID, l.LastStep, l.LastErr))
 			if l.Failures != 2 || !strings.Contains(l.LastErr, "NoSuchBucket") {
 				t.Errorf("parked ledger %+v: want 2 failures and the store's NoSuchBucket", l)

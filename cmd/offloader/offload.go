@@ -20,6 +20,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 func init() { addCommand(newOffloadCmd) }
@@ -374,9 +375,9 @@ func runLeased(ctx context.Context, leases *offloader.TopicLeases, p *pipeline.P
 	}
 	tr = &pipeline.TopicResult{ML: ml}
 	for _, id := range ids {
-		t := pipeline.Target{ML: ml, LedgerID: id}
-		tr.Ledgers = append(tr.Ledgers, &pipeline.LedgerResult{Target: t, Outcome: pipeline.OutcomeFailed,
-			Err: &pipeline.StepError{Target: t, Step: pipeline.StepSelect, Err: err}})
+		t := mledger.LedgerRef{ML: ml, LedgerID: id}
+		tr.Ledgers = append(tr.Ledgers, &pipeline.LedgerResult{LedgerRef: t, Outcome: pipeline.OutcomeFailed,
+			Err: &pipeline.StepError{LedgerRef: t, Step: pipeline.StepSelect, Err: err}})
 	}
 	return tr, err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // offloadProgress draws one status line on stderr when it is a terminal:
@@ -22,7 +23,7 @@ type offloadProgress struct {
 	start      time.Time
 	total      int64 // bytes to copy in the whole run
 	doneBefore int64 // bytes copied by finished ledgers
-	cur        pipeline.Target
+	cur        mledger.LedgerRef
 	step       pipeline.Step
 	curStart   time.Time
 	copied     int64 // bytes the current ledger has copied
@@ -34,7 +35,7 @@ func newOffloadProgress(w io.Writer, enabled bool, totalBytes int64) *offloadPro
 	return &offloadProgress{line: cli.NewLine(w, enabled), total: totalBytes, start: time.Now()}
 }
 
-func (p *offloadProgress) StepStarted(t pipeline.Target, s pipeline.Step) {
+func (p *offloadProgress) StepStarted(t mledger.LedgerRef, s pipeline.Step) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if t != p.cur {
@@ -45,16 +46,16 @@ func (p *offloadProgress) StepStarted(t pipeline.Target, s pipeline.Step) {
 	p.draw(true)
 }
 
-func (p *offloadProgress) StepDone(pipeline.Target, pipeline.Step, time.Duration, error) {}
+func (p *offloadProgress) StepDone(mledger.LedgerRef, pipeline.Step, time.Duration, error) {}
 
-func (p *offloadProgress) Copied(t pipeline.Target, bytes, total int64) {
+func (p *offloadProgress) Copied(t mledger.LedgerRef, bytes, total int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.copied, p.curBytes, p.curTotal = bytes, bytes, total
 	p.draw(false)
 }
 
-func (p *offloadProgress) Verified(t pipeline.Target, bytes, total int64) {
+func (p *offloadProgress) Verified(t mledger.LedgerRef, bytes, total int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.curBytes, p.curTotal = bytes, total

@@ -12,6 +12,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/cli"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
+	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
 )
 
@@ -131,7 +132,7 @@ func printServiceStatus(w io.Writer, st *offloader.Status, all bool, nameWidth i
 				next = l.NextTry.Format(time.RFC3339)
 			}
 			step := l.LastStep
-			if step == "" && l.State == "running" {
+			if step == "" && l.State == scheduler.StateRunning {
 				step = "waiting (its job is on another ledger)"
 			}
 			if l.StepTotalBytes > 0 {

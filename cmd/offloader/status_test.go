@@ -17,6 +17,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/scheduler"
 	"github.com/tierkeeper/tierkeeper/offloader/scrub"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
@@ -49,9 +50,10 @@ func TestStatusCommand(t *testing.T) {
 				LastError: "ledger 9 parked until 2026-01-01T00:00:00Z after 5 failures: bookie unreachable"},
 			{Topic: "persistent://t/ns/quiet", Rule: "default"},
 		},
-		Ledgers: []scheduler.LedgerState{{ML: "t/ns/persistent/a", LedgerID: 9, State: "parked", Failures: 5, LastErr: "bookie unreachable", LastStep: "copy"},
-			{ML: "t/ns/persistent/a", LedgerID: 10, State: "running", LastStep: "copy", StepBytes: 3 << 28, StepTotalBytes: 1 << 30},
-			{ML: "t/ns/persistent/a", LedgerID: 11, State: "running"}},
+		Ledgers: []offloader.LedgerStatus{
+			{LedgerState: scheduler.LedgerState{LedgerRef: mledger.LedgerRef{ML: "t/ns/persistent/a", LedgerID: 9}, State: scheduler.StateParked, Failures: 5, LastErr: "bookie unreachable", LastStep: "copy"}},
+			{LedgerState: scheduler.LedgerState{LedgerRef: mledger.LedgerRef{ML: "t/ns/persistent/a", LedgerID: 10}, State: scheduler.StateRunning, LastStep: "copy"}, StepBytes: 3 << 28, StepTotalBytes: 1 << 30},
+			{LedgerState: scheduler.LedgerState{LedgerRef: mledger.LedgerRef{ML: "t/ns/persistent/a", LedgerID: 11}, State: scheduler.StateRunning}}},
 		Warnings: []string{`rule "x" matches no topic`},
 		Scrub: &offloader.ScrubStatus{Pass: &scrub.Report{Ledgers: 12, Topics: 2, Verdicts: map[scrub.Verdict]int{scrub.VerdictOK: 11, scrub.VerdictLost: 1}},
 			Lost: []scrub.Finding{{ML: "t/ns/persistent/a", LedgerID: 3, Verdict: scrub.VerdictLost, Detail: "index missing; the BookKeeper ledger is gone"}}},

@@ -88,7 +88,7 @@ func (o *verifyOptions) run(cmd *cobra.Command, g *globalOptions, topic string) 
 		return zkFailed(e.zk, err)
 	}
 	type job struct {
-		t     pipeline.Target
+		t     mledger.LedgerRef
 		state mledger.LedgerState
 		uuid  string
 		size  int64
@@ -103,7 +103,7 @@ func (o *verifyOptions) run(cmd *cobra.Command, g *globalOptions, topic string) 
 			if !ok || (o.ledger >= 0 && li.GetLedgerId() != o.ledger) {
 				continue
 			}
-			jobs = append(jobs, job{pipeline.Target{ML: ml, LedgerID: li.GetLedgerId()}, states[i], id.String(), li.GetSize()})
+			jobs = append(jobs, job{mledger.LedgerRef{ML: ml, LedgerID: li.GetLedgerId()}, states[i], id.String(), li.GetSize()})
 			total += li.GetSize()
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // copied is the result of the copy step.
@@ -53,7 +54,7 @@ func (w *writeTracker) CreateMultipart(ctx context.Context, key string, opts blo
 // uploading overlap and memory stays at about (PartsInFlight+1) blocks plus
 // the read window. Every entry's CRC-32C and length in the verification
 // windows is kept for the verify step.
-func (p *Pipeline) copy(ctx context.Context, t Target, md *metadata.LedgerMetadata, id uuid.UUID, tw *writeTracker) (*copied, error) {
+func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.LedgerMetadata, id uuid.UUID, tw *writeTracker) (*copied, error) {
 	ixmd, err := indexMetadata(md)
 	if err != nil {
 		return nil, err
@@ -138,14 +139,14 @@ type digests struct {
 }
 
 // planDigests chooses what verify compares: every entry of a ledger up to
-// FullVerifyBytes, else three windows of about one block's worth of
+// FullVerifyBytes (unless AlwaysSample), else three windows of about one block's worth of
 // entries each: the first, a random place in the middle, the last.
 func (p *Pipeline) planDigests(md *metadata.LedgerMetadata) *digests {
 	n := md.LastEntryID + 1
 	if n <= 0 {
 		return &digests{full: true}
 	}
-	if p.o.FullVerifyBytes > 0 && md.Length <= p.o.FullVerifyBytes {
+	if !p.o.AlwaysSample && md.Length <= p.o.FullVerifyBytes {
 		return &digests{full: true, windows: []*window{{first: 0, last: n - 1}}}
 	}
 	k := max(int64(1), (n*int64(p.o.BlockSize)+md.Length-1)/max(md.Length, 1))

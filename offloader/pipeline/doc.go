@@ -19,7 +19,8 @@
 //	verify   sizes, object metadata, index bytes, every block header, and
 //	         entry by entry against what was read from BookKeeper (a CRC-32C
 //	         and length per entry kept during the copy): all entries for
-//	         ledgers up to Options.FullVerifyBytes, otherwise three windows
+//	         ledgers up to Options.FullVerifyBytes (unless
+//	         Options.AlwaysSample), otherwise three windows
 //	         of about one block each (start, a random place, end)
 //	commit   CAS: complete=true and the timestamp; on BadVersion re-read and
 //	         re-apply to this ledger only; a different stored UUID is a

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Sentinel errors; every error from Run and RunTopic wraps a *StepError and
@@ -43,13 +45,13 @@ var (
 
 // StepError says which step of which ledger failed.
 type StepError struct {
-	Target Target
-	Step   Step
-	Err    error
+	mledger.LedgerRef
+	Step Step
+	Err  error
 }
 
 func (e *StepError) Error() string {
-	return fmt.Sprintf("%s ledger %d: %s: %v", e.Target.ML, e.Target.LedgerID, e.Step, e.Err)
+	return fmt.Sprintf("%s ledger %d: %s: %v", e.ML, e.LedgerID, e.Step, e.Err)
 }
 
 func (e *StepError) Unwrap() error { return e.Err }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // Failpoint names, in the order a ledger meets them.
@@ -33,14 +35,16 @@ var FailpointNames = []string{FPAfterSelect, FPAfterPrepare, FPMidCopy, FPAfterC
 // ledger's pipeline there as if the step had failed. Tests implement it
 // directly; ParseFailpoints builds one from a text spec.
 type Failpoints interface {
-	Hit(ctx context.Context, name string, t Target) error
+	Hit(ctx context.Context, name string, t mledger.LedgerRef) error
 }
 
 // FailpointFunc adapts a function to Failpoints.
-type FailpointFunc func(ctx context.Context, name string, t Target) error
+type FailpointFunc func(ctx context.Context, name string, t mledger.LedgerRef) error
 
 // Hit calls f.
-func (f FailpointFunc) Hit(ctx context.Context, name string, t Target) error { return f(ctx, name, t) }
+func (f FailpointFunc) Hit(ctx context.Context, name string, t mledger.LedgerRef) error {
+	return f(ctx, name, t)
+}
 
 // FailpointEnv is the environment variable the offloader command reads a
 // failpoint spec from (see ParseFailpoints).
@@ -122,7 +126,7 @@ func ParseFailpoints(spec string) (*FailpointSet, error) {
 }
 
 // Hit implements Failpoints.
-func (fs *FailpointSet) Hit(ctx context.Context, name string, t Target) error {
+func (fs *FailpointSet) Hit(ctx context.Context, name string, t mledger.LedgerRef) error {
 	if fs == nil {
 		return nil
 	}

@@ -20,7 +20,7 @@ func TestParseFailpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	tg := Target{ML: "t/ns/persistent/x", LedgerID: 7}
+	tg := mledger.LedgerRef{ML: "t/ns/persistent/x", LedgerID: 7}
 	if err := fs.Hit(ctx, FPAfterCopy, tg); err != nil {
 		t.Fatalf("first hit fired: %v", err)
 	}
@@ -60,7 +60,7 @@ func TestParseFailpoints(t *testing.T) {
 // in-process stand-in for a SIGKILL at exactly that point. The
 // SIGKILL-a-real-process test is in cmd/offloader.
 func crashAt(name string, id int64, crashed *bool) Failpoints {
-	return FailpointFunc(func(_ context.Context, n string, t Target) error {
+	return FailpointFunc(func(_ context.Context, n string, t mledger.LedgerRef) error {
 		if n == name && t.LedgerID == id && !*crashed {
 			*crashed = true
 			runtime.Goexit()
@@ -119,7 +119,7 @@ func TestCrashAtEveryFailpointResumes(t *testing.T) {
 		if st := mledger.States(r.info(t, name).Info)[i]; st != c.mid {
 			t.Errorf("%s: state after the crash %s, want %s", c.fp, st, c.mid)
 		}
-		lr, err := r.pipeline(t, nil).Run(context.Background(), Target{ML: name, LedgerID: id})
+		lr, err := r.pipeline(t, nil).Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: id})
 		if err != nil {
 			t.Fatalf("%s: resumed run: %v", c.fp, err)
 		}
@@ -137,14 +137,14 @@ func TestCrashAtEveryFailpointResumes(t *testing.T) {
 	id := ids[6]
 	before, _ := r.raw(t, name)
 	p := r.pipeline(t, func(d *Deps, _ *Options) {
-		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ Target) error {
+		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ mledger.LedgerRef) error {
 			if n == FPMidCopy {
 				return fmt.Errorf("%w: injected", ErrFailpoint)
 			}
 			return nil
 		})
 	})
-	lr, err := p.Run(context.Background(), Target{ML: name, LedgerID: id})
+	lr, err := p.Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: id})
 	if !errors.Is(err, ErrFailpoint) || !isStepErr(err, StepCopy) || lr.Outcome != OutcomeFailed {
 		t.Fatalf("failed copy: %v %+v", err, lr)
 	}
@@ -175,7 +175,7 @@ func TestCrashAtEveryFailpointResumes(t *testing.T) {
 			t.Fatalf("%s: BookKeeper ledger gone=%v (%v)", fp, gone, err)
 		}
 		p = r.pipeline(t, func(_ *Deps, o *Options) { o.Trim, o.TrimWithoutReload = true, true })
-		lr, err := p.Run(context.Background(), Target{ML: name, LedgerID: id})
+		lr, err := p.Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: id})
 		if err != nil || !lr.Trim.Deleted {
 			t.Fatalf("%s: resumed trim %+v: %v", fp, lr.Trim, err)
 		}

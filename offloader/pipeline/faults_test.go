@@ -27,7 +27,7 @@ func TestZooKeeperSessionLostBeforeCommit(t *testing.T) {
 	r := newRigWith(t, rigOptions{zkAddr: px.Addr, sessionTimeout: 2 * time.Second})
 	name, ids := r.topic(t, 25, 10, 4<<10)
 	p := r.pipeline(t, func(d *Deps, _ *Options) {
-		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ Target) error {
+		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ mledger.LedgerRef) error {
 			if n == FPAfterVerify {
 				px.Cut()
 				select {
@@ -40,7 +40,7 @@ func TestZooKeeperSessionLostBeforeCommit(t *testing.T) {
 		})
 	})
 	start := time.Now()
-	lr, err := p.Run(context.Background(), Target{ML: name, LedgerID: ids[0]})
+	lr, err := p.Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: ids[0]})
 	if err == nil || !isStepErr(err, StepCommit) || !strings.Contains(err.Error(), "ZooKeeper unavailable") {
 		t.Fatalf("run across a lost session: %+v %v", lr, err)
 	}
@@ -53,7 +53,7 @@ func TestZooKeeperSessionLostBeforeCommit(t *testing.T) {
 	if st := mledger.States(r2.info(t, name).Info)[0]; st != mledger.StateOffloading {
 		t.Fatalf("state after the lost session: %s", st)
 	}
-	lr, err = r2.pipeline(t, nil).Run(context.Background(), Target{ML: name, LedgerID: ids[0]})
+	lr, err = r2.pipeline(t, nil).Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: ids[0]})
 	if err != nil || lr.Outcome != OutcomeAdopted {
 		t.Fatalf("rerun: %+v %v", lr, err)
 	}
@@ -73,14 +73,14 @@ func TestS3KilledMidUpload(t *testing.T) {
 	env.MLWrite(t, name, 300+5, 300, 20<<10) // one ledger of 300 x 20 KiB: two 5 MiB blocks
 	id := Candidates(r.info(t, name).Info, -1, false)[0]
 	p := r.pipeline(t, func(d *Deps, _ *Options) {
-		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ Target) error {
+		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ mledger.LedgerRef) error {
 			if n == FPMidCopy {
 				s3.Kill()
 			}
 			return nil
 		})
 	})
-	lr, err := p.Run(context.Background(), Target{ML: name, LedgerID: id})
+	lr, err := p.Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: id})
 	if err == nil || !isStepErr(err, StepCopy) || !strings.Contains(err.Error(), s3.Addr) {
 		t.Fatalf("run with the S3 server killed: %+v %v", lr, err)
 	}
@@ -94,7 +94,7 @@ func TestS3KilledMidUpload(t *testing.T) {
 	if err := s3.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	lr, err = r.pipeline(t, nil).Run(context.Background(), Target{ML: name, LedgerID: id})
+	lr, err = r.pipeline(t, nil).Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: id})
 	if err != nil || lr.Outcome != OutcomeOffloaded || len(lr.Superseded) != 1 {
 		t.Fatalf("rerun: %+v %v", lr, err)
 	}
@@ -115,7 +115,7 @@ func TestBookieKilledMidRead(t *testing.T) {
 		}
 	})
 	kill := func(n int) Failpoints {
-		return FailpointFunc(func(_ context.Context, fp string, _ Target) error {
+		return FailpointFunc(func(_ context.Context, fp string, _ mledger.LedgerRef) error {
 			if fp == FPMidCopy {
 				for i := 0; len(killed) < n; i++ {
 					if !killed[i] {
@@ -127,12 +127,12 @@ func TestBookieKilledMidRead(t *testing.T) {
 			return nil
 		})
 	}
-	lr, err := r.pipeline(t, func(d *Deps, _ *Options) { d.Failpoints = kill(1) }).Run(context.Background(), Target{ML: name, LedgerID: ids[0]})
+	lr, err := r.pipeline(t, func(d *Deps, _ *Options) { d.Failpoints = kill(1) }).Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: ids[0]})
 	if err != nil || lr.Outcome != OutcomeOffloaded || lr.Verify.Level != LevelFull {
 		t.Fatalf("one bookie down: %+v %v", lr, err)
 	}
 	before, ver := r.raw(t, name)
-	lr, err = r.pipeline(t, func(d *Deps, _ *Options) { d.Failpoints = kill(2) }).Run(context.Background(), Target{ML: name, LedgerID: ids[1]})
+	lr, err = r.pipeline(t, func(d *Deps, _ *Options) { d.Failpoints = kill(2) }).Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: ids[1]})
 	if err == nil || !isStepErr(err, StepCopy) || !strings.Contains(err.Error(), "127.0.0.1:") {
 		t.Fatalf("two bookies down: %+v %v", lr, err)
 	}
@@ -144,7 +144,7 @@ func TestBookieKilledMidRead(t *testing.T) {
 		env.BK.StartBookie(t, i)
 		delete(killed, i)
 	}
-	if lr, err := r.pipeline(t, nil).Run(context.Background(), Target{ML: name, LedgerID: ids[1]}); err != nil || lr.Outcome != OutcomeOffloaded {
+	if lr, err := r.pipeline(t, nil).Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: ids[1]}); err != nil || lr.Outcome != OutcomeOffloaded {
 		t.Fatalf("bookies back: %+v %v", lr, err)
 	}
 	r.checkInvariants(t, name)
@@ -206,7 +206,7 @@ func TestConcurrentRolloversLoseNothing(t *testing.T) {
 		}
 	}()
 	p := r.pipeline(t, func(d *Deps, _ *Options) {
-		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ Target) error {
+		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ mledger.LedgerRef) error {
 			if n == FPAfterCommit {
 				select {
 				case <-done:

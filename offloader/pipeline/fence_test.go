@@ -35,7 +35,7 @@ func TestStaleReplicaDeletesNoObjects(t *testing.T) {
 	ctx := tkzk.WithFence(context.Background(), tkzk.NewFence("test lease", tkzk.PathVersion{Path: epoch, Version: 0}))
 	var attempt string
 	p := r.pipeline(t, func(d *Deps, _ *Options) {
-		d.Failpoints = FailpointFunc(func(ctx context.Context, n string, tg Target) error {
+		d.Failpoints = FailpointFunc(func(ctx context.Context, n string, tg mledger.LedgerRef) error {
 			if n != FPAfterCopy || tg.LedgerID != id {
 				return nil
 			}
@@ -58,7 +58,7 @@ func TestStaleReplicaDeletesNoObjects(t *testing.T) {
 		})
 	})
 	before, _ := r.raw(t, name)
-	lr, err := p.Run(ctx, Target{ML: name, LedgerID: id})
+	lr, err := p.Run(ctx, mledger.LedgerRef{ML: name, LedgerID: id})
 	if err == nil || lr.Outcome != OutcomeFailed {
 		t.Fatalf("run with wrong objects: %v %+v", err, lr)
 	}

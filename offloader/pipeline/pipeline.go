@@ -22,16 +22,6 @@ import (
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
-// Target names one ledger of one managed ledger.
-type Target struct {
-	// ML is the managed-ledger name (tenant/namespace/persistent/topic).
-	ML string
-	// LedgerID is the BookKeeper ledger id.
-	LedgerID int64
-}
-
-func (t Target) String() string { return fmt.Sprintf("%s ledger %d", t.ML, t.LedgerID) }
-
 // Step names a step of the state machine.
 type Step string
 
@@ -77,24 +67,24 @@ var (
 // to implement only some methods.
 type Observer interface {
 	// StepStarted is called when a step begins.
-	StepStarted(t Target, s Step)
+	StepStarted(t mledger.LedgerRef, s Step)
 	// StepDone is called when a step ends, with its error (nil: done).
-	StepDone(t Target, s Step, d time.Duration, err error)
+	StepDone(t mledger.LedgerRef, s Step, d time.Duration, err error)
 	// Copied reports the payload bytes handed to the upload so far
 	// (of total, the ledger length).
-	Copied(t Target, bytes, total int64)
+	Copied(t mledger.LedgerRef, bytes, total int64)
 	// Verified reports the payload bytes read back and compared so far
 	// (of total, the bytes the verification will read).
-	Verified(t Target, bytes, total int64)
+	Verified(t mledger.LedgerRef, bytes, total int64)
 }
 
 // NopObserver ignores everything.
 type NopObserver struct{}
 
-func (NopObserver) StepStarted(Target, Step)                    {}
-func (NopObserver) StepDone(Target, Step, time.Duration, error) {}
-func (NopObserver) Copied(Target, int64, int64)                 {}
-func (NopObserver) Verified(Target, int64, int64)               {}
+func (NopObserver) StepStarted(mledger.LedgerRef, Step)                    {}
+func (NopObserver) StepDone(mledger.LedgerRef, Step, time.Duration, error) {}
+func (NopObserver) Copied(mledger.LedgerRef, int64, int64)                 {}
+func (NopObserver) Verified(mledger.LedgerRef, int64, int64)               {}
 
 // Deps are the servers and shared resources a Pipeline uses.
 type Deps struct {
@@ -146,8 +136,11 @@ type Options struct {
 	// FullVerifyBytes: ledgers up to this length are compared entry by
 	// entry in full after the upload; longer ones in three windows of
 	// about one block each (first entries, a random place, last entries).
-	// Default DefaultFullVerifyBytes; negative: always sample.
+	// Default DefaultFullVerifyBytes.
 	FullVerifyBytes int64
+	// AlwaysSample compares every ledger in the three windows, whatever
+	// its length (the policy's verify level "index").
+	AlwaysSample bool
 	// Info is the informational object metadata (software version,
 	// cluster name).
 	Info format.ObjectInfo
@@ -218,6 +211,8 @@ func New(d Deps, o Options) (*Pipeline, error) {
 		return nil, fmt.Errorf("%w: trimming needs a broker admin URL, to be sure the broker no longer reads the ledgers from BookKeeper (or TrimWithoutReload)", ErrTrimRefused)
 	case o.DeletionLag < 0:
 		return nil, fmt.Errorf("pipeline: negative deletion lag %s", o.DeletionLag)
+	case o.FullVerifyBytes < 0:
+		return nil, fmt.Errorf("pipeline: negative FullVerifyBytes %d (AlwaysSample samples every ledger)", o.FullVerifyBytes)
 	}
 	if _, err := o.Driver.Metadata(); err != nil {
 		return nil, fmt.Errorf("pipeline: driver: %w", err)
@@ -260,7 +255,7 @@ func New(d Deps, o Options) (*Pipeline, error) {
 func (p *Pipeline) Options() Options { return p.o }
 
 // hit calls the failpoint name.
-func (p *Pipeline) hit(ctx context.Context, name string, t Target) error {
+func (p *Pipeline) hit(ctx context.Context, name string, t mledger.LedgerRef) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -271,9 +266,9 @@ func (p *Pipeline) hit(ctx context.Context, name string, t Target) error {
 }
 
 // step runs fn as step s of t, with observer calls and a StepError.
-func (p *Pipeline) step(ctx context.Context, t Target, s Step, res *LedgerResult, fn func() error) error {
+func (p *Pipeline) step(ctx context.Context, t mledger.LedgerRef, s Step, res *LedgerResult, fn func() error) error {
 	if err := ctx.Err(); err != nil {
-		return &StepError{Target: t, Step: s, Err: err}
+		return &StepError{LedgerRef: t, Step: s, Err: err}
 	}
 	p.obs.StepStarted(t, s)
 	start := time.Now()
@@ -294,12 +289,12 @@ func (p *Pipeline) step(ctx context.Context, t Target, s Step, res *LedgerResult
 func (p *Pipeline) batchStep(ctx context.Context, lrs []*LedgerResult, s Step, fn func() (map[int64]error, error)) []*LedgerResult {
 	if err := ctx.Err(); err != nil {
 		for _, lr := range lrs {
-			lr.fail(&StepError{Target: lr.Target, Step: s, Err: err})
+			lr.fail(&StepError{LedgerRef: lr.LedgerRef, Step: s, Err: err})
 		}
 		return nil
 	}
 	for _, lr := range lrs {
-		p.obs.StepStarted(lr.Target, s)
+		p.obs.StepStarted(lr.LedgerRef, s)
 	}
 	start := time.Now()
 	per, err := fn()
@@ -310,9 +305,9 @@ func (p *Pipeline) batchStep(ctx context.Context, lrs []*LedgerResult, s Step, f
 		if e == nil {
 			e = per[lr.LedgerID]
 		}
-		p.obs.StepDone(lr.Target, s, d, e)
+		p.obs.StepDone(lr.LedgerRef, s, d, e)
 		lr.Steps = append(lr.Steps, StepTiming{Step: s, Duration: d})
-		if e := p.stepErr(lr.Target, s, d, e); e != nil {
+		if e := p.stepErr(lr.LedgerRef, s, d, e); e != nil {
 			if s == StepTrim {
 				lr.Err = e // the ledger stays offloaded
 			} else {
@@ -326,7 +321,7 @@ func (p *Pipeline) batchStep(ctx context.Context, lrs []*LedgerResult, s Step, f
 }
 
 // stepErr logs a step's outcome and wraps its error in a StepError.
-func (p *Pipeline) stepErr(t Target, s Step, d time.Duration, err error) error {
+func (p *Pipeline) stepErr(t mledger.LedgerRef, s Step, d time.Duration, err error) error {
 	if err == nil {
 		p.log.Debug("step done", "ml", t.ML, "ledger", t.LedgerID, "step", s, "duration", d)
 		return nil
@@ -341,7 +336,7 @@ func (p *Pipeline) stepErr(t Target, s Step, d time.Duration, err error) error {
 		// state says where the next run starts.
 		err = fmt.Errorf("ZooKeeper unavailable (session lost or no server): %w", err)
 	}
-	return &StepError{Target: t, Step: s, Err: err}
+	return &StepError{LedgerRef: t, Step: s, Err: err}
 }
 
 // StepTiming is one step's duration.
@@ -368,7 +363,7 @@ const (
 
 // LedgerResult is what happened to one ledger.
 type LedgerResult struct {
-	Target
+	mledger.LedgerRef
 	Outcome Outcome
 	// UUID is the attempt whose objects the ledger now points at (or
 	// would, for a failed run: the attempt that was tried).

@@ -80,7 +80,7 @@ func TestOffloadTopicPulsarReadsBack(t *testing.T) {
 
 	// VerifyLedger against the bookies, in full.
 	for _, id := range cands {
-		rep, err := p.VerifyLedger(ctx, Target{ML: name, LedgerID: id}, VerifyOptions{Full: true})
+		rep, err := p.VerifyLedger(ctx, mledger.LedgerRef{ML: name, LedgerID: id}, VerifyOptions{Full: true})
 		if err != nil || rep.Level != LevelFull || rep.Entries != 100 {
 			t.Fatalf("verify ledger %d: %+v %v", id, rep, err)
 		}
@@ -108,7 +108,7 @@ func TestOffloadTopicPulsarReadsBack(t *testing.T) {
 	}
 	env.PulsarReadsAll(t, r.s3, r.bucket, name, w)
 	// VerifyLedger without a BookKeeper copy: objects against the index.
-	rep, err := p.VerifyLedger(ctx, Target{ML: name, LedgerID: cands[1]}, VerifyOptions{})
+	rep, err := p.VerifyLedger(ctx, mledger.LedgerRef{ML: name, LedgerID: cands[1]}, VerifyOptions{})
 	if err != nil || rep.Level != LevelObjects || rep.Entries != 100 {
 		t.Fatalf("verify after trim: %+v %v", rep, err)
 	}
@@ -141,7 +141,7 @@ func TestRunTopicBatchesWrites(t *testing.T) {
 	other := uuid.New()
 	p := r.pipeline(t, func(d *Deps, o *Options) {
 		o.Trim, o.TrimWithoutReload = true, true
-		d.Failpoints = FailpointFunc(func(ctx context.Context, n string, tg Target) error {
+		d.Failpoints = FailpointFunc(func(ctx context.Context, n string, tg mledger.LedgerRef) error {
 			if n == FPAfterVerify && tg.LedgerID == ids[1] {
 				if _, _, err := r.ml.PrepareOffload(ctx, name, ids[1], other, r.driver()); err != nil {
 					t.Errorf("other offloader: %v", err)
@@ -181,7 +181,7 @@ func TestRunTopicBatchesWrites(t *testing.T) {
 
 	// The other offloader gives up (its objects never came): this run
 	// replaces it.
-	lr, err := r.pipeline(t, nil).Run(ctx, Target{ML: name, LedgerID: ids[1]})
+	lr, err := r.pipeline(t, nil).Run(ctx, mledger.LedgerRef{ML: name, LedgerID: ids[1]})
 	if err != nil || lr.Outcome != OutcomeOffloaded || len(lr.Superseded) != 1 || lr.Superseded[0] != other {
 		t.Fatalf("replacing the abandoned attempt: %+v %v", lr, err)
 	}

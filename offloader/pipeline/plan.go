@@ -51,7 +51,7 @@ const (
 
 // PlanItem is the plan for one ledger.
 type PlanItem struct {
-	Target
+	mledger.LedgerRef
 	State   mledger.LedgerState
 	Entries int64
 	Bytes   int64
@@ -68,8 +68,8 @@ func (p *Pipeline) Plan(ctx context.Context, ml string, ledgers []int64) ([]Plan
 		return nil, snapErr
 	}
 	for _, id := range ledgers {
-		t := Target{ML: ml, LedgerID: id}
-		it := PlanItem{Target: t}
+		t := mledger.LedgerRef{ML: ml, LedgerID: id}
+		it := PlanItem{LedgerRef: t}
 		sel, err := (*selected)(nil), snapErr
 		if err == nil {
 			sel, err = p.selectIn(ctx, snap, t)

@@ -20,19 +20,19 @@ const NoBrokerNote = "no broker admin URL: a broker that has the topic loaded ke
 // object store: if its internalStats already say so (and force is unset),
 // nothing is done; otherwise the topic is unloaded and internalStats checked
 // again. force: a bookkeeperDeleted mark is to take effect before the
-// BookKeeper copies go (internalStats do not show it). It returns whether
-// the BookKeeper copies may now be deleted (the broker reloaded, or no
-// reload and Options.TrimWithoutReload). A failure is recorded on the
-// ledgers; their commits stand.
-func (p *Pipeline) reloadAll(ctx context.Context, tr *TopicResult, done []*work, force bool) bool {
-	var lrs []*LedgerResult
+// BookKeeper copies go (internalStats do not show it). It returns the
+// ledgers whose BookKeeper copies may now be deleted (the broker reloaded,
+// or no reload and Options.TrimWithoutReload); nil when none may. A
+// failure is recorded on the ledgers; their commits stand.
+func (p *Pipeline) reloadAll(ctx context.Context, tr *TopicResult, done []*work, force bool) []*work {
+	var ws []*work
 	for _, w := range done {
 		if w.lr.Err == nil {
-			lrs = append(lrs, w.lr)
+			ws = append(ws, w)
 		}
 	}
-	if len(lrs) == 0 {
-		return false
+	if len(ws) == 0 {
+		return nil
 	}
 	if p.d.Broker == nil || p.o.SkipReload {
 		note := NoBrokerNote
@@ -40,37 +40,44 @@ func (p *Pipeline) reloadAll(ctx context.Context, tr *TopicResult, done []*work,
 			note = "reload skipped (SkipReload)"
 		}
 		tr.Reload = ReloadResult{Note: note}
-		for _, lr := range lrs {
-			lr.Reload = tr.Reload
+		for _, w := range ws {
+			w.lr.Reload = tr.Reload
 		}
-		return p.o.TrimWithoutReload
+		if !p.o.TrimWithoutReload {
+			return nil
+		}
+		return ws
 	}
-	ids := make([]int64, len(lrs))
-	for i, lr := range lrs {
-		ids[i] = lr.LedgerID
+	ids := make([]int64, len(ws))
+	for i, w := range ws {
+		ids[i] = w.lr.LedgerID
 	}
 	var rr ReloadResult
-	err := p.step(ctx, lrs[0].Target, StepReload, nil, func() error {
+	err := p.step(ctx, ws[0].lr.LedgerRef, StepReload, nil, func() error {
 		var err error
 		rr, err = p.reload(ctx, tr.ML, ids, force)
 		return err
 	})
 	tr.Reload = rr
-	for _, lr := range lrs {
-		lr.Reload = rr
+	for _, w := range ws {
+		w.lr.Reload = rr
 		if err != nil {
-			lr.Err = err
+			w.lr.Err = err
 		}
 	}
 	if err != nil {
-		return false
+		return nil
 	}
-	for _, lr := range lrs {
-		if err := p.hit(ctx, FPAfterReload, lr.Target); err != nil {
-			lr.Err = &StepError{Target: lr.Target, Step: StepReload, Err: err}
+	reloaded := make([]*work, 0, len(ws))
+	for _, w := range ws {
+		lr := w.lr
+		if err := p.hit(ctx, FPAfterReload, lr.LedgerRef); err != nil {
+			lr.Err = &StepError{LedgerRef: lr.LedgerRef, Step: StepReload, Err: err}
+			continue
 		}
+		reloaded = append(reloaded, w)
 	}
-	return true
+	return reloaded
 }
 
 // reload checks (and, if needed or forced, makes) the broker's in-memory

@@ -26,7 +26,7 @@ type TopicResult struct {
 }
 
 // Run offloads one ledger: RunTopic with a single ledger.
-func (p *Pipeline) Run(ctx context.Context, t Target) (*LedgerResult, error) {
+func (p *Pipeline) Run(ctx context.Context, t mledger.LedgerRef) (*LedgerResult, error) {
 	tr, err := p.RunTopic(ctx, t.ML, []int64{t.LedgerID})
 	if tr == nil || len(tr.Ledgers) == 0 {
 		return nil, err
@@ -61,7 +61,7 @@ func (p *Pipeline) RunTopic(ctx context.Context, ml string, ledgers []int64) (*T
 	tr := &TopicResult{ML: ml}
 	if err := p.preflight(ctx, ml); err != nil {
 		for _, id := range ledgers {
-			lr := &LedgerResult{Target: Target{ML: ml, LedgerID: id}}
+			lr := &LedgerResult{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: id}}
 			tr.Ledgers = append(tr.Ledgers, lr.fail(err))
 		}
 		return tr, err
@@ -78,8 +78,8 @@ func (p *Pipeline) RunTopic(ctx context.Context, ml string, ledgers []int64) (*T
 		todo = p.runBatch(ctx, tr, todo)
 	}
 	for _, id := range todo {
-		t := Target{ML: ml, LedgerID: id}
-		tr.Ledgers = append(tr.Ledgers, (&LedgerResult{Target: t}).fail(&StepError{Target: t, Step: StepSelect, Err: ctx.Err()}))
+		t := mledger.LedgerRef{ML: ml, LedgerID: id}
+		tr.Ledgers = append(tr.Ledgers, (&LedgerResult{LedgerRef: t}).fail(&StepError{LedgerRef: t, Step: StepSelect, Err: ctx.Err()}))
 	}
 	slices.SortStableFunc(tr.Ledgers, func(a, b *LedgerResult) int { return order[a.LedgerID] - order[b.LedgerID] })
 	var errs []error
@@ -101,10 +101,10 @@ func (p *Pipeline) preflight(ctx context.Context, ml string) error {
 	}
 	tn, err := mledger.ParseMLName(ml)
 	if err != nil {
-		return &StepError{Target: Target{ML: ml, LedgerID: -1}, Step: StepSelect, Err: err}
+		return &StepError{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: -1}, Step: StepSelect, Err: err}
 	}
 	if _, err := p.d.Broker.InternalStats(ctx, tn); err != nil {
-		return &StepError{Target: Target{ML: ml, LedgerID: -1}, Step: StepSelect,
+		return &StepError{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: -1}, Step: StepSelect,
 			Err: fmt.Errorf("%w: the broker that must reload the topic does not answer for it (nothing was changed): %w", ErrReload, err)}
 	}
 	return nil
@@ -125,7 +125,7 @@ type selected struct {
 // selectIn checks that t may be offloaded, from the managed ledger as read
 // in snap and the BookKeeper metadata. A complete ledger is returned
 // without BookKeeper checks (its BookKeeper copy may be gone).
-func (p *Pipeline) selectIn(ctx context.Context, snap *mledger.Snapshot, t Target) (*selected, error) {
+func (p *Pipeline) selectIn(ctx context.Context, snap *mledger.Snapshot, t mledger.LedgerRef) (*selected, error) {
 	ls := snap.Info.GetLedgerInfo()
 	idx := -1
 	for i, li := range ls {
@@ -179,16 +179,38 @@ type work struct {
 
 // runBatch runs steps 1–8 of RunTopic on the ledgers ids, appending their
 // results to tr, and returns the ledgers left for the next batch (the
-// batch's byte bound was reached).
+// batch's byte bound was reached): select them, adopt the whole objects of
+// earlier attempts, prepare the others, copy and verify them, commit, and
+// finish (mark the trims, reload the topic, delete the BookKeeper copies).
 func (p *Pipeline) runBatch(ctx context.Context, tr *TopicResult, ids []int64) (rest []int64) {
-	ml := tr.ML
-	snap, snapErr := p.d.ML.Get(ctx, ml)
-	var done []*work   // complete, or committed by this batch
-	var toCopy []*work // to adopt or copy
+	b, rest := p.selectBatch(ctx, tr, ids)
+	if b == nil {
+		return rest // stopped while selecting
+	}
+	adopted, fresh := p.adoptAll(ctx, b.toCopy)
+	copied, undo := p.copyAll(ctx, p.prepareAll(ctx, tr.ML, fresh))
+	done := append(b.complete, p.commitAll(ctx, tr.ML, append(adopted, copied...), undo)...)
+	p.finish(ctx, tr, done)
+	return rest
+}
+
+// batch is what the select step chose for one batch.
+type batch struct {
+	complete []*work // offloaded before this run
+	toCopy   []*work // to adopt or copy
+}
+
+// selectBatch runs the select step on the ledgers ids (one read of the
+// managed ledger), appending their results to tr, and returns the batch
+// and the ledgers beyond its byte bound. A nil batch: ctx ended while
+// selecting (rest holds the ledgers not selected).
+func (p *Pipeline) selectBatch(ctx context.Context, tr *TopicResult, ids []int64) (b *batch, rest []int64) {
+	snap, snapErr := p.d.ML.Get(ctx, tr.ML)
+	b = &batch{}
 	var size int64
 	for i, id := range ids {
-		t := Target{ML: ml, LedgerID: id}
-		lr := &LedgerResult{Target: t}
+		t := mledger.LedgerRef{ML: tr.ML, LedgerID: id}
+		lr := &LedgerResult{LedgerRef: t}
 		var sel *selected
 		if err := p.step(ctx, t, StepSelect, lr, func() error {
 			if snapErr != nil {
@@ -200,7 +222,7 @@ func (p *Pipeline) runBatch(ctx context.Context, tr *TopicResult, ids []int64) (
 		}); err != nil {
 			tr.Ledgers = append(tr.Ledgers, lr.fail(err))
 			if ctx.Err() != nil {
-				return append(rest, ids[i+1:]...)
+				return nil, append(rest, ids[i+1:]...)
 			}
 			continue
 		}
@@ -213,79 +235,63 @@ func (p *Pipeline) runBatch(ctx context.Context, tr *TopicResult, ids []int64) (
 			lr.Outcome, lr.UUID = OutcomeAlreadyOffloaded, prev
 			lr.DataKey, lr.IndexKey = format.DataKey(prev, id), format.IndexKey(prev, id)
 			tr.Ledgers = append(tr.Ledgers, lr)
-			done = append(done, &work{lr: lr, sel: sel, before: oc, id: prev, after: oc})
+			b.complete = append(b.complete, &work{lr: lr, sel: sel, before: oc, id: prev, after: oc})
 			continue
 		}
-		if len(toCopy) > 0 && size+lr.Bytes > p.o.BatchBytes {
+		if len(b.toCopy) > 0 && size+lr.Bytes > p.o.BatchBytes {
 			rest = append(rest, id) // selected again, fresh, in the next batch
 			continue
 		}
 		size += lr.Bytes
 		tr.Ledgers = append(tr.Ledgers, lr)
 		if err := p.hit(ctx, FPAfterSelect, t); err != nil {
-			lr.fail(&StepError{Target: t, Step: StepSelect, Err: err})
+			lr.fail(&StepError{LedgerRef: t, Step: StepSelect, Err: err})
 			continue
 		}
-		toCopy = append(toCopy, &work{lr: lr, sel: sel, before: oc})
+		b.toCopy = append(b.toCopy, &work{lr: lr, sel: sel, before: oc})
 	}
-
-	// An earlier attempt whose objects are whole is committed as it is.
-	var ready, fresh []*work
-	for _, w := range toCopy {
-		if prev, had := mledger.AttemptUUID(w.before); had && mledger.DriverFromMetadata(w.before.GetDriverMetadata()).Bucket == p.o.Driver.Bucket {
-			if p.adopt(ctx, w, prev) {
-				ready = append(ready, w)
-				continue
-			}
-			if w.lr.Err != nil {
-				continue
-			}
-		}
-		fresh = append(fresh, w)
-	}
-	prepared := p.prepareAll(ctx, ml, fresh)
-	var undo []*work // failed copies whose prepare can be undone
-	for _, w := range prepared {
-		ok, left := p.copyAndVerify(ctx, w)
-		if ok {
-			ready = append(ready, w)
-		} else if !left {
-			undo = append(undo, w)
-		}
-	}
-	done = append(done, p.commitAll(ctx, ml, ready, undo)...)
-	if ctx.Err() != nil || len(done) == 0 {
-		return rest
-	}
-	var del []*work
-	if p.o.Trim {
-		del = p.markAll(ctx, ml, done)
-	}
-	if !p.reloadAll(ctx, tr, done, len(del) > 0) {
-		for _, w := range del {
-			w.lr.Trim.Note = "bookkeeperDeleted is set; the BookKeeper ledger is kept until the broker has reloaded (run again)"
-		}
-		return rest
-	}
-	for _, w := range del {
-		lr := w.lr
-		if lr.Err != nil {
-			continue
-		}
-		if err := p.step(ctx, lr.Target, StepTrim, lr, func() error { return p.deleteBK(ctx, lr) }); err != nil {
-			lr.Err = err // the ledger stays offloaded
-		}
-	}
-	return rest
+	return b, rest
 }
 
-// adopt verifies the objects of an earlier unfinished attempt against the
-// bookies. It returns true when they are whole (the attempt is to be
-// committed); false with lr.Err unset when a new attempt should be made;
-// false with lr.Err set on a failure that must stop the ledger (store
-// unreachable).
-func (p *Pipeline) adopt(ctx context.Context, w *work, prev uuid.UUID) bool {
-	lr, t := w.lr, w.lr.Target
+// adoptAll verifies the objects of the earlier unfinished attempts of ws
+// (those in this offloader's bucket) and returns the ledgers whose
+// objects are whole, to be committed as they are, and those to copy
+// afresh. A ledger whose verify failed otherwise (store unreachable) is in
+// neither: it has failed.
+func (p *Pipeline) adoptAll(ctx context.Context, ws []*work) (adopted, fresh []*work) {
+	for _, w := range ws {
+		prev, had := mledger.AttemptUUID(w.before)
+		if !had || mledger.DriverFromMetadata(w.before.GetDriverMetadata()).Bucket != p.o.Driver.Bucket {
+			fresh = append(fresh, w)
+			continue
+		}
+		switch p.adopt(ctx, w, prev) {
+		case attemptWhole:
+			adopted = append(adopted, w)
+		case attemptUnusable:
+			fresh = append(fresh, w)
+		}
+	}
+	return adopted, fresh
+}
+
+// attemptCheck is what adopt found of an earlier attempt's objects.
+type attemptCheck int
+
+const (
+	// attemptFailed: the check failed (store unreachable); the ledger
+	// stops with the failure.
+	attemptFailed attemptCheck = iota
+	// attemptWhole: the objects are whole; the attempt is committed.
+	attemptWhole
+	// attemptUnusable: missing or wrong objects; a new attempt is made.
+	attemptUnusable
+)
+
+// adopt verifies the objects of an earlier unfinished attempt prev
+// against the bookies.
+func (p *Pipeline) adopt(ctx context.Context, w *work, prev uuid.UUID) attemptCheck {
+	lr, t := w.lr, w.lr.LedgerRef
 	var rep VerifyReport
 	err := p.step(ctx, t, StepVerify, lr, func() error {
 		var err error
@@ -296,21 +302,21 @@ func (p *Pipeline) adopt(ctx context.Context, w *work, prev uuid.UUID) bool {
 		errors.Is(err, format.ErrCorruptBlock) || errors.Is(err, format.ErrFormatVersion) {
 		p.log.Info("earlier attempt not usable; starting a new one", "ml", t.ML, "ledger", t.LedgerID, "uuid", prev, "reason", err)
 		lr.Steps = lr.Steps[:len(lr.Steps)-1]
-		return false
+		return attemptUnusable
 	}
 	if err != nil {
 		lr.fail(err)
-		return false
+		return attemptFailed
 	}
 	w.id, lr.UUID, lr.Verify = prev, prev, rep
 	lr.DataKey, lr.IndexKey = format.DataKey(prev, t.LedgerID), format.IndexKey(prev, t.LedgerID)
 	lr.ObjectBytes, lr.Blocks = rep.ObjectBytes, rep.Blocks
 	lr.Outcome = OutcomeAdopted
 	if err := p.hit(ctx, FPAfterVerify, t); err != nil {
-		lr.fail(&StepError{Target: t, Step: StepVerify, Err: err})
-		return false
+		lr.fail(&StepError{LedgerRef: t, Step: StepVerify, Err: err})
+		return attemptFailed
 	}
-	return true
+	return attemptWhole
 }
 
 // prepareAll records a fresh attempt for each of ws in one compare-and-set
@@ -333,7 +339,7 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 		e, err := mledger.PrepareEdit(w.lr.LedgerID, prep, p.o.Driver)
 		if err != nil {
 			for _, lr := range lrs {
-				lr.fail(&StepError{Target: lr.Target, Step: StepPrepare, Err: err})
+				lr.fail(&StepError{LedgerRef: lr.LedgerRef, Step: StepPrepare, Err: err})
 			}
 			return nil
 		}
@@ -369,8 +375,8 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 		if !slices.Contains(ok, w.lr) {
 			continue
 		}
-		if err := p.hit(ctx, FPAfterPrepare, w.lr.Target); err != nil {
-			w.lr.fail(&StepError{Target: w.lr.Target, Step: StepPrepare, Err: err})
+		if err := p.hit(ctx, FPAfterPrepare, w.lr.LedgerRef); err != nil {
+			w.lr.fail(&StepError{LedgerRef: w.lr.LedgerRef, Step: StepPrepare, Err: err})
 			continue
 		}
 		out = append(out, w)
@@ -378,17 +384,46 @@ func (p *Pipeline) prepareAll(ctx context.Context, ml string, ws []*work) []*wor
 	return out
 }
 
-// copyAndVerify copies a prepared ledger and verifies the objects. ok: to
-// be committed. Otherwise left: objects of the attempt may remain and must
-// stay referenced, so its prepare must stay recorded (the next run adopts
-// or replaces the attempt); else its prepare is to be undone, and, with
-// w.objects (a verify found them wrong), its objects removed once the
-// undo has landed. The objects of a failed copy are removed at once, after
-// a fence check, so that an upload the store could not abort stays
-// referenced by the prepare.
-func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
-	lr, t := w.lr, w.lr.Target
+// copyAll copies and verifies the prepared ledgers ws one after the
+// other and returns those to commit and those whose prepare is to be
+// undone (failed copies that left no object referenced only by it; with
+// w.objects, wrong objects to remove once the undo has landed). The
+// others failed with objects that may remain: their prepare stays, so the
+// next run adopts or replaces the attempt.
+func (p *Pipeline) copyAll(ctx context.Context, ws []*work) (ready, undo []*work) {
+	for _, w := range ws {
+		switch p.copyAndVerify(ctx, w) {
+		case copyVerified:
+			ready = append(ready, w)
+		case copyUndo:
+			undo = append(undo, w)
+		}
+	}
+	return ready, undo
+}
+
+// copyEnd is how copyAndVerify left a ledger.
+type copyEnd int
+
+const (
+	// copyVerified: copied and verified, to be committed.
+	copyVerified copyEnd = iota
+	// copyUndo: failed; its prepare is to be undone.
+	copyUndo
+	// copyKeep: failed, and objects of the attempt may remain and must
+	// stay referenced: its prepare stays recorded.
+	copyKeep
+)
+
+// copyAndVerify copies a prepared ledger and verifies the objects. The
+// objects of a failed copy are removed at once, after a fence check, so
+// that an upload the store could not abort stays referenced by the
+// prepare (copyKeep); a verify that finds them wrong sets w.objects
+// (copyUndo: removed after the undo).
+func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) copyEnd {
+	lr, t := w.lr, w.lr.LedgerRef
 	var cp *copied
+	failed := copyUndo
 	if err := p.step(ctx, t, StepCopy, lr, func() error {
 		var err error
 		tw := &writeTracker{Writer: p.d.Store}
@@ -399,22 +434,22 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 			// replaces the attempt and removes them) when some remain.
 			if ferr := p.checkFence(ctx); ferr != nil {
 				p.log.Warn("objects of a failed copy kept: the lease is not held", "ml", t.ML, "ledger", t.LedgerID, "uuid", w.id, "err", ferr)
-				left = true
+				failed = copyKeep
 			} else if rm := p.removeAttempt(ctx, w.id, t.LedgerID); len(rm) > 0 {
 				lr.Leftovers = append(lr.Leftovers, rm...)
-				left = true
+				failed = copyKeep
 			}
 		}
 		return err
 	}); err != nil {
 		lr.fail(err)
-		return false, left
+		return failed
 	}
 	lr.ObjectBytes, lr.Blocks = cp.res.DataObjectLength, cp.res.Blocks
 	lr.DataKey, lr.IndexKey = cp.res.DataKey, cp.res.IndexKey
 	if err := p.hit(ctx, FPAfterCopy, t); err != nil {
-		lr.fail(&StepError{Target: t, Step: StepCopy, Err: err})
-		return false, true
+		lr.fail(&StepError{LedgerRef: t, Step: StepCopy, Err: err})
+		return copyKeep
 	}
 	if err := p.step(ctx, t, StepVerify, lr, func() error {
 		rep, err := p.verifyUploaded(ctx, t, cp)
@@ -425,14 +460,17 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 		return err
 	}); err != nil {
 		lr.fail(err)
-		return false, !w.objects
+		if w.objects {
+			return copyUndo
+		}
+		return copyKeep
 	}
 	if err := p.hit(ctx, FPAfterVerify, t); err != nil {
-		lr.fail(&StepError{Target: t, Step: StepVerify, Err: err})
-		return false, true
+		lr.fail(&StepError{LedgerRef: t, Step: StepVerify, Err: err})
+		return copyKeep
 	}
 	lr.Outcome = OutcomeOffloaded
-	return true, false
+	return copyVerified
 }
 
 // commitAll marks every ready ledger complete in one compare-and-set, and
@@ -454,7 +492,7 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) (ok, left bool) {
 func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work) []*work {
 	if err := ctx.Err(); err != nil {
 		for _, w := range ready {
-			w.lr.fail(&StepError{Target: w.lr.Target, Step: StepCommit, Err: err})
+			w.lr.fail(&StepError{LedgerRef: w.lr.LedgerRef, Step: StepCommit, Err: err})
 		}
 		ready = nil
 	}
@@ -557,8 +595,8 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 		if !slices.Contains(ok, lr) {
 			continue
 		}
-		if err := p.hit(ctx, FPAfterCommit, lr.Target); err != nil {
-			lr.fail(&StepError{Target: lr.Target, Step: StepCommit, Err: err})
+		if err := p.hit(ctx, FPAfterCommit, lr.LedgerRef); err != nil {
+			lr.fail(&StepError{LedgerRef: lr.LedgerRef, Step: StepCommit, Err: err})
 			continue
 		}
 		if lr.Outcome == OutcomeAdopted {
@@ -573,6 +611,41 @@ func (p *Pipeline) commitAll(ctx context.Context, ml string, ready, undo []*work
 		out = append(out, w)
 	}
 	return out
+}
+
+// finish ends a batch whose commits are written: with Options.Trim it
+// marks the complete ledgers of done whose deletion lag has passed, then
+// reloads the topic once, then deletes the BookKeeper copies of the marked
+// ledgers that the broker now reads from the store. Nothing when ctx has
+// ended or no ledger is complete.
+func (p *Pipeline) finish(ctx context.Context, tr *TopicResult, done []*work) {
+	if ctx.Err() != nil || len(done) == 0 {
+		return
+	}
+	var del []*work
+	if p.o.Trim {
+		del = p.markAll(ctx, tr.ML, done)
+	}
+	reloaded := p.reloadAll(ctx, tr, done, len(del) > 0)
+	if reloaded == nil {
+		for _, w := range del {
+			w.lr.Trim.Note = "bookkeeperDeleted is set; the BookKeeper ledger is kept until the broker has reloaded (run again)"
+		}
+		return
+	}
+	for _, w := range del {
+		if slices.Contains(reloaded, w) {
+			p.trimBK(ctx, w.lr)
+		}
+	}
+}
+
+// trimBK runs the trim step's delete of lr's BookKeeper ledger; a failure
+// leaves the ledger offloaded.
+func (p *Pipeline) trimBK(ctx context.Context, lr *LedgerResult) {
+	if err := p.step(ctx, lr.LedgerRef, StepTrim, lr, func() error { return p.deleteBK(ctx, lr) }); err != nil {
+		lr.Err = err
+	}
 }
 
 // names reports whether oc records attempt id.

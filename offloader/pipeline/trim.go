@@ -43,7 +43,7 @@ func (p *Pipeline) markAll(ctx context.Context, ml string, done []*work) []*work
 		case oc.GetBookkeeperDeleted():
 			lr.Trim.Marked = true
 			// A crash between the mark and the delete leaves the ledger behind.
-			err := p.step(ctx, lr.Target, StepTrim, lr, func() error {
+			err := p.step(ctx, lr.LedgerRef, StepTrim, lr, func() error {
 				_, err := p.d.Ledgers.ReadLedger(ctx, lr.LedgerID)
 				if errors.Is(err, metadata.ErrNoSuchLedger) {
 					lr.Trim.Deleted = true
@@ -67,14 +67,14 @@ func (p *Pipeline) markAll(ctx context.Context, ml string, done []*work) []*work
 		}
 		if !p.mayTrim() {
 			lr.Trim.Note = "not trimmed: the broker is not reloaded by this run (SkipReload), so it may still read the BookKeeper copy"
-			lr.Err = &StepError{Target: lr.Target, Step: StepTrim,
+			lr.Err = &StepError{LedgerRef: lr.LedgerRef, Step: StepTrim,
 				Err: fmt.Errorf("%w: the broker is not reloaded, so it may still read ledger %d from BookKeeper", ErrTrimRefused, lr.LedgerID)}
 			continue
 		}
 		// The mark lets the broker delete the BookKeeper copy too: the
 		// objects are checked first, as before the delete.
-		if err := p.step(ctx, lr.Target, StepTrim, lr, func() error {
-			_, err := p.checkBeforeDelete(ctx, lr.Target, oc, lr.Entries, lr.Bytes)
+		if err := p.step(ctx, lr.LedgerRef, StepTrim, lr, func() error {
+			_, err := p.checkBeforeDelete(ctx, lr.LedgerRef, oc, lr.Entries, lr.Bytes)
 			if errors.Is(err, errBKGone) {
 				return nil
 			}
@@ -128,8 +128,8 @@ func (p *Pipeline) markAll(ctx context.Context, ml string, done []*work) []*work
 // its failpoint; false when the failpoint stops the ledger.
 func (p *Pipeline) marked(ctx context.Context, lr *LedgerResult) bool {
 	lr.Trim.Marked = true
-	if err := p.hit(ctx, FPAfterMarkDeleted, lr.Target); err != nil {
-		lr.Err = &StepError{Target: lr.Target, Step: StepTrim, Err: err}
+	if err := p.hit(ctx, FPAfterMarkDeleted, lr.LedgerRef); err != nil {
+		lr.Err = &StepError{LedgerRef: lr.LedgerRef, Step: StepTrim, Err: err}
 		return false
 	}
 	return true
@@ -141,7 +141,7 @@ func (p *Pipeline) marked(ctx context.Context, lr *LedgerResult) bool {
 // ledger), and only if the ledger is still closed with the entries and
 // length the managed ledger recorded.
 func (p *Pipeline) deleteBK(ctx context.Context, lr *LedgerResult) error {
-	t := lr.Target
+	t := lr.LedgerRef
 	snap, err := p.d.ML.Get(ctx, t.ML)
 	if err != nil {
 		return err
@@ -194,7 +194,7 @@ var errBKGone = errors.New("the BookKeeper ledger does not exist")
 // ErrTrimRefused (wrapping ErrVerify when the objects are missing or
 // wrong). errBKGone when the BookKeeper ledger is already gone (the
 // objects were checked first).
-func (p *Pipeline) checkBeforeDelete(ctx context.Context, t Target, oc *mlproto.OffloadContext, entries, size int64) (*metadata.LedgerMetadata, error) {
+func (p *Pipeline) checkBeforeDelete(ctx context.Context, t mledger.LedgerRef, oc *mlproto.OffloadContext, entries, size int64) (*metadata.LedgerMetadata, error) {
 	id, ok := mledger.AttemptUUID(oc)
 	if !ok || !oc.GetComplete() {
 		return nil, fmt.Errorf("%w: %w", ErrTrimRefused, mledger.ErrNotOffloaded)

@@ -33,14 +33,14 @@ func TestTrimRefusesWithoutObjects(t *testing.T) {
 	}
 	stop := r.pipeline(t, func(d *Deps, o *Options) {
 		o.Trim, o.TrimWithoutReload = true, true
-		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ Target) error {
+		d.Failpoints = FailpointFunc(func(_ context.Context, n string, _ mledger.LedgerRef) error {
 			if n == FPAfterMarkDeleted {
 				return ErrFailpoint
 			}
 			return nil
 		})
 	})
-	if lr, _ := stop.Run(ctx, Target{ML: name, LedgerID: ids[3]}); !lr.Trim.Marked || lr.Trim.Deleted {
+	if lr, _ := stop.Run(ctx, mledger.LedgerRef{ML: name, LedgerID: ids[3]}); !lr.Trim.Marked || lr.Trim.Deleted {
 		t.Fatalf("ledger %d: %+v", ids[3], lr.Trim)
 	}
 	uuidOf := func(id int64) (u [16]byte) {
@@ -104,7 +104,7 @@ func TestTrimRefusesWithoutObjects(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	lr, err := trim.Run(ctx, Target{ML: name, LedgerID: ids[2]})
+	lr, err := trim.Run(ctx, mledger.LedgerRef{ML: name, LedgerID: ids[2]})
 	if err != nil || !lr.Trim.Deleted {
 		t.Fatalf("trim of a whole ledger: %+v %v", lr.Trim, err)
 	}

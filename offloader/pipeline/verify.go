@@ -12,6 +12,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // VerifyReport says what a verification checked.
@@ -40,7 +41,7 @@ const (
 // verifyUploaded checks what the copy step wrote: sizes, object metadata,
 // index bytes, every block header (upload.Verify), then the entries of the
 // digest windows read back through the format reader.
-func (p *Pipeline) verifyUploaded(ctx context.Context, t Target, cp *copied) (VerifyReport, error) {
+func (p *Pipeline) verifyUploaded(ctx context.Context, t mledger.LedgerRef, cp *copied) (VerifyReport, error) {
 	rep := VerifyReport{ObjectBytes: cp.res.DataObjectLength, Blocks: cp.res.Blocks}
 	if err := upload.Verify(ctx, p.d.Store, cp.res, &upload.VerifyOptions{BlockHeaders: true}); err != nil {
 		return rep, objectsWrong(err)
@@ -51,7 +52,7 @@ func (p *Pipeline) verifyUploaded(ctx context.Context, t Target, cp *copied) (Ve
 
 // verifyStored checks the objects of attempt id, written by an earlier run,
 // against the index they carry and the ledger on the bookies.
-func (p *Pipeline) verifyStored(ctx context.Context, t Target, md *metadata.LedgerMetadata, id uuid.UUID) (VerifyReport, error) {
+func (p *Pipeline) verifyStored(ctx context.Context, t mledger.LedgerRef, md *metadata.LedgerMetadata, id uuid.UUID) (VerifyReport, error) {
 	dataKey, indexKey := format.DataKey(id, t.LedgerID), format.IndexKey(id, t.LedgerID)
 	rep, err := p.checkObjects(ctx, dataKey, indexKey, md.LastEntryID, md.Length)
 	if err != nil {
@@ -86,7 +87,7 @@ func (p *Pipeline) checkObjects(ctx context.Context, dataKey, indexKey string, l
 }
 
 // readDigests fills dg's windows from the bookies.
-func (p *Pipeline) readDigests(ctx context.Context, t Target, md *metadata.LedgerMetadata, dg *digests) (*digests, error) {
+func (p *Pipeline) readDigests(ctx context.Context, t mledger.LedgerRef, md *metadata.LedgerMetadata, dg *digests) (*digests, error) {
 	l, err := p.d.Bookies.OpenReader(md)
 	if err != nil {
 		return nil, err
@@ -105,7 +106,7 @@ func (p *Pipeline) readDigests(ctx context.Context, t Target, md *metadata.Ledge
 
 // compareEntries reads dg's windows from the objects and compares every
 // entry's CRC-32C and length with the bookies' copy.
-func (p *Pipeline) compareEntries(ctx context.Context, t Target, dataKey, indexKey string, dg *digests, rep *VerifyReport) error {
+func (p *Pipeline) compareEntries(ctx context.Context, t mledger.LedgerRef, dataKey, indexKey string, dg *digests, rep *VerifyReport) error {
 	rep.Level = LevelSampled
 	if dg.full {
 		rep.Level = LevelFull
@@ -166,7 +167,7 @@ type VerifyOptions struct {
 // whole data object against its index (every block, record and padding
 // checked; entry count and total length equal to the index metadata).
 // Nothing is written.
-func (p *Pipeline) VerifyLedger(ctx context.Context, t Target, o VerifyOptions) (VerifyReport, error) {
+func (p *Pipeline) VerifyLedger(ctx context.Context, t mledger.LedgerRef, o VerifyOptions) (VerifyReport, error) {
 	snap, err := p.d.ML.Get(ctx, t.ML)
 	if err != nil {
 		return VerifyReport{}, err

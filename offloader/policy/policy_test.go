@@ -369,7 +369,7 @@ func TestSortCandidatesOrder(t *testing.T) {
 	base := time.Unix(1700000000, 0)
 	var cs []Candidate
 	for i := 0; i < 3000; i++ {
-		c := Candidate{ML: fmt.Sprintf("t/ns/persistent/topic-%d", rnd.IntN(40)), LedgerID: int64(i),
+		c := Candidate{LedgerRef: mledger.LedgerRef{ML: fmt.Sprintf("t/ns/persistent/topic-%d", rnd.IntN(40)), LedgerID: int64(i)},
 			Action: Action(rnd.IntN(2)), ClosedAt: base.Add(time.Duration(rnd.IntN(5)) * time.Second),
 			OffloadedAt: base.Add(time.Duration(rnd.IntN(5)) * time.Second)}
 		if c.Action == ActionOffload && rnd.IntN(3) == 0 {

@@ -127,12 +127,11 @@ type Settings struct {
 
 // Candidate is one ledger to work on, with the reason.
 type Candidate struct {
-	ML       string
-	Topic    string
-	LedgerID int64
-	Entries  int64
-	Size     int64
-	Action   Action
+	mledger.LedgerRef
+	Topic   string
+	Entries int64
+	Size    int64
+	Action  Action
 	// Rule is the name of the deciding rule; with Pulsar namespace
 	// policies, "pulsar:<tenant>/<namespace>".
 	Rule    string
@@ -294,7 +293,7 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 		}
 		sum += l.Size
 		newer++
-		c := Candidate{ML: t.ML, Topic: tp.Topic, LedgerID: l.ID, Entries: l.Entries, Size: l.Size,
+		c := Candidate{LedgerRef: mledger.LedgerRef{ML: t.ML, LedgerID: l.ID}, Topic: tp.Topic, Entries: l.Entries, Size: l.Size,
 			Rule: ruleName, ClosedAt: l.ClosedAt, OffloadedAt: l.OffloadedAt, Settings: settings}
 		switch l.State {
 		case mledger.StateBookKeeper, mledger.StateOffloading:

@@ -29,6 +29,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/metrics"
 	"github.com/tierkeeper/tierkeeper/internal/retry"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // ErrLeasesLost is returned by Run when the leases were lost.
@@ -42,17 +43,75 @@ type Job struct {
 	Settings policy.Settings
 }
 
+// Result is how a job left one ledger.
+type Result int
+
+// Results. The zero value is no result: the scheduler counts it as a
+// failure.
+const (
+	// ResultDone: the job's action was carried out.
+	ResultDone Result = iota + 1
+	// ResultSkipped: nothing to do (already offloaded, e.g. by another
+	// replica).
+	ResultSkipped
+	// ResultPending: nothing failed, but the action is not finished yet
+	// (a trim waiting for the broker's reload); Outcome.Note says why. It
+	// is retried as a failure is (backoff, then parking).
+	ResultPending
+	// ResultFailed: a step failed (Outcome.Err).
+	ResultFailed
+)
+
+// String is the result's name, as in the scheduler_ledgers_total metric
+// (a pending ledger counts as failed there).
+func (r Result) String() string {
+	switch r {
+	case ResultDone:
+		return "ok"
+	case ResultSkipped:
+		return "skipped"
+	case ResultPending:
+		return "pending"
+	case ResultFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("Result(%d)", int(r))
+}
+
 // Outcome is what a job did to one ledger.
 type Outcome struct {
 	LedgerID int64
-	// Err is nil on success.
+	Result   Result
+	// Err is the failure (ResultFailed).
 	Err error
-	// Step is the step that failed (with Err).
+	// Note says what is pending (ResultPending).
+	Note string
+	// Step is the step that failed or is pending.
 	Step string
 	// Bytes offloaded (or freed, for a trim).
 	Bytes int64
-	// Skipped: nothing to do (already offloaded, e.g. by another replica).
-	Skipped bool
+}
+
+// Failed is the outcome of a step that failed on ledger id.
+func Failed(id int64, step string, err error) Outcome {
+	return Outcome{LedgerID: id, Result: ResultFailed, Err: err, Step: step}
+}
+
+// ok reports whether the job's work on the ledger is over (done or
+// nothing to do).
+func (o Outcome) ok() bool { return o.Result == ResultDone || o.Result == ResultSkipped }
+
+// reason says why a ledger is to be tried again after job action a.
+func (o Outcome) reason(a policy.Action) error {
+	switch {
+	case o.Result == ResultPending:
+		return fmt.Errorf("%s pending: %s", a, o.Note)
+	case o.Err != nil:
+		return o.Err
+	case o.Result == ResultFailed:
+		return errors.New("failed without an error")
+	}
+	return errors.New("the pipeline reported nothing for this ledger")
 }
 
 // Runner runs jobs (the service's pipelines).
@@ -106,30 +165,35 @@ type Options struct {
 
 // LedgerState is a ledger the scheduler has worked on or holds back.
 type LedgerState struct {
-	ML       string    `json:"managedLedger"`
-	LedgerID int64     `json:"ledgerId"`
-	State    string    `json:"state"` // running, backoff, parked
+	mledger.LedgerRef
+	State    State     `json:"state"`
 	Failures int       `json:"failures"`
 	LastErr  string    `json:"lastError,omitempty"`
 	LastStep string    `json:"lastStep,omitempty"`
 	NextTry  time.Time `json:"nextTry,omitempty"`
-	// StepBytes of StepTotalBytes: the payload bytes a running ledger's
-	// copy step has read from the bookies (and handed to the upload) or its
-	// verify step has compared (set by the service's status).
-	StepBytes      int64 `json:"stepBytes,omitempty"`
-	StepTotalBytes int64 `json:"stepTotalBytes,omitempty"`
 }
 
-type key struct {
-	ml string
-	id int64
-}
+// State is where a ledger stands with the scheduler.
+type State string
+
+// States (as in the status JSON).
+const (
+	// StateRunning: a job works on the ledger now.
+	StateRunning State = "running"
+	// StateBackoff: the ledger failed and waits for its next try.
+	StateBackoff State = "backoff"
+	// StateParked: the ledger failed Options.ParkAfter times in a row and
+	// waits Options.ParkFor.
+	StateParked State = "parked"
+)
+
+func (s State) String() string { return string(s) }
 
 // recentKey is a ledger and an action that finished on it: a trim may
 // follow an offload at once (the deletion lag says when), only the same
 // action is held back while the policy's view catches up.
 type recentKey struct {
-	key
+	mledger.LedgerRef
 	action policy.Action
 }
 
@@ -151,8 +215,8 @@ type Scheduler struct {
 	mu       sync.Mutex
 	queue    []policy.Candidate
 	busy     map[string]bool // topics with a job in flight
-	states   map[key]*ledgerState
-	running  map[key]bool
+	states   map[mledger.LedgerRef]*ledgerState
+	running  map[mledger.LedgerRef]bool
 	recent   map[recentKey]time.Time // finished: the same action not run again before this time
 	held     map[string]Lease        // leases this replica holds
 	others   map[string]string       // topics leased by another replica → holder
@@ -199,12 +263,12 @@ func New(r Runner, l Leases, o Options) *Scheduler {
 	}
 	f := metrics.New(o.Registerer, "offloader")
 	s := &Scheduler{run: r, leases: l, o: o, log: o.Logger.With("component", "scheduler"),
-		busy: map[string]bool{}, states: map[key]*ledgerState{}, running: map[key]bool{}, recent: map[recentKey]time.Time{},
+		busy: map[string]bool{}, states: map[mledger.LedgerRef]*ledgerState{}, running: map[mledger.LedgerRef]bool{}, recent: map[recentKey]time.Time{},
 		held: map[string]Lease{}, others: map[string]string{}, wake: make(chan struct{}, 1)}
 	actions := metrics.Label{Name: "action", Values: []string{"offload", "trim"}}
 	s.jobs = f.CounterVec("scheduler_jobs_total", "Jobs (one topic, some ledgers) run, by action.", actions)
 	s.ledgers = f.CounterVec("scheduler_ledgers_total", "Ledgers run by the scheduler, by action and result (ok, skipped: nothing to do, failed, parked).",
-		actions, metrics.Label{Name: "result", Values: []string{"ok", "skipped", "failed", "parked"}})
+		actions, metrics.Label{Name: "result", Values: []string{ResultDone.String(), ResultSkipped.String(), ResultFailed.String(), string(StateParked)}})
 	s.bytes = f.Counter("scheduler_offloaded_bytes_total", "Bytes of ledgers the scheduler offloaded.")
 	s.parked = f.Gauge("scheduler_parked_ledgers", "Ledgers parked after repeated failures.")
 	s.flight = f.Gauge("scheduler_jobs_in_flight", "Jobs running now.")
@@ -292,7 +356,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 		if full {
 			return
 		}
-		if busy || !s.eligible(key{c.ML, c.LedgerID}, c.Action, now) {
+		if busy || !s.eligible(c.LedgerRef, c.Action, now) {
 			continue
 		}
 		var lease Lease
@@ -319,7 +383,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 			if len(j.Ledgers) >= s.o.MaxBatch {
 				break
 			}
-			if o.ML == c.ML && o.Action == c.Action && o.Settings == c.Settings && s.eligible(key{o.ML, o.LedgerID}, o.Action, now) {
+			if o.ML == c.ML && o.Action == c.Action && o.Settings == c.Settings && s.eligible(o.LedgerRef, o.Action, now) {
 				j.Ledgers = append(j.Ledgers, o.LedgerID)
 			}
 		}
@@ -328,7 +392,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 		s.inFlight++
 		s.flight.Set(float64(s.inFlight))
 		for _, id := range j.Ledgers {
-			s.running[key{c.ML, id}] = true
+			s.running[mledger.LedgerRef{ML: c.ML, LedgerID: id}] = true
 		}
 		s.mu.Unlock()
 		wg.Add(1)
@@ -339,7 +403,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-func (s *Scheduler) eligible(k key, a policy.Action, now time.Time) bool {
+func (s *Scheduler) eligible(k mledger.LedgerRef, a policy.Action, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running[k] {
@@ -383,7 +447,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 		s.inFlight--
 		s.flight.Set(float64(s.inFlight))
 		for _, id := range j.Ledgers {
-			delete(s.running, key{j.ML, id})
+			delete(s.running, mledger.LedgerRef{ML: j.ML, LedgerID: id})
 		}
 		s.updateParked(now)
 		s.mu.Unlock()
@@ -394,22 +458,15 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 		byID[o.LedgerID] = o
 	}
 	for _, id := range j.Ledgers {
-		k := key{j.ML, id}
-		o, ok := byID[id]
-		if !ok {
-			o = Outcome{LedgerID: id, Err: errors.New("the pipeline reported nothing for this ledger")}
-		}
-		if o.Err == nil {
+		k := mledger.LedgerRef{ML: j.ML, LedgerID: id}
+		o := byID[id]
+		if o.ok() {
 			delete(s.states, k)
 			// The policy's next candidates may still predate this change
 			// (discovery sees the commit a moment later): hold it back.
 			s.recent[recentKey{k, j.Action}] = now.Add(s.o.Settle)
-			if o.Skipped {
-				s.ledgers.WithLabelValues(j.Action.String(), "skipped").Inc()
-				continue
-			}
-			s.ledgers.WithLabelValues(j.Action.String(), "ok").Inc()
-			if j.Action == policy.ActionOffload {
+			s.ledgers.WithLabelValues(j.Action.String(), o.Result.String()).Inc()
+			if o.Result == ResultDone && j.Action == policy.ActionOffload {
 				s.bytes.Add(float64(o.Bytes))
 			}
 			continue
@@ -417,23 +474,24 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 		if ctx.Err() != nil {
 			continue // stopped, not failed: resumes as it is
 		}
+		reason := o.reason(j.Action)
 		st := s.states[k]
 		if st == nil {
 			st = &ledgerState{}
 			s.states[k] = st
 		}
 		st.failures++
-		st.lastErr, st.lastStep = o.Err.Error(), o.Step
+		st.lastErr, st.lastStep = reason.Error(), o.Step
 		if st.failures >= s.o.ParkAfter {
 			st.parked, st.nextTry = true, now.Add(s.o.ParkFor)
-			s.ledgers.WithLabelValues(j.Action.String(), "parked").Inc()
+			s.ledgers.WithLabelValues(j.Action.String(), string(StateParked)).Inc()
 			s.log.Error("ledger parked after repeated failures", "ml", j.ML, "ledger", id, "failures", st.failures,
-				"until", st.nextTry, "step", o.Step, "err", o.Err)
+				"until", st.nextTry, "step", o.Step, "err", reason)
 		} else {
 			st.nextTry = now.Add(s.o.Backoff.Delay(st.failures, nil))
-			s.ledgers.WithLabelValues(j.Action.String(), "failed").Inc()
+			s.ledgers.WithLabelValues(j.Action.String(), ResultFailed.String()).Inc()
 			s.log.Warn("ledger failed; retrying later", "ml", j.ML, "ledger", id, "failures", st.failures,
-				"next", st.nextTry, "step", o.Step, "err", o.Err)
+				"next", st.nextTry, "step", o.Step, "err", reason)
 		}
 	}
 	if lease != nil {
@@ -466,17 +524,17 @@ func (s *Scheduler) Status() (ledgers []LedgerState, leasedElsewhere map[string]
 	now := s.o.Now()
 	s.updateParked(now)
 	for k := range s.running {
-		ledgers = append(ledgers, LedgerState{ML: k.ml, LedgerID: k.id, State: "running"})
+		ledgers = append(ledgers, LedgerState{LedgerRef: k, State: StateRunning})
 	}
 	for k, st := range s.states {
 		if s.running[k] {
 			continue
 		}
-		state := "backoff"
+		state := StateBackoff
 		if st.parked {
-			state = "parked"
+			state = StateParked
 		}
-		ledgers = append(ledgers, LedgerState{ML: k.ml, LedgerID: k.id, State: state, Failures: st.failures,
+		ledgers = append(ledgers, LedgerState{LedgerRef: k, State: state, Failures: st.failures,
 			LastErr: st.lastErr, LastStep: st.lastStep, NextTry: st.nextTry})
 	}
 	sort.Slice(ledgers, func(i, j int) bool {

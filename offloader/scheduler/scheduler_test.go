@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/retry"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -21,7 +22,8 @@ import (
 // pipelines).
 type fakeRunner struct {
 	mu       sync.Mutex
-	fail     map[int64]int // ledger → failures to inject
+	fail     map[int64]int    // ledger → failures to inject
+	pending  map[int64]string // ledger → pending note to report
 	delay    time.Duration
 	active   map[string]int
 	maxTopic int // most jobs of one topic at once
@@ -51,7 +53,7 @@ func (f *fakeRunner) Run(ctx context.Context, j Job) []Outcome {
 		case <-ctx.Done():
 			out := []Outcome{}
 			for _, id := range j.Ledgers {
-				out = append(out, Outcome{LedgerID: id, Err: ctx.Err(), Step: "copy"})
+				out = append(out, Failed(id, "copy", ctx.Err()))
 			}
 			return out
 		}
@@ -66,10 +68,14 @@ func (f *fakeRunner) Run(ctx context.Context, j Job) []Outcome {
 		}
 		f.mu.Unlock()
 		if n > 0 {
-			out = append(out, Outcome{LedgerID: id, Err: errors.New("bookie unreachable"), Step: "copy"})
+			out = append(out, Failed(id, "copy", errors.New("bookie unreachable")))
 			continue
 		}
-		out = append(out, Outcome{LedgerID: id, Bytes: 100})
+		if note, ok := f.pending[id]; ok {
+			out = append(out, Outcome{LedgerID: id, Result: ResultPending, Note: note, Step: "trim"})
+			continue
+		}
+		out = append(out, Outcome{LedgerID: id, Result: ResultDone, Bytes: 100})
 	}
 	return out
 }
@@ -112,7 +118,7 @@ func cands(spec ...string) []policy.Candidate {
 		var ml string
 		var id int64
 		fmt.Sscanf(strings.Replace(s, ":", " ", 1), "%s %d", &ml, &id)
-		out = append(out, policy.Candidate{ML: ml, LedgerID: id, Action: policy.ActionOffload})
+		out = append(out, policy.Candidate{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: id}, Action: policy.ActionOffload})
 	}
 	return out
 }
@@ -181,14 +187,14 @@ func TestBackoffAndParking(t *testing.T) {
 		return LedgerState{State: "none"}
 	}
 	waitUntil(t, "both tried once", func() bool { return state(1).Failures == 1 && state(2).Failures == 1 })
-	if st := state(1); st.State != "backoff" || st.LastErr != "bookie unreachable" || st.LastStep != "copy" ||
+	if st := state(1); st.State != StateBackoff || st.LastErr != "bookie unreachable" || st.LastStep != "copy" ||
 		st.NextTry.Before(now.Add(30*time.Second)) || st.NextTry.After(now.Add(time.Minute)) {
-		t.Errorf("after one failure: %+v (backoff within [30s, 1m])", st)
+		t.Errorf("after one failure: %#v (backoff within [30s, 1m])", st)
 	}
 	// Not retried hot: nothing runs before the backoff ends.
 	time.Sleep(1100 * time.Millisecond)
 	if st := state(1); st.Failures != 1 {
-		t.Errorf("retried during backoff: %+v", st)
+		t.Errorf("retried during backoff: %#v", st)
 	}
 	for i := 0; i < 2; i++ {
 		advance(2 * time.Minute)
@@ -196,14 +202,40 @@ func TestBackoffAndParking(t *testing.T) {
 		want := i + 2
 		waitUntil(t, fmt.Sprintf("try %d", want), func() bool { return state(1).Failures == want })
 	}
-	if st := state(1); st.State != "parked" || !st.NextTry.Equal(now.Add(time.Hour)) {
-		t.Errorf("after 3 failures: %+v, want parked for 1h", st)
+	if st := state(1); st.State != StateParked || !st.NextTry.Equal(now.Add(time.Hour)) {
+		t.Errorf("after 3 failures: %#v, want parked for 1h", st)
 	}
 	if st := state(2); st.State != "none" {
-		t.Errorf("ledger 2 should have succeeded on its second try: %+v", st)
+		t.Errorf("ledger 2 should have succeeded on its second try: %#v", st)
 	}
 	if v := s.parked; v == nil {
 		t.Fatal("no parked gauge")
+	}
+}
+
+// TestPendingRetried: a pending outcome (a trim waiting for its reload)
+// is tried again later as a failure is, its note shown as the error.
+func TestPendingRetried(t *testing.T) {
+	f := newFake()
+	f.pending = map[int64]string{1: "waiting for the reload"}
+	s := New(f, nil, Options{LedgersInFlight: 1, Backoff: retry.Backoff{Initial: time.Hour, Max: time.Hour}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	s.Offer([]policy.Candidate{{LedgerRef: mledger.LedgerRef{ML: "a", LedgerID: 1}, Action: policy.ActionTrim}})
+	var st LedgerState
+	waitUntil(t, "the trim ran", func() bool {
+		ls, _ := s.Status()
+		for _, l := range ls {
+			if l.LedgerID == 1 && l.Failures > 0 {
+				st = l
+				return true
+			}
+		}
+		return false
+	})
+	if st.State != StateBackoff || st.LastErr != "trim pending: waiting for the reload" || st.LastStep != "trim" {
+		t.Errorf("pending trim: %#v, want backoff with the note", st)
 	}
 }
 
@@ -226,7 +258,7 @@ func TestStopCancelsAfterTimeoutAndLostLeases(t *testing.T) {
 	}
 	// A cancelled job is not a failure: no backoff recorded.
 	if ls, _ := s.Status(); len(ls) != 0 {
-		t.Errorf("after stop: %+v", ls)
+		t.Errorf("after stop: %#v", ls)
 	}
 
 	l := &memLeases{others: map[string]string{}, held: map[string]bool{}, lost: make(chan struct{})}

@@ -294,7 +294,7 @@ func (s *Scrubber) check(ctx context.Context, ml string, li *pipeline.LedgerInfo
 	}
 	if objErr == nil && s.o.Deep {
 		f.Deep = true
-		vr, err := s.d.Verifier.VerifyLedger(ctx, pipeline.Target{ML: ml, LedgerID: f.LedgerID}, pipeline.VerifyOptions{Full: true})
+		vr, err := s.d.Verifier.VerifyLedger(ctx, mledger.LedgerRef{ML: ml, LedgerID: f.LedgerID}, pipeline.VerifyOptions{Full: true})
 		f.Level = vr.Level
 		// Blocks read back: at least one ranged GET each, plus the index.
 		f.Requests += 1 + vr.Blocks

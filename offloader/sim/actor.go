@@ -349,9 +349,9 @@ func (a *actor) offer() {
 		oc := li.GetOffloadContext()
 		switch {
 		case !oc.GetComplete():
-			cs = append(cs, policy.Candidate{ML: Topic, LedgerID: li.GetLedgerId(), Action: policy.ActionOffload, Settings: set})
+			cs = append(cs, policy.Candidate{LedgerRef: mledger.LedgerRef{ML: Topic, LedgerID: li.GetLedgerId()}, Action: policy.ActionOffload, Settings: set})
 		case !oc.GetBookkeeperDeleted():
-			cs = append(cs, policy.Candidate{ML: Topic, LedgerID: li.GetLedgerId(), Action: policy.ActionTrim, Settings: set})
+			cs = append(cs, policy.Candidate{LedgerRef: mledger.LedgerRef{ML: Topic, LedgerID: li.GetLedgerId()}, Action: policy.ActionTrim, Settings: set})
 		}
 	}
 	a.w.tracef("%s offered %d candidates", a.name, len(cs))
@@ -364,7 +364,8 @@ var backoffNone = retryBackoff()
 
 // runner runs scheduler jobs on the pipeline as the service's runner
 // does: the topic guard first (a topic the broker offloads by itself is
-// not touched), then the pipeline.
+// not touched), then the pipeline, its results mapped to the scheduler's
+// outcomes by the service's own mapping (offloader.JobOutcomes).
 type runner struct {
 	p     *pipeline.Pipeline
 	guard *offloader.TopicGuard
@@ -372,30 +373,13 @@ type runner struct {
 
 func (r *runner) Run(ctx context.Context, j scheduler.Job) []scheduler.Outcome {
 	if err := r.guard.Check(ctx, j.ML); err != nil {
-		out := make([]scheduler.Outcome, 0, len(j.Ledgers))
-		for _, id := range j.Ledgers {
-			out = append(out, scheduler.Outcome{LedgerID: id, Err: err, Step: string(pipeline.StepSelect)})
-		}
-		return out
+		return offloader.FailJob(j, string(pipeline.StepSelect), err)
 	}
 	tr, _ := r.p.RunTopic(ctx, j.ML, j.Ledgers)
-	var out []scheduler.Outcome
 	if tr == nil {
 		return nil
 	}
-	for _, lr := range tr.Ledgers {
-		o := scheduler.Outcome{LedgerID: lr.LedgerID, Err: lr.Err}
-		if lr.Err == nil && j.Action == policy.ActionTrim && !lr.Trim.Deleted {
-			o.Err = errors.New("trim pending: " + lr.Trim.Note)
-		}
-		var se *pipeline.StepError
-		if errors.As(lr.Err, &se) {
-			o.Step = string(se.Step)
-		}
-		o.Skipped = lr.Err == nil && j.Action == policy.ActionOffload && lr.Outcome == pipeline.OutcomeAlreadyOffloaded
-		out = append(out, o)
-	}
-	return out
+	return offloader.JobOutcomes(j, tr)
 }
 
 // guardFor is the topic guard of a replica or CLI run on sess: namespace
@@ -412,7 +396,7 @@ type failpoints struct {
 	a *actor
 }
 
-func (f *failpoints) Hit(ctx context.Context, name string, t pipeline.Target) error {
+func (f *failpoints) Hit(ctx context.Context, name string, t mledger.LedgerRef) error {
 	fault, err := f.w.gate(f.a, fmt.Sprintf("fp %s L%d", name, t.LedgerID))
 	if err != nil {
 		return err
