@@ -13,10 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	bkclient "github.com/tierkeeper/tierkeeper/bookkeeper/client"
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/metrics"
 	"github.com/tierkeeper/tierkeeper/internal/retry"
-	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/discovery"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
@@ -121,7 +119,7 @@ func New(ctx context.Context, c *Config, d Deps) (*Service, error) {
 	}
 	st, err := c.openStore(ctx, d.Logger, d.Registerer)
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, err
 	}
 	s.store = st
 	s.status = Status{Replica: c.Leases.ID, Topics: []TopicStatus{}, Ledgers: []scheduler.LedgerState{}}
@@ -157,48 +155,23 @@ func (s *Service) Run(ctx context.Context) error {
 // session runs one ZooKeeper session's worth of work.
 func (s *Service) session(ctx context.Context) error {
 	c := s.cfg
-	servers, root, err := tzk.ParseServiceURI(c.ZooKeeper.Servers)
+	pc, err := c.Peers()
 	if err != nil {
 		return err
 	}
-	zo, err := c.zkOptions(s.log)
-	if err != nil {
-		return err
-	}
-	sess, err := tzk.Connect(ctx, servers, zo)
+	// Every write a job makes is fenced by its topic's lease (the
+	// scheduler puts the lease's fence in the job's context); the stores
+	// refuse a write that comes without one.
+	peers, err := OpenPeers(ctx, pc, PeersOptions{Logger: s.log, Registerer: s.reg, Bookies: &bkclient.Options{}, Fenced: true})
 	if err != nil {
 		s.metrics.sessions.WithLabelValues("failed").Inc()
 		s.setError(err)
 		return err
 	}
+	defer peers.Close()
 	s.metrics.sessions.WithLabelValues("opened").Inc()
+	sess, ml, ledgers, bk, broker := peers.ZK, peers.ML, peers.Ledgers, peers.BK, peers.Admin
 	s.log.Info("zookeeper session", "servers", sess.Servers(), "session", fmt.Sprintf("%#x", sess.SessionID()))
-	defer sess.Close()
-	if c.BookKeeper.LedgersRoot != "" {
-		root = c.BookKeeper.LedgersRoot
-	}
-	// Every write a job makes is fenced by its topic's lease (the
-	// scheduler puts the lease's fence in the job's context); the stores
-	// refuse a write that comes without one.
-	ledgers, err := metadata.NewStore(ctx, sess, metadata.StoreOptions{Root: root, Logger: s.log, RequireFence: true})
-	if err != nil {
-		s.setError(err)
-		return err
-	}
-	bkTLS, err := c.bookieTLS()
-	if err != nil {
-		return err
-	}
-	bk, err := bkclient.New(bkclient.Options{Resolver: ledgers, TLS: bkTLS, Logger: s.log, Registerer: s.reg})
-	if err != nil {
-		return err
-	}
-	defer bk.Close()
-	broker, err := c.Admin.BrokerAdmin(s.log)
-	if err != nil {
-		return err
-	}
-	ml := mledger.New(sess, &mledger.Options{Chroot: c.ZooKeeper.MLChroot, Logger: s.log, Registerer: s.reg, RequireFence: true})
 	leases := newZKLeases(sess, c.Leases.Root, c.Leases.ID, s.log)
 	defer leases.close()
 	runner := newPipelineRunner(ml, ledgers, bk, s.store, broker, s.pool, s.steps, s.drv, c, s.log, s.reg)
