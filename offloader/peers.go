@@ -95,6 +95,7 @@ type Peers struct {
 	Store blob.Store
 	// Admin is the broker admin client (nil without PeersConfig.Admin).
 	Admin *brokeradmin.Client
+	cfg   PeersConfig
 	log   *slog.Logger
 }
 
@@ -110,7 +111,7 @@ func OpenPeers(ctx context.Context, pc PeersConfig, o PeersOptions) (*Peers, err
 	if pc.ZKOptions.Logger == nil {
 		pc.ZKOptions.Logger = o.Logger
 	}
-	p := &Peers{log: o.Logger}
+	p := &Peers{cfg: pc, log: o.Logger}
 	var err error
 	if p.Admin, err = pc.openAdmin(o.Logger); err != nil {
 		return nil, err
@@ -140,6 +141,12 @@ func OpenPeers(ctx context.Context, pc PeersConfig, o PeersOptions) (*Peers, err
 	return p, nil
 }
 
+// OpenStore opens the object store of pc alone (OpenPeers without the
+// session), within o.Timeout; the error names it.
+func OpenStore(ctx context.Context, pc PeersConfig, o PeersOptions) (blob.Store, error) {
+	return pc.openStore(ctx, o)
+}
+
 // Close closes the store, the bookie client and the session.
 func (p *Peers) Close() {
 	if p.Store != nil {
@@ -155,12 +162,7 @@ func (p *Peers) Close() {
 
 // ZKFailed names the ZooKeeper servers in err when err says ZooKeeper can
 // no longer serve (unreachable, session lost).
-func (p *Peers) ZKFailed(err error) error {
-	if tzk.Unavailable(err) {
-		return fmt.Errorf("zookeeper %s: %w", p.ZK.Servers(), err)
-	}
-	return err
-}
+func (p *Peers) ZKFailed(err error) error { return p.ZK.Failed(err) }
 
 // timeout is PeersOptions.Timeout or its default.
 func (pc *PeersConfig) timeout(o PeersOptions) time.Duration {
@@ -297,6 +299,7 @@ func (a Admin) brokerConfig() *brokeradmin.Config {
 	return &brokeradmin.Config{URL: a.URL, Token: a.Token, CAFile: a.CAFile, CertFile: a.CertFile,
 		KeyFile: a.KeyFile, InsecureSkipVerify: a.InsecureSkipVerify, Timeout: blob.Duration(a.Timeout)}
 }
+
 // PipelineDeps are the pipeline's dependencies on these peers (the admin
 // client as its Broker when there is one).
 func (p *Peers) PipelineDeps() pipeline.Deps {
@@ -311,4 +314,13 @@ func (p *Peers) PipelineDeps() pipeline.Deps {
 		d.Broker = p.Admin
 	}
 	return d
+}
+
+// Driver is the driver metadata an offload to the store records for
+// brokers (name: aws-s3, S3, aliyun-oss; "" the store's default).
+func (p *Peers) Driver(name string) (mledger.Driver, error) {
+	if p.cfg.Store == nil {
+		return mledger.Driver{}, errors.New("no store configured")
+	}
+	return pipeline.DriverForStore(*p.cfg.Store, name)
 }

@@ -39,7 +39,7 @@ never printed.`),
 			if err != nil {
 				return zkFailed(sess, err)
 			}
-			li := toLedgerInfo(store, md)
+			li := store.Describe(md)
 			if g.json() {
 				return writeJSON(cmd.OutOrStdout(), li)
 			}

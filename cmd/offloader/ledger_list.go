@@ -72,7 +72,7 @@ ledgers, the managed ledger it belongs to.`),
 					}
 					continue
 				}
-				li := toLedgerInfo(store, md)
+				li := store.Describe(md)
 				if g.json() {
 					if err := enc.Encode(li); err != nil {
 						return err

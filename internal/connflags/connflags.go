@@ -85,13 +85,13 @@ func (z *ZooKeeper) Connect(ctx context.Context, servers []string, opts zk.Optio
 	}
 	s, err := zk.Connect(ctx, servers, opts)
 	if errors.Is(err, zk.ErrTLS) {
-		err = fmt.Errorf("%w [%s]", err, z.describe())
+		err = fmt.Errorf("%w [%s]", err, z.Describe())
 	}
 	return s, err
 }
 
-// describe names the TLS flags in use.
-func (z *ZooKeeper) describe() string {
+// Describe names the TLS flags in use (for a failed handshake's error).
+func (z *ZooKeeper) Describe() string {
 	var p []string
 	for _, f := range []struct{ name, v string }{{"--zk-tls-ca", z.CAFile}, {"--zk-tls-cert", z.CertFile}, {"--zk-tls-key", z.KeyFile}} {
 		if f.v != "" {
