@@ -37,7 +37,7 @@ never printed.`),
 			defer sess.Close()
 			md, err := store.ReadLedger(ctx, o.ledger)
 			if err != nil {
-				return zkFailed(sess, err)
+				return sess.Failed(err)
 			}
 			li := store.Describe(md)
 			if g.json() {

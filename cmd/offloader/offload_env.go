@@ -11,14 +11,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/connflags"
-	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
-	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // storeOptions are the flags that name the object store.
@@ -77,16 +74,10 @@ func (o *mlOptions) addFlags(f *pflag.FlagSet) {
 }
 
 // env is what the offload, verify and status commands work on: the
-// peers (the fields name them) and the store's config.
+// peers and the command's logger.
 type env struct {
-	peers    *offloader.Peers
-	log      *slog.Logger
-	zk       *tkzk.Session
-	ml       *mledger.Store
-	ledgers  *metadata.Store
-	store    blob.Store
-	storeCfg blobclient.Config
-	admin    *brokeradmin.Client
+	peers *offloader.Peers
+	log   *slog.Logger
 }
 
 func (e *env) close() { e.peers.Close() }
@@ -164,9 +155,5 @@ func openEnv(cmd *cobra.Command, g *globalOptions, o *envOptions) (*env, error) 
 	if err != nil {
 		return nil, err
 	}
-	e := &env{peers: p, log: log, zk: p.ZK, ml: p.ML, ledgers: p.Ledgers, store: p.Store, admin: p.Admin}
-	if pc.Store != nil {
-		e.storeCfg = *pc.Store
-	}
-	return e, nil
+	return &env{peers: p, log: log}, nil
 }

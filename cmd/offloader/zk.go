@@ -2,22 +2,18 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader"
 )
 
-// zkPeers is ZooKeeper in the peers' config: --zk parsed, its timeouts,
-// the --zk-tls* and --zk-digest-file files read.
+// zkPeers is ZooKeeper in the peers' config (connflags.ZKServer.Session:
+// --zk parsed, its timeouts, the --zk-tls* and --zk-digest-file files
+// read).
 func (g *globalOptions) zkPeers() (offloader.PeersConfig, error) {
-	servers, root, err := tkzk.ParseServiceURI(g.ZK)
+	servers, root, zo, err := g.Session()
 	if err != nil {
-		return offloader.PeersConfig{}, fmt.Errorf("--zk: %w", err)
-	}
-	zo := tkzk.Options{SessionTimeout: g.ZKSessionTimeout, ConnectTimeout: g.ZKConnectTimeout}
-	if err := g.ZKSecure.Apply(&zo); err != nil {
 		return offloader.PeersConfig{}, err
 	}
 	return offloader.PeersConfig{ZKServers: servers, ZKRoot: root, ZKOptions: zo, ZKTLSFrom: g.ZKSecure.Describe()}, nil
@@ -37,7 +33,3 @@ func (g *globalOptions) connectZK(ctx context.Context, log *slog.Logger) (*tkzk.
 	}
 	return p.ZK, pc.ZKRoot, nil
 }
-
-// zkFailed names the ZooKeeper servers in err when err says ZooKeeper can
-// no longer serve the command (unreachable, session lost).
-func zkFailed(s *tkzk.Session, err error) error { return s.Failed(err) }

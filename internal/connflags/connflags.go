@@ -83,6 +83,11 @@ func (z *ZooKeeper) Connect(ctx context.Context, servers []string, opts zk.Optio
 	if err := z.Apply(&opts); err != nil {
 		return nil, err
 	}
+	return z.connect(ctx, servers, opts)
+}
+
+// connect opens the session with opts already secured (Apply).
+func (z *ZooKeeper) connect(ctx context.Context, servers []string, opts zk.Options) (*zk.Session, error) {
 	s, err := zk.Connect(ctx, servers, opts)
 	if errors.Is(err, zk.ErrTLS) {
 		err = fmt.Errorf("%w [%s]", err, z.Describe())
