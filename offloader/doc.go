@@ -23,7 +23,7 @@
 // PeersConfig comes from a Config (Config.Peers) or from a command's
 // flags. The service opens them once per ZooKeeper session; Plan, Check,
 // Scrub, Sweep and the flows behind the commands (SelectOffload and
-// Offload, VerifyTopic, OpenLedgerSource) once per run.
+// Offload, VerifyTopic, InspectTopic, OpenLedgerSource) once per run.
 //
 // # Service
 //
