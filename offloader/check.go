@@ -18,7 +18,6 @@ import (
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/client"
-	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
 	"github.com/tierkeeper/tierkeeper/offloader/pressure"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
@@ -70,14 +69,16 @@ func Check(ctx context.Context, c *Config, o CheckOptions) []CheckResult {
 		o.StoreTimeout = 30 * time.Second
 	}
 	var out []CheckResult
-	conn, zkRes := checkZK(ctx, c, o)
+	// Config.Validate parsed zookeeper.servers already.
+	pc, _ := c.peersBase()
+	conn, zkRes := checkZK(ctx, c, pc, o)
 	out = append(out, zkRes...)
 	if conn != nil {
 		defer conn.Close()
 	}
-	out = append(out, checkStore(ctx, c, o))
-	out = append(out, checkAdmin(ctx, c, o.Logger))
-	out = append(out, checkPressure(ctx, c, conn, o))
+	out = append(out, checkStore(ctx, pc, o))
+	out = append(out, checkAdmin(ctx, pc, o.Logger))
+	out = append(out, checkPressure(ctx, c, pc, conn, o))
 	if conn != nil {
 		out = append(out, checkBrokerOffload(ctx, c, o))
 	}
@@ -139,9 +140,8 @@ func timed(r *CheckResult, f func() (string, error)) {
 	r.OK, r.Detail = true, detail
 }
 
-func checkZK(ctx context.Context, c *Config, o CheckOptions) (*tzk.Session, []CheckResult) {
-	servers, root, _ := tzk.ParseServiceURI(c.ZooKeeper.Servers)
-	r := CheckResult{Name: "zookeeper", Target: strings.Join(servers, ",")}
+func checkZK(ctx context.Context, c *Config, pc PeersConfig, o CheckOptions) (*tzk.Session, []CheckResult) {
+	r := CheckResult{Name: "zookeeper", Target: strings.Join(pc.ZKServers, ",")}
 	if c.ZooKeeper.TLS.Enabled {
 		r.Target += " (TLS)"
 	}
@@ -151,7 +151,8 @@ func checkZK(ctx context.Context, c *Config, o CheckOptions) (*tzk.Session, []Ch
 		if err != nil {
 			return "", err
 		}
-		conn, err = tzk.Connect(ctx, servers, zo)
+		pc.ZKOptions = zo
+		conn, err = pc.connect(ctx)
 		if err != nil {
 			return "", zkCheckError(err)
 		}
@@ -205,15 +206,13 @@ func checkZK(ctx context.Context, c *Config, o CheckOptions) (*tzk.Session, []Ch
 		}
 		return fmt.Sprintf("%d namespaces with persistent topics", len(nss)), nil
 	})
-	lr := root
-	if c.BookKeeper.LedgersRoot != "" {
-		lr = c.BookKeeper.LedgersRoot
-	}
+	lr := pc.ledgersRoot()
+	lo := PeersOptions{Logger: o.Logger, Timeout: c.ZooKeeper.ConnectTimeout.D()}
 	bk := CheckResult{Name: "bookkeeper-metadata", Target: lr}
 	timed(&bk, func() (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, c.ZooKeeper.ConnectTimeout.D())
 		defer cancel()
-		st, err := metadata.NewStore(cctx, conn, metadata.StoreOptions{Root: lr, Logger: o.Logger})
+		st, err := pc.openLedgers(cctx, conn, lo)
 		if err != nil {
 			return "", zkCheckError(fmt.Errorf("read the ledgers root (waited up to %s): %w", c.ZooKeeper.ConnectTimeout, err))
 		}
@@ -225,8 +224,8 @@ func checkZK(ctx context.Context, c *Config, o CheckOptions) (*tzk.Session, []Ch
 		return fmt.Sprintf("layout %s, %d writable and %d read-only bookies", st.Layout().Manager, len(w), len(ro)), nil
 	})
 	out = append(out, ml, bk)
-	if st, err := metadata.NewStore(ctx, conn, metadata.StoreOptions{Root: lr, Logger: o.Logger}); err == nil {
-		out = append(out, checkBookies(ctx, c, st, o))
+	if st, err := pc.openLedgers(ctx, conn, lo); err == nil {
+		out = append(out, checkBookies(ctx, c, pc, st, o))
 	}
 	return conn, out
 }
@@ -248,7 +247,7 @@ func zkCheckError(err error) error {
 // checkBookies connects to every registered bookie as the service does
 // (with bookkeeper.tls when enabled) and sends one harmless read (entry 0
 // of ledger 0), each within the client's connect and read timeouts.
-func checkBookies(ctx context.Context, c *Config, st *metadata.Store, o CheckOptions) CheckResult {
+func checkBookies(ctx context.Context, c *Config, pc PeersConfig, st *metadata.Store, o CheckOptions) CheckResult {
 	r := CheckResult{Name: "bookies", Target: "plain"}
 	if c.BookKeeper.TLS.Enabled {
 		r.Target = "TLS (START_TLS)"
@@ -271,7 +270,8 @@ func checkBookies(ctx context.Context, c *Config, st *metadata.Store, o CheckOpt
 		if len(ids) == 0 {
 			return "no bookie registered", nil
 		}
-		bc, err := bkclient.New(bkclient.Options{Resolver: st, TLS: tc, Logger: o.Logger})
+		pc.BookieTLS = tc
+		bc, err := pc.openBookies(st, PeersOptions{Logger: o.Logger})
 		if err != nil {
 			return "", err
 		}
@@ -308,14 +308,18 @@ func checkBookies(ctx context.Context, c *Config, st *metadata.Store, o CheckOpt
 // UUID); a HEAD of it must say "not found".
 const checkProbeKey = "tierkeeper-check-probe"
 
-func checkStore(ctx context.Context, c *Config, o CheckOptions) CheckResult {
-	r := CheckResult{Name: "store", Target: c.Store.Client().Type}
+func checkStore(ctx context.Context, pc PeersConfig, o CheckOptions) CheckResult {
+	r := CheckResult{Name: "store"}
+	if pc.Store != nil {
+		r.Target = pc.Store.Type
+	}
 	timed(&r, func() (string, error) {
 		sctx, cancel := context.WithTimeout(ctx, o.StoreTimeout)
 		defer cancel()
-		st, err := client.New(sctx, c.Store.Client(), o.StoreOptions)
+		pc.StoreName = "open" // the result names the store already
+		st, err := pc.openStore(sctx, PeersOptions{Logger: o.Logger, StoreOptions: o.StoreOptions, Timeout: o.StoreTimeout})
 		if err != nil {
-			return "", fmt.Errorf("open: %w", err)
+			return "", err
 		}
 		defer st.Close()
 		r.Target = st.Name()
@@ -348,29 +352,15 @@ func checkStore(ctx context.Context, c *Config, o CheckOptions) CheckResult {
 
 var errStopIter = errors.New("stop")
 
-// BrokerAdmin returns the broker admin client, or nil without admin.url.
-func (a Admin) BrokerAdmin(log *slog.Logger) (*brokeradmin.Client, error) {
-	if a.URL == "" {
-		return nil, nil
-	}
-	c, err := brokeradmin.New(brokeradmin.Config{URL: a.URL, Token: a.Token, CAFile: a.CAFile, CertFile: a.CertFile,
-		KeyFile: a.KeyFile, InsecureSkipVerify: a.InsecureSkipVerify, Timeout: blob.Duration(a.Timeout)},
-		brokeradmin.Options{Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("admin: %w", err)
-	}
-	return c, nil
-}
-
-func checkAdmin(ctx context.Context, c *Config, log *slog.Logger) CheckResult {
-	r := CheckResult{Name: "admin", Target: blob.RedactURL(c.Admin.URL)}
-	if c.Admin.URL == "" {
-		r.OK, r.Skipped = true, true
+func checkAdmin(ctx context.Context, pc PeersConfig, log *slog.Logger) CheckResult {
+	if pc.Admin == nil {
+		r := CheckResult{Name: "admin", OK: true, Skipped: true}
 		r.Detail = "no admin.url: topics are not unloaded after a commit; the owning broker reloads on its next metadata write"
 		return r
 	}
+	r := CheckResult{Name: "admin", Target: blob.RedactURL(pc.Admin.URL)}
 	timed(&r, func() (string, error) {
-		bc, err := c.Admin.BrokerAdmin(log)
+		bc, err := pc.openAdmin(log)
 		if err != nil {
 			return "", err
 		}
@@ -396,7 +386,7 @@ func (c *Config) PressureSource(hc *http.Client) (pressure.Source, error) {
 	return pressure.NewAgents(p.AgentURL, p.AgentURLs, o), nil
 }
 
-func checkPressure(ctx context.Context, c *Config, conn *tzk.Session, o CheckOptions) CheckResult {
+func checkPressure(ctx context.Context, c *Config, pc PeersConfig, conn *tzk.Session, o CheckOptions) CheckResult {
 	r := CheckResult{Name: "pressure"}
 	src, err := c.PressureSource(o.HTTPClient)
 	if err != nil {
@@ -411,13 +401,9 @@ func checkPressure(ctx context.Context, c *Config, conn *tzk.Session, o CheckOpt
 	timed(&r, func() (string, error) {
 		var bookies []string
 		if conn != nil {
-			_, root, _ := tzk.ParseServiceURI(c.ZooKeeper.Servers)
-			if c.BookKeeper.LedgersRoot != "" {
-				root = c.BookKeeper.LedgersRoot
-			}
 			cctx, cancel := context.WithTimeout(ctx, c.ZooKeeper.ConnectTimeout.D())
 			defer cancel()
-			if st, err := metadata.NewStore(cctx, conn, metadata.StoreOptions{Root: root}); err == nil {
+			if st, err := pc.openLedgers(cctx, conn, PeersOptions{Timeout: c.ZooKeeper.ConnectTimeout.D()}); err == nil {
 				w, ro, _ := st.Bookies(cctx)
 				bookies = append(w, ro...)
 			}

@@ -20,7 +20,6 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/tlsfiles"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
-	"github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 )
@@ -764,15 +763,12 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 
 // connectZK opens the ZooKeeper session the config names.
 func (c *Config) connectZK(ctx context.Context, log *slog.Logger) (*tzk.Session, error) {
-	servers, _, err := tzk.ParseServiceURI(c.ZooKeeper.Servers)
+	pc, err := c.Peers()
 	if err != nil {
 		return nil, err
 	}
-	o, err := c.zkOptions(log)
-	if err != nil {
-		return nil, err
-	}
-	return tzk.Connect(ctx, servers, o)
+	pc.ZKOptions.Logger = log
+	return pc.connect(ctx)
 }
 
 // zkOptions are the session options of the zookeeper section: timeouts,
@@ -802,7 +798,10 @@ func (c *Config) bookieTLS() (*tls.Config, error) {
 	return tc, nil
 }
 
-// openStore builds the configured blob store (metrics on reg when set).
+// openStore opens the configured blob store (metrics on reg when set);
+// its error names the store section.
 func (c *Config) openStore(ctx context.Context, log *slog.Logger, reg prometheus.Registerer) (blob.Store, error) {
-	return client.New(ctx, c.Store.Client(), client.Options{Logger: log, Registerer: reg})
+	sc := c.Store.Client()
+	pc := PeersConfig{Store: &sc}
+	return pc.openStore(ctx, PeersOptions{Logger: log, Registerer: reg})
 }

@@ -366,7 +366,7 @@ pressure:
 // go through Validate.
 func TestCheckAdminTargetRedacted(t *testing.T) {
 	c := &Config{Admin: Admin{URL: "http://tk:SECRET-admin-pw@127.0.0.1:1", Timeout: Duration(time.Second)}}
-	r := checkAdmin(t.Context(), c, slog.New(slog.DiscardHandler))
+	r := checkAdmin(t.Context(), PeersConfig{Admin: c.Admin.brokerConfig()}, slog.New(slog.DiscardHandler))
 	if s := r.Target + " " + r.Detail; r.OK || strings.Contains(s, "SECRET-admin-pw") || r.Target != "http://<redacted>@127.0.0.1:1" {
 		t.Errorf("admin check %+v", r)
 	}

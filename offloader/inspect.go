@@ -9,27 +9,11 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
-	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	mlstatus "github.com/tierkeeper/tierkeeper/pulsar/mledger/status"
 )
-
-// InspectPeers are what InspectTopic reads: the managed-ledger metadata
-// and the BookKeeper ledger metadata (required), and optionally the store
-// the ledgers are offloaded to (with its config, for the bucket) and the
-// broker admin API (the brokers' own view).
-type InspectPeers struct {
-	ML      *mledger.Store
-	Ledgers *metadata.Store
-	// Chroot is the managed-ledger chroot (mlstatus.ReadOptions.Chroot).
-	Chroot   string
-	Store    blob.Store
-	StoreCfg blobclient.Config
-	Admin    *brokeradmin.Client
-}
 
 // Inspection is a topic's ledgers (every partition of a partitioned
 // topic): their offload state, where a broker reads each one, whether its
@@ -97,15 +81,15 @@ const objectsHeadTimeout = 30 * time.Second
 // cannot be read are in Errors; an error reading the ledger metadata fails
 // the whole inspection. A broker or store that does not answer is noted in
 // the ledger's entry.
-func InspectTopic(ctx context.Context, p InspectPeers, topic string) (*Inspection, error) {
-	rep, err := mlstatus.Read(ctx, p.ML, mlstatus.Selector{Topics: []string{topic}}, mlstatus.ReadOptions{Chroot: p.Chroot})
+func InspectTopic(ctx context.Context, p *Peers, topic string) (*Inspection, error) {
+	rep, err := mlstatus.Read(ctx, p.ML, mlstatus.Selector{Topics: []string{topic}}, mlstatus.ReadOptions{Chroot: p.cfg.MLChroot})
 	if err != nil {
 		return nil, err
 	}
 	in := &Inspection{Topic: topic, Totals: rep.Totals, ReadAt: rep.ReadAt, ManagedLedgers: []InspectedML{}, Errors: rep.Errors}
 	bucket := ""
 	if p.Store != nil {
-		if d, err := pipeline.DriverForStore(p.StoreCfg, "aws-s3"); err == nil {
+		if d, err := p.Driver("aws-s3"); err == nil {
 			bucket = d.Bucket
 		}
 	}

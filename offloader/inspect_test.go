@@ -41,7 +41,7 @@ func TestInspectTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := InspectPeers{ML: mledger.New(sess.Conn, nil), Ledgers: ledgers, Store: store}
+	p := &Peers{ML: mledger.New(sess.Conn, nil), Ledgers: ledgers, Store: store}
 	first, err := InspectTopic(ctx, p, "persistent://t/ns/a")
 	if err != nil {
 		t.Fatal(err)

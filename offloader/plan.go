@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
-	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/discovery"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 )
@@ -50,36 +48,25 @@ func Plan(ctx context.Context, c *Config, o PlanOptions) (*PlanResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	servers, root, err := tzk.ParseServiceURI(c.ZooKeeper.Servers)
+	pc, err := c.Peers()
 	if err != nil {
 		return nil, err
 	}
-	zo, err := c.zkOptions(o.Logger)
+	peers, err := OpenPeers(ctx, pc, PeersOptions{Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
-	sess, err := tzk.Connect(ctx, servers, zo)
-	if err != nil {
-		return nil, err
-	}
-	defer sess.Close()
-	d := discovery.New(sess, discovery.Options{Chroot: c.ZooKeeper.MLChroot, Concurrency: c.Discovery.Concurrency,
+	defer peers.Close()
+	d := discovery.New(peers.ZK, discovery.Options{Chroot: c.ZooKeeper.MLChroot, Concurrency: c.Discovery.Concurrency,
 		NoWatches: true, Logger: o.Logger})
 	scan, err := d.Scan(ctx)
 	if err != nil {
 		return nil, err
 	}
 	topics, readErrs := d.Snapshot()
-	admin, err := c.Admin.BrokerAdmin(o.Logger)
-	if err != nil {
-		return nil, err
-	}
-	sn := &snapshotter{conn: sess, rules: rules, chroot: c.ZooKeeper.ConfigChroot, view: newBrokerView(admin, c, o.Logger), log: o.Logger}
-	if c.BookKeeper.LedgersRoot != "" {
-		root = c.BookKeeper.LedgersRoot
-	}
+	sn := &snapshotter{conn: peers.ZK, rules: rules, chroot: c.ZooKeeper.ConfigChroot, view: newBrokerView(peers.Admin, c, o.Logger), log: o.Logger}
 	if c.Pressure.Threshold > 0 {
-		if sn.ledgers, err = metadata.NewStore(ctx, sess, metadata.StoreOptions{Root: root, Logger: o.Logger}); err != nil {
+		if sn.ledgers, err = pc.openLedgers(ctx, peers.ZK, PeersOptions{Logger: o.Logger}); err != nil {
 			return nil, fmt.Errorf("bookkeeper metadata (for pressure): %w", err)
 		}
 		if sn.src, err = c.PressureSource(o.HTTPClient); err != nil {

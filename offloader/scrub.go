@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	bkclient "github.com/tierkeeper/tierkeeper/bookkeeper/client"
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/discovery"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
@@ -63,42 +62,17 @@ func Scrub(ctx context.Context, c *Config, o ScrubOptions, log *slog.Logger) (*s
 	if err != nil {
 		return nil, err
 	}
-	sess, err := c.connectZK(ctx, log)
+	pc, err := c.Peers()
 	if err != nil {
 		return nil, err
 	}
-	defer sess.Close()
-	_, root, _ := tzk.ParseServiceURI(c.ZooKeeper.Servers)
-	if c.BookKeeper.LedgersRoot != "" {
-		root = c.BookKeeper.LedgersRoot
-	}
-	ledgers, err := metadata.NewStore(ctx, sess, metadata.StoreOptions{Root: root, Logger: log})
+	peers, err := OpenPeers(ctx, pc, PeersOptions{Logger: log, Bookies: &bkclient.Options{}, Store: true})
 	if err != nil {
 		return nil, err
 	}
-	bkTLS, err := c.bookieTLS()
-	if err != nil {
-		return nil, err
-	}
-	bk, err := bkclient.New(bkclient.Options{Resolver: ledgers, TLS: bkTLS, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	defer bk.Close()
-	store, err := c.openStore(ctx, log, nil)
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	defer store.Close()
-	broker, err := c.Admin.BrokerAdmin(log)
-	if err != nil {
-		return nil, err
-	}
-	ml := mledger.New(sess, &mledger.Options{Chroot: c.ZooKeeper.MLChroot, Logger: log})
-	d := pipeline.Deps{ML: ml, Ledgers: ledgers, Bookies: bk, Store: store, Logger: log}
-	if broker != nil {
-		d.Broker = broker
-	}
+	defer peers.Close()
+	sess, ml, ledgers, store := peers.ZK, peers.ML, peers.Ledgers, peers.Store
+	d := peers.PipelineDeps()
 	base := pipeline.Options{Driver: drv, PartsInFlight: max(1, c.Scheduler.PartsInFlight/c.Scheduler.LedgersInFlight)}
 	offl, err := pipeline.New(d, base)
 	if err != nil {

@@ -37,15 +37,14 @@ func Sweep(ctx context.Context, c *Config, dryRun bool, log *slog.Logger) (sweep
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	sess, err := c.connectZK(ctx, log)
+	pc, err := c.Peers()
 	if err != nil {
 		return sweeper.Result{}, err
 	}
-	defer sess.Close()
-	store, err := c.openStore(ctx, log, nil)
+	peers, err := OpenPeers(ctx, pc, PeersOptions{Logger: log, Store: true})
 	if err != nil {
 		return sweeper.Result{}, err
 	}
-	defer store.Close()
-	return newSweeper(c, sess, store, dryRun, log, nil).Sweep(ctx)
+	defer peers.Close()
+	return newSweeper(c, peers.ZK, peers.Store, dryRun, log, nil).Sweep(ctx)
 }

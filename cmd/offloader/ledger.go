@@ -11,8 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader"
 )
 
 func init() { addCommand(newLedgerCmd) }
@@ -42,78 +44,44 @@ func (o *zkOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Layout, "layout", "", "override the ledger layout in LAYOUT: hierarchical, longhierarchical, legacyhierarchical, flat")
 }
 
+// apply sets the ZooKeeper part of pc from the global flags, --ledgers-root
+// and --layout.
+func (o *zkOptions) apply(g *globalOptions, pc *offloader.PeersConfig) error {
+	zp, err := g.zkPeers()
+	if err != nil {
+		return err
+	}
+	pc.ZKServers, pc.ZKRoot, pc.ZKOptions, pc.ZKTLSFrom = zp.ZKServers, zp.ZKRoot, zp.ZKOptions, zp.ZKTLSFrom
+	pc.LedgersRoot = o.LedgersRoot
+	if o.Layout != "" {
+		if pc.Layout, err = metadata.ParseManager(o.Layout); err != nil {
+			return fmt.Errorf("--layout: %w", err)
+		}
+	}
+	return nil
+}
+
+// openPeers opens ZooKeeper and the ledger metadata store, and the bookie
+// client with bk (nil: none).
+func (o *zkOptions) openPeers(ctx context.Context, g *globalOptions, log *slog.Logger, bk *client.Options) (*offloader.Peers, error) {
+	var pc offloader.PeersConfig
+	if err := o.apply(g, &pc); err != nil {
+		return nil, err
+	}
+	return offloader.OpenPeers(ctx, pc, offloader.PeersOptions{Logger: log, Ledgers: true, Bookies: bk})
+}
+
 // openStore connects to ZooKeeper and opens the ledger metadata store.
 // The caller closes the session.
 func (o *zkOptions) openStore(ctx context.Context, g *globalOptions, log *slog.Logger) (*metadata.Store, *tkzk.Session, error) {
-	var mgr metadata.Manager
-	if o.Layout != "" {
-		var err error
-		if mgr, err = metadata.ParseManager(o.Layout); err != nil {
-			return nil, nil, fmt.Errorf("--layout: %w", err)
-		}
-	}
-	conn, root, err := g.connectZK(ctx, log)
+	p, err := o.openPeers(ctx, g, log, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	if o.LedgersRoot != "" {
-		root = o.LedgersRoot
-	}
-	store, err := metadata.NewStore(ctx, conn, metadata.StoreOptions{Root: root, Manager: mgr, Logger: log})
-	if err != nil {
-		conn.Close()
-		return nil, nil, zkFailed(conn, err)
-	}
-	return store, conn, nil
+	return p.Ledgers, p.ZK, nil
 }
 
-// ledgerInfo is the JSON form of ledger metadata.
-type ledgerInfo struct {
-	Ledger         int64             `json:"ledger"`
-	Path           string            `json:"path"`
-	FormatVersion  int               `json:"formatVersion"`
-	ZNodeVersion   int32             `json:"znodeVersion"`
-	State          string            `json:"state"`
-	LastEntryID    int64             `json:"lastEntryId"`
-	Length         int64             `json:"length"`
-	EnsembleSize   int               `json:"ensembleSize"`
-	WriteQuorum    int               `json:"writeQuorum"`
-	AckQuorum      int               `json:"ackQuorum"`
-	DigestType     string            `json:"digestType,omitempty"`
-	HasPassword    bool              `json:"hasPassword"`
-	Ctime          int64             `json:"ctime"`
-	Ensembles      []ensembleInfo    `json:"ensembles"`
-	CustomMetadata map[string]string `json:"customMetadata,omitempty"`
-}
-
-type ensembleInfo struct {
-	FirstEntryID int64    `json:"firstEntryId"`
-	Bookies      []string `json:"bookies"`
-}
-
-func toLedgerInfo(s *metadata.Store, m *metadata.LedgerMetadata) ledgerInfo {
-	p, _ := s.LedgerPath(m.LedgerID)
-	li := ledgerInfo{
-		Ledger: m.LedgerID, Path: p, FormatVersion: m.FormatVersion, ZNodeVersion: m.Version, State: m.State.String(),
-		LastEntryID: m.LastEntryID, Length: m.Length, EnsembleSize: m.EnsembleSize, WriteQuorum: m.WriteQuorum,
-		AckQuorum: m.AckQuorum, HasPassword: m.HasPassword, Ctime: m.Ctime,
-	}
-	if m.HasPassword {
-		li.DigestType = m.DigestType.String()
-	}
-	for _, seg := range m.Segments {
-		li.Ensembles = append(li.Ensembles, ensembleInfo{FirstEntryID: seg.FirstEntryID, Bookies: seg.Bookies})
-	}
-	if len(m.CustomMetadata) > 0 {
-		li.CustomMetadata = map[string]string{}
-		for k, v := range m.CustomMetadata {
-			li.CustomMetadata[k] = string(v)
-		}
-	}
-	return li
-}
-
-func printLedgerInfo(w io.Writer, li ledgerInfo) {
+func printLedgerInfo(w io.Writer, li metadata.LedgerInfo) {
 	fmt.Fprintf(w, "ledger          %d\n", li.Ledger)
 	fmt.Fprintf(w, "path            %s (format v%d, znode version %d)\n", li.Path, li.FormatVersion, li.ZNodeVersion)
 	fmt.Fprintf(w, "state           %s\n", li.State)

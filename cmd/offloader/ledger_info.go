@@ -37,9 +37,9 @@ never printed.`),
 			defer sess.Close()
 			md, err := store.ReadLedger(ctx, o.ledger)
 			if err != nil {
-				return zkFailed(sess, err)
+				return sess.Failed(err)
 			}
-			li := toLedgerInfo(store, md)
+			li := store.Describe(md)
 			if g.json() {
 				return writeJSON(cmd.OutOrStdout(), li)
 			}

@@ -38,7 +38,7 @@ ledgers, the managed ledger it belongs to.`),
 			defer sess.Close()
 			ids, err := store.ListLedgers(ctx)
 			if err != nil {
-				return zkFailed(sess, err)
+				return sess.Failed(err)
 			}
 			out := cmd.OutOrStdout()
 			enc := json.NewEncoder(out)
@@ -58,7 +58,7 @@ ledgers, the managed ledger it belongs to.`),
 				md, err := store.ReadLedger(ctx, id)
 				if tkzk.Unavailable(err) || ctx.Err() != nil {
 					// ZooKeeper is gone: every further read would fail too.
-					return zkFailed(sess, fmt.Errorf("ledger list stopped after %d of %d ledgers: %w", i, len(ids), err))
+					return sess.Failed(fmt.Errorf("ledger list stopped after %d of %d ledgers: %w", i, len(ids), err))
 				}
 				if err != nil {
 					// Deleted while listing, or corrupt: report and go on.
@@ -72,7 +72,7 @@ ledgers, the managed ledger it belongs to.`),
 					}
 					continue
 				}
-				li := toLedgerInfo(store, md)
+				li := store.Describe(md)
 				if g.json() {
 					if err := enc.Encode(li); err != nil {
 						return err

@@ -19,13 +19,11 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
 	"github.com/tierkeeper/tierkeeper/internal/connflags"
 	"github.com/tierkeeper/tierkeeper/internal/units"
+	"github.com/tierkeeper/tierkeeper/offloader"
 	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
-	"github.com/tierkeeper/tierkeeper/offloader/format"
-	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 type ledgerReadOptions struct {
@@ -162,28 +160,6 @@ type entryJSON struct {
 	Payload string `json:"payload,omitempty"`
 }
 
-// readEntry is one entry as printed.
-type readEntry struct {
-	id      int64
-	payload []byte
-	length  int64 // cumulative ledger length including this entry
-	lac     int64 // the writer's LAC (-1: not known, read from the store)
-	from    string
-}
-
-// readSource is where ledger read takes entries from: the bookies or the
-// objects of an offloaded ledger.
-type readSource struct {
-	lastEntry, length int64
-	// checked says what every entry was checked against ("CRC32C digests",
-	// "object format").
-	checked string
-	// digest is the BookKeeper digest type ("" for the store).
-	digest string
-	read   func(ctx context.Context, from, to int64, fn func(readEntry) error) error
-	close  func()
-}
-
 func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	if err := o.validate(g); err != nil {
 		return err
@@ -191,29 +167,23 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	log := g.logger(stderr)
-	var src *readSource
-	var err error
-	if o.store.path != "" {
-		src, err = o.storeSource(ctx, g, log)
-	} else {
-		src, err = o.bkSource(ctx, g, log)
-	}
+	src, err := o.open(ctx, g, log)
 	if err != nil {
 		return err
 	}
-	defer src.close()
-	if o.to > src.lastEntry {
-		return fmt.Errorf("--to %d: ledger %d ends at entry %d", o.to, o.ledger, src.lastEntry)
+	defer src.Close()
+	if o.to > src.LastEntry {
+		return fmt.Errorf("--to %d: ledger %d ends at entry %d", o.to, o.ledger, src.LastEntry)
 	}
 	to := o.to
 	if to < 0 {
-		to = src.lastEntry
+		to = src.LastEntry
 	}
-	if o.from > to+1 || (o.from > src.lastEntry && src.lastEntry >= 0) {
-		return fmt.Errorf("--from %d: ledger %d ends at entry %d", o.from, o.ledger, src.lastEntry)
+	if o.from > to+1 || (o.from > src.LastEntry && src.LastEntry >= 0) {
+		return fmt.Errorf("--from %d: ledger %d ends at entry %d", o.from, o.ledger, src.LastEntry)
 	}
-	expect := src.length
-	if o.from > 0 || to < src.lastEntry {
+	expect := src.Length
+	if o.from > 0 || to < src.LastEntry {
 		expect = 0 // unknown for a partial range
 	}
 	bar := newProgressBar(stderr, !g.json(), fmt.Sprintf("ledger %d", o.ledger), expect)
@@ -222,35 +192,35 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	start := time.Now()
 	err = nil
 	if to >= o.from {
-		err = src.read(ctx, o.from, to, func(e readEntry) error {
+		err = src.Read(ctx, o.from, to, func(e offloader.LedgerEntry) error {
 			if o.verifyOnly {
-				bar.add(1, int64(len(e.payload)))
+				bar.add(1, int64(len(e.Payload)))
 				return nil
 			}
-			sum := sha256.Sum256(e.payload)
+			sum := sha256.Sum256(e.Payload)
 			if g.json() {
-				j := entryJSON{Ledger: o.ledger, Entry: e.id, Size: len(e.payload), Length: e.length,
-					LAC: e.lac, Bookie: e.from, SHA256: hex.EncodeToString(sum[:])}
+				j := entryJSON{Ledger: o.ledger, Entry: e.ID, Size: len(e.Payload), Length: e.Length,
+					LAC: e.LAC, Bookie: e.From, SHA256: hex.EncodeToString(sum[:])}
 				switch o.payload {
 				case "base64":
-					j.Payload = base64.StdEncoding.EncodeToString(e.payload)
+					j.Payload = base64.StdEncoding.EncodeToString(e.Payload)
 				case "hex":
-					j.Payload = hex.EncodeToString(e.payload)
+					j.Payload = hex.EncodeToString(e.Payload)
 				}
 				if err := enc.Encode(j); err != nil {
 					return err
 				}
 			} else {
-				fmt.Fprintf(out, "%d\tsize=%d\tlength=%d\tlac=%d\tbookie=%s\tsha256=%x\n", e.id, len(e.payload), e.length,
-					e.lac, e.from, sum)
+				fmt.Fprintf(out, "%d\tsize=%d\tlength=%d\tlac=%d\tbookie=%s\tsha256=%x\n", e.ID, len(e.Payload), e.Length,
+					e.LAC, e.From, sum)
 				switch o.payload {
 				case "base64":
-					fmt.Fprintf(out, "%s\n", base64.StdEncoding.EncodeToString(e.payload))
+					fmt.Fprintf(out, "%s\n", base64.StdEncoding.EncodeToString(e.Payload))
 				case "hex":
-					dumpHex(out, e.payload)
+					dumpHex(out, e.Payload)
 				}
 			}
-			bar.add(1, int64(len(e.payload)))
+			bar.add(1, int64(len(e.Payload)))
 			return nil
 		})
 	}
@@ -264,7 +234,7 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	el := time.Since(start)
 	if o.verifyOnly {
 		sum := readSummary{Ledger: o.ledger, From: o.from, To: to, Entries: bar.entries, Bytes: bar.bytes, Seconds: el.Seconds(),
-			MBPerSec: float64(bar.bytes) / 1e6 / max(el.Seconds(), 1e-9), DigestType: src.digest, Checked: src.checked, Verified: true}
+			MBPerSec: float64(bar.bytes) / 1e6 / max(el.Seconds(), 1e-9), DigestType: src.Digest, Checked: src.Checked, Verified: true}
 		if g.json() {
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
 		}
@@ -274,141 +244,49 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	}
 	if !g.json() {
 		fmt.Fprintf(stderr, "read %d entries (%s) of ledger %d in %s (%s), %s verified\n", bar.entries,
-			units.HumanBytes(bar.bytes), o.ledger, el.Round(time.Millisecond), units.HumanRate(float64(bar.bytes)/max(el.Seconds(), 1e-9)), src.checked)
+			units.HumanBytes(bar.bytes), o.ledger, el.Round(time.Millisecond), units.HumanRate(float64(bar.bytes)/max(el.Seconds(), 1e-9)), src.Checked)
 	}
 	return nil
 }
 
-// bkSource reads the ledger from the bookies.
-func (o *ledgerReadOptions) bkSource(ctx context.Context, g *globalOptions, log *slog.Logger) (*readSource, error) {
-	bkTLS, err := o.bk.Config()
-	if err != nil {
-		return nil, err
-	}
-	store, sess, err := o.zk.openStore(ctx, g, log)
-	if err != nil {
-		return nil, err
-	}
-	md, err := store.ReadLedger(ctx, o.ledger)
-	if err != nil {
-		sess.Close()
-		if errors.Is(err, metadata.ErrNoSuchLedger) {
-			err = fmt.Errorf("%w (an offloaded ledger whose BookKeeper copy is deleted reads from the store: --store FILE --topic TOPIC)", err)
+// open opens the ledger's source: the bookies, or with --store the
+// objects of the attempt --uuid names or the metadata of --topic records.
+func (o *ledgerReadOptions) open(ctx context.Context, g *globalOptions, log *slog.Logger) (*offloader.LedgerSource, error) {
+	var pc offloader.PeersConfig
+	so := offloader.LedgerSourceOptions{Logger: log, FromStore: o.store.path != "", Topic: o.topic,
+		Bookies: client.Options{ReadTimeout: o.readTimeout, Window: o.window, MaxFrameSize: o.maxFrame}}
+	var err error
+	if !so.FromStore {
+		if o.digest != "" {
+			if so.Bookies.DigestType, err = digest.ParseType(o.digest); err != nil {
+				return nil, fmt.Errorf("--digest: %w", err)
+			}
+			so.Bookies.Password = []byte(o.password)
 		}
-		return nil, zkFailed(sess, err)
-	}
-	copts := client.Options{Resolver: store, TLS: bkTLS, ReadTimeout: o.readTimeout, Window: o.window, MaxFrameSize: o.maxFrame, Logger: log}
-	if o.digest != "" {
-		if copts.DigestType, err = digest.ParseType(o.digest); err != nil {
-			sess.Close()
-			return nil, fmt.Errorf("--digest: %w", err)
-		}
-		copts.Password = []byte(o.password)
-	}
-	c, err := client.New(copts)
-	if err != nil {
-		sess.Close()
-		return nil, err
-	}
-	l, err := c.Open(md)
-	if err != nil {
-		c.Close()
-		sess.Close()
-		return nil, err
-	}
-	dt := md.DigestType
-	if !md.HasPassword {
-		dt = copts.DigestType
-	}
-	return &readSource{
-		lastEntry: md.LastEntryID, length: md.Length, checked: dt.String() + " digests", digest: dt.String(),
-		read: func(ctx context.Context, from, to int64, fn func(readEntry) error) error {
-			return l.ReadRange(ctx, from, to, client.StreamOptions{}, func(e client.Entry) error {
-				return fn(readEntry{id: e.EntryID, payload: e.Payload, length: e.Length, lac: e.LastAddConfirmed, from: e.Bookie})
-			})
-		},
-		close: func() { c.Close(); sess.Close() },
-	}, nil
-}
-
-// storeSource reads an offloaded ledger's objects: the attempt UUID comes
-// from --uuid or from the topic's managed-ledger metadata (--topic).
-func (o *ledgerReadOptions) storeSource(ctx context.Context, g *globalOptions, log *slog.Logger) (*readSource, error) {
-	if (o.topic == "") == (o.uuid == "") {
-		return nil, errors.New("--store needs the offload attempt: --topic TOPIC (its metadata names it) or --uuid UUID")
-	}
-	cfg, err := blobclient.Load(o.store.path)
-	if err != nil {
-		return nil, fmt.Errorf("--store: %w", err)
-	}
-	var id uuid.UUID
-	if o.uuid != "" {
-		if id, err = uuid.Parse(o.uuid); err != nil {
-			return nil, fmt.Errorf("--uuid %q: %w", o.uuid, err)
+		if pc.BookieTLS, err = o.bk.Config(); err != nil {
+			return nil, err
 		}
 	} else {
-		if id, err = o.attemptFromTopic(ctx, g, log); err != nil {
+		if (o.topic == "") == (o.uuid == "") {
+			return nil, errors.New("--store needs the offload attempt: --topic TOPIC (its metadata names it) or --uuid UUID")
+		}
+		cfg, err := blobclient.Load(o.store.path)
+		if err != nil {
+			return nil, fmt.Errorf("--store: %w", err)
+		}
+		pc.Store, pc.StoreName, pc.MLChroot = &cfg, "--store "+o.store.path, o.mlChroot
+		if o.uuid != "" {
+			if so.Attempt, err = uuid.Parse(o.uuid); err != nil {
+				return nil, fmt.Errorf("--uuid %q: %w", o.uuid, err)
+			}
+		}
+	}
+	if so.Attempt == uuid.Nil {
+		if err := o.zk.apply(g, &pc); err != nil {
 			return nil, err
 		}
 	}
-	st, err := blobclient.New(ctx, cfg, blobclient.Options{Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("--store %s: %w", o.store.path, err)
-	}
-	r, err := format.Open(ctx, st, id, o.ledger, &format.ReaderOptions{Logger: log})
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("ledger %d attempt %s in %s: %w", o.ledger, id, st.Name(), err)
-	}
-	where := st.Name()
-	return &readSource{
-		lastEntry: r.LastEntryID(), length: r.Length(), checked: "object format",
-		read: func(ctx context.Context, from, to int64, fn func(readEntry) error) error {
-			var length int64
-			if from > 0 {
-				length = -1 // not known without reading the entries before
-			}
-			return r.Read(ctx, from, to, func(id int64, p []byte) error {
-				if length >= 0 {
-					length += int64(len(p))
-				}
-				return fn(readEntry{id: id, payload: p, length: length, lac: -1, from: where})
-			})
-		},
-		close: func() { r.Close(); st.Close() },
-	}, nil
-}
-
-// attemptFromTopic finds the ledger in the topic's managed ledgers and
-// returns its offload attempt UUID.
-func (o *ledgerReadOptions) attemptFromTopic(ctx context.Context, g *globalOptions, log *slog.Logger) (uuid.UUID, error) {
-	sess, _, err := g.connectZK(ctx, log)
-	if err != nil {
-		return uuid.Nil, err
-	}
-	defer sess.Close()
-	ml := mledger.New(sess.Conn, &mledger.Options{Chroot: o.mlChroot, Logger: log})
-	snaps, err := ml.TopicSnapshots(ctx, o.topic)
-	if err != nil {
-		return uuid.Nil, zkFailed(sess, err)
-	}
-	for _, snap := range snaps {
-		name := snap.Name
-		for _, li := range snap.Info.GetLedgerInfo() {
-			if li.GetLedgerId() != o.ledger {
-				continue
-			}
-			id, ok := mledger.AttemptUUID(li.GetOffloadContext())
-			if !ok {
-				return uuid.Nil, fmt.Errorf("ledger %d of %s has no offload attempt: it is in BookKeeper only (read it without --store)", o.ledger, name)
-			}
-			if !li.GetOffloadContext().GetComplete() {
-				log.Warn("the ledger's offload is not complete; reading the attempt's objects anyway", "ledger", o.ledger, "uuid", id)
-			}
-			return id, nil
-		}
-	}
-	return uuid.Nil, fmt.Errorf("ledger %d is not a ledger of %s", o.ledger, o.topic)
+	return offloader.OpenLedgerSource(ctx, pc, o.ledger, so)
 }
 
 func dumpHex(w io.Writer, b []byte) {

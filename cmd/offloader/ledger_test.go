@@ -171,7 +171,7 @@ func TestLedgerInfoListAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var li ledgerInfo
+	var li metadata.LedgerInfo
 	if err := json.Unmarshal([]byte(out), &li); err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -19,8 +16,6 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
-	"github.com/tierkeeper/tierkeeper/offloader/policy"
-	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 func init() { addCommand(newOffloadCmd) }
@@ -147,91 +142,17 @@ func (o *offloadOptions) validate() error {
 	return nil
 }
 
-// offloadDoc is the --output json document.
-type offloadDoc struct {
-	Topic          string       `json:"topic"`
-	DryRun         bool         `json:"dryRun"`
-	ManagedLedgers []mlDoc      `json:"managedLedgers"`
-	Totals         offloadTotal `json:"totals"`
-}
-
-type mlDoc struct {
-	Name    string      `json:"name"`
-	Plan    []planDoc   `json:"plan,omitempty"`
-	Ledgers []ledgerDoc `json:"ledgers,omitempty"`
-	Reload  *reloadDoc  `json:"reload,omitempty"`
-	Error   string      `json:"error,omitempty"`
-}
-
-type planDoc struct {
-	LedgerID int64  `json:"ledgerId"`
-	State    string `json:"state"`
-	Entries  int64  `json:"entries"`
-	Bytes    int64  `json:"bytes"`
-	Action   string `json:"action"`
-	Reason   string `json:"reason,omitempty"`
-}
-
-type reloadDoc struct {
-	Done     bool   `json:"done"`
-	Unloaded bool   `json:"unloaded"`
-	Note     string `json:"note,omitempty"`
-}
-
-type ledgerDoc struct {
-	LedgerID    int64                  `json:"ledgerId"`
-	Outcome     string                 `json:"outcome"`
-	Before      string                 `json:"stateBefore"`
-	UUID        string                 `json:"uuid,omitempty"`
-	Entries     int64                  `json:"entries"`
-	Bytes       int64                  `json:"bytes"`
-	ObjectBytes int64                  `json:"objectBytes,omitempty"`
-	Blocks      int                    `json:"blocks,omitempty"`
-	DataKey     string                 `json:"dataKey,omitempty"`
-	IndexKey    string                 `json:"indexKey,omitempty"`
-	Verify      *pipeline.VerifyReport `json:"verify,omitempty"`
-	Trim        *trimDoc               `json:"trim,omitempty"`
-	Superseded  []string               `json:"superseded,omitempty"`
-	Leftovers   []string               `json:"leftovers,omitempty"`
-	Seconds     float64                `json:"seconds"`
-	Steps       map[string]float64     `json:"stepSeconds,omitempty"`
-	Error       string                 `json:"error,omitempty"`
-}
-
-type trimDoc struct {
-	Marked     bool       `json:"bookkeeperDeletedMarked"`
-	Deleted    bool       `json:"bookkeeperLedgerDeleted"`
-	FreedBytes int64      `json:"freedBytes"`
-	NotBefore  *time.Time `json:"notBefore,omitempty"`
-	Note       string     `json:"note,omitempty"`
-}
-
-type offloadTotal struct {
-	Ledgers       int     `json:"ledgers"`
-	Offloaded     int     `json:"offloaded"`
-	Failed        int     `json:"failed"`
-	Bytes         int64   `json:"bytes"`
-	ObjectBytes   int64   `json:"objectBytes"`
-	Seconds       float64 `json:"seconds"`
-	MBPerSec      float64 `json:"mbPerSec"`
-	BKBytesFreed  int64   `json:"bookkeeperBytesFreed"`
-	BKDeleted     int     `json:"bookkeeperLedgersDeleted"`
-	AlreadyDone   int     `json:"alreadyOffloaded"`
-	VerifiedBytes int64   `json:"verifiedBytes"`
-}
-
 func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
+	ctx := cmd.Context()
 	e, err := openEnv(cmd, g, &o.env)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	log := e.log
-	drv, err := pipeline.DriverForStore(e.storeCfg, o.driver)
+	drv, err := e.peers.Driver(o.driver)
 	if err != nil {
 		return fmt.Errorf("--store: %w", err)
 	}
@@ -239,172 +160,29 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	if err != nil {
 		return err
 	}
-	names, err := e.ml.TopicManagedLedgers(ctx, topic)
+	sel, err := offloader.SelectOffload(ctx, e.peers, topic, offloader.LedgerSelection{Ledger: o.ledger, UntilLedger: o.untilLedger, Trim: o.deleteBK})
 	if err != nil {
 		return err
 	}
-	// A topic the broker offloads itself is not touched: its offloader
-	// would delete our committed objects (it cleans up the attempt its
-	// in-memory view holds before its own write).
-	guard := offloader.NewTopicGuard(e.zk, e.ml, e.admin, o.env.ml.chroot,
-		policy.BrokerSettings{ThresholdBytes: -1, ThresholdSeconds: -1, Source: "not read: no --admin-url"}, log)
-	for _, ml := range names {
-		if err := guard.Check(ctx, ml); err != nil {
-			return fmt.Errorf("%s: %w", ml, err)
-		}
-	}
-	// Which ledgers of each managed ledger, and the bytes to copy.
-	type work struct {
-		ml  string
-		ids []int64
-	}
-	var jobs []work
-	var toCopy int64
-	for _, ml := range names {
-		snap, err := e.ml.Get(ctx, ml)
-		if err != nil {
-			return err
-		}
-		var ids []int64
-		if o.ledger >= 0 {
-			ids = []int64{o.ledger}
-		} else {
-			ids = pipeline.Candidates(snap.Info, o.untilLedger, o.deleteBK)
-		}
-		for _, li := range snap.Info.GetLedgerInfo() {
-			for _, id := range ids {
-				if li.GetLedgerId() == id && !li.GetOffloadContext().GetComplete() {
-					toCopy += li.GetSize()
-				}
-			}
-		}
-		jobs = append(jobs, work{ml, ids})
-	}
-	if o.ledger >= 0 && len(names) > 1 {
-		return fmt.Errorf("--ledger %d: %s has %d partitions; name the partition (%s-partition-N)", o.ledger, topic, len(names), topic)
-	}
-
-	bar := newOffloadProgress(stderr, !g.json(), toCopy)
-	deps := pipeline.Deps{ML: e.ml, Ledgers: e.ledgers, Bookies: e.bk, Store: e.store, Logger: log, Observer: bar,
-		Failpoints: fps}
-	if e.admin != nil {
-		deps.Broker = e.admin
-	}
-	p, err := pipeline.New(deps, pipeline.Options{
-		Driver: drv, BlockSize: int(o.blockSize.Bytes()), PartsInFlight: o.parts, FullVerifyBytes: o.fullVerify.Bytes(),
-		Trim: o.deleteBK, DeletionLag: o.deletionLag, TrimWithoutReload: o.noReloadTrim,
-	})
+	bar := newOffloadProgress(cmd.ErrOrStderr(), !g.json(), sel.BytesToCopy)
+	oo := offloader.OffloadOptions{DryRun: o.dryRun, LeaseRoot: o.leaseRoot, LeaseID: o.leaseID, Observer: bar, Failpoints: fps,
+		Pipeline: pipeline.Options{Driver: drv, BlockSize: int(o.blockSize.Bytes()), PartsInFlight: o.parts, FullVerifyBytes: o.fullVerify.Bytes(),
+			Trim: o.deleteBK, DeletionLag: o.deletionLag, TrimWithoutReload: o.noReloadTrim}}
+	p, err := offloader.NewOffloadPipeline(e.peers, oo)
 	if err != nil {
 		return err
 	}
-	limitMemory(p.Options(), log)
-
-	doc := offloadDoc{Topic: topic, DryRun: o.dryRun, ManagedLedgers: []mlDoc{}}
-	start := time.Now()
-	var failed error
-	var leases *offloader.TopicLeases
-	if !o.dryRun {
-		id := o.leaseID
-		if id == "" {
-			host, _ := os.Hostname()
-			id = cliLeaseID(host, os.Getpid())
-		}
-		leases = offloader.NewTopicLeases(e.zk, o.leaseRoot, id, log)
-		defer leases.Close()
-	}
-	for _, j := range jobs {
-		md := mlDoc{Name: j.ml}
-		if o.dryRun {
-			plan, err := p.Plan(ctx, j.ml, j.ids)
-			if err != nil {
-				return err
-			}
-			for _, it := range plan {
-				md.Plan = append(md.Plan, planDoc{LedgerID: it.LedgerID, State: it.State.String(), Entries: it.Entries,
-					Bytes: it.Bytes, Action: string(it.Action), Reason: it.Reason})
-			}
-			doc.ManagedLedgers = append(doc.ManagedLedgers, md)
-			continue
-		}
-		if len(j.ids) == 0 {
-			doc.ManagedLedgers = append(doc.ManagedLedgers, md)
-			continue
-		}
-		tr, err := runLeased(ctx, leases, p, j.ml, j.ids)
-		if err != nil && failed == nil {
-			failed = err
-		}
-		md.Reload = &reloadDoc{Done: tr.Reload.Done, Unloaded: tr.Reload.Unloaded, Note: tr.Reload.Note}
-		for _, lr := range tr.Ledgers {
-			md.Ledgers = append(md.Ledgers, toLedgerDoc(lr))
-			addTotals(&doc.Totals, lr)
-		}
-		doc.ManagedLedgers = append(doc.ManagedLedgers, md)
-		if ctx.Err() != nil {
-			break
-		}
-	}
+	limitMemory(p.Options(), e.log)
+	rep, err := offloader.Offload(ctx, e.peers, p, sel, oo)
 	bar.finish()
-	doc.Totals.Seconds = time.Since(start).Seconds()
-	if doc.Totals.Seconds > 0 {
-		doc.Totals.MBPerSec = float64(doc.Totals.Bytes) / 1e6 / doc.Totals.Seconds
-	}
-	if err := printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error { printOffload(w, doc); return nil }); err != nil {
+	if rep == nil {
 		return err
 	}
-	if failed != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%d of %d ledgers failed; first: %w", doc.Totals.Failed, doc.Totals.Ledgers, firstErr(failed))
+	if perr := printResult(cmd.OutOrStdout(), g, rep, func(w io.Writer) error { printOffload(w, rep); return nil }); perr != nil {
+		return perr
 	}
-	return nil
+	return err
 }
-
-// runLeased runs the pipeline on ledgers ids of ml under the topic's lease
-// (offloader.RunLeased), taking over the lease of a killed run of this
-// command on this host. A topic leased by someone else fails every ledger
-// with the holder named.
-func runLeased(ctx context.Context, leases *offloader.TopicLeases, p *pipeline.Pipeline, ml string, ids []int64) (*pipeline.TopicResult, error) {
-	tr, holder, err := offloader.RunLeased(ctx, leases, p, ml, ids, deadLocalRun)
-	if tr != nil {
-		return tr, err
-	}
-	if err == nil {
-		err = fmt.Errorf("%w: %s is leased by %s (the offload service works on it); try again later", errTopicLeased, ml, holder)
-	}
-	tr = &pipeline.TopicResult{ML: ml}
-	for _, id := range ids {
-		t := mledger.LedgerRef{ML: ml, LedgerID: id}
-		tr.Ledgers = append(tr.Ledgers, &pipeline.LedgerResult{LedgerRef: t, Outcome: pipeline.OutcomeFailed,
-			Err: &pipeline.StepError{LedgerRef: t, Step: pipeline.StepSelect, Err: err}})
-	}
-	return tr, err
-}
-
-// cliLeaseID is the default holder id of this command's leases.
-func cliLeaseID(host string, pid int) string { return fmt.Sprintf("offload-cli@%s:%d", host, pid) }
-
-// deadLocalRun says whether holder is the default lease id of a run of
-// this command on this host whose process is gone.
-func deadLocalRun(holder string) bool {
-	host, err := os.Hostname()
-	if err != nil {
-		return false
-	}
-	rest, ok := strings.CutPrefix(holder, "offload-cli@"+host+":")
-	if !ok {
-		return false
-	}
-	pid, err := strconv.Atoi(rest)
-	if err != nil || pid <= 0 || pid == os.Getpid() {
-		return false
-	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
-// errTopicLeased: another holder has the topic's lease.
-var errTopicLeased = errors.New("topic leased elsewhere")
 
 // limitMemory sets the Go memory limit (unless GOMEMLIMIT does) so that the
 // garbage of the streamed entries is collected before the process grows
@@ -421,66 +199,7 @@ func limitMemory(o pipeline.Options, log *slog.Logger) {
 	log.Debug("go memory limit", "bytes", limit)
 }
 
-// firstErr is the first error of a join.
-func firstErr(err error) error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
-		return j.Unwrap()[0]
-	}
-	return err
-}
-
-func toLedgerDoc(lr *pipeline.LedgerResult) ledgerDoc {
-	d := ledgerDoc{LedgerID: lr.LedgerID, Outcome: string(lr.Outcome), Before: lr.Before.String(), Entries: lr.Entries,
-		Bytes: lr.Bytes, ObjectBytes: lr.ObjectBytes, Blocks: lr.Blocks, DataKey: lr.DataKey, IndexKey: lr.IndexKey,
-		Leftovers: lr.Leftovers, Steps: map[string]float64{}}
-	if lr.UUID.String() != "00000000-0000-0000-0000-000000000000" {
-		d.UUID = lr.UUID.String()
-	}
-	if lr.Verify.Level != "" {
-		v := lr.Verify
-		d.Verify = &v
-	}
-	for _, s := range lr.Superseded {
-		d.Superseded = append(d.Superseded, s.String())
-	}
-	for _, s := range lr.Steps {
-		d.Steps[string(s.Step)] += s.Duration.Seconds()
-		d.Seconds += s.Duration.Seconds()
-	}
-	if tr := lr.Trim; tr.Marked || tr.Deleted || tr.Note != "" {
-		td := &trimDoc{Marked: tr.Marked, Deleted: tr.Deleted, FreedBytes: tr.FreedBytes, Note: tr.Note}
-		if !tr.NotBefore.IsZero() {
-			nb := tr.NotBefore.UTC()
-			td.NotBefore = &nb
-		}
-		d.Trim = td
-	}
-	if lr.Err != nil {
-		d.Error = lr.Err.Error()
-	}
-	return d
-}
-
-func addTotals(t *offloadTotal, lr *pipeline.LedgerResult) {
-	t.Ledgers++
-	switch {
-	case lr.Err != nil:
-		t.Failed++
-	case lr.Outcome == pipeline.OutcomeAlreadyOffloaded:
-		t.AlreadyDone++
-	default:
-		t.Offloaded++
-		t.Bytes += lr.Bytes
-		t.ObjectBytes += lr.ObjectBytes
-	}
-	t.VerifiedBytes += lr.Verify.Bytes
-	t.BKBytesFreed += lr.Trim.FreedBytes
-	if lr.Trim.FreedBytes > 0 {
-		t.BKDeleted++
-	}
-}
-
-func printOffload(w io.Writer, doc offloadDoc) {
+func printOffload(w io.Writer, doc *offloader.OffloadReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if doc.DryRun {
 		fmt.Fprintln(tw, "MANAGED LEDGER\tLEDGER\tSTATE\tENTRIES\tSIZE\tACTION\tREASON")

@@ -11,13 +11,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
-	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/connflags"
-	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/brokeradmin"
-	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 // storeOptions are the flags that name the object store.
@@ -50,24 +48,20 @@ func (o *adminOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.timeout, "admin-timeout", brokeradmin.DefaultTimeout, "bound of every admin call")
 }
 
-// client returns the admin client, or nil without --admin-url.
-func (o *adminOptions) client(log *slog.Logger) (*brokeradmin.Client, error) {
+// config is the admin client's config, nil without --admin-url.
+func (o *adminOptions) config() (*brokeradmin.Config, error) {
 	if o.url == "" {
 		if o.tokenFile != "" || o.caFile != "" || o.certFile != "" || o.insecure {
 			return nil, errors.New("--admin-token-file, --admin-ca-file, --admin-cert-file and --admin-insecure need --admin-url")
 		}
 		return nil, nil
 	}
-	cfg := brokeradmin.Config{URL: o.url, TokenFile: o.tokenFile, CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile,
+	cfg := &brokeradmin.Config{URL: o.url, TokenFile: o.tokenFile, CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile,
 		InsecureSkipVerify: o.insecure, Timeout: blob.Duration(o.timeout)}
 	if o.tokenFile == "" {
 		cfg.Token = blob.Secret(os.Getenv(adminTokenEnv))
 	}
-	c, err := brokeradmin.New(cfg, brokeradmin.Options{Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("--admin-url: %w", err)
-	}
-	return c, nil
+	return cfg, nil
 }
 
 // mlOptions are the managed-ledger metadata flags.
@@ -79,31 +73,16 @@ func (o *mlOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.chroot, "ml-chroot", "", "`path` prefix of Pulsar's metadata store in ZooKeeper (chroot of metadataStoreUrl)")
 }
 
-// env is what the offload, verify and status commands work on.
+// env is what the offload, verify and status commands work on: the
+// peers and the command's logger.
 type env struct {
-	log      *slog.Logger
-	zk       *tkzk.Session
-	ml       *mledger.Store
-	ledgers  *metadata.Store
-	bk       *client.Client
-	store    blob.Store
-	storeCfg blobclient.Config
-	admin    *brokeradmin.Client
+	peers *offloader.Peers
+	log   *slog.Logger
 }
 
-func (e *env) close() {
-	if e.store != nil {
-		e.store.Close()
-	}
-	if e.bk != nil {
-		e.bk.Close()
-	}
-	if e.zk != nil {
-		e.zk.Close()
-	}
-}
+func (e *env) close() { e.peers.Close() }
 
-// envOptions says what openEnv opens.
+// envOptions are the flags of a command's peers.
 type envOptions struct {
 	zk       zkOptions
 	ml       mlOptions
@@ -128,68 +107,53 @@ func (o *envOptions) addFlags(f *pflag.FlagSet, admin bool) {
 	}
 }
 
-// openEnv connects to ZooKeeper (bounded by the session timeout) and opens
-// the stores the command needs, logging to the command's stderr (e.log).
-// The store config is read first, so a bad file fails before any
-// connection is made.
-func openEnv(cmd *cobra.Command, g *globalOptions, o *envOptions) (*env, error) {
-	ctx, log := cmd.Context(), g.logger(cmd.ErrOrStderr())
-	e := &env{log: log}
+// peersConfig turns the flags into the peers' config, reading every file
+// they name (store config, TLS, digest) first, so bad input fails before
+// any connection is made.
+func (o *envOptions) peersConfig(g *globalOptions) (offloader.PeersConfig, error) {
+	var pc offloader.PeersConfig
 	if o.needBlob {
 		if o.store.path == "" {
-			return nil, errors.New("--store is required (a blob store config file, docs/blobstores.md)")
+			return pc, errors.New("--store is required (a blob store config file, docs/blobstores.md)")
 		}
 		cfg, err := blobclient.Load(o.store.path)
 		if err != nil {
-			return nil, fmt.Errorf("--store: %w", err)
+			return pc, fmt.Errorf("--store: %w", err)
 		}
-		e.storeCfg = cfg
+		pc.Store, pc.StoreName = &cfg, "--store "+o.store.path
 	}
-	admin, err := o.admin.client(log)
+	var err error
+	if pc.Admin, err = o.admin.config(); err != nil {
+		return pc, err
+	}
+	pc.AdminName = "--admin-url"
+	if pc.BookieTLS, err = o.bk.Config(); err != nil {
+		return pc, err
+	}
+	if err := o.zk.apply(g, &pc); err != nil {
+		return pc, err
+	}
+	pc.MLChroot = o.ml.chroot
+	return pc, nil
+}
+
+// openEnv opens the peers the command needs (offloader.OpenPeers, each
+// bounded in time), logging to the command's stderr (e.log). Writes
+// (offload's) are fenced by a topic lease; the stores refuse any that is
+// not.
+func openEnv(cmd *cobra.Command, g *globalOptions, o *envOptions) (*env, error) {
+	pc, err := o.peersConfig(g)
 	if err != nil {
 		return nil, err
 	}
-	bkTLS, err := o.bk.Config()
-	if err != nil {
-		return nil, err
-	}
-	e.admin = admin
-	sess, root, err := g.connectZK(ctx, log)
-	if err != nil {
-		return nil, err
-	}
-	e.zk = sess
-	// Writes (offload's) are fenced by a topic lease; the stores refuse
-	// any that is not.
-	e.ml = mledger.New(sess.Conn, &mledger.Options{Chroot: o.ml.chroot, Logger: log, RequireFence: true})
+	log := g.logger(cmd.ErrOrStderr())
+	po := offloader.PeersOptions{Logger: log, Store: o.needBlob, Fenced: true}
 	if o.needBK {
-		if o.zk.LedgersRoot != "" {
-			root = o.zk.LedgersRoot
-		}
-		var mgr metadata.Manager
-		if o.zk.Layout != "" {
-			if mgr, err = metadata.ParseManager(o.zk.Layout); err != nil {
-				e.close()
-				return nil, fmt.Errorf("--layout: %w", err)
-			}
-		}
-		e.ledgers, err = metadata.NewStore(ctx, sess.Conn, metadata.StoreOptions{Root: root, Manager: mgr, Logger: log, RequireFence: true})
-		if err != nil {
-			e.close()
-			return nil, err
-		}
-		e.bk, err = client.New(client.Options{Resolver: e.ledgers, TLS: bkTLS, Logger: log})
-		if err != nil {
-			e.close()
-			return nil, err
-		}
+		po.Bookies = &client.Options{}
 	}
-	if o.needBlob {
-		e.store, err = blobclient.New(ctx, e.storeCfg, blobclient.Options{Logger: log})
-		if err != nil {
-			e.close()
-			return nil, fmt.Errorf("--store %s: %w", o.store.path, err)
-		}
+	p, err := offloader.OpenPeers(cmd.Context(), pc, po)
+	if err != nil {
+		return nil, err
 	}
-	return e, nil
+	return &env{peers: p, log: log}, nil
 }

@@ -23,10 +23,9 @@ func (o *statusOptions) runTopic(cmd *cobra.Command, g *globalOptions, topic str
 		return err
 	}
 	defer e.close()
-	doc, err := offloader.InspectTopic(cmd.Context(), offloader.InspectPeers{ML: e.ml, Ledgers: e.ledgers, Chroot: o.env.ml.chroot,
-		Store: e.store, StoreCfg: e.storeCfg, Admin: e.admin}, topic)
+	doc, err := offloader.InspectTopic(cmd.Context(), e.peers, topic)
 	if err != nil {
-		return zkFailed(e.zk, err)
+		return e.peers.ZKFailed(err)
 	}
 	if err := printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error { printStatus(w, doc); return nil }); err != nil {
 		return err

@@ -95,7 +95,7 @@ func (o *topicsOptions) run(ctx context.Context, g *globalOptions, cmd *cobra.Co
 		return fmt.Errorf("--topic: %w", err)
 	}
 	if err != nil {
-		return zkFailed(conn, err)
+		return conn.Failed(err)
 	}
 	if err := printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error { return printTopics(w, doc, o.summary) }); err != nil {
 		return err

@@ -5,13 +5,12 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/internal/units"
+	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
-	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
 func init() { addCommand(newVerifyCmd) }
@@ -54,103 +53,31 @@ Nothing is written. Exit status 1 when any ledger fails.`),
 	return cmd
 }
 
-type verifyDoc struct {
-	Topic   string            `json:"topic"`
-	Ledgers []verifyLedgerDoc `json:"ledgers"`
-	OK      bool              `json:"ok"`
-}
-
-type verifyLedgerDoc struct {
-	ManagedLedger string                 `json:"managedLedger"`
-	LedgerID      int64                  `json:"ledgerId"`
-	State         string                 `json:"state"`
-	UUID          string                 `json:"uuid"`
-	Report        *pipeline.VerifyReport `json:"report,omitempty"`
-	Seconds       float64                `json:"seconds"`
-	OK            bool                   `json:"ok"`
-	Error         string                 `json:"error,omitempty"`
-}
-
 func (o *verifyOptions) run(cmd *cobra.Command, g *globalOptions, topic string) error {
-	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
+	ctx := cmd.Context()
 	e, err := openEnv(cmd, g, &o.env)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	// The driver is not recorded by a verify; any valid one will do.
-	drv, err := pipeline.DriverForStore(e.storeCfg, "aws-s3")
+	sel := offloader.VerifySelection{Ledger: o.ledger, Sample: o.sample}
+	ledgers, total, err := offloader.VerifyLedgers(ctx, e.peers, topic, sel)
 	if err != nil {
 		return err
 	}
-	snaps, err := e.ml.TopicSnapshots(ctx, topic)
-	if err != nil {
-		return zkFailed(e.zk, err)
-	}
-	type job struct {
-		t     mledger.LedgerRef
-		state mledger.LedgerState
-		uuid  string
-		size  int64
-	}
-	var jobs []job
-	var total int64
-	for _, snap := range snaps {
-		ml := snap.Name
-		states := mledger.States(snap.Info)
-		for i, li := range snap.Info.GetLedgerInfo() {
-			id, ok := mledger.AttemptUUID(li.GetOffloadContext())
-			if !ok || (o.ledger >= 0 && li.GetLedgerId() != o.ledger) {
-				continue
-			}
-			jobs = append(jobs, job{mledger.LedgerRef{ML: ml, LedgerID: li.GetLedgerId()}, states[i], id.String(), li.GetSize()})
-			total += li.GetSize()
-		}
-	}
-	if len(jobs) == 0 {
-		if o.ledger >= 0 {
-			return fmt.Errorf("ledger %d of %s has no offload attempt to verify", o.ledger, topic)
-		}
-		return fmt.Errorf("%s has no offloaded ledger to verify", topic)
-	}
-	bar := newOffloadProgress(stderr, !g.json(), total)
-	p, err := pipeline.New(pipeline.Deps{ML: e.ml, Ledgers: e.ledgers, Bookies: e.bk, Store: e.store, Logger: e.log, Observer: bar},
-		pipeline.Options{Driver: drv})
-	if err != nil {
-		return err
-	}
-	doc := verifyDoc{Topic: topic, OK: true}
-	failed := 0
-	for _, j := range jobs {
-		bar.StepStarted(j.t, pipeline.StepVerify)
-		start := time.Now()
-		rep, err := p.VerifyLedger(ctx, j.t, pipeline.VerifyOptions{Full: !o.sample})
-		d := verifyLedgerDoc{ManagedLedger: j.t.ML, LedgerID: j.t.LedgerID, State: j.state.String(), UUID: j.uuid,
-			Report: &rep, Seconds: time.Since(start).Seconds(), OK: err == nil}
-		if err != nil {
-			d.Error = err.Error()
-			failed++
-			doc.OK = false
-		}
-		doc.Ledgers = append(doc.Ledgers, d)
-		if ctx.Err() != nil {
-			break
-		}
-	}
+	bar := newOffloadProgress(cmd.ErrOrStderr(), !g.json(), total)
+	rep, err := offloader.VerifyTopic(ctx, e.peers, topic, ledgers, sel, bar)
 	bar.finish()
-	if err := printResult(cmd.OutOrStdout(), g, doc, func(w io.Writer) error { printVerify(w, doc); return nil }); err != nil {
+	if rep == nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if perr := printResult(cmd.OutOrStdout(), g, rep, func(w io.Writer) error { printVerify(w, rep); return nil }); perr != nil {
+		return perr
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d ledgers failed verification", failed, len(doc.Ledgers))
-	}
-	return nil
+	return err
 }
 
-func printVerify(w io.Writer, doc verifyDoc) {
+func printVerify(w io.Writer, doc *offloader.VerifyReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MANAGED LEDGER\tLEDGER\tSTATE\tCHECKED\tENTRIES\tBYTES\tTIME\tRESULT")
 	for _, l := range doc.Ledgers {

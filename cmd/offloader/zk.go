@@ -2,32 +2,34 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader"
 )
 
-// connectZK parses --zk and opens a session, waiting at most
-// --zk-connect-timeout, with the --zk-tls* and --zk-digest-file settings. It returns the path after the servers (the ledgers
-// root or a chroot; "" when --zk names none).
-func (g *globalOptions) connectZK(ctx context.Context, log *slog.Logger) (*tkzk.Session, string, error) {
-	servers, path, err := tkzk.ParseServiceURI(g.ZK)
+// zkPeers is ZooKeeper in the peers' config (connflags.ZKServer.Session:
+// --zk parsed, its timeouts, the --zk-tls* and --zk-digest-file files
+// read).
+func (g *globalOptions) zkPeers() (offloader.PeersConfig, error) {
+	servers, root, zo, err := g.Session()
 	if err != nil {
-		return nil, "", fmt.Errorf("--zk: %w", err)
+		return offloader.PeersConfig{}, err
 	}
-	s, err := g.ZKSecure.Connect(ctx, servers, tkzk.Options{SessionTimeout: g.ZKSessionTimeout, ConnectTimeout: g.ZKConnectTimeout, Logger: log})
+	return offloader.PeersConfig{ZKServers: servers, ZKRoot: root, ZKOptions: zo, ZKTLSFrom: g.ZKSecure.Describe()}, nil
+}
+
+// connectZK opens a ZooKeeper session (offloader.OpenPeers), waiting at
+// most --zk-connect-timeout. It returns the path after the servers (the
+// ledgers root or a chroot; "" when --zk names none).
+func (g *globalOptions) connectZK(ctx context.Context, log *slog.Logger) (*tkzk.Session, string, error) {
+	pc, err := g.zkPeers()
 	if err != nil {
 		return nil, "", err
 	}
-	return s, path, nil
-}
-
-// zkFailed names the ZooKeeper servers in err when err says ZooKeeper can
-// no longer serve the command (unreachable, session lost).
-func zkFailed(s *tkzk.Session, err error) error {
-	if tkzk.Unavailable(err) {
-		return fmt.Errorf("zookeeper %s: %w", s.Servers(), err)
+	p, err := offloader.OpenPeers(ctx, pc, offloader.PeersOptions{Logger: log})
+	if err != nil {
+		return nil, "", err
 	}
-	return err
+	return p.ZK, pc.ZKRoot, nil
 }

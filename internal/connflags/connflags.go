@@ -83,15 +83,20 @@ func (z *ZooKeeper) Connect(ctx context.Context, servers []string, opts zk.Optio
 	if err := z.Apply(&opts); err != nil {
 		return nil, err
 	}
+	return z.connect(ctx, servers, opts)
+}
+
+// connect opens the session with opts already secured (Apply).
+func (z *ZooKeeper) connect(ctx context.Context, servers []string, opts zk.Options) (*zk.Session, error) {
 	s, err := zk.Connect(ctx, servers, opts)
 	if errors.Is(err, zk.ErrTLS) {
-		err = fmt.Errorf("%w [%s]", err, z.describe())
+		err = fmt.Errorf("%w [%s]", err, z.Describe())
 	}
 	return s, err
 }
 
-// describe names the TLS flags in use.
-func (z *ZooKeeper) describe() string {
+// Describe names the TLS flags in use (for a failed handshake's error).
+func (z *ZooKeeper) Describe() string {
 	var p []string
 	for _, f := range []struct{ name, v string }{{"--zk-tls-ca", z.CAFile}, {"--zk-tls-cert", z.CertFile}, {"--zk-tls-key", z.KeyFile}} {
 		if f.v != "" {

@@ -39,15 +39,31 @@ func (s *ZKServer) Validate() error {
 	return nil
 }
 
-// Connect parses --zk and opens a session within --zk-connect-timeout,
-// secured by the flags. It returns the path after the servers (a ledgers
-// root or a chroot; "" when --zk names none).
-func (s *ZKServer) Connect(ctx context.Context, log *slog.Logger) (*zk.Session, string, error) {
-	servers, path, err := zk.ParseServiceURI(s.ZK)
+// Session is the session the flags describe: --zk parsed into the servers
+// and the path after them (a ledgers root or a chroot; "" when --zk names
+// none), and the options (the two timeouts; TLS and digest read from the
+// flags' files).
+func (s *ZKServer) Session() (servers []string, path string, opts zk.Options, err error) {
+	servers, path, err = zk.ParseServiceURI(s.ZK)
 	if err != nil {
-		return nil, "", fmt.Errorf("--zk: %w", err)
+		return nil, "", opts, fmt.Errorf("--zk: %w", err)
 	}
-	sess, err := s.ZKSecure.Connect(ctx, servers, zk.Options{SessionTimeout: s.ZKSessionTimeout, ConnectTimeout: s.ZKConnectTimeout, Logger: log})
+	opts = zk.Options{SessionTimeout: s.ZKSessionTimeout, ConnectTimeout: s.ZKConnectTimeout}
+	if err := s.ZKSecure.Apply(&opts); err != nil {
+		return nil, "", opts, err
+	}
+	return servers, path, opts, nil
+}
+
+// Connect opens the session the flags describe (Session) within
+// --zk-connect-timeout. It returns the path after the servers.
+func (s *ZKServer) Connect(ctx context.Context, log *slog.Logger) (*zk.Session, string, error) {
+	servers, path, opts, err := s.Session()
+	if err != nil {
+		return nil, "", err
+	}
+	opts.Logger = log
+	sess, err := s.ZKSecure.connect(ctx, servers, opts)
 	if err != nil {
 		return nil, "", err
 	}

@@ -309,6 +309,15 @@ func (c heardConn) Read(b []byte) (int, error) {
 // Servers returns the server list as connected, comma-separated.
 func (s *Session) Servers() string { return s.servers }
 
+// Failed names the session's servers in err when err says ZooKeeper can no
+// longer serve (Unavailable); other errors are returned as they are.
+func (s *Session) Failed(err error) error {
+	if Unavailable(err) {
+		return fmt.Errorf("zookeeper %s: %w", s.servers, err)
+	}
+	return err
+}
+
 // Lost is closed when the session is lost or closed.
 func (s *Session) Lost() <-chan struct{} { return s.lost }
 

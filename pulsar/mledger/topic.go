@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 )
 
 // TopicManagedLedgers returns the managed ledgers of a topic as Pulsar
@@ -73,4 +77,50 @@ func (s *Store) TopicSnapshots(ctx context.Context, topic string) ([]*Snapshot, 
 		out = append(out, snap)
 	}
 	return out, nil
+}
+
+// Ledger is one ledger of a managed ledger as the commands select and
+// report it: its metadata entry, its state and its offload attempt.
+type Ledger struct {
+	// ML is the managed ledger the ledger belongs to.
+	ML      string
+	ID      int64
+	Entries int64
+	Size    int64
+	State   LedgerState
+	// Attempt is the offload attempt the metadata records, when
+	// HasAttempt.
+	Attempt    uuid.UUID
+	HasAttempt bool
+	// Complete: the attempt is committed (the objects are the ledger's).
+	Complete bool
+	Info     *mlproto.ManagedLedgerInfo_LedgerInfo
+}
+
+// Ledgers are the snapshot's ledgers in stored order, the last one open.
+func (snap *Snapshot) Ledgers() []Ledger {
+	infos := snap.Info.GetLedgerInfo()
+	states := States(snap.Info)
+	out := make([]Ledger, len(infos))
+	for i, li := range infos {
+		id, ok := AttemptUUID(li.GetOffloadContext())
+		out[i] = Ledger{ML: snap.Name, ID: li.GetLedgerId(), Entries: li.GetEntries(), Size: li.GetSize(), State: states[i],
+			Attempt: id, HasAttempt: ok, Complete: li.GetOffloadContext().GetComplete(), Info: li}
+	}
+	return out
+}
+
+// TopicLedgers is the one query for a topic's ledgers: the snapshots of
+// its managed ledgers (TopicSnapshots) and all their ledgers, in partition
+// then stored order.
+func (s *Store) TopicLedgers(ctx context.Context, topic string) ([]*Snapshot, []Ledger, error) {
+	snaps, err := s.TopicSnapshots(ctx, topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Ledger
+	for _, snap := range snaps {
+		out = append(out, snap.Ledgers()...)
+	}
+	return snaps, out, nil
 }

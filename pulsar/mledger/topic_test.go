@@ -68,3 +68,40 @@ func TestTopicManagedLedgers(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicLedgers: every ledger of every partition, in partition then
+// stored order, with its state and offload attempt.
+func TestTopicLedgers(t *testing.T) {
+	f := newFakeZK()
+	f.put(Path("public/default/persistent/clicks-partition-0"), mustMarshal(sampleInfo(1, 3)))
+	f.put(Path("public/default/persistent/clicks-partition-1"), mustMarshal(sampleInfo(7, 2)))
+	s := New(f, nil)
+	snaps, ls, err := s.TopicLedgers(context.Background(), "clicks")
+	if err != nil || len(snaps) != 2 {
+		t.Fatalf("%d snapshots, %v", len(snaps), err)
+	}
+	type row struct {
+		ml       string
+		id, size int64
+		state    LedgerState
+		attempt  bool
+		complete bool
+	}
+	var got []row
+	for _, l := range ls {
+		got = append(got, row{l.ML[len("public/default/persistent/"):], l.ID, l.Size, l.State, l.HasAttempt, l.Complete})
+	}
+	want := []row{
+		{"clicks-partition-0", 1, 1000, StateOffloaded, true, true},
+		{"clicks-partition-0", 2, 2000, StateBookKeeper, false, false},
+		{"clicks-partition-0", 3, 0, StateOpen, false, false},
+		{"clicks-partition-1", 7, 1000, StateBookKeeper, false, false},
+		{"clicks-partition-1", 8, 0, StateOpen, false, false},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ledgers\n%v\nwant\n%v", got, want)
+	}
+	if _, _, err := s.TopicLedgers(context.Background(), "missing"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing topic: %v", err)
+	}
+}
