@@ -403,7 +403,12 @@ func runFio(ctx context.Context, fio, dir string, c Case, o Options) (Metrics, e
 		}
 		return Metrics{}, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	return ParseFioJSON(out.Bytes(), c.Workload)
+	m, err := ParseFioJSON(out.Bytes(), c.Workload)
+	if errors.Is(err, ErrNoLatencySamples) && c.Workload != diskbench.WorkloadRandRead {
+		err = fmt.Errorf("%w (the %s file filled within the %s warm-up: give a larger file or a shorter warm-up)",
+			err, units.FormatBytes(c.FileSize), o.Warmup)
+	}
+	return m, err
 }
 
 // ParseFioJSON extracts the metrics of a group-reported fio JSON document.
@@ -434,7 +439,15 @@ func ParseFioJSON(b []byte, wl diskbench.Workload) (Metrics, error) {
 	if wl == diskbench.WorkloadRandRead {
 		d = j.Read
 	}
-	m := Metrics{BytesPerSec: d.BWBytes, IOPS: d.IOPS, OpP99Ns: d.p99()}
+	p99, ok := d.p99()
+	if !ok {
+		// fio omits percentiles of a latency with no samples (and then
+		// reports a bandwidth over what it did before the ramp ended).
+		return Metrics{}, fmt.Errorf("%w: %d IOs in all, none measured", ErrNoLatencySamples, d.TotalIOs)
+	}
+	m := Metrics{BytesPerSec: d.BWBytes, IOPS: d.IOPS, OpP99Ns: p99}
+	// No fdatasync in the measured window (an entry log flushing rarely
+	// in a short run) is data: no sync percentile, 0.
 	m.SyncP99Ns = int64(j.Sync.Lat.Percentile["99.000000"])
 	return m, nil
 }
@@ -444,17 +457,21 @@ type fioLat struct {
 }
 
 type fioDir struct {
-	BWBytes float64 `json:"bw_bytes"`
-	IOPS    float64 `json:"iops"`
-	Lat     fioLat  `json:"lat_ns"`
-	Clat    fioLat  `json:"clat_ns"`
+	BWBytes  float64 `json:"bw_bytes"`
+	IOPS     float64 `json:"iops"`
+	TotalIOs int64   `json:"total_ios"`
+	Lat      fioLat  `json:"lat_ns"`
+	Clat     fioLat  `json:"clat_ns"`
 }
 
-func (d fioDir) p99() int64 {
+// p99 is the total latency's 99th percentile (lat_percentiles=1), or the
+// completion latency's from a job without it; false when fio gave neither.
+func (d fioDir) p99() (int64, bool) {
 	if v, ok := d.Lat.Percentile["99.000000"]; ok {
-		return int64(v)
+		return int64(v), true
 	}
-	return int64(d.Clat.Percentile["99.000000"])
+	v, ok := d.Clat.Percentile["99.000000"]
+	return int64(v), ok
 }
 
 type fioSync struct {

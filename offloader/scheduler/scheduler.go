@@ -320,6 +320,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-s.wake:
 		case <-tick.C:
 		}
+		// A wake and a tick ready together ask for one dispatch: take
+		// both. Otherwise select's random pick decides whether a tick that
+		// fires during the dispatch finds the channel full (and is dropped)
+		// or empty (one more dispatch): which requests follow would vary
+		// from run to run of the same schedule.
+		select {
+		case <-s.wake:
+		default:
+		}
+		select {
+		case <-tick.C:
+		default:
+		}
 		s.dispatch(ctx, work, &wg)
 	}
 }

@@ -256,7 +256,7 @@ func (w *World) startReplica(name string) {
 			w.mu.Lock()
 			a.sched = nil
 			if ctx.Err() == nil {
-				w.tracef("%s scheduler stopped: %v; reconnecting", name, err)
+				w.notef(a, "%s scheduler stopped: %v; reconnecting", name, err)
 			}
 			w.mu.Unlock()
 			if ctx.Err() == nil && !errors.Is(err, scheduler.ErrLeasesLost) {
@@ -295,7 +295,7 @@ func (w *World) startCLI(name string) {
 		defer w.mu.Unlock()
 		a.done = true
 		if !a.dead {
-			w.tracef("%s ended: %s", name, w.aliasKeys(summary(tr, err)))
+			w.notef(a, "%s ended: %s", name, w.aliasKeys(summary(tr, err)))
 			a.dead = true
 			w.zk.expire(sess.id) // the process exits: its session closes
 			sess.lostClosed = true

@@ -25,8 +25,12 @@
 // action (produce, rollover, its own offload step, trim, unload), offer
 // the policy's candidates to a replica, expire a replica's session,
 // partition it from ZooKeeper or heal it, restart a crashed replica, start
-// a CLI run. The same seed gives the same trace; UUIDs are printed by
-// order of appearance (U1, U2, ...).
+// a CLI run. An event that would wake several processes at once is
+// split: expired sessions and failed calls of a crashed process are ended
+// one at a time, with the run quiescent in between, and lines that woken
+// goroutines trace outside a granted request are written once the run is
+// quiescent, by actor. The same seed gives the same trace; UUIDs are
+// printed by order of appearance (U1, U2, ...).
 //
 // # Invariants
 //

@@ -181,6 +181,7 @@ type World struct {
 	decisions []Decision
 	deletedBy map[string]string // object key → who deleted it, at which step
 	pendHist  []string
+	notes     []note             // trace lines of actors, held until the run is quiescent (notef)
 	swarm     map[string]float64 // this run's weight factor of each kind of decision
 	speed     map[string]float64 // each actor's share of the grants, redrawn every few steps
 }
@@ -218,6 +219,26 @@ func (w *World) tracef(format string, args ...any) {
 		w.cfg.Trace(line)
 	}
 }
+
+// notef records a trace line of actor a's goroutines that is no answer
+// to a granted request (a scheduler's stop, a CLI run's end). Such lines
+// come from goroutines that one event (timers firing at one instant) may
+// wake together, so they are held until the run is quiescent and then
+// traced by actor, each actor's in its order (w.mu held).
+func (w *World) notef(a *actor, format string, args ...any) {
+	w.notes = append(w.notes, note{a.name, fmt.Sprintf(format, args...)})
+}
+
+// flushNotes traces the held notes, ordered by actor (w.mu held).
+func (w *World) flushNotes() {
+	slices.SortStableFunc(w.notes, func(x, y note) int { return strings.Compare(x.actor, y.actor) })
+	for _, n := range w.notes {
+		w.tracef("%s", n.line)
+	}
+	w.notes = w.notes[:0]
+}
+
+type note struct{ actor, line string }
 
 // alias names attempt UUIDs by order of appearance (U1, U2, ...), so
 // traces of one seed compare equal although uuid.New is random.
@@ -372,14 +393,18 @@ func (w *World) record(d Decision) {
 // of the run is blocked again, the invariants are checked.
 func (w *World) loop() {
 	next := 0 // of the script
-	for w.step = 1; ; w.step++ {
+	// w.step changes only here, with every goroutine of the run blocked:
+	// the lines a woken goroutine traces carry the step of the decision
+	// that woke it, whenever it runs.
+	for w.step = 0; ; {
 		w.cfg.Wait()
 		w.mu.Lock()
-		if w.autoRelease() {
-			w.step--
+		w.flushNotes()
+		if w.autoRelease() || w.expireOne() {
 			w.mu.Unlock()
 			continue
 		}
+		w.step++
 		w.checkState()
 		if w.viol != nil || w.step > w.cfg.Steps || (w.cfg.Script != nil && next >= len(w.cfg.Script)) {
 			w.step--
@@ -403,10 +428,11 @@ func (w *World) loop() {
 		sleep := w.apply(d)
 		w.mu.Unlock()
 		if sleep > 0 {
+			// Goroutines whose timers fire at the instant the sleep ends
+			// run now too: the driver touches nothing until they are
+			// blocked again (the Wait above); the sessions whose timeout
+			// passed are expired there, one at a time.
 			time.Sleep(sleep)
-			w.mu.Lock()
-			w.timePassed()
-			w.mu.Unlock()
 		}
 	}
 }
@@ -654,9 +680,14 @@ func stripVersions(s string) string {
 	return strings.Join(out, " ")
 }
 
-// timePassed expires the sessions of partitioned or crashed processes
-// whose session timeout has passed (w.mu held).
-func (w *World) timePassed() {
+// expireOne expires the first session (in creation order) of a
+// partitioned or crashed process whose session timeout has passed, and
+// reports whether there was one. As autoRelease does, it ends one session
+// at a time with the run quiescent in between: two sessions expiring at
+// once would wake two processes together, whose steps until they block
+// again (trace lines, a scheduler's stop) would interleave as the Go
+// scheduler happens to run them (w.mu held).
+func (w *World) expireOne() bool {
 	now := w.now()
 	for _, a := range w.actors {
 		s := a.sess
@@ -675,8 +706,10 @@ func (w *World) timePassed() {
 		if now.Sub(since) >= s.timeout {
 			w.tracef("%s session expired (no contact for %s)", a.name, now.Sub(since).Round(time.Millisecond))
 			w.expire(s)
+			return true
 		}
 	}
+	return false
 }
 
 // expire ends session s at the server and tells its client (w.mu held).
