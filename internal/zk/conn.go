@@ -110,6 +110,7 @@ type Session struct {
 	user      string        // digest user, "" without authentication
 	digestID  string        // user:base64(sha1(user:password)), the ACL id
 	maxBuf    int           // Options.MaxBufferSize
+	hub       *watchHub     // OnWatchEvent's subscribers
 }
 
 // addAuth submits digest credentials, bounded by ctx (go-zookeeper's
@@ -214,8 +215,9 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 	if opts.TLS != nil {
 		hosts = &namedHosts{}
 	}
+	hub := &watchHub{}
 	conn, events, err := gozk.Connect(list, opts.SessionTimeout, gozk.WithLogger(cl), gozk.WithLogInfo(true), gozk.WithDialer(dial),
-		gozk.WithHostProvider(hosts), gozk.WithMaxBufferSize(opts.MaxBufferSize))
+		gozk.WithHostProvider(hosts), gozk.WithMaxBufferSize(opts.MaxBufferSize), gozk.WithEventCallback(hub.dispatch))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", name, err)
 	}
@@ -234,7 +236,7 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 			case gozk.StateHasSession:
 				s := &Session{Conn: conn, servers: name, log: lg, cl: cl, lost: make(chan struct{}), requested: opts.SessionTimeout,
 					heard: heard, user: DigestUser(opts.Digest), digestID: digestID(opts.Digest),
-					maxBuf: opts.MaxBufferSize}
+					maxBuf: opts.MaxBufferSize, hub: hub}
 				if opts.Digest != "" {
 					if err := addAuth(wait, conn, opts.Digest); err != nil {
 						go conn.Close()

@@ -13,6 +13,10 @@
 //     ephemeral nodes, watches and leases are not the old ones). Build
 //     ephemeral nodes and lock recipes (zk.NewLock(s.Conn, ...)) on it and
 //     stop work when Lost fires.
+//   - OnWatchEvent subscribes one function to every watch event of the
+//     session (and EventNotWatching when it is lost), so a caller watching
+//     many znodes drops the per-watch channels instead of parking a
+//     goroutine on each.
 //   - Do (and Get, Children, Set, Delete) run one blocking go-zookeeper
 //     request and return as soon as ctx ends; go-zookeeper has no
 //     per-request context.
