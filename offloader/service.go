@@ -203,6 +203,7 @@ func (s *Service) session(ctx context.Context) error {
 	})
 	disc := discovery.New(sess, discovery.Options{Chroot: c.ZooKeeper.MLChroot, Concurrency: c.Discovery.Concurrency,
 		RescanInterval: c.Discovery.RescanInterval.D(), Logger: s.log, Registerer: s.reg})
+	defer disc.Close()
 	sn := &snapshotter{conn: sess, ledgers: ledgers, src: s.src, rules: s.rules, chroot: c.ZooKeeper.ConfigChroot,
 		view: newBrokerView(broker, c, s.log), log: s.log}
 

@@ -11,17 +11,22 @@
 //     version differs from the one cached. Requests are pipelined on the
 //     session, Options.Concurrency at a time. Managed ledgers that
 //     disappeared are dropped.
-//   - A fired data watch re-reads that managed ledger (re-arming the
-//     watch); a fired child watch on <namespace>/persistent re-lists the
-//     namespace; a fired child watch on the root, a tenant or a namespace
-//     node (a new tenant, namespace or first topic of a namespace) runs a
-//     rescan.
+//   - Watch events come through one subscription to the session's events
+//     (tzk.Session.OnWatchEvent), queued for Run: no goroutine waits on
+//     a watch, whatever their number. A fired data watch re-reads that
+//     managed ledger (re-arming the watch); a fired child watch on
+//     <namespace>/persistent re-lists the namespace; a fired child watch
+//     on the root, a tenant or a namespace node (a new tenant, namespace
+//     or first topic of a namespace) runs a rescan. When the queue is
+//     full, the managed ledger (or list) is marked unwatched and the next
+//     rescan reads it.
 //   - The cache holds the policy's small view of each managed ledger
 //     (policy.Topic: ids, sizes, times, states), not the protobuf.
 //
 // go-zookeeper re-arms watches after a reconnect within the session; when
-// the session is lost, Run returns and the caller starts over on a new
-// session (Scan from scratch re-arms everything).
+// the session is lost (the client drops its watches), Run returns an error
+// and the caller starts over on a new session (Scan from scratch re-arms
+// everything).
 package discovery
 
 import (
@@ -43,8 +48,8 @@ import (
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
-// Conn is the part of a ZooKeeper client discovery uses; *tzk.Session and
-// *zk.Conn implement it.
+// Conn is the part of a ZooKeeper client discovery uses; *tzk.Session
+// implements it.
 type Conn interface {
 	Get(path string) ([]byte, *gozk.Stat, error)
 	Children(path string) ([]string, *gozk.Stat, error)
@@ -54,7 +59,12 @@ type Conn interface {
 	ChildrenW(path string) ([]string, *gozk.Stat, <-chan gozk.Event, error)
 	Exists(path string) (bool, *gozk.Stat, error)
 	ExistsW(path string) (bool, *gozk.Stat, <-chan gozk.Event, error)
+	// OnWatchEvent subscribes to every watch event of the session (see
+	// tzk.Session.OnWatchEvent).
+	OnWatchEvent(fn func(gozk.Event)) (cancel func())
 }
+
+var _ Conn = (*tzk.Session)(nil)
 
 // Options configure a Discovery.
 type Options struct {
@@ -87,6 +97,8 @@ type Discovery struct {
 	store *mledger.Store
 	o     Options
 	log   *slog.Logger
+	root  string // Chroot + mledger.Root
+	unsub func()
 
 	mu       sync.Mutex
 	entries  map[string]*entry
@@ -95,7 +107,8 @@ type Discovery struct {
 	lastScan ScanStats
 
 	changed chan struct{}
-	events  chan string // managed ledgers (or "ns:<namespace>") to refresh
+	events  chan gozk.Event // watch events under root, for Run
+	lost    chan error      // the session dropped the watches
 
 	scans     prometheus.Histogram
 	reads     *prometheus.CounterVec
@@ -123,8 +136,10 @@ func New(conn Conn, o Options) *Discovery {
 		entries: map[string]*entry{},
 		nsWatch: map[string]bool{},
 		tree:    map[string]bool{},
+		root:    o.Chroot + mledger.Root,
 		changed: make(chan struct{}, 1),
-		events:  make(chan string, 4096),
+		events:  make(chan gozk.Event, 4096),
+		lost:    make(chan error, 1),
 	}
 	f := metrics.New(o.Registerer, "offloader")
 	d.scans = f.Histogram("discovery_scan_duration_seconds", "Duration of full rescans of /managed-ledgers.",
@@ -134,7 +149,19 @@ func New(conn Conn, o Options) *Discovery {
 	d.mls = f.Gauge("discovery_managed_ledgers", "Managed ledgers known.")
 	d.readErrs = f.Counter("discovery_read_errors_total", "Managed ledgers that could not be read or decoded.")
 	d.watchFire = f.Counter("discovery_watch_events_total", "ZooKeeper watch events received.")
+	if !o.NoWatches {
+		d.unsub = conn.OnWatchEvent(d.onEvent)
+	}
 	return d
+}
+
+// Close ends the subscription to the session's watch events (the watches
+// armed stay with the session until they fire). The Discovery serves
+// Scan and Snapshot still, without watch updates.
+func (d *Discovery) Close() {
+	if d.unsub != nil {
+		d.unsub()
+	}
 }
 
 // Changed receives a value after any managed ledger changed (coalesced).
@@ -332,13 +359,14 @@ func (d *Discovery) arm(ctx context.Context, p string, missing bool) error {
 	if armed {
 		return nil
 	}
-	r, err := tzk.Do(ctx, func() (watchResult, error) {
+	// The watch reports through onEvent; its own channel is dropped.
+	_, err := tzk.Do(ctx, func() (struct{}, error) {
 		if missing {
-			_, _, ch, err := d.conn.ExistsW(p)
-			return watchResult{ch: ch}, err
+			_, _, _, err := d.conn.ExistsW(p)
+			return struct{}{}, err
 		}
-		_, _, ch, err := d.conn.ChildrenW(p)
-		return watchResult{ch: ch}, err
+		_, _, _, err := d.conn.ChildrenW(p)
+		return struct{}{}, err
 	})
 	if err != nil {
 		d.mu.Lock()
@@ -349,7 +377,6 @@ func (d *Discovery) arm(ctx context.Context, p string, missing bool) error {
 		}
 		return fmt.Errorf("discovery: watch %s: %w", p, err)
 	}
-	go d.forward(r.ch, "tree:"+p)
 	return nil
 }
 
@@ -357,21 +384,24 @@ func (d *Discovery) arm(ctx context.Context, p string, missing bool) error {
 // on its topic list (once).
 func (d *Discovery) listNamespace(ctx context.Context, ns string) ([]string, error) {
 	p := d.o.Chroot + mledger.Root + "/" + ns + "/" + mledger.DomainPersistent
+	// Marked watched before the watch is armed, so an event that fires
+	// at once finds the mark (onEvent); unmarked if arming fails.
 	d.mu.Lock()
 	watched := d.nsWatch[ns]
+	if !d.o.NoWatches {
+		d.nsWatch[ns] = true
+	}
 	d.mu.Unlock()
 	var kids []string
 	var err error
 	if watched || d.o.NoWatches {
 		kids, err = tzk.Children(ctx, d.conn, p)
 	} else {
-		var ch <-chan gozk.Event
-		kids, ch, err = childrenW(ctx, d.conn, p)
-		if err == nil {
+		kids, err = childrenW(ctx, d.conn, p)
+		if err != nil {
 			d.mu.Lock()
-			d.nsWatch[ns] = true
+			delete(d.nsWatch, ns)
 			d.mu.Unlock()
-			go d.forward(ch, "ns:"+ns)
 		}
 	}
 	if errors.Is(err, gozk.ErrNoNode) {
@@ -388,24 +418,64 @@ func (d *Discovery) listNamespace(ctx context.Context, ns string) ([]string, err
 	return out, nil
 }
 
-// forward waits for one watch event and queues its key.
-func (d *Discovery) forward(ch <-chan gozk.Event, key string) {
-	ev, ok := <-ch
-	if !ok {
-		return
+// onEvent receives every watch event of the session, from the client's
+// receive loop: it queues those under the root for Run and returns.
+func (d *Discovery) onEvent(ev gozk.Event) {
+	if ev.Path != d.root && !strings.HasPrefix(ev.Path, d.root+"/") {
+		return // another user's watch on the session
 	}
 	d.watchFire.Inc()
 	if ev.Type == gozk.EventNotWatching {
-		// The session is gone; the next Scan on a new session re-arms.
+		// The session is gone: Run returns, the next Scan on a new
+		// session re-arms.
+		select {
+		case d.lost <- ev.Err:
+		default:
+		}
 		return
 	}
 	select {
-	case d.events <- key:
+	case d.events <- ev:
 	default:
 		// The queue is full: the periodic rescan catches it. Mark the
 		// entry unwatched so the rescan reads it.
-		d.unwatch(key)
+		if key := d.keyOf(ev); key != "" {
+			d.unwatch(key)
+		}
 	}
+}
+
+// keyOf names what a watch event asks to refresh: "tree:<path>" for a
+// watched tree node (the root, a tenant, a namespace node), "ns:<ns>" for
+// a namespace's topic list, else the managed ledger; "" for none. Data
+// watches are only set on managed ledgers, child watches on tree nodes
+// and topic lists, an exists watch only on the root.
+func (d *Discovery) keyOf(ev gozk.Event) string {
+	d.mu.Lock()
+	tree := d.tree[ev.Path]
+	d.mu.Unlock()
+	if tree || ev.Path == d.root {
+		return "tree:" + ev.Path
+	}
+	rel := strings.TrimPrefix(ev.Path, d.root+"/")
+	ns, isList := strings.CutSuffix(rel, "/"+mledger.DomainPersistent)
+	switch ev.Type {
+	case gozk.EventNodeDataChanged:
+		return rel
+	case gozk.EventNodeChildrenChanged:
+		if isList {
+			return "ns:" + ns
+		}
+	case gozk.EventNodeDeleted:
+		d.mu.Lock()
+		listed := d.nsWatch[ns]
+		d.mu.Unlock()
+		if isList && listed {
+			return "ns:" + ns
+		}
+		return rel
+	}
+	return ""
 }
 
 func (d *Discovery) unwatch(key string) {
@@ -428,12 +498,11 @@ func (d *Discovery) unwatch(key string) {
 func (d *Discovery) refresh(ctx context.Context, ml, reason string) error {
 	var data []byte
 	var stat *gozk.Stat
-	var ch <-chan gozk.Event
 	var err error
 	if d.o.NoWatches {
 		data, stat, err = tzk.Get(ctx, d.conn, d.path(ml))
 	} else {
-		data, stat, ch, err = getW(ctx, d.conn, d.path(ml))
+		data, stat, err = getW(ctx, d.conn, d.path(ml))
 	}
 	if errors.Is(err, gozk.ErrNoNode) {
 		d.drop(ml)
@@ -446,11 +515,8 @@ func (d *Discovery) refresh(ctx context.Context, ml, reason string) error {
 		d.setErr(ml, err)
 		return nil
 	}
-	if ch != nil {
-		go d.forward(ch, ml)
-	}
 	d.reads.WithLabelValues(reason).Inc()
-	e := &entry{version: stat.Version, watched: ch != nil}
+	e := &entry{version: stat.Version, watched: !d.o.NoWatches}
 	info, _, derr := mledger.Decode(data, d.o.Limits)
 	if derr == nil {
 		e.topic, derr = policy.TopicFromInfo(ml, info)
@@ -518,7 +584,8 @@ func (d *Discovery) each(ctx context.Context, names []string, fn func(string) er
 }
 
 // Run scans, then serves watch events and rescans every RescanInterval
-// until ctx ends (nil) or ZooKeeper becomes unavailable (the error).
+// until ctx ends (nil) or ZooKeeper becomes unavailable (the error; also
+// when the session drops the watches: it was lost).
 func (d *Discovery) Run(ctx context.Context) error {
 	if _, err := d.Scan(ctx); err != nil {
 		return err
@@ -538,7 +605,16 @@ func (d *Discovery) Run(ctx context.Context) error {
 				return err
 			}
 			d.log.Debug("rescan", "took", st.Took, "listed", st.Listed, "read", st.Read, "removed", st.Removed)
-		case key := <-d.events:
+		case err := <-d.lost:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("discovery: the session dropped the watches: %w", err)
+		case ev := <-d.events:
+			key := d.keyOf(ev)
+			if key == "" {
+				continue
+			}
 			if err := d.handle(ctx, key); err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -630,25 +706,25 @@ func exists(ctx context.Context, c Conn, p string) (bool, *gozk.Stat, error) {
 	return r.ok, r.stat, err
 }
 
-type watchResult struct {
+type getResult struct {
 	data []byte
-	kids []string
 	stat *gozk.Stat
-	ch   <-chan gozk.Event
 }
 
-func getW(ctx context.Context, c Conn, p string) ([]byte, *gozk.Stat, <-chan gozk.Event, error) {
-	r, err := tzk.Do(ctx, func() (watchResult, error) {
-		d, st, ch, err := c.GetW(p)
-		return watchResult{data: d, stat: st, ch: ch}, err
+// getW reads p and arms a data watch, which reports through onEvent (its
+// channel is dropped).
+func getW(ctx context.Context, c Conn, p string) ([]byte, *gozk.Stat, error) {
+	r, err := tzk.Do(ctx, func() (getResult, error) {
+		d, st, _, err := c.GetW(p)
+		return getResult{data: d, stat: st}, err
 	})
-	return r.data, r.stat, r.ch, err
+	return r.data, r.stat, err
 }
 
-func childrenW(ctx context.Context, c Conn, p string) ([]string, <-chan gozk.Event, error) {
-	r, err := tzk.Do(ctx, func() (watchResult, error) {
-		k, st, ch, err := c.ChildrenW(p)
-		return watchResult{kids: k, stat: st, ch: ch}, err
+// childrenW lists p and arms a child watch, which reports through onEvent.
+func childrenW(ctx context.Context, c Conn, p string) ([]string, error) {
+	return tzk.Do(ctx, func() ([]string, error) {
+		k, _, _, err := c.ChildrenW(p)
+		return k, err
 	})
-	return r.kids, r.ch, err
 }

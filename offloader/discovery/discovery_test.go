@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -162,5 +163,85 @@ func TestDiscoveryRealZooKeeper(t *testing.T) {
 	}
 }
 
-var _ Conn = (*gozk.Conn)(nil)
-var _ Conn = (*tzk.Session)(nil)
+// The watches of a whole tree report through one subscription to the
+// session's events: scanning 200 managed ledgers (each with a data watch)
+// starts no goroutine per watch; a watch that fired is re-armed by its
+// re-read (a second change is seen too); the watches survive a reconnect
+// within the session; and when the session is lost, Run returns an
+// Unavailable error at once instead of waiting for its next request.
+func TestDiscoveryWatchesOneSubscription(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	px := testenv.StartFaultProxy(t, z.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := tzk.Connect(ctx, []string{px.Addr}, tzk.Options{SessionTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	w := z.Session(t, tzk.Options{})
+	c := mltest.NewCreator(w.Conn)
+	now := time.Now()
+	const n = 200
+	var nodes []mltest.Node
+	for i := 0; i < n; i++ {
+		nodes = append(nodes, mltest.Node{Path: mledger.Path(fmt.Sprintf("t/ns-%d/persistent/x%03d", i%2, i)),
+			Data: mltest.Encode(mltest.Info(mltest.Closed(1, 1, 100, now)...))})
+	}
+	if err := c.CreateAll(nodes); err != nil {
+		t.Fatal(err)
+	}
+	d := New(s, Options{RescanInterval: time.Hour})
+	defer d.Close()
+	before := runtime.NumGoroutine()
+	if st, err := d.Scan(ctx); err != nil || st.Listed != n || st.Read != n {
+		t.Fatalf("scan: %+v %v", st, err)
+	}
+	if extra := runtime.NumGoroutine() - before; extra > 20 {
+		t.Fatalf("%d goroutines more after watching %d managed ledgers", extra, n)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.Run(ctx) }()
+	ledgers := func(ml string) int {
+		ts, _ := d.Snapshot()
+		for _, x := range ts {
+			if x.ML == ml {
+				return len(x.Ledgers)
+			}
+		}
+		return -1
+	}
+	roll := func(what, ml string, closed int) {
+		t.Helper()
+		if err := c.CreateML(ml, mltest.Info(mltest.Closed(1, closed, 100, now)...)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, what, func() bool { return ledgers(ml) == closed+1 })
+	}
+	roll("the first change", "t/ns-0/persistent/x000", 2)
+	roll("a second change (the watch re-armed)", "t/ns-0/persistent/x000", 3)
+
+	px.Cut()
+	waitFor(t, "the client to notice the cut", func() bool { return s.State() != gozk.StateHasSession })
+	px.Heal()
+	waitFor(t, "the reconnect", func() bool { return s.State() == gozk.StateHasSession })
+	roll("a change after the reconnect", "t/ns-1/persistent/x001", 2)
+	roll("a new topic after the reconnect", "t/ns-1/persistent/new", 1)
+
+	px.Partition()
+	select {
+	case <-s.Lost():
+	case <-time.After(20 * time.Second):
+		t.Fatal("session not lost behind the partition")
+	}
+	px.Heal() // the client hears the server's answer at once (see the internal/zk test)
+	select {
+	case err := <-runErr:
+		if !tzk.Unavailable(err) {
+			t.Errorf("Run after the session's loss: %v, want an Unavailable error", err)
+		}
+		t.Logf("Run: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still running 20 s after the session was lost")
+	}
+}
