@@ -97,7 +97,7 @@ func (res *PlanResult) Doc() PlanReport {
 	}
 	for i, c := range r.Candidates {
 		cj := PlanCandidate{Order: i + 1, Action: c.Action.String(), Topic: c.Topic, ML: c.ML, LedgerID: c.LedgerID,
-			Entries: c.Entries, Bytes: c.Size, Rule: c.Rule, Trigger: string(c.Trigger), Reason: c.Reason,
+			Entries: c.Entries, Bytes: c.Size, Rule: c.Rule, Trigger: string(c.Trigger), Reason: c.Reason(),
 			ClosedAt: c.ClosedAt.UTC(), BlockSize: c.Settings.BlockSize, Verify: c.Settings.Verify,
 			DeletionLag: c.Settings.DeletionLag.String()}
 		if !c.OffloadedAt.IsZero() {

@@ -142,7 +142,7 @@ func (s *Service) scrubCandidates() []policy.Candidate {
 	var out []policy.Candidate
 	for _, f := range sc.Pending() {
 		c := policy.Candidate{LedgerRef: mledger.LedgerRef{ML: f.ML, LedgerID: f.LedgerID}, Entries: f.Entries, Size: f.Bytes, Rule: "scrub",
-			Trigger: policy.Trigger("scrub"), Reason: f.Detail}
+			Trigger: policy.Trigger("scrub"), Detail: f.Detail}
 		if tn, err := mledger.ParseMLName(f.ML); err == nil {
 			c.Topic = tn.String()
 		}

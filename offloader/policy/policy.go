@@ -258,58 +258,84 @@ func (r *Rules) RuleFor(t mledger.TopicName) (rule Rule, considered bool) {
 	return d, true
 }
 
-// sortCandidates orders candidates as the package doc says. The order is
-// total (a managed ledger and ledger id end every tie). It sorts small
-// keys (not the large Candidate values, which it moves once, in place),
-// with each managed ledger's name replaced by its rank among the names, so
-// ties on time compare integers, not strings: O(n log n), no copy of the
-// slice.
-func sortCandidates(cs []Candidate) {
-	type key struct {
-		action   Action
-		pressure float64 // negated, 2 when not a pressure candidate
-		at       int64   // ClosedAt, OffloadedAt for trims (unix nanos)
-		ml       int     // rank of the managed ledger's name
-		ledger   int64
-		i        int
+// chosen is one candidate as the evaluation keeps it until the order is
+// known: its sort key (the package doc's order), where its ledger is, and
+// the figure its reason is written from. They hold no pointers, so the
+// garbage collector does not scan them; only the sorted cands become
+// Candidates, each built once in its final place.
+type chosen struct {
+	action   Action
+	pressure float64 // negated usage; 2 when not a pressure candidate
+	at       int64   // ClosedAt, OffloadedAt for trims (unix nanos)
+	ml       int32   // rank of the managed ledger's name (set by the sort)
+	ledger   int64   // ledger id
+	topic    int32   // index in Snapshot.Topics
+	li       int32   // index in the topic's Ledgers
+	bookie   int32   // pressure: index of the fullest pressured bookie in Ledger.Bookies
+	trigger  trig
+	n        int64 // the reason's figure: age, bytes, ledgers or time since the offload
+}
+
+// trig is a Trigger as a small number, so chosen holds no pointer.
+type trig uint8
+
+const (
+	trigPressure trig = iota + 1
+	trigAge
+	trigBytes
+	trigLedgers
+	trigLag
+)
+
+var triggers = [...]Trigger{trigPressure: TriggerPressure, trigAge: TriggerAge, trigBytes: TriggerBytes,
+	trigLedgers: TriggerLedgers, trigLag: TriggerLag}
+
+// sortKey is the part of a chosen's key that orders the common case:
+// offloads not chosen for pressure, and trims (time, then name rank).
+type sortKey struct {
+	at int64
+	ml int32
+	i  int32 // index of the chosen
+}
+
+// sortChosen orders cands as the package doc says. The order is total (a
+// managed ledger's name and ledger id end every tie; the topic's place in
+// the snapshot only between two topics of one name). Names are replaced by
+// their rank among the topics' names, so ties on time compare integers,
+// not strings; the candidates are split by action and pressure first, and
+// the bulk (age, size and count offloads; trims) sorts small keys.
+func sortChosen(cands []chosen, topics []Topic) {
+	order := make([]int32, len(topics))
+	for i := range order {
+		order[i] = int32(i)
 	}
-	// A topic's candidates come in one run: rank the runs' names.
-	var runs []int // index of each run's first candidate
-	for i := range cs {
-		if i == 0 || cs[i].ML != cs[i-1].ML {
-			runs = append(runs, i)
-		}
+	if !slices.IsSortedFunc(topics, func(a, b Topic) int { return strings.Compare(a.ML, b.ML) }) {
+		slices.SortFunc(order, func(a, b int32) int { return strings.Compare(topics[a].ML, topics[b].ML) })
 	}
-	byName := slices.Clone(runs)
-	slices.SortFunc(byName, func(a, b int) int { return strings.Compare(cs[a].ML, cs[b].ML) })
-	rank := make(map[int]int, len(runs)) // run start → rank
-	for r, start := range byName {
-		if r > 0 && cs[start].ML == cs[byName[r-1]].ML {
-			rank[start] = rank[byName[r-1]]
+	rank := make([]int32, len(topics))
+	for r, ti := range order {
+		if r > 0 && topics[ti].ML == topics[order[r-1]].ML {
+			rank[ti] = rank[order[r-1]]
 			continue
 		}
-		rank[start] = r
+		rank[ti] = int32(r)
 	}
-	keys := make([]key, len(cs))
-	ml := 0
-	for i := range cs {
-		c := &cs[i]
-		if i == 0 || c.ML != cs[i-1].ML {
-			ml = rank[i]
+	// Groups in the final order: pressure offloads, other offloads, trims.
+	var press []chosen
+	var offloads, trims []sortKey
+	for i := range cands {
+		c := &cands[i]
+		c.ml = rank[c.topic]
+		switch {
+		case c.trigger == trigPressure:
+			press = append(press, *c)
+		case c.action == ActionOffload:
+			offloads = append(offloads, sortKey{at: c.at, ml: c.ml, i: int32(i)})
+		default:
+			trims = append(trims, sortKey{at: c.at, ml: c.ml, i: int32(i)})
 		}
-		k := key{action: c.Action, pressure: 2, at: c.ClosedAt.UnixNano(), ml: ml, ledger: c.LedgerID, i: i}
-		if c.Trigger == TriggerPressure {
-			k.pressure = -c.Pressure
-		}
-		if c.Action == ActionTrim {
-			k.at = c.OffloadedAt.UnixNano()
-		}
-		keys[i] = k
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if a.action != b.action {
-			return cmp.Compare(a.action, b.action)
-		}
+	slices.SortFunc(press, func(a, b chosen) int {
 		if a.pressure != b.pressure {
 			return cmp.Compare(a.pressure, b.pressure)
 		}
@@ -319,25 +345,33 @@ func sortCandidates(cs []Candidate) {
 		if a.ml != b.ml {
 			return cmp.Compare(a.ml, b.ml)
 		}
-		return cmp.Compare(a.ledger, b.ledger)
+		if a.ledger != b.ledger {
+			return cmp.Compare(a.ledger, b.ledger)
+		}
+		return cmp.Compare(a.topic, b.topic)
 	})
-	// Apply the permutation in place, cycle by cycle: position j receives
-	// cs[keys[j].i]; done positions are marked with i = -1.
-	for start := range keys {
-		if keys[start].i < 0 {
-			continue
+	byKey := func(a, b sortKey) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
 		}
-		tmp := cs[start]
-		j := start
-		for {
-			src := keys[j].i
-			keys[j].i = -1
-			if src == start {
-				cs[j] = tmp
-				break
-			}
-			cs[j] = cs[src]
-			j = src
+		if a.ml != b.ml {
+			return cmp.Compare(a.ml, b.ml)
 		}
+		ca, cb := &cands[a.i], &cands[b.i]
+		if ca.ledger != cb.ledger {
+			return cmp.Compare(ca.ledger, cb.ledger)
+		}
+		return cmp.Compare(ca.topic, cb.topic)
 	}
+	slices.SortFunc(offloads, byKey)
+	slices.SortFunc(trims, byKey)
+	out := make([]chosen, 0, len(cands))
+	out = append(out, press...)
+	for _, k := range offloads {
+		out = append(out, cands[k.i])
+	}
+	for _, k := range trims {
+		out = append(out, cands[k.i])
+	}
+	copy(cands, out)
 }

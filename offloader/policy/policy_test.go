@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -255,7 +253,7 @@ func TestEvaluateTopicPlanAndRuleCounts(t *testing.T) {
 		t.Errorf("UnusedIncludes = %v", r2.UnusedIncludes)
 	}
 	if len(r2.UnusedRules) != 0 || r2.RuleTopics["default"] != 0 || len(r2.Candidates) != 2 ||
-		r2.Candidates[0].Reason != "3.0 MiB in this and newer closed ledgers > keep_bytes 1.0 MiB" {
+		r2.Candidates[0].Reason() != "3.0 MiB in this and newer closed ledgers > keep_bytes 1.0 MiB" {
 		t.Errorf("unused %v, per rule %v, candidates %+v", r2.UnusedRules, r2.RuleTopics, r2.Candidates)
 	}
 	tp := res.Topics[0]
@@ -267,7 +265,7 @@ func TestEvaluateTopicPlanAndRuleCounts(t *testing.T) {
 		t.Errorf("excluded topic plan = %+v", res.Topics[1])
 	}
 	c := res.Candidates[0]
-	if c.Reason != "closed 25h0m0s ago ≥ after 24h0m0s" || c.Settings.DeletionLag.After != 2*h {
+	if c.Reason() != "closed 25h0m0s ago ≥ after 24h0m0s" || c.Settings.DeletionLag.After != 2*h {
 		t.Errorf("candidate = %+v", c)
 	}
 }
@@ -361,24 +359,44 @@ func TestParseNamespacePolicies(t *testing.T) {
 	}
 }
 
-// TestSortCandidatesOrder checks the in-place key sort against the order
-// the package doc gives, written as a plain comparator, on candidates with
-// many ties (equal times, names, pressures) in a shuffled order.
+// TestSortCandidatesOrder checks Evaluate's order against the order the
+// package doc gives, written as a plain comparator, on candidates with many
+// ties (equal times, names, pressures) from topics in a shuffled order.
 func TestSortCandidatesOrder(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
-	base := time.Unix(1700000000, 0)
-	var cs []Candidate
-	for i := 0; i < 3000; i++ {
-		c := Candidate{LedgerRef: mledger.LedgerRef{ML: fmt.Sprintf("t/ns/persistent/topic-%d", rnd.IntN(40)), LedgerID: int64(i)},
-			Action: Action(rnd.IntN(2)), ClosedAt: base.Add(time.Duration(rnd.IntN(5)) * time.Second),
-			OffloadedAt: base.Add(time.Duration(rnd.IntN(5)) * time.Second)}
-		if c.Action == ActionOffload && rnd.IntN(3) == 0 {
-			c.Trigger, c.Pressure = TriggerPressure, []float64{0.9, 0.95}[rnd.IntN(2)]
+	base := now.Add(-10 * time.Hour)
+	snap := Snapshot{BookieUsage: map[string]float64{"b90": 0.9, "b95": 0.95, "cool": 0.1}}
+	for i := 0; i < 40; i++ {
+		tp := topic(fmt.Sprintf("t/ns/topic-%d", i))
+		tp.Ledgers = nil
+		for j := 0; j < 75; j++ {
+			l := Ledger{ID: int64(i*100 + j), Entries: 1, Size: 1, State: mledger.StateBookKeeper,
+				ClosedAt: base.Add(time.Duration(rnd.IntN(5)) * time.Second), Bookies: []string{"cool"}}
+			if rnd.IntN(2) == 0 {
+				l.State, l.OffloadedAt = mledger.StateOffloaded, base.Add(time.Duration(rnd.IntN(5))*time.Second)
+			} else if rnd.IntN(3) == 0 {
+				l.Bookies = append(l.Bookies, []string{"b90", "b95"}[rnd.IntN(2)])
+			}
+			tp.Ledgers = append(tp.Ledgers, l)
 		}
-		cs = append(cs, c)
+		tp.Ledgers = append(tp.Ledgers, Ledger{ID: int64(i*100 + 99), State: mledger.StateOpen})
+		snap.Topics = append(snap.Topics, tp)
 	}
-	// Candidates of one managed ledger in one run, as Evaluate appends them.
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].ML < cs[j].ML })
+	rnd.Shuffle(len(snap.Topics), func(i, j int) { snap.Topics[i], snap.Topics[j] = snap.Topics[j], snap.Topics[i] })
+	cs := Evaluate(snap, now, Rules{Default: Rule{Offload: true, After: 0, KeepBytes: -1, KeepLedgers: -1, Pressure: true,
+		DeletionLag: DeletionLag{Mode: LagAfter}}, Pressure: Pressure{Threshold: 0.9}}).Candidates
+	if len(cs) != 40*75 {
+		t.Fatalf("%d candidates, want every one of the %d closed ledgers", len(cs), 40*75)
+	}
+	pressure := 0
+	for _, c := range cs {
+		if c.Trigger == TriggerPressure {
+			pressure++
+		}
+	}
+	if pressure < 100 {
+		t.Fatalf("only %d pressure candidates", pressure)
+	}
 	less := func(a, b Candidate) bool {
 		if a.Action != b.Action {
 			return a.Action < b.Action
@@ -401,12 +419,9 @@ func TestSortCandidatesOrder(t *testing.T) {
 		}
 		return a.LedgerID < b.LedgerID
 	}
-	want := slices.Clone(cs)
-	sort.SliceStable(want, func(i, j int) bool { return less(want[i], want[j]) })
-	sortCandidates(cs)
-	for i := range cs {
-		if cs[i].LedgerID != want[i].LedgerID {
-			t.Fatalf("position %d: ledger %d (%+v), want %d (%+v)", i, cs[i].LedgerID, cs[i], want[i].LedgerID, want[i])
+	for i := 1; i < len(cs); i++ {
+		if less(cs[i], cs[i-1]) || !less(cs[i-1], cs[i]) {
+			t.Fatalf("position %d: %+v after %+v", i, cs[i], cs[i-1])
 		}
 	}
 }

@@ -136,14 +136,47 @@ type Candidate struct {
 	// policies, "pulsar:<tenant>/<namespace>".
 	Rule    string
 	Trigger Trigger
-	// Reason says in words why, e.g. "closed 26h0m0s ago ≥ after 24h0m0s".
-	Reason string
+	// Detail says in words why, for a candidate made outside the policy
+	// (the scrubber's finding); Reason returns it. The policy's own
+	// candidates leave it empty and keep the figures instead.
+	Detail string
 	// Pressure is the usage of the fullest pressured bookie holding a
 	// replica (pressure candidates only).
 	Pressure    float64
 	ClosedAt    time.Time
 	OffloadedAt time.Time
 	Settings    Settings
+
+	why why
+}
+
+// why holds the figures a policy candidate's reason is written from, so
+// that the words are formatted only for the candidates someone reads.
+type why struct {
+	n, limit  int64   // age or time since the offload (ns), bytes or ledgers; the rule's bound
+	threshold float64 // pressure: the threshold
+	bookie    string  // pressure: the fullest pressured bookie holding a replica
+}
+
+// Reason says in words why, e.g. "closed 26h0m0s ago ≥ after 24h0m0s".
+func (c Candidate) Reason() string {
+	if c.Detail != "" {
+		return c.Detail
+	}
+	w := c.why
+	switch c.Trigger {
+	case TriggerPressure:
+		return fmt.Sprintf("replica on bookie %s, ledger disks %.0f%% ≥ %.0f%%", w.bookie, c.Pressure*100, w.threshold*100)
+	case TriggerAge:
+		return fmt.Sprintf("closed %s ago ≥ after %s", time.Duration(w.n).Round(time.Second), time.Duration(w.limit))
+	case TriggerBytes:
+		return fmt.Sprintf("%s in this and newer closed ledgers > keep_bytes %s", units.HumanBytes(w.n), units.HumanBytes(w.limit))
+	case TriggerLedgers:
+		return fmt.Sprintf("%d closed ledgers this new or newer > keep_ledgers %d", w.n, w.limit)
+	case TriggerLag:
+		return fmt.Sprintf("offloaded %s ago ≥ deletion_lag %s", time.Duration(w.n).Round(time.Second), time.Duration(w.limit))
+	}
+	return ""
 }
 
 // TopicPlan summarizes one topic for plan and status.
@@ -217,15 +250,43 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 			}
 		}
 	}
-	for _, t := range snap.Topics {
+	// The effective rule of each topic with candidates (for their
+	// settings and reasons).
+	eff := make([]Rule, len(snap.Topics))
+	var cands []chosen
+	for i := range snap.Topics {
 		var tp TopicPlan
-		tp, res.Candidates = evaluateTopic(t, snap, now, &rules, res.PressuredBookies, res.Candidates)
+		tp, cands = evaluateTopic(int32(i), &snap.Topics[i], snap, now, &rules, res.PressuredBookies, &eff[i], cands)
 		res.Topics = append(res.Topics, tp)
 		if !tp.Excluded {
 			res.RuleTopics[tp.MatchedRule]++
 		}
 	}
-	sortCandidates(res.Candidates)
+	sortChosen(cands, snap.Topics)
+	res.Candidates = make([]Candidate, len(cands))
+	for i := range cands {
+		p := &cands[i]
+		t, tp, rule := &snap.Topics[p.topic], &res.Topics[p.topic], &eff[p.topic]
+		l := &t.Ledgers[p.li]
+		c := &res.Candidates[i]
+		*c = Candidate{LedgerRef: mledger.LedgerRef{ML: t.ML, LedgerID: l.ID}, Topic: tp.Topic, Entries: l.Entries, Size: l.Size, Action: p.action,
+			Rule: tp.Rule, Trigger: triggers[p.trigger], ClosedAt: l.ClosedAt, OffloadedAt: l.OffloadedAt,
+			Settings: Settings{BlockSize: rule.BlockSize, Verify: rule.Verify, DeletionLag: rule.DeletionLag}}
+		c.why.n = p.n
+		switch p.trigger {
+		case trigPressure:
+			c.Pressure = -p.pressure
+			c.why.bookie, c.why.threshold = l.Bookies[p.bookie], rules.Pressure.Threshold
+		case trigAge:
+			c.why.limit = int64(rule.After)
+		case trigBytes:
+			c.why.limit = rule.KeepBytes
+		case trigLedgers:
+			c.why.limit = int64(rule.KeepLedgers)
+		case trigLag:
+			c.why.limit = int64(rule.DeletionLag.After)
+		}
+	}
 	for _, r := range rules.Rules {
 		if res.RuleTopics[r.Name] == 0 {
 			res.UnusedRules = append(res.UnusedRules, r.Name)
@@ -239,8 +300,9 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 	return res
 }
 
-// evaluateTopic plans t and appends its candidates to out.
-func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressured map[string]float64, out []Candidate) (TopicPlan, []Candidate) {
+// evaluateTopic plans topic ti (t), sets its effective rule in eff and
+// appends its candidates to out.
+func evaluateTopic(ti int32, t *Topic, snap Snapshot, now time.Time, rules *Rules, pressured map[string]float64, eff *Rule, out []chosen) (TopicPlan, []chosen) {
 	tp := TopicPlan{ML: t.ML, Topic: t.Topic.String()}
 	rule, ok := rules.RuleFor(t.Topic)
 	why := "excluded by policy.include/exclude"
@@ -264,37 +326,34 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 		return tp, out
 	}
 	tp.Rule, tp.MatchedRule = rule.Name, rule.Name
-	if tp.Refused = BrokerOffload(t, snap); tp.Refused != "" {
+	if tp.Refused = BrokerOffload(*t, snap); tp.Refused != "" {
 		return tp, out
 	}
-	ruleName := rule.Name
 	if rules.PulsarPolicies {
 		if np := snap.Namespaces[t.Topic.NamespacePath()]; np.Set() {
 			rule = np.effective(rule, rules.BrokerDefaults)
-			ruleName = "pulsar:" + t.Topic.NamespacePath()
-			tp.Rule = ruleName
+			tp.Rule = "pulsar:" + t.Topic.NamespacePath()
 		}
 	}
+	*eff = rule
 	var holdUntil time.Time
-	if last := lastCommit(t); rules.MinReloadInterval > 0 && !last.IsZero() && now.Sub(last) < rules.MinReloadInterval {
+	if last := lastCommit(*t); rules.MinReloadInterval > 0 && !last.IsZero() && now.Sub(last) < rules.MinReloadInterval {
 		holdUntil = last.Add(rules.MinReloadInterval)
 		tp.Held = fmt.Sprintf("reload bound: last commit (and reload) %s ago < min_reload_interval %s; next after %s",
 			now.Sub(last).Round(time.Second), rules.MinReloadInterval, holdUntil.UTC().Format(time.RFC3339))
 	}
-	settings := Settings{BlockSize: rule.BlockSize, Verify: rule.Verify, DeletionLag: rule.DeletionLag}
 	var sum int64
 	newer := 0
 	// Newest closed ledger first: the running sum and rank include the
 	// ledger itself, as the broker's size trigger does.
 	for i := n - 2; i >= 0; i-- {
-		l := t.Ledgers[i]
+		l := &t.Ledgers[i]
 		if l.ClosedAt.IsZero() {
 			continue // not closed (the broker skips timestamp 0)
 		}
 		sum += l.Size
 		newer++
-		c := Candidate{LedgerRef: mledger.LedgerRef{ML: t.ML, LedgerID: l.ID}, Topic: tp.Topic, Entries: l.Entries, Size: l.Size,
-			Rule: ruleName, ClosedAt: l.ClosedAt, OffloadedAt: l.OffloadedAt, Settings: settings}
+		p := chosen{pressure: 2, at: l.ClosedAt.UnixNano(), ledger: l.ID, topic: ti, li: int32(i)}
 		switch l.State {
 		case mledger.StateBookKeeper, mledger.StateOffloading:
 			if !rule.Offload || l.Entries <= 0 || l.Size <= 0 {
@@ -302,40 +361,36 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 			}
 			age := now.Sub(l.ClosedAt)
 			var press float64
-			var pressBookie string
+			pressBookie := -1
 			if rule.Pressure && age >= rules.Pressure.MinAge {
-				for _, b := range l.Bookies {
+				for bi, b := range l.Bookies {
 					if u, ok := pressured[b]; ok && u > press {
-						press, pressBookie = u, b
+						press, pressBookie = u, bi
 					}
 				}
 			}
 			switch {
-			case pressBookie != "":
-				c.Trigger, c.Pressure = TriggerPressure, press
-				c.Reason = fmt.Sprintf("replica on bookie %s, ledger disks %.0f%% ≥ %.0f%%", pressBookie, press*100, rules.Pressure.Threshold*100)
+			case pressBookie >= 0:
+				p.trigger, p.pressure, p.bookie = trigPressure, -press, int32(pressBookie)
 			case rule.After >= 0 && age >= rule.After:
-				c.Trigger = TriggerAge
-				c.Reason = fmt.Sprintf("closed %s ago ≥ after %s", age.Round(time.Second), rule.After)
+				p.trigger, p.n = trigAge, int64(age)
 			case rule.KeepBytes >= 0 && sum > rule.KeepBytes:
-				c.Trigger = TriggerBytes
-				c.Reason = fmt.Sprintf("%s in this and newer closed ledgers > keep_bytes %s", units.HumanBytes(sum), units.HumanBytes(rule.KeepBytes))
+				p.trigger, p.n = trigBytes, sum
 			case rule.KeepLedgers >= 0 && newer > rule.KeepLedgers:
-				c.Trigger = TriggerLedgers
-				c.Reason = fmt.Sprintf("%d closed ledgers this new or newer > keep_ledgers %d", newer, rule.KeepLedgers)
+				p.trigger, p.n = trigLedgers, int64(newer)
 			default:
 				continue
 			}
-			c.Action = ActionOffload
+			p.action = ActionOffload
 			tp.EligibleBytes += l.Size
 			tp.EligibleLedgers++
 			if tp.OldestEligible.IsZero() || l.ClosedAt.Before(tp.OldestEligible) {
 				tp.OldestEligible = l.ClosedAt
 			}
-			if !holdUntil.IsZero() && c.Trigger != TriggerPressure {
+			if !holdUntil.IsZero() && p.trigger != trigPressure {
 				continue // counted as lag, offered after the reload bound
 			}
-			out = append(out, c)
+			out = append(out, p)
 		case mledger.StateOffloaded:
 			if rule.DeletionLag.Mode != LagAfter || l.OffloadedAt.IsZero() {
 				continue
@@ -344,13 +399,12 @@ func evaluateTopic(t Topic, snap Snapshot, now time.Time, rules *Rules, pressure
 			if since < rule.DeletionLag.After {
 				continue
 			}
-			c.Action, c.Trigger = ActionTrim, TriggerLag
-			c.Reason = fmt.Sprintf("offloaded %s ago ≥ deletion_lag %s", since.Round(time.Second), rule.DeletionLag.After)
+			p.action, p.trigger, p.n, p.at = ActionTrim, trigLag, int64(since), l.OffloadedAt.UnixNano()
 			tp.TrimBytes += l.Size
 			if !holdUntil.IsZero() {
 				continue
 			}
-			out = append(out, c)
+			out = append(out, p)
 		}
 	}
 	return tp, out
