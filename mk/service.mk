@@ -18,7 +18,7 @@ test-service: compat-prepare
 check-configs-offloader:
 	cd configs && promtool check rules offloader-alerts.yaml && promtool test rules offloader-alerts.test.yaml
 
-## bench-scan: discovery scans of BENCH_SCAN_MLS managed ledgers (10 000) / BENCH_SCAN_LEDGERS ledgers in all (100 000) in a real ZooKeeper (seconds, reads, policy evaluation, peak RSS).
+## bench-scan: discovery scans of BENCH_SCAN_MLS managed ledgers (10 000) / BENCH_SCAN_LEDGERS ledgers in all (100 000) in a real ZooKeeper (seconds, reads, policy evaluation, peak RSS), one /status render of a service on the tree, three replicas' share of the leases.
 bench-scan: compat-prepare
 	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_BENCH_SCAN_MLS=$(BENCH_SCAN_MLS) \
 	  TIERKEEPER_BENCH_SCAN_LEDGERS=$(BENCH_SCAN_LEDGERS) TIERKEEPER_BENCH_SCAN_NAMESPACES=$(BENCH_SCAN_NAMESPACES) \

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -16,6 +17,7 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
+	"github.com/tierkeeper/tierkeeper/internal/units"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
@@ -90,6 +92,24 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// ScaleFigures are what BenchScale measured.
+type ScaleFigures struct {
+	// StatusRender is one GET /status of a service on the tree (after its
+	// first scan and evaluation, ServiceReady after its start), its body
+	// StatusBytes long, listing StatusTopics topics.
+	StatusRender, ServiceReady time.Duration
+	StatusBytes                int64
+	StatusTopics               int
+	// Leases counts the leases (jobs) each replica took in LeaseWindow.
+	Leases      []int64
+	LeaseWindow time.Duration
+}
+
+// BenchScale is set by scale_bench_test.go (an external test package: it
+// runs the offload service, which imports this package); BenchmarkScan
+// calls it with the tree's ZooKeeper and the policy's candidates.
+var BenchScale func(b *testing.B, zkAddr string, cands []policy.Candidate) ScaleFigures
+
 // BenchmarkScan builds TIERKEEPER_BENCH_SCAN_MLS managed ledgers (default
 // 10 000) spread over TIERKEEPER_BENCH_SCAN_NAMESPACES namespaces (default
 // 100; 1 puts every topic in one namespace's listing) with
@@ -100,7 +120,11 @@ func cpuTime() time.Duration {
 // ZooKeeper requests it made, one policy evaluation of the cached view,
 // and the process's peak RSS over them. TIERKEEPER_BENCH_SCAN_CPUPROFILE
 // names a file for a CPU profile of the scans;
-// TIERKEEPER_BENCH_SCAN_NOWATCHES=1 scans without watches. `make bench-scan` runs it.
+// TIERKEEPER_BENCH_SCAN_NOWATCHES=1 scans without watches. Then (unless
+// TIERKEEPER_BENCH_SCAN_SCALE=0) three replicas' schedulers share the
+// topic leases over the candidates for 20 s, and an offload service scans
+// and evaluates the tree and renders one /status (BenchScale). `make
+// bench-scan` runs it.
 func BenchmarkScan(b *testing.B) {
 	nML := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_MLS", 10000)
 	nLedgers := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_LEDGERS", 100000)
@@ -197,6 +221,10 @@ func BenchmarkScan(b *testing.B) {
 	if len(res.Topics) != nML || len(res.Candidates) != nML*(perML-1) {
 		b.Fatalf("policy planned %d topics and %d candidates, want %d and %d", len(res.Topics), len(res.Candidates), nML, nML*(perML-1))
 	}
+	var scale ScaleFigures
+	if BenchScale != nil && os.Getenv("TIERKEEPER_BENCH_SCAN_SCALE") != "0" {
+		scale = BenchScale(b, z.Addr, res.Candidates)
+	}
 	b.ReportMetric(cold.Took.Seconds(), "cold-scan-s")
 	b.ReportMetric(warm.Took.Seconds(), "warm-scan-s")
 	b.ReportMetric(evalTook.Seconds(), "policy-eval-s")
@@ -213,6 +241,23 @@ func BenchmarkScan(b *testing.B) {
 	fmt.Printf("bench-scan: %-26s %10s %12s %12s %10s  (%d candidates, %s CPU)\n", "policy evaluation", evalTook.Round(time.Millisecond), "-", "-", "≤ 1 s",
 		len(res.Candidates), evalCPU.Round(time.Millisecond))
 	fmt.Printf("bench-scan: ZooKeeper requests of the cold scan: %s; of the warm rescan: %s\n", coldReqs, warmReqs)
+	if len(scale.Leases) > 0 {
+		var sum int64
+		for _, n := range scale.Leases {
+			sum += n
+		}
+		mean := float64(sum) / float64(len(scale.Leases))
+		dev := 0.0
+		for _, n := range scale.Leases {
+			dev = max(dev, math.Abs(float64(n)-mean)/mean)
+		}
+		fmt.Printf("bench-scan: %-26s %10s %12s %12s %10s  (%s)\n", "/status render", scale.StatusRender.Round(time.Millisecond), "-", "-", "≤ 1 s",
+			fmt.Sprintf("%d topics, %s of JSON, service ready %s after its start", scale.StatusTopics, units.HumanBytes(scale.StatusBytes), scale.ServiceReady.Round(time.Millisecond)))
+		fmt.Printf("bench-scan: three replicas' leases in %s: %v (largest deviation from the mean %.1f %%, goal ≤ 20 %%)\n",
+			scale.LeaseWindow, scale.Leases, dev*100)
+		b.ReportMetric(scale.StatusRender.Seconds(), "status-render-s")
+		b.ReportMetric(dev*100, "lease-share-dev-%")
+	}
 	fmt.Printf("bench-scan: RSS %.1f MiB before the scans, peak %.1f MiB during them (goal ≤ 512 MiB; %d goroutines after them), peak %.1f MiB during the evaluation; loadavg %s",
 		float64(rssBefore)/1024, float64(scanHWM)/1024, goroutines, float64(hwm)/1024, load)
 }
