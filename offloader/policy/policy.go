@@ -298,13 +298,14 @@ type sortKey struct {
 	i  int32 // index of the chosen
 }
 
-// sortChosen orders cands as the package doc says. The order is total (a
+// sortChosen returns the indices of cands in the order the package doc
+// says. The order is total (a
 // managed ledger's name and ledger id end every tie; the topic's place in
 // the snapshot only between two topics of one name). Names are replaced by
 // their rank among the topics' names, so ties on time compare integers,
 // not strings; the candidates are split by action and pressure first, and
 // the bulk (age, size and count offloads; trims) sorts small keys.
-func sortChosen(cands []chosen, topics []Topic) {
+func sortChosen(cands []chosen, topics []Topic) []int32 {
 	order := make([]int32, len(topics))
 	for i := range order {
 		order[i] = int32(i)
@@ -321,21 +322,22 @@ func sortChosen(cands []chosen, topics []Topic) {
 		rank[ti] = int32(r)
 	}
 	// Groups in the final order: pressure offloads, other offloads, trims.
-	var press []chosen
-	var offloads, trims []sortKey
+	var press, trims []sortKey
+	offloads := make([]sortKey, 0, len(cands))
 	for i := range cands {
 		c := &cands[i]
 		c.ml = rank[c.topic]
 		switch {
 		case c.trigger == trigPressure:
-			press = append(press, *c)
+			press = append(press, sortKey{i: int32(i)})
 		case c.action == ActionOffload:
 			offloads = append(offloads, sortKey{at: c.at, ml: c.ml, i: int32(i)})
 		default:
 			trims = append(trims, sortKey{at: c.at, ml: c.ml, i: int32(i)})
 		}
 	}
-	slices.SortFunc(press, func(a, b chosen) int {
+	slices.SortFunc(press, func(ka, kb sortKey) int {
+		a, b := &cands[ka.i], &cands[kb.i]
 		if a.pressure != b.pressure {
 			return cmp.Compare(a.pressure, b.pressure)
 		}
@@ -365,13 +367,11 @@ func sortChosen(cands []chosen, topics []Topic) {
 	}
 	slices.SortFunc(offloads, byKey)
 	slices.SortFunc(trims, byKey)
-	out := make([]chosen, 0, len(cands))
-	out = append(out, press...)
-	for _, k := range offloads {
-		out = append(out, cands[k.i])
+	out := make([]int32, 0, len(cands))
+	for _, g := range [][]sortKey{press, offloads, trims} {
+		for _, k := range g {
+			out = append(out, k.i)
+		}
 	}
-	for _, k := range trims {
-		out = append(out, cands[k.i])
-	}
-	copy(cands, out)
+	return out
 }

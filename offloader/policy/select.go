@@ -253,7 +253,11 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 	// The effective rule of each topic with candidates (for their
 	// settings and reasons).
 	eff := make([]Rule, len(snap.Topics))
-	var cands []chosen
+	closed := 0 // at most one candidate per closed ledger
+	for i := range snap.Topics {
+		closed += max(0, len(snap.Topics[i].Ledgers)-1)
+	}
+	cands := make([]chosen, 0, closed)
 	for i := range snap.Topics {
 		var tp TopicPlan
 		tp, cands = evaluateTopic(int32(i), &snap.Topics[i], snap, now, &rules, res.PressuredBookies, &eff[i], cands)
@@ -262,10 +266,10 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 			res.RuleTopics[tp.MatchedRule]++
 		}
 	}
-	sortChosen(cands, snap.Topics)
+	order := sortChosen(cands, snap.Topics)
 	res.Candidates = make([]Candidate, len(cands))
-	for i := range cands {
-		p := &cands[i]
+	for i, ci := range order {
+		p := &cands[ci]
 		t, tp, rule := &snap.Topics[p.topic], &res.Topics[p.topic], &eff[p.topic]
 		l := &t.Ledgers[p.li]
 		c := &res.Candidates[i]
