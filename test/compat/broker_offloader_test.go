@@ -131,17 +131,9 @@ func waitBKDeleted(t *testing.T, ctx context.Context, bk *metadata.Store, ids []
 func TestBrokerOffloaderTopicRefused(t *testing.T) {
 	b := sharedBroker(t)
 	ctx := t.Context()
-	ns := offloaderNamespace(t, ctx, b, fmt.Sprintf("brokeroffload-%d", topicSeq.Add(1)), true)
-	topic := fmt.Sprintf("persistent://%s/orders", ns)
-	prod := produceLedgers(t, ctx, b, topic, 350, 41)
-	ml, err := mledger.MLNameForTopic(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, ml, prod, closed := raceTopic(t, ctx, b, "brokeroffload", true, 41)
 	meta, _ := mlStore(t)
 	bk := bkStore(t, sharedBookies(t))
-	closed := prod.LedgerIDs()[-1]
-	closed = closed[:len(closed)-1]
 
 	r := runWithBrokerOffload(t, ctx, b, meta, ml, topic)
 	// Refused before anything was written: exit status 1, the reason named.
@@ -165,6 +157,23 @@ func TestBrokerOffloaderTopicRefused(t *testing.T) {
 	b.Restart(t)
 	readAllFromStore(t, ctx, b, topic, prod)
 	t.Logf("after the broker's offload, its BookKeeper deletion of ledgers %v and a restart, a Reader from the earliest position got all %d messages", closed, prod.Count)
+}
+
+// raceTopic produces 350 messages (ledgers of 100) into a topic of a new
+// namespace public/<prefix>-N (with an offload threshold or not, deletion
+// lag 0) and returns the topic, its managed ledger, the messages and the
+// closed ledgers.
+func raceTopic(t *testing.T, ctx context.Context, b *testenv.Broker, prefix string, threshold bool, seed int64) (topic, ml string, prod *testenv.Messages, closed []int64) {
+	t.Helper()
+	ns := offloaderNamespace(t, ctx, b, fmt.Sprintf("%s-%d", prefix, topicSeq.Add(1)), threshold)
+	topic = fmt.Sprintf("persistent://%s/orders", ns)
+	prod = produceLedgers(t, ctx, b, topic, 350, seed)
+	ml, err := mledger.MLNameForTopic(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed = prod.LedgerIDs()[-1]
+	return topic, ml, prod, closed[:len(closed)-1]
 }
 
 // brokerRace is what runWithBrokerOffload saw.
@@ -235,17 +244,9 @@ func runWithBrokerOffload(t *testing.T, ctx context.Context, b *testenv.Broker, 
 func TestOperatorOffloadKeepsCommittedObjects(t *testing.T) {
 	b := sharedBroker(t)
 	ctx := t.Context()
-	ns := offloaderNamespace(t, ctx, b, fmt.Sprintf("operatoroffload-%d", topicSeq.Add(1)), false)
-	topic := fmt.Sprintf("persistent://%s/orders", ns)
-	prod := produceLedgers(t, ctx, b, topic, 350, 44)
-	ml, err := mledger.MLNameForTopic(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, ml, prod, closed := raceTopic(t, ctx, b, "operatoroffload", false, 44)
 	meta, _ := mlStore(t)
 	bk := bkStore(t, sharedBookies(t))
-	closed := prod.LedgerIDs()[-1]
-	closed = closed[:len(closed)-1]
 
 	r := runWithBrokerOffload(t, ctx, b, meta, ml, topic)
 	if r.err != nil || !r.reloaded || !r.brokerOffloaded {
