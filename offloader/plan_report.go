@@ -1,8 +1,6 @@
 package offloader
 
 import (
-	"fmt"
-	"sort"
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
@@ -88,7 +86,7 @@ func (res *PlanResult) Doc() PlanReport {
 		UnusedRules: r.UnusedRules, UnusedIncludes: r.UnusedIncludes, BookieUsage: res.BookieUsage, Pressured: r.PressuredBookies,
 		ReadErrors: res.ReadErrors, PressureErrors: res.Report.PressureErrors, PolicyErrors: res.Report.PolicyErrors,
 		BrokerErrors: res.Report.BrokerErrors, LedgerErrors: res.Report.LedgerErrors, ScanSeconds: res.Scan.Took.Seconds(),
-		Warnings: planWarnings(res.ReadErrors, res.Report, r)}
+		Warnings: snapshotWarnings(res.ReadErrors, res.Report, r)}
 	if doc.UnusedRules == nil {
 		doc.UnusedRules = []string{}
 	}
@@ -134,40 +132,4 @@ func (res *PlanResult) Doc() PlanReport {
 		}
 	}
 	return doc
-}
-
-// planWarnings are the warnings of one evaluation of the policy, in the
-// words and order of /status (Status.Warnings): managed ledgers not read
-// (by name), what the snapshot could not read (pressure, namespace
-// policies, the broker, ledger metadata), rules and includes that match
-// no topic.
-func planWarnings(readErrs map[string]string, rep SnapshotReport, res policy.Result) []string {
-	var out []string
-	names := make([]string, 0, len(readErrs))
-	for n := range readErrs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		out = append(out, fmt.Sprintf("managed ledger %s not read: %v", n, readErrs[n]))
-	}
-	for _, e := range rep.PressureErrors {
-		out = append(out, "pressure: "+e)
-	}
-	for _, e := range rep.PolicyErrors {
-		out = append(out, "namespace policies: "+e)
-	}
-	for _, e := range rep.BrokerErrors {
-		out = append(out, e+" (every topic is left to the broker meanwhile)")
-	}
-	for _, e := range rep.LedgerErrors {
-		out = append(out, "ledger metadata: "+e)
-	}
-	for _, name := range res.UnusedRules {
-		out = append(out, fmt.Sprintf("rule %q matches no topic", name))
-	}
-	for _, p := range res.UnusedIncludes {
-		out = append(out, fmt.Sprintf("policy.include %q matches no topic", p))
-	}
-	return out
 }

@@ -294,27 +294,41 @@ func newStatus(replica string, started time.Time, ev evaluation, ledgers []Ledge
 	return st
 }
 
-// evaluationWarnings are an evaluation's warnings: unreadable managed
-// ledgers (by name), pressure, namespace policy and broker read failures,
-// rules and includes that match no topic.
+// evaluationWarnings are an evaluation's warnings (snapshotWarnings).
 func evaluationWarnings(ev evaluation) []string {
-	var ws []string
-	for _, n := range slices.Sorted(maps.Keys(ev.readErrs)) {
-		ws = append(ws, fmt.Sprintf("managed ledger %s not read: %v", n, ev.readErrs[n]))
+	readErrs := make(map[string]string, len(ev.readErrs))
+	for n, err := range ev.readErrs {
+		readErrs[n] = err.Error()
 	}
-	for _, e := range ev.rep.PressureErrors {
+	return snapshotWarnings(readErrs, ev.rep, ev.res)
+}
+
+// snapshotWarnings are the warnings of one evaluation of the policy, as
+// /status (Status.Warnings) and offloader plan give them: managed ledgers
+// not read (by name), what the snapshot could not read (pressure,
+// namespace policies, the broker, ledger metadata), rules and includes
+// that match no topic.
+func snapshotWarnings(readErrs map[string]string, rep SnapshotReport, res policy.Result) []string {
+	var ws []string
+	for _, n := range slices.Sorted(maps.Keys(readErrs)) {
+		ws = append(ws, fmt.Sprintf("managed ledger %s not read: %v", n, readErrs[n]))
+	}
+	for _, e := range rep.PressureErrors {
 		ws = append(ws, "pressure: "+e)
 	}
-	for _, e := range ev.rep.PolicyErrors {
+	for _, e := range rep.PolicyErrors {
 		ws = append(ws, "namespace policies: "+e)
 	}
-	for _, e := range ev.rep.BrokerErrors {
+	for _, e := range rep.BrokerErrors {
 		ws = append(ws, e+" (every topic is left to the broker meanwhile)")
 	}
-	for _, name := range ev.res.UnusedRules {
+	for _, e := range rep.LedgerErrors {
+		ws = append(ws, "ledger metadata: "+e)
+	}
+	for _, name := range res.UnusedRules {
 		ws = append(ws, fmt.Sprintf("rule %q matches no topic", name))
 	}
-	for _, p := range ev.res.UnusedIncludes {
+	for _, p := range res.UnusedIncludes {
 		ws = append(ws, fmt.Sprintf("policy.include %q matches no topic", p))
 	}
 	return ws
