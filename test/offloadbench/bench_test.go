@@ -43,6 +43,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -180,15 +181,34 @@ type tkResult struct {
 	copySeconds float64
 	wall        float64
 	maxRSS      int64
+	cost        copyCost
 }
 
-// offload runs `offloader offload` on a fresh managed ledger of l.
-func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB int) tkResult {
+// copyCost is the offloader's own account of its copy step (copyCost in
+// its JSON output): process CPU from /proc/self/stat, Go allocations, and
+// where the time went.
+type copyCost struct {
+	CPUSeconds      float64  `json:"cpuSeconds"`
+	CPUError        string   `json:"cpuError"`
+	AllocBytes      float64  `json:"allocBytes"`
+	Allocs          float64  `json:"allocs"`
+	GCCycles        int      `json:"gcCycles"`
+	GCPauseSeconds  float64  `json:"gcPauseSeconds"`
+	ReadWaitSeconds float64  `json:"readWaitSeconds"`
+	AddSeconds      float64  `json:"addSeconds"`
+	FinishSeconds   float64  `json:"finishSeconds"`
+	Profiles        []string `json:"profiles"`
+}
+
+// offload runs `offloader offload` on a fresh managed ledger of l; extra
+// are more flags (e.g. --profile-dir).
+func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB int, extra ...string) tkResult {
 	topic := be.managedLedger(l)
 	args := []string{"offload", "-o", "json", "--zk", be.zk.Addr, "--store", be.store, "--parts-in-flight", strconv.Itoa(be.parts), topic}
 	if blockMiB > 0 {
 		args = append(args, "--block-size", fmt.Sprintf("%dMiB", blockMiB))
 	}
+	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, be.bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -203,6 +223,7 @@ func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB
 				UUID        string             `json:"uuid"`
 				ObjectBytes int64              `json:"objectBytes"`
 				Steps       map[string]float64 `json:"stepSeconds"`
+				CopyCost    *copyCost          `json:"copyCost"`
 			} `json:"ledgers"`
 		} `json:"managedLedgers"`
 	}
@@ -210,8 +231,12 @@ func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB
 		be.b.Fatalf("offloader output: %v %s", err, out.String())
 	}
 	l0 := doc.ManagedLedgers[0].Ledgers[0]
+	if l0.CopyCost == nil || l0.CopyCost.CPUError != "" {
+		be.b.Fatalf("offloader output has no copy cost: %s", out.String())
+	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return tkResult{uuid: uuid.MustParse(l0.UUID), objectBytes: l0.ObjectBytes, copySeconds: l0.Steps["copy"], wall: wall, maxRSS: ru.Maxrss << 10}
+	return tkResult{uuid: uuid.MustParse(l0.UUID), objectBytes: l0.ObjectBytes, copySeconds: l0.Steps["copy"], wall: wall, maxRSS: ru.Maxrss << 10,
+		cost: *l0.CopyCost}
 }
 
 // deleteObjects removes an attempt's objects (keeps the bucket small).
@@ -222,7 +247,7 @@ func (be *bench) deleteObjects(ctx context.Context, id uuid.UUID, ledgerID int64
 }
 
 // raw runs the raw multipart baseline in a child process.
-func (be *bench) raw(size int64, part int) (seconds float64, maxRSS int64) {
+func (be *bench) raw(size int64, part int) (seconds, cpuSeconds float64) {
 	cfg, _ := json.Marshal(rawConfig{Endpoint: be.s3.Endpoint, Region: be.s3.Region, AccessKey: be.s3.AccessKey, SecretKey: be.s3.SecretKey,
 		Bucket: be.bucket, Bytes: size, Part: part, Parts: be.parts})
 	// Bounded: the child uploads size bytes to a local server (minutes at most).
@@ -241,15 +266,23 @@ func (be *bench) raw(size int64, part int) (seconds float64, maxRSS int64) {
 	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &r); err != nil {
 		be.b.Fatalf("raw child output %q: %v", out.String(), err)
 	}
-	return r.Seconds, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	return r.Seconds, processCPU(cmd)
+}
+
+// processCPU is the user+system CPU seconds of a finished child (its whole
+// life, from the kernel's accounting).
+func processCPU(cmd *exec.Cmd) float64 {
+	return (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 }
 
 // pulsar runs Pulsar's own offloader on the ledger (its default 64 MiB
-// blocks) and returns its offload seconds.
-func (be *bench) pulsar(ctx context.Context, l *testenv.WrittenLedger) float64 {
+// blocks) and returns its offload seconds and the JVM's CPU seconds over
+// the offload call (from its /proc/self/stat).
+func (be *bench) pulsar(ctx context.Context, l *testenv.WrittenLedger) (seconds, cpuSeconds float64) {
 	var r struct {
-		Seconds float64 `json:"seconds"`
-		UUID    string  `json:"uuid"`
+		Seconds    float64 `json:"seconds"`
+		CPUSeconds float64 `json:"cpuSeconds"`
+		UUID       string  `json:"uuid"`
 	}
 	args := append([]string{"--metadata-uri", be.bk.MetadataServiceURI(), "--ledger", strconv.FormatInt(l.LedgerID, 10), "--timeout-seconds", "1200"},
 		testenv.S3Args(be.s3, be.bucket)...)
@@ -257,12 +290,16 @@ func (be *bench) pulsar(ctx context.Context, l *testenv.WrittenLedger) float64 {
 		be.b.Fatal(err)
 	}
 	be.deleteObjects(ctx, uuid.MustParse(r.UUID), l.LedgerID)
-	return r.Seconds
+	if r.CPUSeconds < 0 {
+		be.b.Fatal("pulsar-offload could not read its /proc/self/stat")
+	}
+	return r.Seconds, r.CPUSeconds
 }
 
 // bkRead reads the ledger from the bookies alone (offloader ledger read
-// --verify-only: digests checked, nothing stored) and returns the seconds.
-func (be *bench) bkRead(ctx context.Context, l *testenv.WrittenLedger) float64 {
+// --verify-only: digests checked, nothing stored) and returns the seconds
+// and the process's CPU seconds.
+func (be *bench) bkRead(ctx context.Context, l *testenv.WrittenLedger) (seconds, cpuSeconds float64) {
 	cmd := exec.CommandContext(ctx, be.bin, "ledger", "read", "--verify-only", "-o", "json", "--zk", be.zk.Addr, "--ledger", strconv.FormatInt(l.LedgerID, 10))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -275,50 +312,107 @@ func (be *bench) bkRead(ctx context.Context, l *testenv.WrittenLedger) float64 {
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		be.b.Fatalf("ledger read output: %v %s", err, out.String())
 	}
-	return r.Seconds
+	return r.Seconds, processCPU(cmd)
 }
 
 func mbps(bytes int64, seconds float64) float64 { return float64(bytes) / 1e6 / max(seconds, 1e-9) }
+
+// gib is bytes in GiB.
+func gib(bytes int64) float64 { return float64(bytes) / (1 << 30) }
 
 func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b := be.b
 	l := be.ledgers[mib]
 	b.Logf("throughput on the %d MiB ledger, %d rounds, order rotated every round; load before: %s", mib, rounds, testenv.LoadAvg())
 	// A warm-up run reads the ledger once (every command then meets the
-	// same bookie caches) and gives the data object's size for the raw
-	// baseline.
-	warm := be.offload(ctx, l, 0)
+	// same bookie caches), gives the data object's size for the raw
+	// baseline, and is profiled (CPU, blocking, mutex, allocations; the
+	// measured runs are not).
+	profDir := os.Getenv("TK_BENCH_PROFILE_DIR")
+	if profDir == "" {
+		profDir = b.TempDir()
+	}
+	warm := be.offload(ctx, l, 0, "--profile-dir", profDir)
 	be.deleteObjects(ctx, warm.uuid, l.LedgerID)
-	var tks, tkWalls, raws, pulsars, bks, rawRatio, pulsarRatio []float64
+	be.summarizeProfiles(warm.cost.Profiles)
+	g := gib(l.Length)
+	var tks, tkWalls, raws, pulsars, bks, shares, tkCPUs, pulCPUs, cpuRatios, allocs []float64
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
-		var rawS, pulS, bkS, tkBusy, rawBusy float64
+		var rawS, rawCPU, pulS, pulCPU, bkS, bkCPU, tkBusy, rawBusy float64
 		steps := []func(){
-			func() { bkS = be.bkRead(ctx, l) },
+			func() { bkS, bkCPU = be.bkRead(ctx, l) },
 			func() {
 				tkBusy = busyDuring(func() { tk = be.offload(ctx, l, 0) })
 				be.deleteObjects(ctx, tk.uuid, l.LedgerID)
 			},
-			func() { rawBusy = busyDuring(func() { rawS, _ = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) }) },
-			func() { pulS = be.pulsar(ctx, l) },
+			func() {
+				rawBusy = busyDuring(func() { rawS, rawCPU = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) })
+			},
+			func() { pulS, pulCPU = be.pulsar(ctx, l) },
 		}
 		for i := range steps {
 			steps[(i+r)%len(steps)]()
 		}
 		tkm, rawm, pulm, bkm := mbps(l.Length, tk.copySeconds), mbps(tk.objectBytes, rawS), mbps(l.Length, pulS), mbps(l.Length, bkS)
-		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs; machine CPU %.0f%% busy), raw multipart %.1f MB/s (%.2fs; CPU %.0f%% busy), Pulsar offloader %.1f MB/s (%.2fs), bookie read alone %.1f MB/s; load %s",
-			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, testenv.LoadAvg())
+		// The co-located limit: reading alone, then uploading alone, one
+		// after the other (the copy overlaps them, but on shared cores
+		// the two compete for the same CPU).
+		share := (bkS + rawS) / tk.copySeconds
+		c := tk.cost
+		tkCPU, pulCPUg := c.CPUSeconds/g, pulCPU/g
+		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs; machine CPU %.0f%% busy), raw multipart %.1f MB/s (%.2fs; CPU %.0f%% busy), Pulsar offloader %.1f MB/s (%.2fs), bookie read alone %.1f MB/s (%.2fs); copy = %.2f of the limit 1/(1/read+1/put) = %.1f MB/s; load %s",
+			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, bkS, share, mbps(l.Length, bkS+rawS), testenv.LoadAvg())
+		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s, Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused); copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
+			r+1, tkCPU, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
 		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)
-		rawRatio, pulsarRatio = append(rawRatio, tkm/rawm), append(pulsarRatio, tkm/pulm)
+		shares, tkCPUs, pulCPUs, cpuRatios, allocs = append(shares, share), append(tkCPUs, tkCPU), append(pulCPUs, pulCPUg), append(cpuRatios, tkCPU/pulCPUg), append(allocs, c.AllocBytes/g)
 	}
 	b.ReportMetric(stats.Median(tks), "tk-copy-MB/s")
 	b.ReportMetric(stats.Median(raws), "raw-MB/s")
 	b.ReportMetric(stats.Median(pulsars), "pulsar-MB/s")
-	b.ReportMetric(stats.Median(rawRatio), "tk/raw")
-	b.ReportMetric(stats.Median(pulsarRatio), "tk/pulsar")
-	bk, raw := stats.Median(bks), stats.Median(raws)
-	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; Pulsar %.1f MB/s; tierkeeper/raw %.2f (goal >= 0.9), tierkeeper/Pulsar %.2f (goal >= 2); bookie read alone %.1f MB/s, so reading and uploading one after the other on these cores would give %.1f MB/s",
-		rounds, stats.Median(tks), stats.Median(tkWalls), raw, stats.Median(pulsars), stats.Median(rawRatio), stats.Median(pulsarRatio), bk, 1/(1/bk+1/raw))
+	b.ReportMetric(stats.Median(bks), "read-MB/s")
+	b.ReportMetric(slices.Min(shares), "min-share-of-limit")
+	b.ReportMetric(stats.Median(tkCPUs), "tk-CPU-s/GiB")
+	b.ReportMetric(stats.Median(pulCPUs), "pulsar-CPU-s/GiB")
+	b.ReportMetric(stats.Median(allocs), "tk-alloc-B/GiB")
+	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; bookie read alone %.1f MB/s; Pulsar %.1f MB/s",
+		rounds, stats.Median(tks), stats.Median(tkWalls), stats.Median(raws), stats.Median(bks), stats.Median(pulsars))
+	b.Logf("RESULT co-located limit: copy / (1/(1/read + 1/put)) per round %s (goal >= 0.95 in every round)", fmtList(shares))
+	b.Logf("RESULT CPU per GiB (median): tierkeeper copy %.2f s, Pulsar's JVM %.2f s, ratio %.2f (per round %s; goals <= 0.25 and <= 1 s/GiB); copy allocations %.1f MiB/GiB",
+		stats.Median(tkCPUs), stats.Median(pulCPUs), stats.Median(cpuRatios), fmtList(cpuRatios), stats.Median(allocs)/(1<<20))
+}
+
+func fmtList(v []float64) string {
+	var out []string
+	for _, x := range v {
+		out = append(out, fmt.Sprintf("%.2f", x))
+	}
+	return strings.Join(out, " ")
+}
+
+// summarizeProfiles logs the top of the warm-up copy's CPU and blocking
+// profiles (go tool pprof -top).
+func (be *bench) summarizeProfiles(files []string) {
+	for _, f := range files {
+		kind := ""
+		switch {
+		case strings.HasSuffix(f, ".cpu.pprof"):
+			kind = "CPU"
+		case strings.HasSuffix(f, ".block.pprof"):
+			kind = "blocking"
+		default:
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", be.bin, f).Output()
+		cancel()
+		if err != nil {
+			be.b.Logf("pprof %s: %v", f, err)
+			continue
+		}
+		be.b.Logf("warm-up copy %s profile (%s):\n%s", kind, f, out)
+	}
 }
 
 func (be *bench) rss(ctx context.Context, sizes []int) {
