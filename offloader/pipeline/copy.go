@@ -99,7 +99,7 @@ func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.L
 	var addErr, fpErr error // errors of the upload and the failpoint, as opposed to the read
 	var st CopyStats
 	last := time.Now() // when the copy last stopped waiting for the bookies
-	err = l.ReadRange(ctx, 0, -1, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes}, func(e client.Entry) error {
+	err = l.ReadRange(ctx, 0, -1, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes, ReuseBuffers: true}, func(e client.Entry) error {
 		got := time.Now()
 		st.ReadWait += got.Sub(last)
 		dg.add(e.EntryID, e.Payload)

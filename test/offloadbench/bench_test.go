@@ -411,7 +411,10 @@ func (be *bench) summarizeProfiles(files []string) {
 			be.b.Logf("pprof %s: %v", f, err)
 			continue
 		}
-		be.b.Logf("warm-up copy %s profile (%s):\n%s", kind, f, out)
+		be.b.Logf("warm-up copy %s profile %s (go tool pprof -top):", kind, f)
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			be.b.Logf("  %s %s", kind, line)
+		}
 	}
 }
 
