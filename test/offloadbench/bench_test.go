@@ -24,7 +24,22 @@ package offloadbench
 // seek (a fresh read handle, one entry) and for a full sequential read,
 // counted by a proxy in front of versitygw.
 //
-// Knobs: TK_BENCH_OFFLOAD_MIB (ledger sizes in MiB, default "1024,2048";
+// Every round also reads the ledger alone (offloader ledger read
+// --verify-only) and reports the copy as a share of reading and then
+// uploading one after the other, 1/(1/read + 1/put): on shared cores the
+// limit of a copy that competes with the bookies and the store for CPU;
+// the offloader's CPU seconds per GiB of its copy step (its own
+// /proc/self/stat, reported as copyCost) against those of the JVM running
+// Pulsar's offloader over its offload call; the copy's Go allocations per
+// GiB and where it waited (for the bookies, for a free block, finishing);
+// and the I/O stall time (PSI) during the copy and the raw PUT. Every step
+// starts after a sync. The warm-up copy is profiled (--profile-dir: CPU,
+// blocking, mutex, allocations; the tops are logged).
+//
+// Knobs: TK_BENCH_OFFLOADER (an offloader binary to measure instead of
+// the one built from this tree, e.g. an older revision's),
+// TK_BENCH_PROFILE_DIR (keep the warm-up profiles there),
+// TK_BENCH_OFFLOAD_MIB (ledger sizes in MiB, default "1024,2048";
 // the first is the throughput ledger), TK_BENCH_ROUNDS (3), TK_BENCH_PARTS
 // (2), TK_BENCH_SEEKS (16), TK_BENCH_SEEK_BLOCKS (block sizes in MiB for
 // the seek table, default "5,8,16,64"), TK_BENCH_ONLY (a comma list of
@@ -91,6 +106,19 @@ func busyDuring(fn func()) float64 {
 	return float64(b1-b0) / float64(t1-t0)
 }
 
+// ioDelta is the machine's I/O stall time during a step and its dirty
+// page cache at the start.
+type ioDelta struct {
+	start testenv.IOState
+	stall time.Duration
+}
+
+func ioDuring(fn func()) ioDelta {
+	s := testenv.IONow()
+	fn()
+	return ioDelta{start: s, stall: testenv.IONow().Stall - s.Stall}
+}
+
 // bench is the set-up shared by the measurements.
 type bench struct {
 	b       *testing.B
@@ -119,7 +147,10 @@ func BenchmarkOffload(b *testing.B) {
 	be.s3 = testenv.StartS3(b)
 	be.bucket = be.s3.NewBucket(b)
 	be.store = be.storeFile(be.bucket)
-	be.bin = testenv.BuiltCommand(b, "offloader")
+	be.bin = os.Getenv("TK_BENCH_OFFLOADER")
+	if be.bin == "" {
+		be.bin = testenv.BuiltCommand(b, "offloader")
+	}
 	ctx := context.Background()
 	zs, err := tkzk.Connect(ctx, []string{be.zk.Addr}, tkzk.Options{})
 	if err != nil {
@@ -340,18 +371,25 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
 		var rawS, rawCPU, pulS, pulCPU, bkS, bkCPU, tkBusy, rawBusy float64
+		var tkIO, rawIO ioDelta
 		steps := []func(){
 			func() { bkS, bkCPU = be.bkRead(ctx, l) },
 			func() {
-				tkBusy = busyDuring(func() { tk = be.offload(ctx, l, 0) })
+				tkIO = ioDuring(func() { tkBusy = busyDuring(func() { tk = be.offload(ctx, l, 0) }) })
 				be.deleteObjects(ctx, tk.uuid, l.LedgerID)
 			},
 			func() {
-				rawBusy = busyDuring(func() { rawS, rawCPU = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) })
+				rawIO = ioDuring(func() {
+					rawBusy = busyDuring(func() { rawS, rawCPU = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) })
+				})
 			},
 			func() { pulS, pulCPU = be.pulsar(ctx, l) },
 		}
 		for i := range steps {
+			// Every step starts with what the steps before it wrote on
+			// disk (the store's objects and parts), so none pays for
+			// another's writeback.
+			syscall.Sync()
 			steps[(i+r)%len(steps)]()
 		}
 		tkm, rawm, pulm, bkm := mbps(l.Length, tk.copySeconds), mbps(tk.objectBytes, rawS), mbps(l.Length, pulS), mbps(l.Length, bkS)
@@ -363,6 +401,8 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		tkCPU, pulCPUg := c.CPUSeconds/g, pulCPU/g
 		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs; machine CPU %.0f%% busy), raw multipart %.1f MB/s (%.2fs; CPU %.0f%% busy), Pulsar offloader %.1f MB/s (%.2fs), bookie read alone %.1f MB/s (%.2fs); copy = %.2f of the limit 1/(1/read+1/put) = %.1f MB/s; load %s",
 			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, bkS, share, mbps(l.Length, bkS+rawS), testenv.LoadAvg())
+		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start), raw PUT %.2fs (dirty %.0f MiB at its start)",
+			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB)
 		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s, Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused); copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
 			r+1, tkCPU, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
 		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)
