@@ -36,9 +36,9 @@ package offloadbench
 // starts after a sync. The warm-up copy is profiled (--profile-dir: CPU,
 // blocking, mutex, allocations; the tops are logged).
 //
-// Knobs: TK_BENCH_OFFLOADER (an offloader binary to measure instead of
-// the one built from this tree, e.g. an older revision's),
-// TK_BENCH_PROFILE_DIR (keep the warm-up profiles there),
+// Knobs: TK_BENCH_BASE_REV (a git revision whose offloader's copy is
+// measured too, in every round beside this tree's: a before/after; it
+// must report copyCost in its offload output), TK_BENCH_PROFILE_DIR (keep the warm-up profiles there),
 // TK_BENCH_OFFLOAD_MIB (ledger sizes in MiB, default "1024,2048";
 // the first is the throughput ledger), TK_BENCH_ROUNDS (3), TK_BENCH_PARTS
 // (2), TK_BENCH_SEEKS (16), TK_BENCH_SEEK_BLOCKS (block sizes in MiB for
@@ -129,6 +129,8 @@ type bench struct {
 	bucket  string
 	store   string // blob config file
 	bin     string // offloader binary
+	baseBin string // TK_BENCH_BASE_REV's offloader binary, or ""
+	baseRev string
 	zkc     *tkzk.Session
 	parts   int
 	ledgers map[int]*testenv.WrittenLedger // by size in MiB
@@ -147,9 +149,9 @@ func BenchmarkOffload(b *testing.B) {
 	be.s3 = testenv.StartS3(b)
 	be.bucket = be.s3.NewBucket(b)
 	be.store = be.storeFile(be.bucket)
-	be.bin = os.Getenv("TK_BENCH_OFFLOADER")
-	if be.bin == "" {
-		be.bin = testenv.BuiltCommand(b, "offloader")
+	be.bin = testenv.BuiltCommand(b, "offloader")
+	if rev := os.Getenv("TK_BENCH_BASE_REV"); rev != "" {
+		be.baseBin, be.baseRev = buildOffloaderAt(b, rev), rev
 	}
 	ctx := context.Background()
 	zs, err := tkzk.Connect(ctx, []string{be.zk.Addr}, tkzk.Options{})
@@ -234,13 +236,18 @@ type copyCost struct {
 // offload runs `offloader offload` on a fresh managed ledger of l; extra
 // are more flags (e.g. --profile-dir).
 func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB int, extra ...string) tkResult {
+	return be.offloadWith(ctx, be.bin, l, blockMiB, extra...)
+}
+
+// offloadWith is offload with the offloader binary bin.
+func (be *bench) offloadWith(ctx context.Context, bin string, l *testenv.WrittenLedger, blockMiB int, extra ...string) tkResult {
 	topic := be.managedLedger(l)
 	args := []string{"offload", "-o", "json", "--zk", be.zk.Addr, "--store", be.store, "--parts-in-flight", strconv.Itoa(be.parts), topic}
 	if blockMiB > 0 {
 		args = append(args, "--block-size", fmt.Sprintf("%dMiB", blockMiB))
 	}
 	args = append(args, extra...)
-	cmd := exec.CommandContext(ctx, be.bin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -368,10 +375,12 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	be.summarizeProfiles(warm.cost.Profiles)
 	g := gib(l.Length)
 	var tks, tkWalls, raws, pulsars, bks, shares, tkCPUs, pulCPUs, cpuRatios, allocs []float64
+	var baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs []float64
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
 		var rawS, rawCPU, pulS, pulCPU, bkS, bkCPU, tkBusy, rawBusy float64
 		var tkIO, rawIO ioDelta
+		var base tkResult
 		steps := []func(){
 			func() { bkS, bkCPU = be.bkRead(ctx, l) },
 			func() {
@@ -384,6 +393,12 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 				})
 			},
 			func() { pulS, pulCPU = be.pulsar(ctx, l) },
+		}
+		if be.baseBin != "" {
+			steps = append(steps, func() {
+				base = be.offloadWith(ctx, be.baseBin, l, 0)
+				be.deleteObjects(ctx, base.uuid, l.LedgerID)
+			})
 		}
 		for i := range steps {
 			// Every step starts with what the steps before it wrote on
@@ -405,6 +420,13 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB)
 		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s, Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused); copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
 			r+1, tkCPU, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
+		if be.baseBin != "" {
+			bc := base.cost
+			bm, bshare, bcpu := mbps(l.Length, base.copySeconds), (bkS+rawS)/base.copySeconds, bc.CPUSeconds/g
+			b.Logf("round %d: base %s copy %.1f MB/s (%.2fs) = %.2f of the limit; CPU %.2f s/GiB (%.2fx Pulsar's); allocated %.0f MiB/GiB, %d GCs (%.0f ms paused); waited %.2fs for the bookies, %.2fs in Add, %.2fs finishing",
+				r+1, be.baseRev, bm, base.copySeconds, bshare, bcpu, bcpu/pulCPUg, bc.AllocBytes/(1<<20)/g, bc.GCCycles, 1000*bc.GCPauseSeconds, bc.ReadWaitSeconds, bc.AddSeconds, bc.FinishSeconds)
+			baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs = append(baseMBs, bm), append(baseShares, bshare), append(baseCPUs, bcpu), append(baseRatios, bcpu/pulCPUg), append(baseAllocs, bc.AllocBytes/g)
+		}
 		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)
 		shares, tkCPUs, pulCPUs, cpuRatios, allocs = append(shares, share), append(tkCPUs, tkCPU), append(pulCPUs, pulCPUg), append(cpuRatios, tkCPU/pulCPUg), append(allocs, c.AllocBytes/g)
 	}
@@ -421,6 +443,10 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b.Logf("RESULT co-located limit: copy / (1/(1/read + 1/put)) per round %s (goal >= 0.95 in every round)", fmtList(shares))
 	b.Logf("RESULT CPU per GiB (median): tierkeeper copy %.2f s, Pulsar's JVM %.2f s, ratio %.2f (per round %s; goals <= 0.25 and <= 1 s/GiB); copy allocations %.1f MiB/GiB",
 		stats.Median(tkCPUs), stats.Median(pulCPUs), stats.Median(cpuRatios), fmtList(cpuRatios), stats.Median(allocs)/(1<<20))
+	if be.baseBin != "" {
+		b.Logf("RESULT base %s (median): copy %.1f MB/s, share of the limit per round %s, CPU %.2f s/GiB (%.2fx Pulsar's), allocations %.1f MiB/GiB",
+			be.baseRev, stats.Median(baseMBs), fmtList(baseShares), stats.Median(baseCPUs), stats.Median(baseRatios), stats.Median(baseAllocs)/(1<<20))
+	}
 }
 
 func fmtList(v []float64) string {
