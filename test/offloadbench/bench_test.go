@@ -36,7 +36,9 @@ package offloadbench
 // starts after a sync. The warm-up copy is profiled (--profile-dir: CPU,
 // blocking, mutex, allocations; the tops are logged).
 //
-// Knobs: TK_BENCH_BASE_REV (a git revision whose offloader's copy is
+// Knobs: TK_BENCH_STORE_OPTIONS (key=value,... added to the s3 store's
+// config for the offloader and the raw PUT, e.g. checksum=md5),
+// TK_BENCH_BASE_REV (a git revision whose offloader's copy is
 // measured too, in every round beside this tree's: a before/after; it
 // must report copyCost in its offload output), TK_BENCH_PROFILE_DIR (keep the warm-up profiles there),
 // TK_BENCH_OFFLOAD_MIB (ledger sizes in MiB, default "1024,2048";
@@ -75,7 +77,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/stats"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
-	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
+	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
@@ -181,7 +183,40 @@ func BenchmarkOffload(b *testing.B) {
 	}
 }
 
-func (be *bench) storeFile(bucket string) string { return s3test.StoreFile(be.b, be.s3, bucket) }
+// storeFile is the store file for bucket, with TK_BENCH_STORE_OPTIONS
+// (comma-separated key=value, e.g. checksum=md5,payload_signing=signed)
+// added to its s3 config; the offloader and the raw PUT both use it.
+func (be *bench) storeFile(bucket string) string {
+	p := s3test.StoreFile(be.b, be.s3, bucket)
+	opts := os.Getenv("TK_BENCH_STORE_OPTIONS")
+	if opts == "" {
+		return p
+	}
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		be.b.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		be.b.Fatal(err)
+	}
+	cfg, _ := doc["config"].(map[string]any)
+	for _, kv := range strings.Split(opts, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || cfg == nil {
+			be.b.Fatalf("TK_BENCH_STORE_OPTIONS %q: want key=value,...", opts)
+		}
+		cfg[k] = v
+	}
+	if raw, err = json.Marshal(doc); err != nil {
+		be.b.Fatal(err)
+	}
+	if err := os.WriteFile(p, raw, 0o600); err != nil {
+		be.b.Fatal(err)
+	}
+	be.b.Logf("store options: %s", opts)
+	return p
+}
 
 // managedLedger (re)writes a managed ledger holding the ledger, closed,
 // and an empty current ledger after it, with no offload context, and
@@ -286,8 +321,7 @@ func (be *bench) deleteObjects(ctx context.Context, id uuid.UUID, ledgerID int64
 
 // raw runs the raw multipart baseline in a child process.
 func (be *bench) raw(size int64, part int) (seconds, cpuSeconds float64) {
-	cfg, _ := json.Marshal(rawConfig{Endpoint: be.s3.Endpoint, Region: be.s3.Region, AccessKey: be.s3.AccessKey, SecretKey: be.s3.SecretKey,
-		Bucket: be.bucket, Bytes: size, Part: part, Parts: be.parts})
+	cfg, _ := json.Marshal(rawConfig{Store: be.store, Bytes: size, Part: part, Parts: be.parts})
 	// Bounded: the child uploads size bytes to a local server (minutes at most).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -599,9 +633,9 @@ func (be *bench) seekTable(ctx context.Context, mib int, blocks []int, seeks int
 
 // rawConfig is the raw baseline's job, passed to the child as JSON.
 type rawConfig struct {
-	Endpoint, Region, AccessKey, SecretKey, Bucket string
-	Bytes                                          int64
-	Part, Parts                                    int
+	Store       string // the offloader's store file: the same client settings
+	Bytes       int64
+	Part, Parts int
 }
 
 // rawChild uploads Bytes bytes as one multipart object with Parts parts in
@@ -614,7 +648,12 @@ func rawChild() int {
 		return 2
 	}
 	ctx := context.Background()
-	st, err := s3store.New(ctx, s3test.Static(c.Bucket, c.Region, c.Endpoint, c.AccessKey, c.SecretKey), s3store.Options{})
+	sc, err := blobclient.Load(c.Store)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	st, err := blobclient.New(ctx, sc, blobclient.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
