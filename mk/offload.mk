@@ -11,6 +11,12 @@ BENCH_OFFLOAD_SEEKS  ?= 16
 BENCH_OFFLOAD_BLOCKS ?= 5,8,10,12,16,64
 # Run only some parts: a comma list of throughput, rss, seeks (default all).
 BENCH_OFFLOAD_ONLY   ?=
+# A git revision whose offloader is measured too (before/after; also used by
+# bench-offload-producing). bench-offload needs one that reports copyCost.
+BENCH_BASE_REV       ?=
+# key=value,... added to the S3 store's config (offloader and raw PUT alike),
+# e.g. checksum=md5 or payload_signing=unsigned.
+BENCH_OFFLOAD_STORE_OPTIONS ?=
 
 .PHONY: test-offload bench-offload bench-offload-producing bench-sim
 
@@ -33,10 +39,10 @@ test-offload: deps compat-prepare
 	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 ./offloader/pipeline/ ./offloader/brokeradmin/ ./cmd/offloader/
 	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 -run 'TestOffload|TestBrokerReadsGoOffload' ./test/compat/
 
-## bench-offload: pipeline MB/s vs a raw multipart PUT and Pulsar's offloader on a >= 1 GiB ledger, peak RSS at 1 and 2 GiB, bytes Pulsar's reader fetches per random seek by block size (~15 min).
+## bench-offload: pipeline MB/s vs a raw multipart PUT, the bookie read alone and Pulsar's offloader on a >= 1 GiB ledger, the copy's share of 1/(1/read + 1/put) per round, CPU seconds per GiB of the copy vs Pulsar's JVM, allocations per GiB, a profile of the copy; BENCH_BASE_REV=<rev> adds that revision's copy to every round; peak RSS at 1 and 2 GiB, bytes Pulsar's reader fetches per random seek by block size (~15 min).
 bench-offload: deps compat-prepare
-	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_OFFLOAD_MIB=$(BENCH_OFFLOAD_MIB) TK_BENCH_ROUNDS=$(BENCH_OFFLOAD_ROUNDS) \
-	  TK_BENCH_PARTS=$(BENCH_OFFLOAD_PARTS) TK_BENCH_SEEKS=$(BENCH_OFFLOAD_SEEKS) TK_BENCH_SEEK_BLOCKS=$(BENCH_OFFLOAD_BLOCKS) TK_BENCH_ONLY=$(BENCH_OFFLOAD_ONLY) \
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_OFFLOAD_MIB=$(BENCH_OFFLOAD_MIB) TK_BENCH_ROUNDS=$(BENCH_OFFLOAD_ROUNDS) TK_BENCH_BASE_REV=$(BENCH_BASE_REV) \
+	  TK_BENCH_STORE_OPTIONS=$(BENCH_OFFLOAD_STORE_OPTIONS) TK_BENCH_PARTS=$(BENCH_OFFLOAD_PARTS) TK_BENCH_SEEKS=$(BENCH_OFFLOAD_SEEKS) TK_BENCH_SEEK_BLOCKS=$(BENCH_OFFLOAD_BLOCKS) TK_BENCH_ONLY=$(BENCH_OFFLOAD_ONLY) \
 	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkOffload$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \
 	  | grep -E '^(Benchmark|    bench_test|ok|FAIL|---)' | sed 's/^    bench_test.go:[0-9]*: //'
 
@@ -45,7 +51,6 @@ bench: bench-offload
 ## bench-offload-producing: the producer's stall (max publish latency, longest ack gap, topic reloads) while offloads commit on its topic, with a stock broker; BENCH_BASE_REV=<rev> adds the offloader built at that revision, BENCH_PRODUCING_SIZE the message bytes; then duplicates and ledgers per hour while `offloader run` offloads every closed ledger, with and without scheduler.min_reload_interval (~18 min).
 BENCH_PRODUCING_ROUNDS ?= 3
 BENCH_PRODUCING_SIZE   ?= 1500
-BENCH_BASE_REV         ?=
 bench-offload-producing: deps compat-prepare
 	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_ROUNDS=$(BENCH_PRODUCING_ROUNDS) TK_BENCH_SIZE=$(BENCH_PRODUCING_SIZE) TK_BENCH_BASE_REV=$(BENCH_BASE_REV) \
 	  $(GO) test -count=1 -run '^$$' -bench '^Benchmark(Offload|Service)WhileProducing$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \

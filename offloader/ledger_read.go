@@ -44,7 +44,8 @@ type LedgerSource struct {
 	close  func()
 }
 
-// Read calls fn with entries from..to in order.
+// Read calls fn with entries from..to in order. An entry's Payload is
+// valid only until fn returns (its buffer is then reused).
 func (s *LedgerSource) Read(ctx context.Context, from, to int64, fn func(LedgerEntry) error) error {
 	return s.read(ctx, from, to, fn)
 }
@@ -131,7 +132,7 @@ func openBookieLedger(ctx context.Context, p *Peers, id int64, fallback digest.T
 	}
 	return &LedgerSource{LastEntry: md.LastEntryID, Length: md.Length, Checked: dt.String() + " digests", Digest: dt.String(),
 		read: func(ctx context.Context, from, to int64, fn func(LedgerEntry) error) error {
-			return l.ReadRange(ctx, from, to, bkclient.StreamOptions{}, func(e bkclient.Entry) error {
+			return l.ReadRange(ctx, from, to, bkclient.StreamOptions{ReuseBuffers: true}, func(e bkclient.Entry) error {
 				return fn(LedgerEntry{ID: e.EntryID, Payload: e.Payload, Length: e.Length, LAC: e.LastAddConfirmed, From: e.Bookie})
 			})
 		},

@@ -147,7 +147,25 @@ type OffloadedLedger struct {
 	Leftovers   []string               `json:"leftovers,omitempty"`
 	Seconds     float64                `json:"seconds"`
 	Steps       map[string]float64     `json:"stepSeconds,omitempty"`
+	CopyCost    *CopyCost              `json:"copyCost,omitempty"`
 	Error       string                 `json:"error,omitempty"`
+}
+
+// CopyCost is what a ledger's copy step cost and where its time went. The
+// waits come from the pipeline; the process figures (CPU from
+// /proc/self/stat, Go allocations, GCs) from a caller that measures the
+// copy step (offloader offload, which copies one ledger at a time).
+type CopyCost struct {
+	CPUSeconds      float64  `json:"cpuSeconds"`
+	CPUError        string   `json:"cpuError,omitempty"`
+	AllocBytes      uint64   `json:"allocBytes"`
+	Allocs          uint64   `json:"allocs"`
+	GCCycles        uint32   `json:"gcCycles"`
+	GCPauseSeconds  float64  `json:"gcPauseSeconds"`
+	ReadWaitSeconds float64  `json:"readWaitSeconds"`
+	AddSeconds      float64  `json:"addSeconds"`
+	FinishSeconds   float64  `json:"finishSeconds"`
+	Profiles        []string `json:"profiles,omitempty"`
 }
 
 // TrimReport is a ledger's BookKeeper deletion.
@@ -303,6 +321,9 @@ func offloadedLedger(lr *pipeline.LedgerResult) OffloadedLedger {
 	d := OffloadedLedger{LedgerID: lr.LedgerID, Outcome: string(lr.Outcome), Before: lr.Before.String(), Entries: lr.Entries,
 		Bytes: lr.Bytes, ObjectBytes: lr.ObjectBytes, Blocks: lr.Blocks, DataKey: lr.DataKey, IndexKey: lr.IndexKey,
 		Leftovers: lr.Leftovers, Steps: map[string]float64{}}
+	if c := lr.Copy; c != (pipeline.CopyStats{}) {
+		d.CopyCost = &CopyCost{ReadWaitSeconds: c.ReadWait.Seconds(), AddSeconds: c.Add.Seconds(), FinishSeconds: c.Finish.Seconds()}
+	}
 	if lr.UUID != uuid.Nil {
 		d.UUID = lr.UUID.String()
 	}

@@ -175,6 +175,8 @@ type Client struct {
 	dialErr map[string]dialFail  // recent dial failures
 	failed  map[string]time.Time // recent read failures (health)
 	closed  bool
+
+	frames *framePool // buffers of delivered frames (StreamOptions.ReuseBuffers)
 }
 
 type dialWait struct {
@@ -203,6 +205,7 @@ func New(opts Options) (*Client, error) {
 		opts: opts, log: opts.Logger, m: m,
 		conns: map[string]*conn{}, dialing: map[string]*dialWait{},
 		dialErr: map[string]dialFail{}, failed: map[string]time.Time{},
+		frames: newFramePool(opts.WindowBytes),
 	}, nil
 }
 
@@ -342,7 +345,7 @@ func (c *Client) Probe(ctx context.Context, bookie string) (bkproto.StatusCode, 
 	if err != nil {
 		return 0, err
 	}
-	resp, err := k.read(ctx, 0, 0)
+	resp, _, err := k.read(ctx, 0, 0)
 	if err != nil {
 		return 0, err
 	}

@@ -21,6 +21,7 @@ type call struct {
 	ledger, entry int64
 	done          chan struct{} // closed when resp or err is set
 	resp          *wire.Response
+	frame         []byte // the frame resp aliases
 	err           error
 	abandoned     atomic.Bool // the caller gave up: do not send it
 }
@@ -96,18 +97,19 @@ func (k *conn) fail(err error) {
 }
 
 // read sends one read request and waits for its response, the timeout,
-// ctx, or the connection's failure.
-func (k *conn) read(ctx context.Context, ledger, entry int64) (*wire.Response, error) {
+// ctx, or the connection's failure. The response aliases frame, which the
+// caller may hand back to the frame pool once nothing refers to it.
+func (k *conn) read(ctx context.Context, ledger, entry int64) (resp *wire.Response, frame []byte, err error) {
 	timer := time.NewTimer(k.c.opts.ReadTimeout)
 	defer timer.Stop()
 	select {
 	case k.slots <- struct{}{}:
 	case <-timer.C:
-		return nil, fmt.Errorf("%w: bookie %s: no free request slot within %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
+		return nil, nil, fmt.Errorf("%w: bookie %s: no free request slot within %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	case <-k.dead:
-		return nil, k.err
+		return nil, nil, k.err
 	}
 	defer func() { <-k.slots }()
 
@@ -116,7 +118,7 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (*wire.Response, e
 	k.mu.Lock()
 	if k.err != nil {
 		k.mu.Unlock()
-		return nil, k.err
+		return nil, nil, k.err
 	}
 	k.nextTxn++
 	cl.txn = k.nextTxn
@@ -130,17 +132,17 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (*wire.Response, e
 	case k.sendq <- cl:
 	case <-timer.C:
 		k.forget(cl)
-		return nil, fmt.Errorf("%w: bookie %s: request not sent within %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
+		return nil, nil, fmt.Errorf("%w: bookie %s: request not sent within %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
 	case <-ctx.Done():
 		k.forget(cl)
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	case <-k.dead:
-		return nil, k.err
+		return nil, nil, k.err
 	}
 
 	select {
 	case <-cl.done:
-		return cl.resp, cl.err
+		return cl.resp, cl.frame, cl.err
 	case <-timer.C:
 		k.forget(cl)
 		if k.lastFrame.Load() < sent {
@@ -149,10 +151,10 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (*wire.Response, e
 			// it; the next read re-dials.
 			k.fail(fmt.Errorf("no response frame for %s", k.c.opts.ReadTimeout))
 		}
-		return nil, fmt.Errorf("%w: bookie %s after %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
+		return nil, nil, fmt.Errorf("%w: bookie %s after %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
 	case <-ctx.Done():
 		k.forget(cl)
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 }
 
@@ -207,7 +209,7 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 func (k *conn) readLoop() {
 	br := bufio.NewReaderSize(k.nc, 64*1024)
 	for {
-		frame, err := wire.ReadFrame(br, k.c.opts.MaxFrameSize, nil)
+		frame, err := wire.ReadFrame(br, k.c.opts.MaxFrameSize, k.c.frames.get)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) && k.broken() {
 				return
@@ -231,12 +233,14 @@ func (k *conn) readLoop() {
 		k.mu.Unlock()
 		if !ok {
 			k.c.log.Debug("dropping response to a request that timed out", "bookie", k.bookie, "txn", resp.TxnID)
+			k.c.frames.put(frame)
 			continue
 		}
 		if resp.Operation != int32(bkproto.OperationType_READ_ENTRY) {
 			cl.err = fmt.Errorf("%w: bookie %s answered operation %d to a read", ErrBadResponse, k.bookie, resp.Operation)
+			k.c.frames.put(frame)
 		} else {
-			cl.resp = resp
+			cl.resp, cl.frame = resp, frame
 		}
 		close(cl.done)
 	}

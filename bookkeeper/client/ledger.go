@@ -25,6 +25,8 @@ type Entry struct {
 	Payload []byte
 	// Bookie is the bookie id that served the entry.
 	Bookie string
+
+	frame []byte // the response frame Payload aliases
 }
 
 // Ledger reads one closed ledger. It is safe for concurrent use.
@@ -128,14 +130,21 @@ func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (En
 		if err != nil {
 			return Entry{}, err
 		}
-		resp, err := k.read(ctx, l.md.LedgerID, entryID)
+		resp, frame, err := k.read(ctx, l.md.LedgerID, entryID)
 		if err != nil {
 			return Entry{}, err
 		}
 		if st := resp.EffectiveStatus(); st != bkproto.StatusCode_EOK {
+			c.frames.put(frame)
 			return Entry{}, &StatusError{Bookie: bookie, Status: st}
 		}
-		return l.verify(bookie, entryID, resp.Read.LedgerID, resp.Read.EntryID, resp.Read.Body)
+		e, err := l.verify(bookie, entryID, resp.Read.LedgerID, resp.Read.EntryID, resp.Read.Body)
+		if err != nil {
+			c.frames.put(frame)
+			return Entry{}, err
+		}
+		e.frame = frame
+		return e, nil
 	})
 }
 

@@ -12,6 +12,12 @@ type StreamOptions struct {
 	Window int
 	// WindowBytes overrides Options.WindowBytes.
 	WindowBytes int64
+	// ReuseBuffers lets the stream reuse an entry's buffer for later reads
+	// once the entry has been consumed: its Payload is valid only until
+	// the next call of Next or Close (for ReadRange: until fn returns), and must not
+	// be kept beyond that. The entries are then read straight into the
+	// buffers of earlier ones, without a heap allocation per entry.
+	ReuseBuffers bool
 }
 
 // Stream delivers entries from..to of a ledger in order while keeping a
@@ -28,6 +34,8 @@ type Stream struct {
 	err      error
 	prevLen  int64
 	havePrev bool
+	reuse    bool
+	lent     []byte // frame of the entry last delivered (reuse)
 }
 
 type slot struct {
@@ -60,7 +68,7 @@ func (l *Ledger) Stream(ctx context.Context, from, to int64, opts StreamOptions)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Stream{l: l, ctx: ctx, cancel: cancel, next: from, issued: from, last: to, window: window,
-		slots: make([]*slot, window)}
+		slots: make([]*slot, window), reuse: opts.ReuseBuffers}
 	if from == 0 {
 		s.havePrev = true // entry 0's length must equal its payload size
 	}
@@ -81,8 +89,10 @@ func (s *Stream) fill() {
 }
 
 // Next returns the next entry, io.EOF after the last one, or the first
-// error (which then sticks).
+// error (which then sticks). With ReuseBuffers the entry returned by the
+// previous call is invalid from here on.
 func (s *Stream) Next() (Entry, error) {
+	s.giveBack()
 	if s.err != nil {
 		return Entry{}, s.err
 	}
@@ -119,14 +129,27 @@ func (s *Stream) Next() (Entry, error) {
 	}
 	s.prevLen, s.havePrev = e.Length, true
 	s.next++
+	if s.reuse {
+		s.lent = e.frame
+	}
+	e.frame = nil
 	s.fill()
 	return e, nil
+}
+
+// giveBack returns the frame of the entry last delivered to the pool.
+func (s *Stream) giveBack() {
+	if s.lent != nil {
+		s.l.c.frames.put(s.lent)
+		s.lent = nil
+	}
 }
 
 // Close stops the reads still in flight and waits for none of them (they
 // end on their own once cancelled).
 func (s *Stream) Close() error {
 	s.cancel()
+	s.giveBack()
 	if s.err == nil {
 		s.err = fmt.Errorf("stream closed")
 	}

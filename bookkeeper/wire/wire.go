@@ -95,8 +95,9 @@ const frameChunk = 64 << 10
 // ReadFrame reads one frame from r and returns its body. A length above
 // maxSize fails with ErrFrameTooLarge before anything is allocated; of a
 // body above 64 KiB only the first 64 KiB are allocated until they have
-// arrived. alloc, if not nil, provides the body buffer up front (it must
-// return a slice of length n).
+// arrived. alloc, if not nil, may provide the body buffer up front (a
+// slice of length n, e.g. a reused one); when it returns nil the body is
+// allocated as without alloc.
 func ReadFrame(r io.Reader, maxSize int, alloc func(n int) []byte) ([]byte, error) {
 	var lb [4]byte
 	if _, err := io.ReadFull(r, lb[:]); err != nil {
@@ -107,9 +108,11 @@ func ReadFrame(r io.Reader, maxSize int, alloc func(n int) []byte) ([]byte, erro
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, maxSize)
 	}
 	var body []byte
-	switch {
-	case alloc != nil:
+	if alloc != nil {
 		body = alloc(n)
+	}
+	switch {
+	case body != nil:
 	case n <= frameChunk:
 		body = make([]byte, n)
 	default:

@@ -80,6 +80,17 @@ func TestReadFrameBounds(t *testing.T) {
 	if err != nil || string(body) != "abc" {
 		t.Fatalf("exact-limit frame: %q %v", body, err)
 	}
+	// alloc provides the buffer, or declines it with nil.
+	large := bytes.Repeat([]byte{7}, 100_000)
+	buf := make([]byte, len(large))
+	body, err = ReadFrame(bytes.NewReader(AppendFrame(nil, large)), DefaultMaxFrameSize, func(n int) []byte { return buf[:n] })
+	if err != nil || !bytes.Equal(body, large) || &body[0] != &buf[0] {
+		t.Fatalf("frame into a provided buffer: %v, equal %t", err, bytes.Equal(body, large))
+	}
+	body, err = ReadFrame(bytes.NewReader(AppendFrame(nil, large)), DefaultMaxFrameSize, func(int) []byte { return nil })
+	if err != nil || !bytes.Equal(body, large) || &body[0] == &buf[0] {
+		t.Fatalf("frame with the buffer declined: %v, equal %t", err, bytes.Equal(body, large))
+	}
 }
 
 func marshalResponse(t testing.TB, r *bkproto.Response) []byte {

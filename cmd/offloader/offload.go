@@ -34,6 +34,7 @@ type offloadOptions struct {
 	fullVerify   units.Size
 	leaseRoot    string
 	leaseID      string
+	profileDir   string
 }
 
 func newOffloadCmd(g *globalOptions) *cobra.Command {
@@ -115,6 +116,7 @@ ledger failed.`),
 	f.IntVar(&o.parts, "parts-in-flight", 2, "parts uploading at once (memory about (parts+1) x block size)")
 	f.StringVar(&o.leaseRoot, "lease-root", offloader.DefaultLeaseRoot, "znode `path` of the per-topic leases (the service's leases.root)")
 	f.StringVar(&o.leaseID, "lease-id", "", "holder `name` written in the leases (default offload-cli@<host>:<pid>)")
+	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU, block, mutex and allocation profiles (pprof) of every ledger's copy step into this `directory` (diagnostics: blocking and mutex events are all sampled, which slows the copy)")
 	f.Var(&o.fullVerify, "full-verify-max", "ledgers up to this size are compared with BookKeeper entry by entry in full; larger ones in three sampled windows")
 	return cmd
 }
@@ -165,7 +167,8 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 		return err
 	}
 	bar := newOffloadProgress(cmd.ErrOrStderr(), !g.json(), sel.BytesToCopy)
-	oo := offloader.OffloadOptions{DryRun: o.dryRun, LeaseRoot: o.leaseRoot, LeaseID: o.leaseID, Observer: bar, Failpoints: fps,
+	cost := newCostObserver(bar, o.profileDir, e.log)
+	oo := offloader.OffloadOptions{DryRun: o.dryRun, LeaseRoot: o.leaseRoot, LeaseID: o.leaseID, Observer: cost, Failpoints: fps,
 		Pipeline: pipeline.Options{Driver: drv, BlockSize: int(o.blockSize.Bytes()), PartsInFlight: o.parts, FullVerifyBytes: o.fullVerify.Bytes(),
 			Trim: o.deleteBK, DeletionLag: o.deletionLag, TrimWithoutReload: o.noReloadTrim}}
 	p, err := offloader.NewOffloadPipeline(e.peers, oo)
@@ -178,6 +181,7 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	if rep == nil {
 		return err
 	}
+	cost.fill(rep)
 	if perr := printResult(cmd.OutOrStdout(), g, rep, func(w io.Writer) error { printOffload(w, rep); return nil }); perr != nil {
 		return perr
 	}

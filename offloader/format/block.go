@@ -117,10 +117,13 @@ func BlockSize(maxBlockSize int, lastEntryID, firstEntryID, ledgerLength, payloa
 	return maxBlockSize
 }
 
-// fillPadding writes the end padding into b, starting with FE.
+// fillPadding writes the end padding into b, starting with FE: the
+// pattern once, then doubled by copying what is already written (a block's
+// padding can be most of a megabyte).
 func fillPadding(b []byte) {
-	for i := range b {
-		b[i] = padding[i&3]
+	n := copy(b, padding[:])
+	for n < len(b) {
+		n += copy(b[n:], b[:n])
 	}
 }
 

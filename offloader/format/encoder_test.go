@@ -289,3 +289,15 @@ func TestPoolBoundsBuffers(t *testing.T) {
 		t.Fatal("oversized buffer handed out")
 	}
 }
+
+func TestFillPaddingRepeatsThePattern(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 63, 1000, 1 << 20} {
+		b := make([]byte, n)
+		fillPadding(b)
+		for i := range b {
+			if b[i] != padding[i%4] {
+				t.Fatalf("length %d: byte %d is %#x, want %#x", n, i, b[i], padding[i%4])
+			}
+		}
+	}
+}

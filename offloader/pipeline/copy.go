@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
@@ -21,8 +22,24 @@ import (
 
 // copied is the result of the copy step.
 type copied struct {
-	res *upload.Result
-	dg  *digests
+	res   *upload.Result
+	dg    *digests
+	stats CopyStats
+}
+
+// CopyStats says where the copy step's time went, to tell a copy held up
+// by the bookies from one held up by the store.
+type CopyStats struct {
+	// ReadWait is the time the copy waited for the next entry from the
+	// bookies (the read-ahead window was empty).
+	ReadWait time.Duration
+	// Add is the time spent handing entries to the encoder: copying them
+	// into the block and, when a block is full and PartsInFlight parts are
+	// still uploading, waiting for a free block buffer.
+	Add time.Duration
+	// Finish is the time from the last entry to the index written: the
+	// last parts uploading, the multipart completion and the index PUT.
+	Finish time.Duration
 }
 
 // writeTracker records whether any write reached the store: a copy that
@@ -80,9 +97,16 @@ func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.L
 	mid := md.LastEntryID / 2
 	var done int64
 	var addErr, fpErr error // errors of the upload and the failpoint, as opposed to the read
-	err = l.ReadRange(ctx, 0, -1, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes}, func(e client.Entry) error {
+	var st CopyStats
+	last := time.Now() // when the copy last stopped waiting for the bookies
+	err = l.ReadRange(ctx, 0, -1, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes, ReuseBuffers: true}, func(e client.Entry) error {
+		got := time.Now()
+		st.ReadWait += got.Sub(last)
 		dg.add(e.EntryID, e.Payload)
-		if addErr = sess.Add(ctx, e.EntryID, e.Payload); addErr != nil {
+		addErr = sess.Add(ctx, e.EntryID, e.Payload)
+		last = time.Now()
+		st.Add += last.Sub(got)
+		if addErr != nil {
 			return addErr
 		}
 		done += int64(len(e.Payload))
@@ -104,11 +128,13 @@ func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.L
 		_ = sess.Abort(ctx)
 		return nil, fmt.Errorf("read from the bookies after %d bytes: %w", done, err)
 	}
+	fin := time.Now()
 	res, err := sess.Finish(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &copied{res: res, dg: dg}, nil
+	st.Finish = time.Since(fin)
+	return &copied{res: res, dg: dg, stats: st}, nil
 }
 
 // indexMetadata is the ledger metadata for the index, with the creation

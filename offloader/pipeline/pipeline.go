@@ -390,6 +390,9 @@ type LedgerResult struct {
 	Leftovers  []string
 	// Steps are the steps run, with durations.
 	Steps []StepTiming
+	// Copy says where the copy step's time went (zero when this run did
+	// not copy).
+	Copy CopyStats
 	// Err is the failure, if any (a *StepError).
 	Err error
 }

@@ -446,6 +446,7 @@ func (p *Pipeline) copyAndVerify(ctx context.Context, w *work) copyEnd {
 		return failed
 	}
 	lr.ObjectBytes, lr.Blocks = cp.res.DataObjectLength, cp.res.Blocks
+	lr.Copy = cp.stats
 	lr.DataKey, lr.IndexKey = cp.res.DataKey, cp.res.IndexKey
 	if err := p.hit(ctx, FPAfterCopy, t); err != nil {
 		lr.fail(&StepError{LedgerRef: t, Step: StepCopy, Err: err})

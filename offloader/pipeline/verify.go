@@ -93,7 +93,7 @@ func (p *Pipeline) readDigests(ctx context.Context, t mledger.LedgerRef, md *met
 		return nil, err
 	}
 	for _, w := range dg.windows {
-		err := l.ReadRange(ctx, w.first, w.last, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes}, func(e client.Entry) error {
+		err := l.ReadRange(ctx, w.first, w.last, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes, ReuseBuffers: true}, func(e client.Entry) error {
 			dg.add(e.EntryID, e.Payload)
 			return nil
 		})

@@ -24,7 +24,24 @@ package offloadbench
 // seek (a fresh read handle, one entry) and for a full sequential read,
 // counted by a proxy in front of versitygw.
 //
-// Knobs: TK_BENCH_OFFLOAD_MIB (ledger sizes in MiB, default "1024,2048";
+// Every round also reads the ledger alone (offloader ledger read
+// --verify-only) and reports the copy as a share of reading and then
+// uploading one after the other, 1/(1/read + 1/put): on shared cores the
+// limit of a copy that competes with the bookies and the store for CPU;
+// the offloader's CPU seconds per GiB of its copy step (its own
+// /proc/self/stat, reported as copyCost) against those of the JVM running
+// Pulsar's offloader over its offload call; the copy's Go allocations per
+// GiB and where it waited (for the bookies, for a free block, finishing);
+// and the I/O stall time (PSI) during the copy and the raw PUT. Every step
+// starts after a sync. The warm-up copy is profiled (--profile-dir: CPU,
+// blocking, mutex, allocations; the tops are logged).
+//
+// Knobs: TK_BENCH_STORE_OPTIONS (key=value,... added to the s3 store's
+// config for the offloader and the raw PUT, e.g. checksum=md5),
+// TK_BENCH_BASE_REV (a git revision whose offloader's copy is
+// measured too, in every round beside this tree's: a before/after; it
+// must report copyCost in its offload output), TK_BENCH_PROFILE_DIR (keep the warm-up profiles there),
+// TK_BENCH_OFFLOAD_MIB (ledger sizes in MiB, default "1024,2048";
 // the first is the throughput ledger), TK_BENCH_ROUNDS (3), TK_BENCH_PARTS
 // (2), TK_BENCH_SEEKS (16), TK_BENCH_SEEK_BLOCKS (block sizes in MiB for
 // the seek table, default "5,8,16,64"), TK_BENCH_ONLY (a comma list of
@@ -43,6 +60,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -59,7 +77,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/stats"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
-	s3store "github.com/tierkeeper/tierkeeper/offloader/blob/s3"
+	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
@@ -90,6 +108,19 @@ func busyDuring(fn func()) float64 {
 	return float64(b1-b0) / float64(t1-t0)
 }
 
+// ioDelta is the machine's I/O stall time during a step and its dirty
+// page cache at the start.
+type ioDelta struct {
+	start testenv.IOState
+	stall time.Duration
+}
+
+func ioDuring(fn func()) ioDelta {
+	s := testenv.IONow()
+	fn()
+	return ioDelta{start: s, stall: testenv.IONow().Stall - s.Stall}
+}
+
 // bench is the set-up shared by the measurements.
 type bench struct {
 	b       *testing.B
@@ -100,6 +131,8 @@ type bench struct {
 	bucket  string
 	store   string // blob config file
 	bin     string // offloader binary
+	baseBin string // TK_BENCH_BASE_REV's offloader binary, or ""
+	baseRev string
 	zkc     *tkzk.Session
 	parts   int
 	ledgers map[int]*testenv.WrittenLedger // by size in MiB
@@ -119,6 +152,9 @@ func BenchmarkOffload(b *testing.B) {
 	be.bucket = be.s3.NewBucket(b)
 	be.store = be.storeFile(be.bucket)
 	be.bin = testenv.BuiltCommand(b, "offloader")
+	if rev := os.Getenv("TK_BENCH_BASE_REV"); rev != "" {
+		be.baseBin, be.baseRev = buildOffloaderAt(b, rev), rev
+	}
 	ctx := context.Background()
 	zs, err := tkzk.Connect(ctx, []string{be.zk.Addr}, tkzk.Options{})
 	if err != nil {
@@ -147,7 +183,40 @@ func BenchmarkOffload(b *testing.B) {
 	}
 }
 
-func (be *bench) storeFile(bucket string) string { return s3test.StoreFile(be.b, be.s3, bucket) }
+// storeFile is the store file for bucket, with TK_BENCH_STORE_OPTIONS
+// (comma-separated key=value, e.g. checksum=md5,payload_signing=signed)
+// added to its s3 config; the offloader and the raw PUT both use it.
+func (be *bench) storeFile(bucket string) string {
+	p := s3test.StoreFile(be.b, be.s3, bucket)
+	opts := os.Getenv("TK_BENCH_STORE_OPTIONS")
+	if opts == "" {
+		return p
+	}
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		be.b.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		be.b.Fatal(err)
+	}
+	cfg, _ := doc["config"].(map[string]any)
+	for _, kv := range strings.Split(opts, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || cfg == nil {
+			be.b.Fatalf("TK_BENCH_STORE_OPTIONS %q: want key=value,...", opts)
+		}
+		cfg[k] = v
+	}
+	if raw, err = json.Marshal(doc); err != nil {
+		be.b.Fatal(err)
+	}
+	if err := os.WriteFile(p, raw, 0o600); err != nil {
+		be.b.Fatal(err)
+	}
+	be.b.Logf("store options: %s", opts)
+	return p
+}
 
 // managedLedger (re)writes a managed ledger holding the ledger, closed,
 // and an empty current ledger after it, with no offload context, and
@@ -180,16 +249,40 @@ type tkResult struct {
 	copySeconds float64
 	wall        float64
 	maxRSS      int64
+	cost        copyCost
 }
 
-// offload runs `offloader offload` on a fresh managed ledger of l.
-func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB int) tkResult {
+// copyCost is the offloader's own account of its copy step (copyCost in
+// its JSON output): process CPU from /proc/self/stat, Go allocations, and
+// where the time went.
+type copyCost struct {
+	CPUSeconds      float64  `json:"cpuSeconds"`
+	CPUError        string   `json:"cpuError"`
+	AllocBytes      float64  `json:"allocBytes"`
+	Allocs          float64  `json:"allocs"`
+	GCCycles        int      `json:"gcCycles"`
+	GCPauseSeconds  float64  `json:"gcPauseSeconds"`
+	ReadWaitSeconds float64  `json:"readWaitSeconds"`
+	AddSeconds      float64  `json:"addSeconds"`
+	FinishSeconds   float64  `json:"finishSeconds"`
+	Profiles        []string `json:"profiles"`
+}
+
+// offload runs `offloader offload` on a fresh managed ledger of l; extra
+// are more flags (e.g. --profile-dir).
+func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB int, extra ...string) tkResult {
+	return be.offloadWith(ctx, be.bin, l, blockMiB, extra...)
+}
+
+// offloadWith is offload with the offloader binary bin.
+func (be *bench) offloadWith(ctx context.Context, bin string, l *testenv.WrittenLedger, blockMiB int, extra ...string) tkResult {
 	topic := be.managedLedger(l)
 	args := []string{"offload", "-o", "json", "--zk", be.zk.Addr, "--store", be.store, "--parts-in-flight", strconv.Itoa(be.parts), topic}
 	if blockMiB > 0 {
 		args = append(args, "--block-size", fmt.Sprintf("%dMiB", blockMiB))
 	}
-	cmd := exec.CommandContext(ctx, be.bin, args...)
+	args = append(args, extra...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -203,6 +296,7 @@ func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB
 				UUID        string             `json:"uuid"`
 				ObjectBytes int64              `json:"objectBytes"`
 				Steps       map[string]float64 `json:"stepSeconds"`
+				CopyCost    *copyCost          `json:"copyCost"`
 			} `json:"ledgers"`
 		} `json:"managedLedgers"`
 	}
@@ -210,8 +304,12 @@ func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB
 		be.b.Fatalf("offloader output: %v %s", err, out.String())
 	}
 	l0 := doc.ManagedLedgers[0].Ledgers[0]
+	if l0.CopyCost == nil || l0.CopyCost.CPUError != "" {
+		be.b.Fatalf("offloader output has no copy cost: %s", out.String())
+	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return tkResult{uuid: uuid.MustParse(l0.UUID), objectBytes: l0.ObjectBytes, copySeconds: l0.Steps["copy"], wall: wall, maxRSS: ru.Maxrss << 10}
+	return tkResult{uuid: uuid.MustParse(l0.UUID), objectBytes: l0.ObjectBytes, copySeconds: l0.Steps["copy"], wall: wall, maxRSS: ru.Maxrss << 10,
+		cost: *l0.CopyCost}
 }
 
 // deleteObjects removes an attempt's objects (keeps the bucket small).
@@ -222,9 +320,8 @@ func (be *bench) deleteObjects(ctx context.Context, id uuid.UUID, ledgerID int64
 }
 
 // raw runs the raw multipart baseline in a child process.
-func (be *bench) raw(size int64, part int) (seconds float64, maxRSS int64) {
-	cfg, _ := json.Marshal(rawConfig{Endpoint: be.s3.Endpoint, Region: be.s3.Region, AccessKey: be.s3.AccessKey, SecretKey: be.s3.SecretKey,
-		Bucket: be.bucket, Bytes: size, Part: part, Parts: be.parts})
+func (be *bench) raw(size int64, part int) (seconds, cpuSeconds float64) {
+	cfg, _ := json.Marshal(rawConfig{Store: be.store, Bytes: size, Part: part, Parts: be.parts})
 	// Bounded: the child uploads size bytes to a local server (minutes at most).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -241,15 +338,23 @@ func (be *bench) raw(size int64, part int) (seconds float64, maxRSS int64) {
 	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &r); err != nil {
 		be.b.Fatalf("raw child output %q: %v", out.String(), err)
 	}
-	return r.Seconds, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	return r.Seconds, processCPU(cmd)
+}
+
+// processCPU is the user+system CPU seconds of a finished child (its whole
+// life, from the kernel's accounting).
+func processCPU(cmd *exec.Cmd) float64 {
+	return (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 }
 
 // pulsar runs Pulsar's own offloader on the ledger (its default 64 MiB
-// blocks) and returns its offload seconds.
-func (be *bench) pulsar(ctx context.Context, l *testenv.WrittenLedger) float64 {
+// blocks) and returns its offload seconds and the JVM's CPU seconds over
+// the offload call (from its /proc/self/stat).
+func (be *bench) pulsar(ctx context.Context, l *testenv.WrittenLedger) (seconds, cpuSeconds float64) {
 	var r struct {
-		Seconds float64 `json:"seconds"`
-		UUID    string  `json:"uuid"`
+		Seconds    float64 `json:"seconds"`
+		CPUSeconds float64 `json:"cpuSeconds"`
+		UUID       string  `json:"uuid"`
 	}
 	args := append([]string{"--metadata-uri", be.bk.MetadataServiceURI(), "--ledger", strconv.FormatInt(l.LedgerID, 10), "--timeout-seconds", "1200"},
 		testenv.S3Args(be.s3, be.bucket)...)
@@ -257,12 +362,16 @@ func (be *bench) pulsar(ctx context.Context, l *testenv.WrittenLedger) float64 {
 		be.b.Fatal(err)
 	}
 	be.deleteObjects(ctx, uuid.MustParse(r.UUID), l.LedgerID)
-	return r.Seconds
+	if r.CPUSeconds < 0 {
+		be.b.Fatal("pulsar-offload could not read its /proc/self/stat")
+	}
+	return r.Seconds, r.CPUSeconds
 }
 
 // bkRead reads the ledger from the bookies alone (offloader ledger read
-// --verify-only: digests checked, nothing stored) and returns the seconds.
-func (be *bench) bkRead(ctx context.Context, l *testenv.WrittenLedger) float64 {
+// --verify-only: digests checked, nothing stored) and returns the seconds
+// and the process's CPU seconds.
+func (be *bench) bkRead(ctx context.Context, l *testenv.WrittenLedger) (seconds, cpuSeconds float64) {
 	cmd := exec.CommandContext(ctx, be.bin, "ledger", "read", "--verify-only", "-o", "json", "--zk", be.zk.Addr, "--ledger", strconv.FormatInt(l.LedgerID, 10))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -275,50 +384,138 @@ func (be *bench) bkRead(ctx context.Context, l *testenv.WrittenLedger) float64 {
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		be.b.Fatalf("ledger read output: %v %s", err, out.String())
 	}
-	return r.Seconds
+	return r.Seconds, processCPU(cmd)
 }
 
 func mbps(bytes int64, seconds float64) float64 { return float64(bytes) / 1e6 / max(seconds, 1e-9) }
+
+// gib is bytes in GiB.
+func gib(bytes int64) float64 { return float64(bytes) / (1 << 30) }
 
 func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b := be.b
 	l := be.ledgers[mib]
 	b.Logf("throughput on the %d MiB ledger, %d rounds, order rotated every round; load before: %s", mib, rounds, testenv.LoadAvg())
 	// A warm-up run reads the ledger once (every command then meets the
-	// same bookie caches) and gives the data object's size for the raw
-	// baseline.
-	warm := be.offload(ctx, l, 0)
+	// same bookie caches), gives the data object's size for the raw
+	// baseline, and is profiled (CPU, blocking, mutex, allocations; the
+	// measured runs are not).
+	profDir := os.Getenv("TK_BENCH_PROFILE_DIR")
+	if profDir == "" {
+		profDir = b.TempDir()
+	}
+	warm := be.offload(ctx, l, 0, "--profile-dir", profDir)
 	be.deleteObjects(ctx, warm.uuid, l.LedgerID)
-	var tks, tkWalls, raws, pulsars, bks, rawRatio, pulsarRatio []float64
+	be.summarizeProfiles(warm.cost.Profiles)
+	g := gib(l.Length)
+	var tks, tkWalls, raws, pulsars, bks, shares, tkCPUs, pulCPUs, cpuRatios, allocs []float64
+	var baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs []float64
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
-		var rawS, pulS, bkS, tkBusy, rawBusy float64
+		var rawS, rawCPU, pulS, pulCPU, bkS, bkCPU, tkBusy, rawBusy float64
+		var tkIO, rawIO ioDelta
+		var base tkResult
 		steps := []func(){
-			func() { bkS = be.bkRead(ctx, l) },
+			func() { bkS, bkCPU = be.bkRead(ctx, l) },
 			func() {
-				tkBusy = busyDuring(func() { tk = be.offload(ctx, l, 0) })
+				tkIO = ioDuring(func() { tkBusy = busyDuring(func() { tk = be.offload(ctx, l, 0) }) })
 				be.deleteObjects(ctx, tk.uuid, l.LedgerID)
 			},
-			func() { rawBusy = busyDuring(func() { rawS, _ = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) }) },
-			func() { pulS = be.pulsar(ctx, l) },
+			func() {
+				rawIO = ioDuring(func() {
+					rawBusy = busyDuring(func() { rawS, rawCPU = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) })
+				})
+			},
+			func() { pulS, pulCPU = be.pulsar(ctx, l) },
+		}
+		if be.baseBin != "" {
+			steps = append(steps, func() {
+				base = be.offloadWith(ctx, be.baseBin, l, 0)
+				be.deleteObjects(ctx, base.uuid, l.LedgerID)
+			})
 		}
 		for i := range steps {
+			// Every step starts with what the steps before it wrote on
+			// disk (the store's objects and parts), so none pays for
+			// another's writeback.
+			syscall.Sync()
 			steps[(i+r)%len(steps)]()
 		}
 		tkm, rawm, pulm, bkm := mbps(l.Length, tk.copySeconds), mbps(tk.objectBytes, rawS), mbps(l.Length, pulS), mbps(l.Length, bkS)
-		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs; machine CPU %.0f%% busy), raw multipart %.1f MB/s (%.2fs; CPU %.0f%% busy), Pulsar offloader %.1f MB/s (%.2fs), bookie read alone %.1f MB/s; load %s",
-			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, testenv.LoadAvg())
+		// The co-located limit: reading alone, then uploading alone, one
+		// after the other (the copy overlaps them, but on shared cores
+		// the two compete for the same CPU).
+		share := (bkS + rawS) / tk.copySeconds
+		c := tk.cost
+		tkCPU, pulCPUg := c.CPUSeconds/g, pulCPU/g
+		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs; machine CPU %.0f%% busy), raw multipart %.1f MB/s (%.2fs; CPU %.0f%% busy), Pulsar offloader %.1f MB/s (%.2fs), bookie read alone %.1f MB/s (%.2fs); copy = %.2f of the limit 1/(1/read+1/put) = %.1f MB/s; load %s",
+			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, bkS, share, mbps(l.Length, bkS+rawS), testenv.LoadAvg())
+		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start), raw PUT %.2fs (dirty %.0f MiB at its start)",
+			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB)
+		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s, Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused); copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
+			r+1, tkCPU, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
+		if be.baseBin != "" {
+			bc := base.cost
+			bm, bshare, bcpu := mbps(l.Length, base.copySeconds), (bkS+rawS)/base.copySeconds, bc.CPUSeconds/g
+			b.Logf("round %d: base %s copy %.1f MB/s (%.2fs) = %.2f of the limit; CPU %.2f s/GiB (%.2fx Pulsar's); allocated %.0f MiB/GiB, %d GCs (%.0f ms paused); waited %.2fs for the bookies, %.2fs in Add, %.2fs finishing",
+				r+1, be.baseRev, bm, base.copySeconds, bshare, bcpu, bcpu/pulCPUg, bc.AllocBytes/(1<<20)/g, bc.GCCycles, 1000*bc.GCPauseSeconds, bc.ReadWaitSeconds, bc.AddSeconds, bc.FinishSeconds)
+			baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs = append(baseMBs, bm), append(baseShares, bshare), append(baseCPUs, bcpu), append(baseRatios, bcpu/pulCPUg), append(baseAllocs, bc.AllocBytes/g)
+		}
 		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)
-		rawRatio, pulsarRatio = append(rawRatio, tkm/rawm), append(pulsarRatio, tkm/pulm)
+		shares, tkCPUs, pulCPUs, cpuRatios, allocs = append(shares, share), append(tkCPUs, tkCPU), append(pulCPUs, pulCPUg), append(cpuRatios, tkCPU/pulCPUg), append(allocs, c.AllocBytes/g)
 	}
 	b.ReportMetric(stats.Median(tks), "tk-copy-MB/s")
 	b.ReportMetric(stats.Median(raws), "raw-MB/s")
 	b.ReportMetric(stats.Median(pulsars), "pulsar-MB/s")
-	b.ReportMetric(stats.Median(rawRatio), "tk/raw")
-	b.ReportMetric(stats.Median(pulsarRatio), "tk/pulsar")
-	bk, raw := stats.Median(bks), stats.Median(raws)
-	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; Pulsar %.1f MB/s; tierkeeper/raw %.2f (goal >= 0.9), tierkeeper/Pulsar %.2f (goal >= 2); bookie read alone %.1f MB/s, so reading and uploading one after the other on these cores would give %.1f MB/s",
-		rounds, stats.Median(tks), stats.Median(tkWalls), raw, stats.Median(pulsars), stats.Median(rawRatio), stats.Median(pulsarRatio), bk, 1/(1/bk+1/raw))
+	b.ReportMetric(stats.Median(bks), "read-MB/s")
+	b.ReportMetric(slices.Min(shares), "min-share-of-limit")
+	b.ReportMetric(stats.Median(tkCPUs), "tk-CPU-s/GiB")
+	b.ReportMetric(stats.Median(pulCPUs), "pulsar-CPU-s/GiB")
+	b.ReportMetric(stats.Median(allocs), "tk-alloc-B/GiB")
+	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; bookie read alone %.1f MB/s; Pulsar %.1f MB/s",
+		rounds, stats.Median(tks), stats.Median(tkWalls), stats.Median(raws), stats.Median(bks), stats.Median(pulsars))
+	b.Logf("RESULT co-located limit: copy / (1/(1/read + 1/put)) per round %s (goal >= 0.95 in every round)", fmtList(shares))
+	b.Logf("RESULT CPU per GiB (median): tierkeeper copy %.2f s, Pulsar's JVM %.2f s, ratio %.2f (per round %s; goals <= 0.25 and <= 1 s/GiB); copy allocations %.1f MiB/GiB",
+		stats.Median(tkCPUs), stats.Median(pulCPUs), stats.Median(cpuRatios), fmtList(cpuRatios), stats.Median(allocs)/(1<<20))
+	if be.baseBin != "" {
+		b.Logf("RESULT base %s (median): copy %.1f MB/s, share of the limit per round %s, CPU %.2f s/GiB (%.2fx Pulsar's), allocations %.1f MiB/GiB",
+			be.baseRev, stats.Median(baseMBs), fmtList(baseShares), stats.Median(baseCPUs), stats.Median(baseRatios), stats.Median(baseAllocs)/(1<<20))
+	}
+}
+
+func fmtList(v []float64) string {
+	var out []string
+	for _, x := range v {
+		out = append(out, fmt.Sprintf("%.2f", x))
+	}
+	return strings.Join(out, " ")
+}
+
+// summarizeProfiles logs the top of the warm-up copy's CPU and blocking
+// profiles (go tool pprof -top).
+func (be *bench) summarizeProfiles(files []string) {
+	for _, f := range files {
+		kind := ""
+		switch {
+		case strings.HasSuffix(f, ".cpu.pprof"):
+			kind = "CPU"
+		case strings.HasSuffix(f, ".block.pprof"):
+			kind = "blocking"
+		default:
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", be.bin, f).Output()
+		cancel()
+		if err != nil {
+			be.b.Logf("pprof %s: %v", f, err)
+			continue
+		}
+		be.b.Logf("warm-up copy %s profile %s (go tool pprof -top):", kind, f)
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			be.b.Logf("  %s %s", kind, line)
+		}
+	}
 }
 
 func (be *bench) rss(ctx context.Context, sizes []int) {
@@ -436,9 +633,9 @@ func (be *bench) seekTable(ctx context.Context, mib int, blocks []int, seeks int
 
 // rawConfig is the raw baseline's job, passed to the child as JSON.
 type rawConfig struct {
-	Endpoint, Region, AccessKey, SecretKey, Bucket string
-	Bytes                                          int64
-	Part, Parts                                    int
+	Store       string // the offloader's store file: the same client settings
+	Bytes       int64
+	Part, Parts int
 }
 
 // rawChild uploads Bytes bytes as one multipart object with Parts parts in
@@ -451,7 +648,12 @@ func rawChild() int {
 		return 2
 	}
 	ctx := context.Background()
-	st, err := s3store.New(ctx, s3test.Static(c.Bucket, c.Region, c.Endpoint, c.AccessKey, c.SecretKey), s3store.Options{})
+	sc, err := blobclient.Load(c.Store)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	st, err := blobclient.New(ctx, sc, blobclient.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -107,3 +107,35 @@ func (p *Process) WaitProgressing(what string, stall, limit time.Duration, ready
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// IOState is the machine's I/O stall time so far and its dirty page cache
+// now, for benchmarks that tell a step held up by the disk (writeback of
+// what an earlier step wrote) from one held up by CPU.
+type IOState struct {
+	// Stall is /proc/pressure/io "some" total: time at least one task
+	// waited for I/O. Zero without PSI.
+	Stall time.Duration
+	// DirtyMiB and WritebackMiB are /proc/meminfo Dirty and Writeback.
+	DirtyMiB, WritebackMiB float64
+}
+
+// IONow reads IOState (zero fields when /proc lacks them).
+func IONow() IOState {
+	var s IOState
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return s
+	}
+	if p, err := fs.PSIStatsForResource("io"); err == nil && p.Some != nil {
+		s.Stall = time.Duration(p.Some.Total) * time.Microsecond
+	}
+	if m, err := fs.Meminfo(); err == nil {
+		if m.Dirty != nil {
+			s.DirtyMiB = float64(*m.Dirty) / 1024
+		}
+		if m.Writeback != nil {
+			s.WritebackMiB = float64(*m.Writeback) / 1024
+		}
+	}
+	return s
+}

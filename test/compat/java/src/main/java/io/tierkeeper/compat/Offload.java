@@ -152,9 +152,11 @@ final class Offload implements AutoCloseable {
                 extra.put("ManagedLedgerName", mlName);
             }
             try (BookKeeper bk = Bk.client(uri, v2); ReadHandle rh = Bk.openNoRecovery(bk, ledgerId)) {
+                double cpu0 = Tool.processCpuSeconds();
                 long t0 = System.nanoTime();
                 o.offloader.offload(rh, uuid, extra).get(timeoutSec, TimeUnit.SECONDS);
                 double secs = (System.nanoTime() - t0) / 1e9;
+                double cpu1 = Tool.processCpuSeconds();
                 Map<String, Object> m = new LinkedHashMap<>();
                 m.put("ledgerId", ledgerId);
                 m.put("uuid", uuid.toString());
@@ -166,6 +168,9 @@ final class Offload implements AutoCloseable {
                 m.put("length", rh.getLength());
                 m.put("seconds", secs);
                 m.put("mbPerSec", rh.getLength() / 1e6 / secs);
+                // The JVM's CPU over the offload call alone (start-up and
+                // NAR loading excluded; JIT and GC threads included).
+                m.put("cpuSeconds", cpu0 < 0 || cpu1 < 0 ? -1 : cpu1 - cpu0);
                 m.putAll(o.config);
                 return m;
             }

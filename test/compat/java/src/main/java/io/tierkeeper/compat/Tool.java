@@ -48,6 +48,22 @@ public final class Tool {
         System.err.println("[tool] " + msg);
     }
 
+    /**
+     * User+system CPU seconds this JVM has used so far, every thread (JIT
+     * and GC included), from /proc/self/stat (utime and stime, in USER_HZ
+     * ticks of 1/100 s); -1 when it can not be read.
+     */
+    static double processCpuSeconds() {
+        try {
+            String s = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/self/stat"));
+            // Fields after "(comm)": state is field 3, utime 14, stime 15.
+            String[] f = s.substring(s.lastIndexOf(')') + 2).split(" ");
+            return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / 100.0;
+        } catch (Exception e) {
+            return -1;
+        }
+    }
+
     public static void main(String[] argv) {
         if (argv.length == 0 || argv[0].equals("help") || argv[0].equals("--help")) {
             System.err.println(USAGE);

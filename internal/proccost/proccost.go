@@ -1,0 +1,142 @@
+// Package proccost measures what a stretch of work costs the running
+// process: user+system CPU seconds from /proc/self/stat and Go heap
+// allocations from runtime.MemStats, and, on request, CPU, blocking, mutex
+// and allocation profiles of the same stretch. The offloader's copy step is
+// measured this way (offloader offload reports it per ledger); the figures
+// are the whole process's, so they describe one step only while nothing
+// else runs in it.
+package proccost
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"github.com/prometheus/procfs"
+)
+
+// Sample is the process's totals at one moment.
+type Sample struct {
+	// CPU is user+system CPU time since the process started (clock-tick
+	// resolution); zero when /proc could not be read (CPUErr says why).
+	CPU    time.Duration
+	CPUErr error
+	// AllocBytes and Allocs are runtime.MemStats.TotalAlloc and Mallocs.
+	AllocBytes, Allocs uint64
+	// GCCycles is runtime.MemStats.NumGC.
+	GCCycles uint32
+	// GCPause is runtime.MemStats.PauseTotalNs.
+	GCPause time.Duration
+	// At is when the sample was taken.
+	At time.Time
+}
+
+// Now samples the process.
+func Now() Sample {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s := Sample{AllocBytes: ms.TotalAlloc, Allocs: ms.Mallocs, GCCycles: ms.NumGC, GCPause: time.Duration(ms.PauseTotalNs), At: time.Now()}
+	s.CPU, s.CPUErr = selfCPU()
+	return s
+}
+
+func selfCPU() (time.Duration, error) {
+	p, err := procfs.Self()
+	if err != nil {
+		return 0, fmt.Errorf("proccost: /proc/self: %w", err)
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("proccost: /proc/self/stat: %w", err)
+	}
+	return time.Duration(st.CPUTime() * float64(time.Second)), nil
+}
+
+// Cost is the difference between two samples.
+type Cost struct {
+	// Wall is the elapsed time.
+	Wall time.Duration
+	// CPU is the user+system CPU time spent; CPUErr is set when either
+	// sample could not read /proc (CPU is then zero).
+	CPU    time.Duration
+	CPUErr error
+	// AllocBytes and Allocs are the heap bytes and objects allocated.
+	AllocBytes, Allocs uint64
+	// GCCycles is the number of garbage collections that ended, GCPause
+	// their stop-the-world pauses.
+	GCCycles uint32
+	GCPause  time.Duration
+}
+
+// Since is the cost from start to s.
+func (s Sample) Since(start Sample) Cost {
+	c := Cost{Wall: s.At.Sub(start.At), AllocBytes: s.AllocBytes - start.AllocBytes, Allocs: s.Allocs - start.Allocs,
+		GCCycles: s.GCCycles - start.GCCycles, GCPause: s.GCPause - start.GCPause}
+	if c.CPUErr = errors.Join(start.CPUErr, s.CPUErr); c.CPUErr == nil {
+		c.CPU = s.CPU - start.CPU
+	}
+	return c
+}
+
+// Profiler records the CPU, block, mutex and allocation profiles of one
+// stretch of work into a directory: Start, then Stop. Only one may run in
+// a process at a time (the runtime has one CPU profiler); blocking and
+// mutex events are sampled at every event while it runs, which slows
+// heavily contended code, so it is a diagnostic, not for measured runs.
+type Profiler struct {
+	dir, name string
+	cpu       *os.File
+	prevMutex int
+}
+
+// StartProfile starts profiling; the files are dir/name.{cpu,block,mutex,allocs}.pprof.
+func StartProfile(dir, name string) (*Profiler, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("proccost: profile directory: %w", err)
+	}
+	p := &Profiler{dir: dir, name: name}
+	f, err := os.Create(p.path("cpu"))
+	if err != nil {
+		return nil, fmt.Errorf("proccost: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("proccost: CPU profile: %w", err)
+	}
+	p.cpu = f
+	// Counts only events from here on (the block profile keeps what was
+	// recorded while its rate was set, and nothing else sets it here).
+	runtime.SetBlockProfileRate(1)
+	p.prevMutex = runtime.SetMutexProfileFraction(1)
+	return p, nil
+}
+
+func (p *Profiler) path(kind string) string {
+	return filepath.Join(p.dir, p.name+"."+kind+".pprof")
+}
+
+// Stop ends the profiles and writes them; it returns the files written.
+func (p *Profiler) Stop() ([]string, error) {
+	pprof.StopCPUProfile()
+	errs := []error{p.cpu.Close()}
+	runtime.SetBlockProfileRate(0)
+	runtime.SetMutexProfileFraction(p.prevMutex)
+	files := []string{p.path("cpu")}
+	for _, kind := range []string{"block", "mutex", "allocs"} {
+		f, err := os.Create(p.path(kind))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, pprof.Lookup(kind).WriteTo(f, 0), f.Close())
+		files = append(files, p.path(kind))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return files, fmt.Errorf("proccost: write profiles: %w", err)
+	}
+	return files, nil
+}

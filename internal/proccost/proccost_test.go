@@ -1,0 +1,59 @@
+package proccost
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var sink []byte
+
+func TestCostCountsCPUAndAllocations(t *testing.T) {
+	start := Now()
+	// Spin until the process clock has moved by two ticks (20 ms at
+	// USER_HZ=100), bounded by wall time.
+	deadline := time.Now().Add(5 * time.Second)
+	x := uint64(1)
+	for Now().CPU-start.CPU < 20*time.Millisecond && time.Now().Before(deadline) {
+		for i := 0; i < 1e6; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	for i := 0; i < 16; i++ {
+		sink = make([]byte, 1<<20)
+	}
+	c := Now().Since(start)
+	if c.CPUErr != nil {
+		t.Fatal(c.CPUErr)
+	}
+	if c.CPU < 20*time.Millisecond || c.CPU > c.Wall*4 {
+		t.Errorf("CPU %s over wall %s (x=%d)", c.CPU, c.Wall, x)
+	}
+	if c.AllocBytes < 16<<20 || c.Allocs < 16 {
+		t.Errorf("allocated %d bytes in %d objects, want >= 16 MiB in >= 16", c.AllocBytes, c.Allocs)
+	}
+}
+
+func TestProfileWritesEveryKind(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "prof")
+	p, err := StartProfile(dir, "copy-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StartProfile(dir, "copy-2"); err == nil {
+		t.Error("a second CPU profile started while one runs")
+	}
+	files, err := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 4 {
+		t.Fatalf("files %v", files)
+	}
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v (size %v)", f, err, st)
+		}
+	}
+}
