@@ -239,7 +239,6 @@ func PrepareEdit(ledgerID int64, id uuid.UUID, d Driver) (Edit, error) {
 	if id == uuid.Nil {
 		return Edit{}, fmt.Errorf("prepare offload: nil attempt UUID")
 	}
-	msb, lsb := UUIDToBits(id)
 	return Edit{LedgerID: ledgerID, Fn: func(oc *mlproto.OffloadContext, li *mlproto.ManagedLedgerInfo_LedgerInfo) (bool, error) {
 		if oc.GetComplete() {
 			return false, ErrAlreadyOffloaded
@@ -251,7 +250,7 @@ func PrepareEdit(ledgerID int64, id uuid.UUID, d Driver) (Edit, error) {
 		if had && old == id && proto.Equal(oc.GetDriverMetadata(), md) {
 			return false, nil
 		}
-		oc.UidMsb, oc.UidLsb = proto.Int64(msb), proto.Int64(lsb)
+		oc.UidMsb, oc.UidLsb = bitsOf(id)
 		oc.DriverMetadata = proto.Clone(md).(*mlproto.OffloadDriverMetadata)
 		return true, nil
 	}}, nil
