@@ -214,7 +214,8 @@ type Scheduler struct {
 
 	mu       sync.Mutex
 	queue    []policy.Candidate
-	busy     map[string]bool // topics with a job in flight
+	byML     map[string][]int // topic → its candidates' positions in queue, in order
+	busy     map[string]bool  // topics with a job in flight
 	states   map[mledger.LedgerRef]*ledgerState
 	running  map[mledger.LedgerRef]bool
 	recent   map[recentKey]time.Time // finished: the same action not run again before this time
@@ -279,8 +280,13 @@ func New(r Runner, l Leases, o Options) *Scheduler {
 
 // Offer replaces the queue with the policy's latest candidates (in order).
 func (s *Scheduler) Offer(cs []policy.Candidate) {
+	q := append(cs[:0:0], cs...)
+	byML := make(map[string][]int)
+	for i, c := range q {
+		byML[c.ML] = append(byML[c.ML], i)
+	}
 	s.mu.Lock()
-	s.queue = append(s.queue[:0:0], cs...)
+	s.queue, s.byML = q, byML
 	s.queued.Set(float64(len(cs)))
 	s.mu.Unlock()
 	s.poke()
@@ -356,8 +362,12 @@ func (s *Scheduler) stop(wg *sync.WaitGroup, cancelWork context.CancelFunc) erro
 func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 	now := s.o.Now()
 	s.mu.Lock()
-	queue := s.queue
+	queue, byML := s.queue, s.byML
 	s.mu.Unlock()
+	// Topics whose lease this pass could not take: their later candidates
+	// are not tried again in the same pass (each try is two ZooKeeper
+	// round trips, and a topic has many candidates).
+	denied := map[string]bool{}
 	for i, c := range queue {
 		if ctx.Err() != nil {
 			return
@@ -369,7 +379,7 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 		if full {
 			return
 		}
-		if busy || !s.eligible(c.LedgerRef, c.Action, now) {
+		if busy || denied[c.ML] || !s.eligible(c.LedgerRef, c.Action, now) {
 			continue
 		}
 		var lease Lease
@@ -377,12 +387,14 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 			l, holder, err := s.leases.TryAcquire(ctx, c.ML)
 			if err != nil {
 				s.log.Warn("lease", "ml", c.ML, "err", err)
+				denied[c.ML] = true
 				continue
 			}
 			s.mu.Lock()
 			if l == nil {
 				s.others[c.ML] = holder
 				s.mu.Unlock()
+				denied[c.ML] = true
 				continue
 			}
 			lease = l
@@ -392,11 +404,11 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 			s.mu.Unlock()
 		}
 		j := Job{ML: c.ML, Action: c.Action, Settings: c.Settings, Ledgers: []int64{c.LedgerID}}
-		for _, o := range queue[i+1:] {
+		for _, k := range byML[c.ML] {
 			if len(j.Ledgers) >= s.o.MaxBatch {
 				break
 			}
-			if o.ML == c.ML && o.Action == c.Action && o.Settings == c.Settings && s.eligible(o.LedgerRef, o.Action, now) {
+			if o := queue[k]; k > i && o.Action == c.Action && o.Settings == c.Settings && s.eligible(o.LedgerRef, o.Action, now) {
 				j.Ledgers = append(j.Ledgers, o.LedgerID)
 			}
 		}

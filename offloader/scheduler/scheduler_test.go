@@ -87,11 +87,16 @@ type memLeases struct {
 	others map[string]string
 	held   map[string]bool
 	lost   chan struct{}
+	tries  map[string]int
 }
 
 func (l *memLeases) TryAcquire(_ context.Context, ml string) (Lease, string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.tries == nil {
+		l.tries = map[string]int{}
+	}
+	l.tries[ml]++
 	if h := l.others[ml]; h != "" {
 		return nil, h, nil
 	}
@@ -303,5 +308,37 @@ func TestSettleHoldsOnlyTheSameAction(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // Offer dispatches at once
 	if n := jobs(); n != 2 {
 		t.Fatalf("trim run again within Settle: %d jobs", n)
+	}
+}
+
+// A topic another replica holds is asked for once per dispatch pass, not
+// once per candidate of it: each ask is ZooKeeper round trips, and a large
+// cluster's queue holds many ledgers of every topic.
+func TestLeaseTriedOncePerPass(t *testing.T) {
+	f := newFake()
+	l := &memLeases{others: map[string]string{"c": "replica-2"}, held: map[string]bool{}, lost: make(chan struct{})}
+	s := New(f, l, Options{LedgersInFlight: 1})
+	var spec []string
+	for i := 1; i <= 50; i++ {
+		spec = append(spec, fmt.Sprintf("c:%d", i))
+	}
+	spec = append(spec, "a:1", "a:2")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	s.Offer(cands(spec...))
+	waitUntil(t, "a done", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.order) == 1 && f.cur == 0 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// One pass at the offer, one when a's job ended, one per second tick.
+	if n := l.tries["c"]; n < 1 || n > 5 {
+		t.Errorf("lease of c asked %d times for 50 candidates over a few passes, want one per pass", n)
+	}
+	if got := strings.Join(f.order, " "); got != "a[1 2]" {
+		t.Errorf("jobs %s, want a[1 2]", got)
 	}
 }
