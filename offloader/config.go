@@ -381,6 +381,10 @@ type Scrubber struct {
 	// Deep also compares every entry with BookKeeper while it has the
 	// ledger (reads whole ledgers from the bookies and the store).
 	Deep bool `yaml:"deep"`
+	// LedgerTimeout bounds one ledger's check (a deep check reads the
+	// whole ledger twice: allow its bytes at the slower of the bookies'
+	// and the store's read rates) and each repair write. Default 2m.
+	LedgerTimeout Duration `yaml:"ledger_timeout"`
 	// DryRun checks and reports, and repairs or trims nothing.
 	DryRun bool `yaml:"dry_run"`
 }
@@ -504,6 +508,7 @@ func (c *Config) applyDefaults() {
 	def(&c.Sweeper.Interval, time.Hour)
 	def(&c.Sweeper.Grace, 24*time.Hour)
 	def(&c.Scrub.Interval, 24*time.Hour)
+	def(&c.Scrub.LedgerTimeout, 2*time.Minute)
 	if c.Scrub.LedgersPerSecond == 0 {
 		c.Scrub.LedgersPerSecond = 10
 	}
@@ -613,7 +618,8 @@ func (c *Config) Validate() error {
 		"scheduler.retry_initial": c.Scheduler.RetryInitial, "scheduler.retry_max": c.Scheduler.RetryMax,
 		"scheduler.park_for": c.Scheduler.ParkFor, "scheduler.interval": c.Scheduler.Interval,
 		"scheduler.stop_timeout": c.Scheduler.StopTimeout, "pressure.interval": c.Pressure.Interval,
-		"pressure.timeout": c.Pressure.Timeout, "sweeper.interval": c.Sweeper.Interval, "scrub.interval": c.Scrub.Interval} {
+		"pressure.timeout": c.Pressure.Timeout, "sweeper.interval": c.Sweeper.Interval, "scrub.interval": c.Scrub.Interval,
+		"scrub.ledger_timeout": c.Scrub.LedgerTimeout} {
 		if d <= 0 {
 			bad("%s must be positive", k)
 		}

@@ -102,7 +102,7 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.ZooKeeper.SessionTimeout.D() != 30*time.Second || c.HTTP.Listen != ":8090" || c.Scheduler.LedgersInFlight != 2 ||
 		c.Leases.Root != "/tierkeeper/leases" || c.Leases.ID == "" || c.Driver.Name != "aws-s3" || c.Discovery.Concurrency != 8 ||
-		c.ZooKeeper.MaxBufferSize != 16<<20 {
+		c.ZooKeeper.MaxBufferSize != 16<<20 || c.Scrub.LedgerTimeout.D() != 2*time.Minute {
 		t.Errorf("defaults: %+v", c)
 	}
 	rules, err := c.PolicyRules()
@@ -154,7 +154,8 @@ scheduler: {ledgers_in_flight: -1, retry_initial: 1h, retry_max: 1m}
 admin: {url: "ftp://x"}
 pressure: {threshold: 85}
 sweeper: {grace: 1s}
-`, ParseOptions{}, []string{"zookeeper.servers is required", "zookeeper.max_buffer_size 64KiB: want 1MiB to 1GiB", "store is required", "scheduler.ledgers_in_flight -1",
+scrub: {ledger_timeout: -1m}
+`, ParseOptions{}, []string{"scrub.ledger_timeout must be positive", "zookeeper.servers is required", "zookeeper.max_buffer_size 64KiB: want 1MiB to 1GiB", "store is required", "scheduler.ledgers_in_flight -1",
 			"scheduler.retry_max 1m0s is below scheduler.retry_initial 1h0m0s", `admin.url "ftp://x"`,
 			"pressure.threshold 85: want a usage ratio", "sweeper.grace 1s"}},
 		{"pressure without a source", minimal + "pressure: {threshold: 0.9}\n", ParseOptions{},

@@ -91,7 +91,7 @@ func Scrub(ctx context.Context, c *Config, o ScrubOptions, log *slog.Logger) (*s
 		rate = c.Scrub.LedgersPerSecond
 	}
 	sc, err := scrub.New(scrub.Deps{ML: ml, Ledgers: ledgers, Store: store, Verifier: offl, Broker: d.Broker, Logger: log,
-		Registerer: o.Registerer}, scrub.Options{Deep: o.Deep, LedgersPerSecond: rate})
+		Registerer: o.Registerer}, scrub.Options{Deep: o.Deep, LedgersPerSecond: rate, CallTimeout: c.Scrub.LedgerTimeout.D()})
 	if err != nil {
 		return nil, err
 	}

@@ -188,7 +188,8 @@ func (s *Service) session(ctx context.Context) error {
 			broker = runner.deps.Broker
 		}
 		sc, err = scrub.New(scrub.Deps{ML: ml, Ledgers: ledgers, Store: s.store, Verifier: verifier, Broker: broker,
-			Logger: s.log, Registerer: s.reg}, scrub.Options{Deep: c.Scrub.Deep, LedgersPerSecond: c.Scrub.LedgersPerSecond})
+			Logger: s.log, Registerer: s.reg}, scrub.Options{Deep: c.Scrub.Deep, LedgersPerSecond: c.Scrub.LedgersPerSecond,
+			CallTimeout: c.Scrub.LedgerTimeout.D()})
 		if err != nil {
 			return err
 		}
