@@ -828,11 +828,13 @@ func comparisons(pts []benchPoint) cmpGroups {
 }
 
 // openPoints reports, per point of a group, whether any of its pairwise
-// comparisons is still open: the paired ratio of the faster (by median)
-// over the slower has a 95% interval holding the group's margin, or fewer
-// than two common rounds. More rounds of such a point could still change
-// what the rules choose; a point whose comparisons are all decided cannot
-// gain from more.
+// comparisons is still open (ratioCI.against, the verdict the rules' moveOff
+// takes): the paired ratio of the faster (by median) over the slower has a
+// 95% interval holding the group's margin, fewer than two common rounds,
+// or an interval above the margin on fewer than MinMoveRounds rounds (too
+// few to move a value). More rounds of such a point could still change
+// what the rules choose; a point whose comparisons are all decided — one
+// shown below the margin ends after two rounds — cannot gain from more.
 func openPoints(gs cmpGroups, got perPoint) map[int]bool {
 	isOpen := map[int]bool{}
 	for _, g := range gs {

@@ -481,8 +481,8 @@ func (rc *recommender) journalRules() error {
 	js := Setting{
 		File: FileBookKeeper, Key: "journalDirectories", Value: strings.Join(jDirs, ","),
 		PulsarDefault: "data/bookkeeper/journal (1 dir)",
-		Rule: fmt.Sprintf("per journal disk: the smallest journal count that the best count (by median over rounds, within the p99 budget: a count's fastest round at most max(%.0f× the slowest 1-journal round's p99 add latency, %s)) does not clearly beat by >%.0f%%; changed from the current count (cookie, else Pulsar's 1) only when repeated rounds of both separate the two; at most %d per disk; N>1 → N sub-directories",
-			JournalP99Factor, fmtNs(JournalP99Floor), (JournalDirGain-1)*100, MaxJournalDirsPerDisk),
+		Rule: fmt.Sprintf("per journal disk: the smallest journal count that the best count (by median over rounds, within the p99 budget: a count's fastest round at most max(%.0f× the slowest 1-journal round's p99 add latency, %s)) does not clearly beat by >%.0f%%; changed from the current count (cookie, else Pulsar's 1) %s; at most %d per disk; N>1 → N sub-directories",
+			JournalP99Factor, fmtNs(JournalP99Floor), (JournalDirGain-1)*100, moveRule(), MaxJournalDirsPerDisk),
 		Evidence:       jEv,
 		NewBookiesOnly: true,
 	}
@@ -509,11 +509,11 @@ func (rc *recommender) journalRules() error {
 	alEv = append(alEv, "takes effect with journalFormatVersionToWrite ≥ 5 (Pulsar ships 5)")
 	rc.add(js, Setting{
 		File: FileBookKeeper, Key: "journalWriteBufferSizeKB", Value: strconv.FormatInt(wbKB, 10), PulsarDefault: "64",
-		Rule:     fmt.Sprintf("raise from 64 only if a larger write buffer (BookKeeper journal model; plain model: write size) clearly beats 64 KiB by >%.0f%% at the same group threshold, over repeated rounds; then the smallest size within %.0f%% of the best, 64–1024", (JournalWriteBufferGain-1)*100, (1-LevelOff)*100),
+		Rule:     fmt.Sprintf("raise from 64 only if a larger write buffer (BookKeeper journal model; plain model: write size) clearly beats 64 KiB by >%.0f%% at the same group threshold, %s; then the smallest size within %.0f%% of the best, 64–1024", (JournalWriteBufferGain-1)*100, moveRule(), (1-LevelOff)*100),
 		Evidence: wbEv,
 	}, Setting{
 		File: FileBookKeeper, Key: "journalBufferedWritesThreshold", Value: strconv.FormatInt(thresh, 10), PulsarDefault: "524288",
-		Rule:     fmt.Sprintf("smallest journalBufferedWritesThreshold (BookKeeper journal model; plain model: group size) reaching %.0f%% of the best MB/s with 1 journal, clamped to %s–%s (largest over journal disks); Pulsar's 512 KiB kept unless the choice clearly beats it over repeated rounds", LevelOff*100, units.FormatBytes(JournalThresholdMin), units.FormatBytes(JournalThresholdMax)),
+		Rule:     fmt.Sprintf("smallest journalBufferedWritesThreshold (BookKeeper journal model; plain model: group size) reaching %.0f%% of the best MB/s with 1 journal, clamped to %s–%s (largest over journal disks); Pulsar's 512 KiB changed for the choice %s", LevelOff*100, units.FormatBytes(JournalThresholdMin), units.FormatBytes(JournalThresholdMax), moveRule()),
 		Evidence: threshEv,
 	}, Setting{
 		File: FileBookKeeper, Key: "journalMaxGroupWaitMSec", Value: strconv.Itoa(gw), PulsarDefault: "1",

@@ -62,9 +62,9 @@ func entryLogWriters(rs []diskbench.Result) (int64, map[int]rounds) {
 // every flushEntrylogBytes, not from this buffer. So the sweep of
 // buffered write sizes measures the syscall and copy overhead: Pulsar's
 // 64 KiB is kept unless a larger size clearly beats it by >5% (the
-// LevelOff margin) over repeated rounds — the 95% lower bound of the
-// paired ratio above 1/LevelOff; then the smallest size within 5% of the
-// best.
+// LevelOff margin) by moveOff — the 95% lower bound of the paired ratio
+// above 1/LevelOff on at least MinMoveRounds rounds; then the smallest
+// size within 5% of the best.
 func pickEntryLogBuffer(by map[int64]rounds) (int64, string) {
 	sizes := slices.Sorted(maps.Keys(by))
 	best := 0.0
@@ -101,7 +101,12 @@ func pickEntryLogBuffer(by map[int64]rounds) (int64, string) {
 	case chosen > def:
 		return chosen, ev + fmt.Sprintf("; %s ÷ 64KiB = %s: above %.2f× → %s", units.FormatBytes(chosen), pairedRatio(by[chosen], d), 1/LevelOff, units.FormatBytes(chosen))
 	}
-	return chosen, ev + " → " + units.FormatBytes(chosen)
+	// A smaller size than 64 KiB within 5% of the best: 64 KiB must be
+	// shown not to beat it (moveOff, the rule of every kept value).
+	if ok, c := moveOff(d, by[chosen], false, 1/LevelOff); !ok {
+		return def, ev + fmt.Sprintf("; 64KiB ÷ %s = %s: not shown below %.2f× on %d or more paired rounds, Pulsar's 64KiB kept", units.FormatBytes(chosen), c, 1/LevelOff, MinMoveRounds)
+	}
+	return chosen, ev + fmt.Sprintf("; 64KiB ÷ %s = %s: below %.2f× → %s", units.FormatBytes(chosen), pairedRatio(d, by[chosen]), 1/LevelOff, units.FormatBytes(chosen))
 }
 
 // pickLedgerCount applies the ledgerDirectories rule to one disk. For each
@@ -293,8 +298,8 @@ func (rc *recommender) ledgerDirRules() error {
 	ls := Setting{
 		File: FileBookKeeper, Key: "ledgerDirectories", Value: strings.Join(rc.lDirs, ","),
 		PulsarDefault: "data/bookkeeper/ledgers (1 dir)",
-		Rule: fmt.Sprintf("per ledger disk: what BookKeeper can write at each measured entry-log writer count N (one entry logger and flush thread per dir) is the measured rate, at most N × %.0f MB/s (one flush thread's limit, BK PR #1289) and at most the journals' sustained rate (ingest passes the journal first); the smallest N the best does not clearly beat by >%.0f%%, changed from the current count (cookie, else Pulsar's 1) only when repeated rounds separate the two; fewer when the extra dirs' RocksDB indexes or cache split do not fit the memory; at most %d; N>1 → N sub-directories",
-			FlushThreadBytesPerSec/1e6, (LedgerDirGain-1)*100, MaxLedgerDirsPerDisk),
+		Rule: fmt.Sprintf("per ledger disk: what BookKeeper can write at each measured entry-log writer count N (one entry logger and flush thread per dir) is the measured rate, at most N × %.0f MB/s (one flush thread's limit, BK PR #1289) and at most the journals' sustained rate (ingest passes the journal first); the smallest N the best does not clearly beat by >%.0f%%, changed from the current count (cookie, else Pulsar's 1) %s; fewer when the extra dirs' RocksDB indexes or cache split do not fit the memory; at most %d; N>1 → N sub-directories",
+			FlushThreadBytesPerSec/1e6, (LedgerDirGain-1)*100, moveRule(), MaxLedgerDirsPerDisk),
 		Evidence:       lEv,
 		NewBookiesOnly: true,
 	}
@@ -440,8 +445,8 @@ func (rc *recommender) entryLogRules() error {
 		threads, rc.runDirs, CatchUpLogs, units.FormatBytes(rb), units.HumanBytes(float64(int64(threads)*CatchUpLogs*rb))))
 	rc.add(Setting{
 		File: FileBookKeeper, Key: "writeBufferSizeBytes", Value: strconv.FormatInt(rc.wb, 10), PulsarDefault: "65536",
-		Rule: fmt.Sprintf("the entry logger's write(2) size into the page cache (the disk I/O size is set by writeback and the fdatasync every flushEntrylogBytes): Pulsar's 64 KiB unless a larger size clearly beats it by >%.0f%% over repeated rounds of the sustained sweep (then the smallest within %.0f%% of the best, largest over ledger disks); %d buffers per ledger dir (current, preallocated next and compaction log) × dirs × size ≤ %.0f%% of direct memory",
-			(1/LevelOff-1)*100, (1-LevelOff)*100, EntryLogBuffersPerDir, EntryLogBufferShare*100),
+		Rule: fmt.Sprintf("the entry logger's write(2) size into the page cache (the disk I/O size is set by writeback and the fdatasync every flushEntrylogBytes): Pulsar's 64 KiB unless a larger size clearly beats it by >%.0f%% in the sustained sweep, %s (then the smallest within %.0f%% of the best, largest over ledger disks); %d buffers per ledger dir (current, preallocated next and compaction log) × dirs × size ≤ %.0f%% of direct memory",
+			(1/LevelOff-1)*100, moveRule(), (1-LevelOff)*100, EntryLogBuffersPerDir, EntryLogBufferShare*100),
 		Evidence: append(bufEv, "one data point: WeChat runs 64 MiB in production (its disks, not this one)"),
 	}, Setting{
 		File: FileBookKeeper, Key: "readBufferSizeBytes", Value: strconv.FormatInt(rb, 10), PulsarDefault: "4096",

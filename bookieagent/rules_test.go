@@ -473,6 +473,16 @@ func TestRoundsSeparate(t *testing.T) {
 	if n, note = pickCount(by, all, 2, 1.10); n != 2 || !strings.Contains(note, "not shown below") {
 		t.Errorf("base 2, undecided: N=%d (%s), want 2 kept", n, note)
 	}
+	// Moving down is a move too: 2 shown no faster than 1 on two rounds
+	// keeps a live bookie's 2; a current count not measured is kept.
+	by = map[int]rounds{1: {v: []float64{100, 101}}, 2: {v: []float64{101, 102}}}
+	if n, note = pickCount(by, all, 2, 1.10); n != 2 || !strings.Contains(note, "too few rounds") {
+		t.Errorf("base 2 below on two rounds: N=%d (%s), want 2 kept", n, note)
+	}
+	by = map[int]rounds{1: {v: []float64{100, 101, 99}}, 2: {v: []float64{150, 152, 149}}}
+	if n, note = pickCount(by, all, 3, 1.10); n != 3 || !strings.Contains(note, "not measured") {
+		t.Errorf("base 3 not measured: N=%d (%s), want 3 kept", n, note)
+	}
 	// writeBufferSizeBytes: 1 MiB's rounds swing against 64 KiB's (1.31×,
 	// 1.97×, 1.84×: lower bound 1.02×, not above 1.05×): 64 KiB kept; a
 	// ratio that repeats (1.64–1.81×) moves it.
@@ -566,5 +576,116 @@ func TestLedgerDirsCostGate(t *testing.T) {
 	s, _ := r.Setting("ledgerDirectories")
 	if len(strings.Split(s.Value, ",")) != 2 || !strings.Contains(strings.Join(s.Evidence, " "), "4 → 2 dirs: only 2 dirs") {
 		t.Errorf("4 GiB pod: %q, want 2 dirs with the cost named: %v", s.Value, s.Evidence)
+	}
+}
+
+// TestMoveNeedsThreeRounds: a cookie-fixed count (and writeBufferSizeBytes)
+// moves off the current value only on at least MinMoveRounds paired rounds
+// whose interval clears the margin — the same rule for journal and ledger
+// dirs and the write size. Two rounds whose ratios happen to agree (this
+// VM's third repeat run moved ledgerDirectories to 2 on such a pair, where
+// the next runs kept 1) give an interval from one degree of freedom: its
+// width is itself noise. The same rounds with a third that repeats move.
+func TestMoveNeedsThreeRounds(t *testing.T) {
+	base := loadProfile(t, "vm-virtio-recorded")
+	base.CPUs = 2
+	rec := func(j, l []diskbench.Result) *Recommendation {
+		t.Helper()
+		in := base
+		in.JournalDisks = []Disk{{Dir: "/j", Results: j}}
+		in.LedgerDisks = []Disk{{Dir: "/l", Results: l, TotalBytes: 256 * uint64(GiB)}}
+		r, err := Recommend(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	dirs := func(r *Recommendation, key string) (int, string) {
+		s, _ := r.Setting(key)
+		return len(strings.Split(s.Value, ",")), strings.Join(s.Evidence, " ")
+	}
+	// rounds lays points out as interleaved rounds: figs[k] is round k+1's
+	// MB/s of every point.
+	rounds := func(pt func(i int, mbps float64) diskbench.Result, figs ...[]float64) []diskbench.Result {
+		var out []diskbench.Result
+		for _, f := range figs {
+			for i, v := range f {
+				out = append(out, pt(i, v))
+			}
+		}
+		return out
+	}
+	// Ledger points: 1 writer × 64 KiB, 1 writer × 1 MiB, 2 writers × 1 MiB.
+	el := func(i int, v float64) diskbench.Result {
+		return []func(float64) diskbench.Result{
+			func(v float64) diskbench.Result { return elPoint(1, 64*KiB, v) },
+			func(v float64) diskbench.Result { return elPoint(1, MiB, v) },
+			func(v float64) diskbench.Result { return elPoint(2, MiB, v) },
+		}[i](v)
+	}
+	// Journals 1, 2, 4.
+	jr := func(i int, v float64) diskbench.Result { return bkPoint([]int{1, 2, 4}[i], v, 8, nil, 8) }
+	flatJ := func(mbps float64, n int) []diskbench.Result {
+		var f [][]float64
+		for range n {
+			f = append(f, []float64{mbps, mbps * 1.005, mbps * 1.01})
+		}
+		return rounds(jr, f...)
+	}
+
+	// 1. Ledger dirs behind journals accepting 900 MB/s: 2 writers wrote
+	// 1.33× and 1.35× of 1 in two rounds (old rule: 95% CI 1.26–1.43,
+	// above 1.10 → 2 dirs). 1 MiB writes 1.05× and 1.04× of 64 KiB.
+	two := [][]float64{{400, 420, 560}, {395, 410, 552}}
+	r := rec(flatJ(900, 2), rounds(el, two...))
+	if n, ev := dirs(r, "ledgerDirectories"); n != 1 || !strings.Contains(ev, "2 paired rounds") || !strings.Contains(ev, "a move needs 3") {
+		t.Errorf("two agreeing rounds: %d ledger dirs, want 1 kept, saying why: %s", n, ev)
+	}
+	r = rec(flatJ(900, 3), rounds(el, append(two, []float64{398, 415, 557})...))
+	if n, ev := dirs(r, "ledgerDirectories"); n != 2 || !strings.Contains(ev, "3 paired rounds): above 1.10×") {
+		t.Errorf("three repeating rounds: %d ledger dirs, want 2: %s", n, ev)
+	}
+
+	// 2. The journals' cap: behind 400 MB/s of journals, 2 writers' 650
+	// and 520 MB/s both count as 400 (every add passes the journal), so
+	// the ratio over 1 writer's 300 and 302 repeats exactly — two rounds
+	// still do not move the count; a third round at the cap does.
+	capTwo := [][]float64{{290, 300, 650}, {292, 302, 520}}
+	if n, ev := dirs(rec(flatJ(400, 2), rounds(el, capTwo...)), "ledgerDirectories"); n != 1 || !strings.Contains(ev, "the journals' 4") {
+		t.Errorf("two capped rounds: %d ledger dirs, want 1 kept: %s", n, ev)
+	}
+	if n, ev := dirs(rec(flatJ(400, 3), rounds(el, append(capTwo, []float64{291, 299, 700})...)), "ledgerDirectories"); n != 2 {
+		t.Errorf("three capped rounds: %d ledger dirs, want 2: %s", n, ev)
+	}
+
+	// 3. Journals: 4 wrote 2.10× of 1 in both of two rounds (old rule: a
+	// zero-width interval at 2.10× → 4 dirs); with a third such round, 4.
+	flatL := func(n int) []diskbench.Result {
+		var f [][]float64
+		for range n {
+			f = append(f, []float64{300, 301, 302})
+		}
+		return rounds(el, f...)
+	}
+	j2 := [][]float64{{200, 300, 420}, {210, 315, 441}}
+	if n, ev := dirs(rec(rounds(jr, j2...), flatL(2)), "journalDirectories"); n != 1 || !strings.Contains(ev, "a move needs 3") {
+		t.Errorf("two rounds at 2.10×: %d journal dirs, want 1 kept: %s", n, ev)
+	}
+	if n, ev := dirs(rec(rounds(jr, append(j2, []float64{205, 307, 430})...), flatL(3)), "journalDirectories"); n != 4 {
+		t.Errorf("three rounds at 2.10×: %d journal dirs, want 4: %s", n, ev)
+	}
+
+	// 4. writeBufferSizeBytes: 1 MiB at 1.33× of 64 KiB in two rounds
+	// keeps 64 KiB; in three, 1 MiB.
+	w2 := [][]float64{{300, 400, 300}, {310, 412, 311}}
+	r = rec(flatJ(900, 2), rounds(el, w2...))
+	if v := settingInt(t, r, "writeBufferSizeBytes"); v != 64*KiB {
+		s, _ := r.Setting("writeBufferSizeBytes")
+		t.Errorf("two rounds at 1.33×: writeBufferSizeBytes %d, want 64KiB kept: %v", v, s.Evidence)
+	}
+	r = rec(flatJ(900, 3), rounds(el, append(w2, []float64{305, 405, 306})...))
+	if v := settingInt(t, r, "writeBufferSizeBytes"); v != MiB {
+		s, _ := r.Setting("writeBufferSizeBytes")
+		t.Errorf("three rounds at 1.33×: writeBufferSizeBytes %d, want 1MiB: %v", v, s.Evidence)
 	}
 }

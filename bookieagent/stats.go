@@ -89,16 +89,30 @@ func pairedRatio(a, b rounds) ratioCI {
 	return c
 }
 
+// MinMoveRounds is the fewest paired rounds on which a comparison may move
+// a value off its current one (moveOff). Two rounds give the interval one
+// degree of freedom: its width is then itself a single draw of the noise
+// (two rounds whose ratios happen to agree give a narrow interval however
+// much the disk swings), so a real but modest gain moves the value in
+// some runs and not in others — on this project's VM the third of three
+// default runs moved ledgerDirectories to 2 on two rounds at 1.3×, the
+// others kept 1. With three rounds the t factor falls from 12.7 to 4.3
+// and the width rests on two degrees of freedom.
+const MinMoveRounds = 3
+
 // verdict is what a paired comparison shows against a margin.
 type verdict int
 
 const (
-	// open: the interval holds the margin (or fewer than 2 pairs): more
-	// rounds could still decide.
+	// open: the interval holds the margin, fewer than 2 pairs, or an
+	// interval above it on fewer than MinMoveRounds pairs: more rounds
+	// could still decide.
 	open verdict = iota
-	// above: the whole interval is above the margin — the gain repeats.
+	// above: the whole interval is above the margin on at least
+	// MinMoveRounds pairs — the gain repeats.
 	above
-	// below: the whole interval is below the margin — shown not to gain it.
+	// below: the whole interval is below the margin (2 pairs suffice) —
+	// shown not to gain it: more rounds are not needed to keep a value.
 	below
 )
 
@@ -107,12 +121,30 @@ func (c ratioCI) against(gain float64) verdict {
 	switch {
 	case c.N < 2:
 		return open
-	case c.Lo > gain:
+	case c.Lo > gain && c.N >= MinMoveRounds:
 		return above
 	case c.Hi < gain:
 		return below
 	}
 	return open
+}
+
+// moveOff is the one evidence rule for every value the agent keeps at its
+// current one — a cookie-fixed directory count (the live cookie's, else
+// Pulsar's 1) and Pulsar's write sizes — unless the measurements show the
+// change repeats. It reports whether the rounds of to move the value from
+// cur, with the paired comparison that decided: to larger (more dirs, a
+// larger size) when the 95% lower bound of to ÷ cur is above gain; to
+// smaller when the upper bound of cur ÷ to is below gain (cur shown not to
+// gain that much); either way on at least MinMoveRounds paired rounds. The
+// comparison returned is to ÷ cur, or cur ÷ to for a smaller to.
+func moveOff(cur, to rounds, larger bool, gain float64) (bool, ratioCI) {
+	if larger {
+		c := pairedRatio(to, cur)
+		return c.against(gain) == above, c
+	}
+	c := pairedRatio(cur, to)
+	return c.N >= MinMoveRounds && c.against(gain) == below, c
 }
 
 // String renders the comparison as "1.04× (95% CI 0.91–1.19, 3 paired rounds)".
@@ -126,22 +158,30 @@ func (c ratioCI) String() string {
 	return fmt.Sprintf("%.2f× (95%% CI %.2f–%.2f, %d paired rounds)", c.Ratio, c.Lo, c.Hi, c.N)
 }
 
+// moveRule is moveOff in the rules' text: how a kept value moves.
+func moveRule() string {
+	return fmt.Sprintf("only when at least %d paired rounds separate the two (the 95%% interval of the per-round ratio clear of the margin)", MinMoveRounds)
+}
+
 // beats reports whether a is clearly faster than b by more than gain
-// (1.10 = 10%): the lower bound of the 95% confidence interval of their
-// paired ratio is above gain, so the gain repeats over the rounds and
-// run-to-run noise cannot decide. A single round of either never beats:
-// its noise is unknown (a 0.1 s point of a disk's cache can look 4× faster
-// than the disk), so a value measured once never moves a setting away
-// from its current or default value.
+// (1.10 = 10%): moveOff from b to the larger a — the lower bound of the
+// 95% confidence interval of their paired ratio is above gain on at least
+// MinMoveRounds rounds, so the gain repeats and run-to-run noise cannot
+// decide. A single round of either never beats: its noise is unknown (a
+// 0.1 s point of a disk's cache can look 4× faster than the disk).
 func (a rounds) beats(b rounds, gain float64) bool {
-	return pairedRatio(a, b).against(gain) == above
+	ok, _ := moveOff(b, a, true, gain)
+	return ok
 }
 
 // notSeparated says why a did not beat b by gain, with the interval.
 func notSeparated(aName string, a rounds, bName string, b rounds, gain float64) string {
 	c := pairedRatio(a, b)
-	if c.N < 2 {
+	switch {
+	case c.N < 2:
 		return fmt.Sprintf("%s vs %s share a single round: one round does not show that a difference repeats", aName, bName)
+	case c.Lo > gain && c.N < MinMoveRounds:
+		return fmt.Sprintf("%s ÷ %s = %s: above %.2f× on too few rounds (a move needs %d paired rounds)", aName, bName, c, gain, MinMoveRounds)
 	}
 	what := "its interval holds the margin"
 	if c.against(gain) == below {
@@ -171,13 +211,13 @@ func (r rounds) describe() string {
 // latency budget; where any count has repeated rounds, counts measured
 // once are not candidates): the best count is the fastest (by median)
 // that is ok; the candidate is the smallest ok count the best does not
-// clearly beat by gain (the 95% lower bound of their paired ratio above
-// gain). A count is fixed by the cookie for the bookie's life, so the
-// result moves away from base (the live cookie's count, else Pulsar's 1)
-// only on evidence that repeats: a larger count when the lower bound of its
-// paired ratio over base is above gain, a smaller one when the upper bound
-// of base over it is below gain (base shown not to gain that much).
-// Otherwise base is kept. The note gives the interval that decided.
+// clearly beat by gain (beats). A count is fixed by the cookie for the
+// bookie's life, so the result moves away from base (the live cookie's
+// count, else Pulsar's 1) only by moveOff: a larger count when the lower
+// bound of its paired ratio over base is above gain, a smaller one when the
+// upper bound of base over it is below gain, on at least MinMoveRounds
+// paired rounds. Otherwise — also when base was not measured — base is
+// kept. The note gives the interval that decided.
 func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n int, note string) {
 	counts := slices.Sorted(maps.Keys(by))
 	// Where the comparison has repeated rounds, a count measured once
@@ -221,16 +261,17 @@ func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n 
 		}
 		return base, fmt.Sprintf("N=%d is the fastest: %s", base, strings.Join(parts, "; "))
 	case !hasBase:
-		return cand, fmt.Sprintf("the current count %d was not measured", base)
-	case cand > base:
-		c := pairedRatio(by[cand], b)
-		if c.against(gain) != above {
-			return base, fmt.Sprintf("%s: the evidence does not separate them, N=%d kept", notSeparated(name(cand), by[cand], name(base), b, gain), base)
-		}
-		return cand, fmt.Sprintf("N=%d ÷ N=%d = %s: above %.2f× → N=%d", cand, base, c, gain, cand)
+		return base, fmt.Sprintf("the current count %d was not measured: nothing to compare N=%d with, N=%d kept", base, cand, base)
 	}
-	c := pairedRatio(b, by[cand])
-	if c.against(gain) != below {
+	move, c := moveOff(b, by[cand], cand > base, gain)
+	switch {
+	case cand > base && !move:
+		return base, fmt.Sprintf("%s: the evidence does not separate them, N=%d kept", notSeparated(name(cand), by[cand], name(base), b, gain), base)
+	case cand > base:
+		return cand, fmt.Sprintf("N=%d ÷ N=%d = %s: above %.2f× → N=%d", cand, base, c, gain, cand)
+	case !move && c.against(gain) == below:
+		return base, fmt.Sprintf("N=%d ÷ N=%d = %s: below %.2f× on too few rounds (a move needs %d paired rounds), N=%d kept", base, cand, c, gain, MinMoveRounds, base)
+	case !move:
 		return base, fmt.Sprintf("N=%d ÷ N=%d = %s: not shown below %.2f×, N=%d kept", base, cand, c, gain, base)
 	}
 	return cand, fmt.Sprintf("N=%d ÷ N=%d = %s: below %.2f× → N=%d", base, cand, c, gain, cand)

@@ -45,7 +45,8 @@ decide directory counts and writeBufferSizeBytes run at least --rounds times,
 interleaved, a point stopping once its comparisons are decided and open ones running
 again while the budget allows. A value changes from the current one (a live bookie's
 cookie, else Pulsar's) only when the 95% confidence interval of the paired per-round
-ratio lies beyond the rule's margin; the evidence gives the ratio and interval.
+ratio lies beyond the rule's margin on at least 3 paired rounds; the evidence gives the
+ratio and interval.
 
 The benchmark runs in a scratch directory .bookieagent-scratch-<pid> and stops if a
 bookie starts using a directory meanwhile. A directory that holds a bookie (a cookie in
