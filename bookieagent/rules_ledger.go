@@ -117,12 +117,13 @@ func pickEntryLogBuffer(by map[int64]rounds) (int64, string) {
 // disk: every add passes the journal first; 0 = unknown). pickCount then
 // picks on those figures against base: an extra dir must gain more than
 // LedgerDirGain of what the bookie can really write. It returns the count,
-// the disk's measured sustained rate at it, the measured counts and the
-// evidence.
-func pickLedgerCount(rs []diskbench.Result, base int, peak1, ingest float64) (int, float64, []int, string) {
+// the disk's measured sustained rate at it as its rounds (peak1's when
+// the writer counts were not measured: the sizes derived from it read a
+// lower statistic of them), the measured counts and the evidence.
+func pickLedgerCount(rs []diskbench.Result, base int, peak1 rounds, ingest float64) (int, rounds, []int, string) {
 	bs, by := entryLogWriters(rs)
 	if len(by) < 2 {
-		return base, peak1, []int{1}, fmt.Sprintf("writer counts not measured; %s (1 writer) → N=%d kept", units.DecimalRate(peak1), base)
+		return base, peak1, []int{1}, fmt.Sprintf("writer counts not measured; %s (1 writer) → N=%d kept", units.DecimalRate(peak1.median()), base)
 	}
 	ws := slices.Sorted(maps.Keys(by))
 	eff := map[int]rounds{}
@@ -148,11 +149,10 @@ func pickLedgerCount(rs []diskbench.Result, base int, peak1, ingest float64) (in
 	if note != "" {
 		ev += " (" + note + ")"
 	}
-	bw := by[n].median()
-	if bw == 0 {
-		bw = peak1
+	if by[n].median() == 0 {
+		return n, peak1, ws, ev
 	}
-	return n, bw, ws, ev
+	return n, by[n], ws, ev
 }
 
 // MinSustainedSec: an entry-log point measured for less than this measures
@@ -265,7 +265,12 @@ func (rc *recommender) ledgerDirRules() error {
 		if rc.lCookie != nil {
 			base = max(1, countOnDisk(rc.lCookie.LedgerDirs, d.Dir, len(in.LedgerDisks)))
 		}
-		n, diskBW, counts, lev := pickLedgerCount(d.Results, base, sizes[bs].median(), ingest)
+		n, bwRounds, counts, lev := pickLedgerCount(d.Results, base, sizes[bs], ingest)
+		diskBW := bwRounds.median()
+		// The sizes derived below (flushEntrylogBytes,
+		// compactionRateByBytes) take the lower median of the point's
+		// rounds: one round in a cache's burst does not lift them.
+		low := min(diskBW, bwRounds.lowMedian())
 		measured[k] = counts
 		lEv = append(lEv, fmt.Sprintf("%s: %s", diskLabel(d), lev))
 		sum.TotalBytes = d.TotalBytes
@@ -277,13 +282,14 @@ func (rc *recommender) ledgerDirRules() error {
 			lEv = append(lEv, fmt.Sprintf("%s: every %d-writer entry-log point ran under %.0f s (a cache's speed, not the disk's): the sizes below use the slowest entry-log figure measured on the disk, %s, not %s",
 				diskLabel(d), n, MinSustainedSec, units.DecimalRate(slow), units.DecimalRate(diskBW)))
 			diskBW = slow
+			low = min(low, slow)
 		}
 		run := n
 		if rc.lCookie != nil {
 			run = base
 		}
-		lp := ledgerPlan{disk: d, recommended: n, run: run, sustained: diskBW, summary: len(r.Disks)}
-		lp.left, lp.basis = rc.leftAfterJournal(k, sum.Device, diskBW)
+		lp := ledgerPlan{disk: d, recommended: n, run: run, sustained: low, summary: len(r.Disks)}
+		lp.left, lp.basis = rc.leftAfterJournal(k, sum.Device, low)
 		rc.ledgers = append(rc.ledgers, lp)
 		r.Disks = append(r.Disks, sum)
 	}
@@ -317,29 +323,42 @@ func (rc *recommender) ledgerDirRules() error {
 }
 
 // leftAfterJournal is the write bandwidth ledger disk k gets while a
-// journal on the same device writes too: the measured mixed figure (one
-// entry-log writer with and without the journal beside it scales the
-// disk's rate), else an estimate from the journal's own rate.
+// journal on the same device writes too: bw × the measured factor (one
+// entry-log writer with the journal beside it ÷ alone, the lower medians
+// of their rounds), capped at 1 — an entry log measured no slower beside
+// the journal keeps bw, so the result follows the factor continuously
+// (no switch of formula at 1) and one burst round on either side does
+// not lift it. Only when no journal on the device was measured at once,
+// an estimate from the journals' own rate.
 func (rc *recommender) leftAfterJournal(k int, device string, bw float64) (float64, string) {
-	left, basis := bw, "sustained (no journal on this device)"
-	shared := false
+	left, basis := bw, "sustained, lower median of its rounds (no journal on this device)"
+	shared, measured := false, false
 	for i, j := range rc.in.JournalDisks {
 		if !sameDevice(j, rc.in.LedgerDisks[k]) {
 			continue
 		}
 		shared = true
 		m, ok := rc.mixed[diskPair{i, k}]
-		if !ok || m.logAlone.median() <= 0 {
+		if !ok || m.logAlone.lowMedian() <= 0 {
 			continue
 		}
-		if f := m.logMixed.median() / m.logAlone.median(); f < 1 && bw*f < left {
-			left, basis = bw*f, fmt.Sprintf("sustained × %.2f (1 writer with journal %s written at once ÷ alone)", f, j.Dir)
+		raw := m.logMixed.lowMedian() / m.logAlone.lowMedian()
+		f := min(1, raw)
+		if !measured || bw*f < left {
+			left = bw * f
+			basis = fmt.Sprintf("= %s sustained (lower median of its rounds) × %.2f (1 writer with journal %s written at once ÷ alone, lower medians of the rounds: %s ÷ %s",
+				units.DecimalRate(bw), f, j.Dir, units.DecimalRate(m.logMixed.lowMedian()), units.DecimalRate(m.logAlone.lowMedian()))
+			if raw > 1 {
+				basis += fmt.Sprintf(" = %.2f, capped at 1", raw)
+			}
+			basis += ")"
 		}
+		measured = true
 	}
-	if shared && left == bw {
-		if jr := rc.jAggDevice[device]; jr > 0 && !strings.HasPrefix(basis, "sustained ×") {
+	if shared && !measured {
+		if jr := rc.jAggDevice[device]; jr > 0 {
 			left = max(bw-jr, bw/4)
-			basis = fmt.Sprintf("sustained − the journals' %s on the same device (estimate: not measured at once; at least a quarter)", units.DecimalRate(jr))
+			basis = fmt.Sprintf("= %s sustained (lower median of its rounds) − the journals' %s on the same device (estimate: not measured at once; at least a quarter)", units.DecimalRate(bw), units.DecimalRate(jr))
 		}
 	}
 	return left, basis
@@ -454,7 +473,7 @@ func (rc *recommender) entryLogRules() error {
 		Evidence: rbEv,
 	}, Setting{
 		File: FileBookKeeper, Key: "flushEntrylogBytes", Value: strconv.FormatInt(flushBytes, 10), PulsarDefault: "33554432",
-		Rule:     fmt.Sprintf("≈ %.0f ms of the per-dir write bandwidth ledger writes get (beside the journal on a shared device), over the dirs the bookie runs, rounded up to MiB, clamped to %s–%s, ≥ writeBufferSizeBytes (largest over ledger disks)", FlushEntrylogSeconds*1000, units.FormatBytes(FlushEntrylogMin), units.FormatBytes(FlushEntrylogMax)),
+		Rule:     fmt.Sprintf("≈ %.0f ms of the per-dir write bandwidth ledger writes get (lower median of the point's rounds; on a shared device × the rate beside the journal ÷ alone, at most 1), over the dirs the bookie runs, rounded up to MiB, clamped to %s–%s, ≥ writeBufferSizeBytes (largest over ledger disks)", FlushEntrylogSeconds*1000, units.FormatBytes(FlushEntrylogMin), units.FormatBytes(FlushEntrylogMax)),
 		Evidence: flushEv,
 	})
 	return nil
