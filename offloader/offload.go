@@ -203,8 +203,9 @@ func NewOffloadPipeline(p *Peers, o OffloadOptions) (*pipeline.Pipeline, error) 
 // managed ledger after the other, each under its topic lease as the
 // service's replicas take it (RunLeased: every write fenced; the lease of
 // a killed run of this command on this host taken over), or plans them
-// (DryRun). The report holds every ledger; the error, the first failure
-// (the report's Totals count them all).
+// (DryRun). The report holds every ledger, those of the managed ledgers
+// not started when ctx ended too (failed with its error); the error, the
+// first failure (the report's Totals count them all), or ctx's error.
 func Offload(ctx context.Context, p *Peers, pl *pipeline.Pipeline, sel *OffloadSelection, o OffloadOptions) (*OffloadReport, error) {
 	rep := &OffloadReport{Topic: sel.Topic, DryRun: o.DryRun, ManagedLedgers: []OffloadedML{}}
 	start := time.Now()
@@ -219,7 +220,29 @@ func Offload(ctx context.Context, p *Peers, pl *pipeline.Pipeline, sel *OffloadS
 		leases = NewTopicLeases(p.ZK, o.LeaseRoot, id, p.log)
 		defer leases.Close()
 	}
-	for _, j := range sel.Jobs {
+	for ji, j := range sel.Jobs {
+		if ctx.Err() != nil && o.DryRun {
+			return nil, ctx.Err()
+		}
+		if ctx.Err() != nil {
+			// Stopped: the managed ledgers not started are reported, each
+			// ledger failed with the cancellation, not left out.
+			for _, j := range sel.Jobs[ji:] {
+				md := OffloadedML{Name: j.ML}
+				for _, id := range j.Ledgers {
+					t := mledger.LedgerRef{ML: j.ML, LedgerID: id}
+					lr := &pipeline.LedgerResult{LedgerRef: t, Outcome: pipeline.OutcomeFailed,
+						Err: &pipeline.StepError{LedgerRef: t, Step: pipeline.StepSelect, Err: ctx.Err()}}
+					md.Ledgers = append(md.Ledgers, offloadedLedger(lr))
+					rep.Totals.add(lr)
+				}
+				rep.ManagedLedgers = append(rep.ManagedLedgers, md)
+			}
+			if failed == nil {
+				failed = ctx.Err()
+			}
+			break
+		}
 		md := OffloadedML{Name: j.ML}
 		if o.DryRun {
 			plan, err := pl.Plan(ctx, j.ML, j.Ledgers)
@@ -247,9 +270,6 @@ func Offload(ctx context.Context, p *Peers, pl *pipeline.Pipeline, sel *OffloadS
 			rep.Totals.add(lr)
 		}
 		rep.ManagedLedgers = append(rep.ManagedLedgers, md)
-		if ctx.Err() != nil {
-			break
-		}
 	}
 	rep.Totals.Seconds = time.Since(start).Seconds()
 	if rep.Totals.Seconds > 0 {

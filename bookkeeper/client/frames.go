@@ -3,13 +3,16 @@ package client
 import "sync"
 
 // framePool keeps the buffers of response frames whose entries a Stream
-// with StreamOptions.ReuseBuffers has delivered, so that later frames are
-// read straight into them instead of into fresh allocations: a streamed
-// ledger then costs no heap allocation per byte (and no garbage collection)
-// once the read window has cycled once. It holds at most max bytes of free
-// buffers; a frame with no free buffer of a fitting size is read as before
-// (ReadFrame's own allocation, which commits memory only as the frame
-// arrives). Safe for concurrent use.
+// with StreamOptions.ReuseBuffers has delivered (or read ahead and then
+// dropped at Close), so that later frames are read straight into them
+// instead of into fresh allocations: a streamed ledger then costs no heap
+// allocation per byte (and no garbage collection) once the read window has
+// cycled once, and the frames alive are about one window's worth. It
+// holds at most max bytes of free buffers; a frame with no free buffer of
+// a fitting size is read as before (ReadFrame's own allocation, which
+// commits memory only as the frame arrives, with the slack of
+// wire.ReuseCap so that the buffer still fits once the ids' varints grow a
+// byte). Safe for concurrent use.
 type framePool struct {
 	max int64
 
@@ -17,6 +20,7 @@ type framePool struct {
 	free   [][]byte
 	held   int64 // bytes of cap in free
 	reused int64 // frames read into a free buffer (for tests)
+	missed int64 // frames with no free buffer that fits (for tests)
 }
 
 func newFramePool(max int64) *framePool { return &framePool{max: max} }
@@ -34,6 +38,7 @@ func (p *framePool) get(n int) []byte {
 		}
 	}
 	if best < 0 {
+		p.missed++
 		return nil
 	}
 	b := p.free[best]

@@ -1,11 +1,15 @@
 package client
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/bookietest"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
 )
 
 func TestFramePoolFitsAndBounds(t *testing.T) {
@@ -82,4 +86,93 @@ func (e *env) reused() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.reused
+}
+
+type poolStats struct {
+	reused, missed, held int64
+	free                 int
+}
+
+func (e *env) pool() poolStats {
+	p := e.client.frames
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return poolStats{reused: p.reused, missed: p.missed, held: p.held, free: len(p.free)}
+}
+
+// Entries of one size make frames that grow by a byte or two as the
+// varints of entry ids and transaction ids pass 128: the buffers of the
+// first window must still fit, or the pool keeps a stale window of them
+// while the stream allocates another (peak RSS of bench-bk went from 64
+// to 101 MiB). A stream then allocates one window of frames, plus the
+// entry being consumed, whatever the ledger's length, and reads every
+// later pass into them.
+func TestStreamReuseKeepsOneWindow(t *testing.T) {
+	e := newEnv(t, 3, Options{})
+	data := make([][]byte, 400)
+	for i := range data {
+		data[i] = bytes.Repeat([]byte{byte(i)}, 100_000)
+	}
+	l := e.write(bookietest.Ledger{LedgerID: 31, Ensemble: 3, WriteQuorum: 3}, data)
+	const window = 16
+	for pass := 1; pass <= 3; pass++ {
+		readAll(t, l, data, StreamOptions{Window: window, ReuseBuffers: true})
+		st := e.pool()
+		if st.missed > window+1 {
+			t.Errorf("pass %d: %d frames allocated for a window of %d", pass, st.missed, window)
+		}
+		if st.held > e.client.frames.max || st.held > (window+1)*int64(wire.ReuseCap(100_100)) {
+			t.Errorf("pass %d: pool holds %d bytes in %d buffers (bound %d)", pass, st.held, st.free, e.client.frames.max)
+		}
+		// The stream has ended: every frame it allocated is free again.
+		if int64(st.free) != st.missed {
+			t.Errorf("pass %d: %d of the %d frames allocated are back in the pool", pass, st.free, st.missed)
+		}
+	}
+}
+
+// A stream stopped early (the callback's error, or the caller's Close)
+// gives back the frames it read ahead but never delivered, whether they
+// had arrived by Close or arrive after; and the pool never holds more
+// than its bound, even for a stream whose own window is larger.
+func TestStreamCloseReturnsFrames(t *testing.T) {
+	e := newEnv(t, 3, Options{WindowBytes: 1 << 20})
+	data := make([][]byte, 64)
+	for i := range data {
+		data[i] = bytes.Repeat([]byte{byte(i)}, 50_000)
+	}
+	l := e.write(bookietest.Ledger{LedgerID: 32, Ensemble: 3, WriteQuorum: 3}, data)
+	delay := func(bookietest.Request) bookietest.Action {
+		return bookietest.Action{Delay: time.Duration(rand.IntN(20)) * time.Millisecond}
+	}
+	for _, id := range e.cluster.IDs {
+		e.cluster.Bookies[id].SetFault(delay)
+	}
+	stop := errors.New("stop")
+	for _, wb := range []int64{1 << 20, 4 << 20} { // 20 and (over the pool's bound) 80 frames
+		n := 0
+		err := l.ReadRange(context.Background(), 0, -1, StreamOptions{WindowBytes: wb, ReuseBuffers: true}, func(Entry) error {
+			if n++; n == 5 {
+				return stop
+			}
+			return nil
+		})
+		if !errors.Is(err, stop) {
+			t.Fatalf("window %d: %v", wb, err)
+		}
+		// The reads in flight at Close end within their delay.
+		want := min(e.pool().missed, e.client.frames.max/50_100)
+		deadline := time.Now().Add(5 * time.Second)
+		for e.pool().free < int(want) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		st := e.pool()
+		if int64(st.free) < want {
+			t.Errorf("window %d: %d frames allocated, %d back in the pool", wb, st.missed, st.free)
+		}
+		if st.held > e.client.frames.max {
+			t.Errorf("window %d: pool holds %d bytes, bound %d", wb, st.held, e.client.frames.max)
+		}
+	}
+	readAll(t, l, data, StreamOptions{WindowBytes: 1 << 20, ReuseBuffers: true})
 }

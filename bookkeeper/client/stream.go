@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // StreamOptions tunes one Stream; zero fields take the Client's Options.
@@ -36,6 +37,12 @@ type Stream struct {
 	havePrev bool
 	reuse    bool
 	lent     []byte // frame of the entry last delivered (reuse)
+
+	// With reuse, mu orders the reads' completion against Close: the
+	// frames of entries read but never delivered go back to the pool,
+	// whether they arrived before Close or after.
+	mu     sync.Mutex
+	closed bool
 }
 
 type slot struct {
@@ -81,7 +88,16 @@ func (s *Stream) fill() {
 		sl := &slot{done: make(chan struct{})}
 		s.slots[s.issued%s.window] = sl
 		go func(e int64) {
-			sl.e, sl.err = s.l.ReadEntry(s.ctx, e)
+			en, err := s.l.ReadEntry(s.ctx, e)
+			if s.reuse {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if s.closed {
+					s.l.c.frames.put(en.frame)
+					en.frame = nil
+				}
+			}
+			sl.e, sl.err = en, err
 			close(sl.done)
 		}(s.issued)
 		s.issued++
@@ -116,6 +132,10 @@ func (s *Stream) Next() (Entry, error) {
 		return Entry{}, s.err
 	}
 	e := sl.e
+	if s.reuse {
+		s.lent = e.frame // given back on the next call, delivered or not
+	}
+	e.frame = nil
 	md := s.l.md
 	if s.havePrev && e.Length != s.prevLen+int64(len(e.Payload)) {
 		s.err = fmt.Errorf("%w: ledger %d entry %d has length %d, previous %d + payload %d",
@@ -129,10 +149,6 @@ func (s *Stream) Next() (Entry, error) {
 	}
 	s.prevLen, s.havePrev = e.Length, true
 	s.next++
-	if s.reuse {
-		s.lent = e.frame
-	}
-	e.frame = nil
 	s.fill()
 	return e, nil
 }
@@ -146,10 +162,31 @@ func (s *Stream) giveBack() {
 }
 
 // Close stops the reads still in flight and waits for none of them (they
-// end on their own once cancelled).
+// end on their own once cancelled). With ReuseBuffers the frames of the
+// entries read ahead but not delivered go back to the client's pool, now
+// or when their read ends.
 func (s *Stream) Close() error {
 	s.cancel()
 	s.giveBack()
+	if s.reuse {
+		s.mu.Lock()
+		if !s.closed {
+			s.closed = true
+			for i, sl := range s.slots {
+				if sl == nil {
+					continue
+				}
+				select {
+				case <-sl.done:
+					s.l.c.frames.put(sl.e.frame)
+					sl.e.frame = nil
+				default: // the read puts its frame back when it ends
+				}
+				s.slots[i] = nil
+			}
+		}
+		s.mu.Unlock()
+	}
 	if s.err == nil {
 		s.err = fmt.Errorf("stream closed")
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -97,7 +98,8 @@ const frameChunk = 64 << 10
 // body above 64 KiB only the first 64 KiB are allocated until they have
 // arrived. alloc, if not nil, may provide the body buffer up front (a
 // slice of length n, e.g. a reused one); when it returns nil the body is
-// allocated as without alloc.
+// allocated as without alloc, but with capacity ReuseCap(n), so that the
+// caller can read a later, slightly longer frame into it.
 func ReadFrame(r io.Reader, maxSize int, alloc func(n int) []byte) ([]byte, error) {
 	var lb [4]byte
 	if _, err := io.ReadFull(r, lb[:]); err != nil {
@@ -108,19 +110,21 @@ func ReadFrame(r io.Reader, maxSize int, alloc func(n int) []byte) ([]byte, erro
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, maxSize)
 	}
 	var body []byte
+	c := n
 	if alloc != nil {
 		body = alloc(n)
+		c = ReuseCap(n)
 	}
 	switch {
 	case body != nil:
 	case n <= frameChunk:
-		body = make([]byte, n)
+		body = make([]byte, n, c)
 	default:
 		head := make([]byte, frameChunk)
 		if _, err := io.ReadFull(r, head); err != nil {
 			return nil, unexpectedEOF(err)
 		}
-		body = make([]byte, n)
+		body = make([]byte, n, c)
 		copy(body, head)
 		if _, err := io.ReadFull(r, body[frameChunk:]); err != nil {
 			return nil, unexpectedEOF(err)
@@ -131,6 +135,17 @@ func ReadFrame(r io.Reader, maxSize int, alloc func(n int) []byte) ([]byte, erro
 		return nil, unexpectedEOF(err)
 	}
 	return body, nil
+}
+
+// ReuseCap is the capacity ReadFrame gives a body of n bytes that is to
+// be reused: n plus at least 64 bytes, rounded up to 1/64 of n's power of
+// two (under 1/32 more). The frames of a ledger's entries of one size grow
+// by a byte or two as the varints of entry and transaction ids grow (at
+// 128, 16384, ...); exact-sized buffers would then fit none of the later
+// frames, and a pool of them would keep a whole stale window alive.
+func ReuseCap(n int) int {
+	step := max(64, 1<<(bits.Len(uint(n)|1)-1)/64)
+	return (n + 64 + step - 1) / step * step
 }
 
 // unexpectedEOF turns io.EOF inside a frame into io.ErrUnexpectedEOF.

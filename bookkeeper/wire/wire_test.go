@@ -91,6 +91,29 @@ func TestReadFrameBounds(t *testing.T) {
 	if err != nil || !bytes.Equal(body, large) || &body[0] == &buf[0] {
 		t.Fatalf("frame with the buffer declined: %v, equal %t", err, bytes.Equal(body, large))
 	}
+	// A declined buffer is allocated with room for a slightly longer
+	// frame; without alloc, to the byte.
+	if cap(body) != ReuseCap(len(large)) {
+		t.Errorf("declined: cap %d, want %d", cap(body), ReuseCap(len(large)))
+	}
+	small, err := ReadFrame(bytes.NewReader(AppendFrame(nil, []byte("abc"))), 100, func(int) []byte { return nil })
+	if err != nil || string(small) != "abc" || cap(small) != ReuseCap(3) {
+		t.Errorf("small frame, declined: %q cap %d %v", small, cap(small), err)
+	}
+	if body, _ := ReadFrame(bytes.NewReader(AppendFrame(nil, large)), DefaultMaxFrameSize, nil); cap(body) != len(large) {
+		t.Errorf("without alloc: cap %d, want %d", cap(body), len(large))
+	}
+}
+
+func TestReuseCap(t *testing.T) {
+	for _, n := range []int{0, 1, 63, 64, 3000, 65536, 100_000, 1<<20 + 60, DefaultMaxFrameSize} {
+		c := ReuseCap(n)
+		// Room for the few bytes the ids' varints grow by, and under 1/32
+		// more than the frame (plus the 64-byte floor) for large ones.
+		if c < n+64 || c > n+128+n/32 {
+			t.Errorf("ReuseCap(%d) = %d", n, c)
+		}
+	}
 }
 
 func marshalResponse(t testing.TB, r *bkproto.Response) []byte {

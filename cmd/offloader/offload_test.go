@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
+	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -173,5 +177,77 @@ func TestOffloadTakesTheTopicLease(t *testing.T) {
 	}
 	if ok, _, _ := cr.Conn.Exists(offloader.DefaultLeaseRoot + "/" + mledger.EncodeName(ml)); ok {
 		t.Fatal("the command's lease was not released")
+	}
+}
+
+// SIGINT while the batch is in its select step stops the run with every
+// ledger failed by the interruption and exit status 130: the ledger
+// selected before the signal was done no more than the others (it used to
+// come back with no outcome, counted as offloaded). Ledger 2 is selected,
+// ledger 3 waits at its failpoint when the signal comes, ledger 4 is not
+// read. Nothing is written.
+func TestOffloadInterruptedWhileSelecting(t *testing.T) {
+	z, cr := mltest.ZooKeeper(t)
+	ml := "public/default/persistent/interrupted"
+	if err := cr.CreateML(ml, mltest.Info(mltest.Closed(2, 3, 1000, time.Now().Add(-time.Hour))...)); err != nil {
+		t.Fatal(err)
+	}
+	store := offloadFixture(t, cr, testenv.ClosedAddr(t), 2, 3, 4)
+	_, before, err := cr.Conn.Get(mledger.Path(ml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "offload", "--zk", z.Addr, "--store", store, "--driver", "aws-s3", "-o", "json", "interrupted")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", pipeline.FailpointEnv+"="+pipeline.FPAfterSelect+"@2=sleep:1m")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	// The lease is taken right before the select; the two ledger reads
+	// after it take milliseconds, the failpoint a minute.
+	lease := offloader.DefaultLeaseRoot + "/" + mledger.EncodeName(ml)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if ok, _, _ := cr.Conn.Exists(lease); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no lease after 30s; stderr %s", stderr.String())
+		}
+	}
+	time.Sleep(2 * time.Second)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("offload still running 30s after SIGINT")
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want status 130 (stderr %q)", err, stderr.String())
+	}
+	var rep offloader.OffloadReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.ManagedLedgers) != 1 {
+		t.Fatalf("report: %v\n%s", err, stdout.String())
+	}
+	ls := rep.ManagedLedgers[0].Ledgers
+	if len(ls) != 3 || ls[0].Steps["select"] == 0 {
+		t.Fatalf("ledgers %+v: want 3, ledger 2 selected before the signal", ls)
+	}
+	for _, l := range ls {
+		if l.Outcome != "failed" || !strings.Contains(l.Error, "context canceled") {
+			t.Errorf("ledger %d: outcome %q, error %q; want failed with context canceled", l.LedgerID, l.Outcome, l.Error)
+		}
+	}
+	if tt := rep.Totals; tt.Failed != 3 || tt.Offloaded != 0 || tt.Bytes != 0 {
+		t.Errorf("totals %+v: want 3 failed, none offloaded", tt)
+	}
+	if _, after, err := cr.Conn.Get(mledger.Path(ml)); err != nil || after.Version != before.Version {
+		t.Fatalf("managed ledger version %d -> %d (%v): an interrupted select wrote", before.Version, after.Version, err)
 	}
 }

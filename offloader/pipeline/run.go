@@ -203,7 +203,8 @@ type batch struct {
 // selectBatch runs the select step on the ledgers ids (one read of the
 // managed ledger), appending their results to tr, and returns the batch
 // and the ledgers beyond its byte bound. A nil batch: ctx ended while
-// selecting (rest holds the ledgers not selected).
+// selecting (rest holds the ledgers not selected; those selected before
+// have failed with ctx's error, as the one being selected).
 func (p *Pipeline) selectBatch(ctx context.Context, tr *TopicResult, ids []int64) (b *batch, rest []int64) {
 	snap, snapErr := p.d.ML.Get(ctx, tr.ML)
 	b = &batch{}
@@ -222,6 +223,14 @@ func (p *Pipeline) selectBatch(ctx context.Context, tr *TopicResult, ids []int64
 		}); err != nil {
 			tr.Ledgers = append(tr.Ledgers, lr.fail(err))
 			if ctx.Err() != nil {
+				// The batch stops here: nothing is done to the ledgers
+				// it had selected either, and each says so (they would
+				// otherwise end with no outcome, an empty success).
+				for _, w := range slices.Concat(b.complete, b.toCopy) {
+					if w.lr.Err == nil {
+						w.lr.fail(&StepError{LedgerRef: w.lr.LedgerRef, Step: StepSelect, Err: ctx.Err()})
+					}
+				}
 				return nil, append(rest, ids[i+1:]...)
 			}
 			continue
