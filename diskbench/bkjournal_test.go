@@ -414,3 +414,46 @@ func TestDefaultInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyBuckets: with Options.LatencyBuckets every latency of a point
+// carries buckets that hold all its values, and two points pool into one
+// distribution of both; without it none does.
+func TestLatencyBuckets(t *testing.T) {
+	run := func(buckets bool) Result {
+		o := bkOpts(t, nil)
+		o.Duration = 300 * time.Millisecond
+		o.LatencyBuckets = buckets
+		res, err := RunJournal(context.Background(), JournalOptions{Options: o, JournalParams: JournalParams{
+			Writers: []int{1}, BlockSizes: []int64{4 * KiB}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	a, b := run(true), run(true)
+	for name, l := range map[string]*Latency{"add": a.AddLatency, "sync": a.SyncLatency, "write": a.WriteLatency, "commit": a.CommitLatency} {
+		if l == nil {
+			t.Errorf("no %s latency", name)
+			continue
+		}
+		var n int64
+		for _, bk := range l.Buckets {
+			n += bk[1]
+		}
+		if l.Count == 0 || n != l.Count {
+			t.Errorf("%s latency %+v: buckets hold %d values", name, l, n)
+		}
+	}
+	p, err := PoolLatencies(a.AddLatency, b.AddLatency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Count != a.AddLatency.Count+b.AddLatency.Count || p.MinNs != min(a.AddLatency.MinNs, b.AddLatency.MinNs) ||
+		p.MaxNs != max(a.AddLatency.MaxNs, b.AddLatency.MaxNs) ||
+		p.P99Ns < min(a.AddLatency.P99Ns, b.AddLatency.P99Ns) || p.P99Ns > max(a.AddLatency.P99Ns, b.AddLatency.P99Ns) {
+		t.Errorf("pooled %+v from %+v and %+v", p, a.AddLatency, b.AddLatency)
+	}
+	if c := run(false); c.AddLatency == nil || c.AddLatency.Buckets != nil || c.SyncLatency.Buckets != nil {
+		t.Errorf("without LatencyBuckets: add %+v", c.AddLatency)
+	}
+}

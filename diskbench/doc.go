@@ -23,7 +23,9 @@
 // write, fdatasync, group commit, journal add or read, per-second
 // throughput samples and their stdev/mean. A warm-up (default max(1 s, 5% of the duration)) runs
 // first and is discarded. Latencies go into log-linear histograms (buckets
-// within 1.6% of their value), not a slice of samples.
+// within 1.6% of their value), not a slice of samples; with
+// Options.LatencyBuckets each Latency carries its buckets and
+// PoolLatencies merges several runs into one distribution.
 //
 // # API
 //
@@ -35,6 +37,7 @@
 //	DefaultPlan(dir) Plan                              the agent's default (≤ 60 s, ≤ 2 GiB)
 //	NewReport(*Target) *Report                         a report around Run* results
 //	WriteTable(w, *Report) / WriteSVG(w, *Report)       human outputs
+//	PoolLatencies(...*Latency) (*Latency, error)       runs' histograms as one
 //
 // Options fields state their defaults; the zero value means "default".
 // Progress is reported through Options.Progress (a callback; the library

@@ -467,11 +467,11 @@ loop:
 	res.IOPS = float64(res.Ops) / window.Seconds()
 	res.BytesWritten = p.written.Load()
 	res.StopReason = p.stopReason
-	res.WriteLatency = hs[opWrite].latency()
-	res.SyncLatency = hs[opSync].latency()
-	res.CommitLatency = hs[opCommit].latency()
-	res.ReadLatency = hs[opRead].latency()
-	res.AddLatency = hs[opAdd].latency()
+	res.WriteLatency = hs[opWrite].latency(r.opts.LatencyBuckets)
+	res.SyncLatency = hs[opSync].latency(r.opts.LatencyBuckets)
+	res.CommitLatency = hs[opCommit].latency(r.opts.LatencyBuckets)
+	res.ReadLatency = hs[opRead].latency(r.opts.LatencyBuckets)
+	res.AddLatency = hs[opAdd].latency(r.opts.LatencyBuckets)
 
 	full := int(window / time.Second)
 	if full > len(p.secBytes) {

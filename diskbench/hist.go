@@ -1,6 +1,7 @@
 package diskbench
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 )
@@ -105,12 +106,13 @@ func (h *hist) quantile(q float64) int64 {
 	return h.max
 }
 
-// latency summarises h, or returns nil when it is empty.
-func (h *hist) latency() *Latency {
+// latency summarises h, with its non-empty buckets when withBuckets, or
+// returns nil when it is empty.
+func (h *hist) latency(withBuckets bool) *Latency {
 	if h.n == 0 {
 		return nil
 	}
-	return &Latency{
+	l := &Latency{
 		Count:  h.n,
 		MinNs:  h.min,
 		MeanNs: h.sum / float64(h.n),
@@ -120,4 +122,53 @@ func (h *hist) latency() *Latency {
 		P999Ns: h.quantile(0.999),
 		MaxNs:  h.max,
 	}
+	if withBuckets {
+		for i, c := range h.counts {
+			if c > 0 {
+				low, _ := histLow(i)
+				l.Buckets = append(l.Buckets, [2]int64{low, int64(c)})
+			}
+		}
+	}
+	return l
+}
+
+// PoolLatencies pools latency distributions that carry their buckets
+// (Options.LatencyBuckets) into one, as if every value had been recorded
+// in one histogram: counts add up, min and max are the extremes, the mean
+// is weighted, and the quantiles are computed again from the pooled
+// buckets. The buckets are diskbench's log-linear ones — values below 128
+// ns exact, every power of two above split into 64 equal buckets — and a
+// quantile is the midpoint of the bucket holding the ceil(q·n)-th value,
+// clamped to [min, max]; another tool that records into the same buckets
+// (the compat tool's journal-bench) can be pooled with diskbench's runs.
+// Nil and empty entries are skipped; it returns nil when nothing is left,
+// and ErrInvalidOptions when a non-empty Latency has no buckets or a
+// bucket's lowest value is not one of these buckets'.
+func PoolLatencies(ls ...*Latency) (*Latency, error) {
+	var h hist
+	for k, l := range ls {
+		if l == nil || l.Count == 0 {
+			continue
+		}
+		var n int64
+		for _, b := range l.Buckets {
+			i := histIndex(b[0])
+			if low, _ := histLow(i); low != b[0] || b[1] < 0 {
+				return nil, fmt.Errorf("%w: latency %d: bucket [%d, %d] is not a histogram bucket", ErrInvalidOptions, k, b[0], b[1])
+			}
+			h.counts[i] += uint64(b[1])
+			n += b[1]
+		}
+		if n != l.Count {
+			return nil, fmt.Errorf("%w: latency %d: buckets hold %d values, count is %d (recorded without LatencyBuckets?)", ErrInvalidOptions, k, n, l.Count)
+		}
+		if h.n == 0 || l.MinNs < h.min {
+			h.min = l.MinNs
+		}
+		h.max = max(h.max, l.MaxNs)
+		h.n += l.Count
+		h.sum += l.MeanNs * float64(l.Count)
+	}
+	return h.latency(true), nil
 }

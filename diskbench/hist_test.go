@@ -1,8 +1,10 @@
 package diskbench
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"testing"
 )
@@ -52,7 +54,7 @@ func TestHistQuantilesMatchExact(t *testing.T) {
 			t.Errorf("q%.3f: got %d, exact %d (%.2f%% off)", q, got, exact, 100*rel)
 		}
 	}
-	l := h.latency()
+	l := h.latency(false)
 	if l.MinNs != all[0] || l.MaxNs != all[len(all)-1] || l.Count != int64(len(all)) {
 		t.Errorf("min/max/count %d/%d/%d, want %d/%d/%d", l.MinNs, l.MaxNs, l.Count, all[0], all[len(all)-1], len(all))
 	}
@@ -71,11 +73,55 @@ func TestHistMerge(t *testing.T) {
 	var m hist
 	m.merge(&a)
 	m.merge(&b)
-	if *m.latency() != *all.latency() {
-		t.Errorf("merged %+v, want %+v", *m.latency(), *all.latency())
+	if !reflect.DeepEqual(m.latency(true), all.latency(true)) {
+		t.Errorf("merged %+v, want %+v", *m.latency(false), *all.latency(false))
 	}
 	var empty hist
-	if empty.latency() != nil {
+	if empty.latency(true) != nil {
 		t.Error("empty histogram should summarise to nil")
+	}
+}
+
+func TestPoolLatencies(t *testing.T) {
+	var a, b, all hist
+	for i := int64(1); i <= 5000; i++ {
+		v := i * i * 37 // spread over many powers of two
+		all.record(v)
+		if i%3 == 0 {
+			a.record(v)
+		} else {
+			b.record(v)
+		}
+	}
+	if got := a.latency(false); got.Buckets != nil {
+		t.Fatalf("buckets without withBuckets: %d", len(got.Buckets))
+	}
+	got, err := PoolLatencies(a.latency(true), nil, b.latency(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := all.latency(true)
+	if math.Abs(got.MeanNs-want.MeanNs) > 1e-6*want.MeanNs {
+		t.Errorf("pooled mean %v, want %v", got.MeanNs, want.MeanNs)
+	}
+	got.MeanNs = want.MeanNs
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("pooled %+v\nwant %+v", *got, *want)
+	}
+	// A pooled Latency pools again (its buckets are kept).
+	again, err := PoolLatencies(got)
+	if err != nil || again.P99Ns != want.P99Ns || again.Count != want.Count {
+		t.Errorf("pooling the pool: %+v, %v", again, err)
+	}
+	if l, err := PoolLatencies(nil, &Latency{}); l != nil || err != nil {
+		t.Errorf("nothing to pool: %v, %v; want nil, nil", l, err)
+	}
+	if _, err := PoolLatencies(a.latency(false)); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("no buckets: %v, want ErrInvalidOptions", err)
+	}
+	bad := a.latency(true)
+	bad.Buckets[len(bad.Buckets)-1][0]++
+	if _, err := PoolLatencies(bad); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("a value that is no bucket's lowest: %v, want ErrInvalidOptions", err)
 	}
 }

@@ -86,6 +86,10 @@ type Options struct {
 	// throughput has settled (past caches and bursts), with Warmup as the
 	// longest it may take; see Settle. Default (nil): a fixed warm-up.
 	Settle *Settle
+	// LatencyBuckets makes every Latency of the results carry its
+	// histogram's non-empty buckets (Latency.Buckets), so that several
+	// runs can be pooled (PoolLatencies). Default: quantiles only.
+	LatencyBuckets bool
 }
 
 // Prealloc says how a writer's file is prepared before writing (the plain

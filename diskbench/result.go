@@ -30,6 +30,11 @@ type Latency struct {
 	P99Ns  int64   `json:"p99_ns"`
 	P999Ns int64   `json:"p999_ns"`
 	MaxNs  int64   `json:"max_ns"`
+	// Buckets, with Options.LatencyBuckets, are the histogram the
+	// quantiles come from: [lowest value in ns, count] of each non-empty
+	// bucket, in ascending order (buckets as described at PoolLatencies).
+	// Runs are pooled with PoolLatencies.
+	Buckets [][2]int64 `json:"buckets,omitempty"`
 }
 
 // Result is one point of a sweep: one workload at one (writers|depth,

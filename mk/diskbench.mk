@@ -16,8 +16,8 @@ DEMO_SVG        ?= $(BIN)/diskbench-demo.svg
 FIO_DURATION    ?= 5s
 FIO_REPEAT      ?= 3
 
-JOURNAL_ROUNDS   ?= 3
-JOURNAL_DURATION ?= 5s
+JOURNAL_ROUNDS   ?= 6
+JOURNAL_DURATION ?= 2s
 JOURNAL_CASES    ?= 1x4k,1x64k,2x4k,2x64k,4x4k,4x64k
 
 .PHONY: diskbench-bin demo-diskbench test-diskbench bench-fio bench-diskbench bench-journal

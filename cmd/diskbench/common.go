@@ -29,6 +29,7 @@ type commonFlags struct {
 	seed       uint64
 	verbose    bool
 	sysfs      string
+	buckets    bool
 
 	// svgOut is --svg, opened before the run so a bad path fails at once.
 	svgOut *cli.OutputFile
@@ -46,6 +47,7 @@ func (c *commonFlags) addFlags(fs *pflag.FlagSet, defDuration time.Duration) {
 	fs.Uint64Var(&c.seed, "seed", 0, "seed for data and random offsets (0: random)")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log debug records to stderr")
 	fs.StringVar(&c.sysfs, "path.sysfs", "/sys", "sysfs mount point the device is looked up in (the host's, in a container)")
+	fs.BoolVar(&c.buckets, "latency-buckets", false, "with --output json, give each latency its histogram's non-empty buckets ([lowest ns, count]) so runs can be pooled")
 }
 
 // validate checks the common flags of journal, entrylog and randread.
@@ -83,6 +85,8 @@ func (c *commonFlags) options(cmd *cobra.Command) (diskbench.Options, *progressB
 		Force:      c.force,
 		Seed:       c.seed,
 		SysPath:    c.sysfs,
+		// Buckets only matter in JSON; the table shows quantiles.
+		LatencyBuckets: c.buckets && c.output == "json",
 		// The command owns its process and runs one benchmark at a time.
 		RaiseGOMAXPROCS: true,
 	}

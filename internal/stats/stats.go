@@ -4,6 +4,7 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 )
 
@@ -62,4 +63,39 @@ func MeanCI95(v []float64) (mean, half float64) {
 	}
 	sd := math.Sqrt(ss / float64(n-1))
 	return mean, T975(n-1) * sd / math.Sqrt(float64(n))
+}
+
+// BootstrapInterval is a percentile bootstrap interval, at level (0.9 for
+// the 5th to 95th percentile), of a statistic over n units: stat is
+// called with resamples index slices of length n drawn from 0..n−1 with
+// replacement (seeded by seed, so an interval can be reproduced) and the
+// interval is the percentiles of what it returns; NaN results are
+// skipped. The units are whatever the caller resamples together — in a
+// benchmark that alternates two tools, one round (both tools' runs), so
+// that the pairing survives the resampling. It returns NaN, NaN for n < 2
+// or when every result is NaN.
+func BootstrapInterval(n, resamples int, level float64, seed uint64, stat func(idx []int) float64) (lo, hi float64) {
+	if n < 2 || resamples < 1 {
+		return math.NaN(), math.NaN()
+	}
+	r := rand.New(rand.NewPCG(seed, uint64(n)))
+	idx := make([]int, n)
+	vals := make([]float64, 0, resamples)
+	for range resamples {
+		for i := range idx {
+			idx[i] = r.IntN(n)
+		}
+		if v := stat(idx); !math.IsNaN(v) {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	slices.Sort(vals)
+	at := func(q float64) float64 {
+		k := int(math.Round(q * float64(len(vals)-1)))
+		return vals[max(0, min(len(vals)-1, k))]
+	}
+	return at((1 - level) / 2), at((1 + level) / 2)
 }

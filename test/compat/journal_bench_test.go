@@ -15,21 +15,28 @@ package compat
 //     rule, in its own process.
 //   - Cases: 1/2/4 journals × 4 KiB/64 KiB entries
 //     (TIERKEEPER_BENCH_JOURNAL_CASES="1x4k,4x64k" picks some); each case
-//     runs TIERKEEPER_BENCH_JOURNAL_ROUNDS rounds (default 3) of one run of
-//     each tool, alternating which goes first, for
-//     TIERKEEPER_BENCH_JOURNAL_DURATION (default 5s) after a 1 s warm-up
+//     runs TIERKEEPER_BENCH_JOURNAL_ROUNDS rounds (default 6) of one run of
+//     each tool, alternating which goes first (BookKeeper, diskbench |
+//     diskbench, BookKeeper | ...: an ABBA order), for
+//     TIERKEEPER_BENCH_JOURNAL_DURATION (default 2s) after a 1 s warm-up
 //     (the JVM 3 s, TIERKEEPER_BENCH_JOURNAL_JAVA_WARMUP: a bookie runs
-//     JIT-compiled code).
-//   - Reported per case: each tool's median MB/s, p50 and p99 add latency,
-//     and the median of the per-round ratios diskbench/BookKeeper (a burst
-//     of background load then hits one pair, not the comparison). A round
-//     is run again (up to 3 × rounds times per case) when, during either
-//     run, other processes read or wrote more than 15% of the run's own
-//     writes on the disk (/proc/diskstats against the children's rusage)
-//     or used more than half a core (/proc/stat against the children's
-//     CPU time); each round prints both figures. It fails
-//     when a throughput ratio is outside [0.9, 1.1] or a p99 ratio outside
-//     [0.75, 1.25] (TIERKEEPER_BENCH_JOURNAL_NOFAIL=1 only reports).
+//     JIT-compiled code). Many short alternating runs sample the disk's
+//     state (its fdatasync tail varies over seconds) alike for both tools.
+//   - Reported per case, pooled over the rounds: each tool's MiB/s (bytes
+//     over seconds of all its runs) and p50/p99 add latency of its pooled
+//     latency histogram (both tools record into diskbench's buckets,
+//     diskbench.PoolLatencies), the ratios diskbench/BookKeeper with a 90%
+//     bootstrap interval over rounds (a round's two runs resampled
+//     together), and beside the p99 ratio the ratio of the two tools' own
+//     pooled fdatasync p99 — a p99 ratio that follows it is the disk's
+//     tail, not the model. A round is run again (up to rounds times per
+//     case) when, during either run, other processes read or wrote more
+//     than 15% of the run's own writes on the disk (/proc/diskstats
+//     against the children's rusage) or used more than half a core
+//     (/proc/stat against the children's CPU time); each round prints both
+//     figures. It fails when a pooled throughput ratio is outside
+//     [0.9, 1.1] or a pooled p99 ratio outside [0.75, 1.25]
+//     (TIERKEEPER_BENCH_JOURNAL_NOFAIL=1 only reports).
 //
 // Runs only with -bench; `make test` does not run it. The machine's other
 // load shows in the figures: the 1-minute load average is printed before
@@ -39,9 +46,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,23 +65,20 @@ import (
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
-// javaJournalResult is journal-bench's JSON.
+// javaJournalResult is journal-bench's JSON (with --latency-buckets).
 type javaJournalResult struct {
-	Journals    int     `json:"journals"`
-	EntrySize   int64   `json:"entrySize"`
-	InFlight    int     `json:"inFlight"`
-	Fadvise     *bool   `json:"fadvise"`
-	DurationSec float64 `json:"durationSec"`
-	StopReason  string  `json:"stopReason"`
-	Entries     int64   `json:"entries"`
-	BytesPerSec float64 `json:"bytesPerSec"`
-	AddLatency  struct {
-		Count int64 `json:"count"`
-		P50   int64 `json:"p50_ns"`
-		P99   int64 `json:"p99_ns"`
-	} `json:"addLatency"`
+	Journals    int               `json:"journals"`
+	EntrySize   int64             `json:"entrySize"`
+	InFlight    int               `json:"inFlight"`
+	Fadvise     *bool             `json:"fadvise"`
+	DurationSec float64           `json:"durationSec"`
+	StopReason  string            `json:"stopReason"`
+	Entries     int64             `json:"entries"`
+	BytesPerSec float64           `json:"bytesPerSec"`
+	AddLatency  diskbench.Latency `json:"addLatency"`
 	// BookKeeperStats is what BookKeeper's Journal itself recorded in the
-	// measured window (its StatsLogger): op latencies by name, counters.
+	// measured window (its StatsLogger): op latencies by name (in
+	// diskbench's histogram, with buckets), counters.
 	BookKeeperStats map[string]json.RawMessage `json:"bookkeeperStats"`
 	PerJournal      []struct {
 		Dir   string `json:"dir"`
@@ -92,31 +98,101 @@ func (c journalCase) String() string {
 	return fmt.Sprintf("%d × %s", c.writers, units.FormatBytes(c.entry))
 }
 
-// journalFig is one run's figures.
-type journalFig struct {
-	mbps     float64 // MiB/s of acknowledged entries
-	p50, p99 float64 // ms
-	group    float64 // diskbench: mean group bytes
-	// The tool's own timings: fdatasync p50/p99 (BookKeeper's JOURNAL_SYNC,
-	// diskbench's sync latency), ms; BookKeeper's JOURNAL_ADD_ENTRY p99
-	// (enqueue → callback, its own clock) and groups flushed because the
-	// oldest entry waited journalMaxGroupWaitMSec or the group passed
-	// journalBufferedWritesThreshold, per second.
-	sync50, sync99 float64
-	bkAdd99        float64
+// journalRun is one run of one tool.
+type journalRun struct {
+	bytes, sec float64            // acknowledged bytes, measured seconds
+	add, sync  *diskbench.Latency // add latency; the tool's own fdatasync timings
+	group      float64            // diskbench: mean group bytes
+	// Groups flushed because the oldest entry waited
+	// journalMaxGroupWaitMSec or the group passed
+	// journalBufferedWritesThreshold.
 	byWait, bySize float64
+	// BookKeeper's own op latencies (JOURNAL_ADD_ENTRY: enqueue → callback
+	// on its clock; JOURNAL_SYNC: its timer around force(false), ...).
+	bkOps map[string]*diskbench.Latency
+	// The tool's process: CPU time in cores and involuntary context
+	// switches per second over the whole run (start-up and warm-up
+	// included).
+	cores, preempt float64
 }
 
-// bkOp reads one of BookKeeper's op latencies (ms) from its stats.
-func bkOp(st map[string]json.RawMessage, name string) (p50, p99 float64) {
-	var l struct {
-		P50 int64 `json:"p50_ns"`
-		P99 int64 `json:"p99_ns"`
+func (r journalRun) mbps() float64 { return r.bytes / r.sec / float64(units.MiB) }
+
+// ms is a latency quantile in milliseconds, 0 for none.
+func ms(l *diskbench.Latency, q float64) float64 {
+	switch {
+	case l == nil:
+		return 0
+	case q == 0.5:
+		return float64(l.P50Ns) / 1e6
+	default:
+		return float64(l.P99Ns) / 1e6
 	}
-	if raw, ok := st[name]; ok && json.Unmarshal(raw, &l) == nil {
-		return float64(l.P50) / 1e6, float64(l.P99) / 1e6
+}
+
+// journalPool is one tool's runs of a case pooled: bytes over seconds,
+// latency histograms merged.
+type journalPool struct {
+	mbps           float64
+	add, sync      *diskbench.Latency
+	byWait, bySize float64 // per second
+	group          float64 // median over the runs
+	bkOps          map[string]*diskbench.Latency
+	cores, preempt float64 // means over the runs
+}
+
+func poolRuns(b *testing.B, runs []journalRun) journalPool {
+	var p journalPool
+	var bytes, sec, wait, size float64
+	var adds, syncs []*diskbench.Latency
+	var groups []float64
+	ops := map[string][]*diskbench.Latency{}
+	for _, r := range runs {
+		bytes, sec = bytes+r.bytes, sec+r.sec
+		wait, size = wait+r.byWait, size+r.bySize
+		adds, syncs = append(adds, r.add), append(syncs, r.sync)
+		groups = append(groups, r.group)
+		p.cores += r.cores / float64(len(runs))
+		p.preempt += r.preempt / float64(len(runs))
+		for k, l := range r.bkOps {
+			ops[k] = append(ops[k], l)
+		}
 	}
-	return 0, 0
+	if sec > 0 {
+		p.mbps, p.byWait, p.bySize = bytes/sec/float64(units.MiB), wait/sec, size/sec
+	}
+	p.group = stats.Median(groups)
+	var err error
+	if p.add, err = diskbench.PoolLatencies(adds...); err != nil {
+		b.Fatalf("pooling add latencies: %v", err)
+	}
+	if p.sync, err = diskbench.PoolLatencies(syncs...); err != nil {
+		b.Fatalf("pooling fdatasync latencies: %v", err)
+	}
+	p.bkOps = map[string]*diskbench.Latency{}
+	for k, ls := range ops {
+		if p.bkOps[k], err = diskbench.PoolLatencies(ls...); err != nil {
+			b.Fatalf("pooling BookKeeper's %s: %v", k, err)
+		}
+	}
+	return p
+}
+
+// bkOps reads BookKeeper's op latencies from its stats: the entries that
+// are histograms of times (not its counters, nor the histograms of values
+// such as JOURNAL_FORCE_WRITE_BATCH_BYTES, which journal-bench marks).
+func bkOps(st map[string]json.RawMessage) map[string]*diskbench.Latency {
+	m := map[string]*diskbench.Latency{}
+	for k, raw := range st {
+		var l struct {
+			diskbench.Latency
+			Values bool `json:"values"`
+		}
+		if json.Unmarshal(raw, &l) == nil && l.Count > 0 && !l.Values {
+			m[k] = &l.Latency
+		}
+	}
+	return m
 }
 
 // bkCount reads one of BookKeeper's counters.
@@ -164,18 +240,27 @@ func sectorsIO(dev string) (rd, wr int64, err error) {
 }
 
 // childUsage is what the waited-for children read and wrote (512-byte
-// blocks) and their CPU time.
-func childUsage() (in, out int64, cpu time.Duration) {
+// blocks), their CPU time and their involuntary context switches (a thread
+// preempted while runnable: the tool's own threads waiting for a CPU).
+func childUsage() (in, out int64, cpu time.Duration, preempted int64) {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_CHILDREN, &ru); err != nil {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
-	return ru.Inblock, ru.Oublock, time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ru.Inblock, ru.Oublock, time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Nivcsw
+}
+
+// interval renders a bootstrap interval.
+func interval(lo, hi float64) string {
+	if math.IsNaN(lo) {
+		return "[   -      -  ]"
+	}
+	return fmt.Sprintf("[%.2f–%.2f]", lo, hi)
 }
 
 func BenchmarkJournalVsBookKeeper(b *testing.B) {
-	rounds := testenv.EnvInt(b, "TIERKEEPER_BENCH_JOURNAL_ROUNDS", 3)
-	dur := 5 * time.Second
+	rounds := testenv.EnvInt(b, "TIERKEEPER_BENCH_JOURNAL_ROUNDS", 6)
+	dur := 2 * time.Second
 	if v := os.Getenv("TIERKEEPER_BENCH_JOURNAL_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -223,33 +308,31 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	maxBytes := int64(24) << 30
 
 	fadvise := true
-	runJava := func(c journalCase) journalFig {
+	runJava := func(c journalCase) journalRun {
 		var r javaJournalResult
 		err := java.RunJSON(ctx, &r, "journal-bench", "--dir", dir, "--journals", fmt.Sprint(c.writers),
 			"--entry-size", fmt.Sprint(c.entry), "--duration-ms", fmt.Sprint(dur.Milliseconds()),
-			"--warmup-ms", fmt.Sprint(javaWarm.Milliseconds()), "--max-bytes", fmt.Sprint(maxBytes))
+			"--warmup-ms", fmt.Sprint(javaWarm.Milliseconds()), "--max-bytes", fmt.Sprint(maxBytes), "--latency-buckets")
 		if err != nil {
 			b.Fatal(err)
 		}
-		if r.Entries == 0 || r.StopReason != "duration" {
-			b.Fatalf("journal-bench %s: %d entries, stopped by %s", c, r.Entries, r.StopReason)
+		if r.Entries == 0 || r.StopReason != "duration" || r.DurationSec <= 0 {
+			b.Fatalf("journal-bench %s: %d entries in %.2f s, stopped by %s", c, r.Entries, r.DurationSec, r.StopReason)
 		}
 		if r.Fadvise != nil && !*r.Fadvise {
 			fadvise = false // BookKeeper's native-io is unavailable: compare without fadvise
 		}
-		f := journalFig{mbps: r.BytesPerSec / float64(units.MiB), p50: float64(r.AddLatency.P50) / 1e6, p99: float64(r.AddLatency.P99) / 1e6}
-		f.sync50, f.sync99 = bkOp(r.BookKeeperStats, "JOURNAL_SYNC")
-		_, f.bkAdd99 = bkOp(r.BookKeeperStats, "JOURNAL_ADD_ENTRY")
-		if r.DurationSec > 0 {
-			f.byWait = bkCount(r.BookKeeperStats, "JOURNAL_NUM_FLUSH_MAX_WAIT") / r.DurationSec
-			f.bySize = bkCount(r.BookKeeperStats, "JOURNAL_NUM_FLUSH_MAX_OUTSTANDING_BYTES") / r.DurationSec
-		}
+		add := r.AddLatency
+		f := journalRun{bytes: float64(r.Entries * r.EntrySize), sec: r.DurationSec, add: &add, bkOps: bkOps(r.BookKeeperStats)}
+		f.sync = f.bkOps["JOURNAL_SYNC"]
+		f.byWait = bkCount(r.BookKeeperStats, "JOURNAL_NUM_FLUSH_MAX_WAIT")
+		f.bySize = bkCount(r.BookKeeperStats, "JOURNAL_NUM_FLUSH_MAX_OUTSTANDING_BYTES")
 		return f
 	}
-	runGo := func(c journalCase) journalFig {
+	runGo := func(c journalCase) journalRun {
 		args := []string{"journal", "--dir", dir, "--writers", fmt.Sprint(c.writers), "--block-size", fmt.Sprint(c.entry),
 			"--duration", dur.String(), "--warmup", warm.String(), "--max-bytes", fmt.Sprint(maxBytes), "--output", "json",
-			"--journalRemoveFromPageCache=" + strconv.FormatBool(fadvise)}
+			"--latency-buckets", "--journalRemoveFromPageCache=" + strconv.FormatBool(fadvise)}
 		cmd := exec.Command(bin, args...)
 		out, err := testenv.RunTool(ctx, dur+2*time.Minute, cmd)
 		if err != nil {
@@ -260,30 +343,29 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 			b.Fatalf("diskbench %s: output %.300q: %v", c, out, err)
 		}
 		r := rep.Results[0]
-		if r.AddLatency == nil || r.StopReason != "duration" {
-			b.Fatalf("diskbench %s: stopped by %s, add latency %v", c, r.StopReason, r.AddLatency)
+		if r.AddLatency == nil || r.StopReason != "duration" || r.DurationSec <= 0 {
+			b.Fatalf("diskbench %s: stopped by %s after %.2f s, add latency %v", c, r.StopReason, r.DurationSec, r.AddLatency)
 		}
-		f := journalFig{mbps: r.BytesPerSec / float64(units.MiB), p50: float64(r.AddLatency.P50Ns) / 1e6, p99: float64(r.AddLatency.P99Ns) / 1e6}
+		f := journalRun{bytes: float64(r.Bytes), sec: r.DurationSec, add: r.AddLatency, sync: r.SyncLatency}
 		if r.JournalIO != nil {
 			f.group = r.JournalIO.MeanGroupBytes
-			if r.DurationSec > 0 {
-				f.byWait, f.bySize = float64(r.JournalIO.FlushedByWait)/r.DurationSec, float64(r.JournalIO.FlushedBySize)/r.DurationSec
-			}
-		}
-		if r.SyncLatency != nil {
-			f.sync50, f.sync99 = float64(r.SyncLatency.P50Ns)/1e6, float64(r.SyncLatency.P99Ns)/1e6
+			f.byWait, f.bySize = float64(r.JournalIO.FlushedByWait), float64(r.JournalIO.FlushedBySize)
 		}
 		return f
 	}
 
 	type row struct {
-		c                  journalCase
-		java, db           []journalFig
-		ratio, r50, r99    float64
-		jm, dm             journalFig
-		ratios, p50s, p99s []float64
-		outThr, outP99     bool
-		discarded          int
+		c              journalCase
+		java, db       []journalRun
+		jp, dp         journalPool
+		thr, r50, r99  float64 // pooled ratios diskbench/BookKeeper
+		s99            float64 // pooled fdatasync p99 ratio
+		thrLo, thrHi   float64 // 90% bootstrap intervals over rounds
+		r99Lo, r99Hi   float64
+		s99Lo, s99Hi   float64
+		roundThr       []float64
+		outThr, outP99 bool
+		discarded      int
 	}
 	// Others' load during a run: what the disk holding dir read and wrote
 	// beyond what the run's own process did (the children's rusage, as the
@@ -297,14 +379,14 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	}
 	const disturbedIO, disturbedCPU = 0.15, 0.5
 	type disturbance struct{ io, cpu float64 }
-	measured := func(run func() journalFig) (journalFig, disturbance) {
+	measured := func(run func() journalRun) (journalRun, disturbance) {
 		rd0, wr0, _ := sectorsIO(dev)
-		in0, out0, cpu0 := childUsage()
+		in0, out0, cpu0, ivc0 := childUsage()
 		busy0, _ := testenv.CPUTime()
 		t0 := time.Now()
 		f := run()
 		rd1, wr1, _ := sectorsIO(dev)
-		in1, out1, cpu1 := childUsage()
+		in1, out1, cpu1, ivc1 := childUsage()
 		busy1, _ := testenv.CPUTime()
 		el := time.Since(t0)
 		own := max(out1-out0, 1)
@@ -313,9 +395,25 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 		if dev == "" {
 			foreign = 0
 		}
+		f.cores, f.preempt = (cpu1-cpu0).Seconds()/el.Seconds(), float64(ivc1-ivc0)/el.Seconds()
 		return f, disturbance{max(foreign, 0), max(others, 0)}
 	}
 	disturbed := func(d disturbance) bool { return d.io > disturbedIO || d.cpu > disturbedCPU }
+	// pooled is the pooled ratios diskbench/BookKeeper of the rounds idx
+	// (a bootstrap resample, or every round).
+	ratio := func(d, j float64) float64 {
+		if j <= 0 {
+			return math.NaN()
+		}
+		return d / j
+	}
+	pick := func(runs []journalRun, idx []int) []journalRun {
+		out := make([]journalRun, len(idx))
+		for k, i := range idx {
+			out[k] = runs[i]
+		}
+		return out
+	}
 	fmt.Printf("\nload average before: %s; disk %s\n", testenv.LoadAvg(), dev)
 	start := time.Now()
 	var rows []row
@@ -325,81 +423,83 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 		for _, c := range cases {
 			rw := row{c: c}
 			for r, tries := 0, 0; r < rounds; {
-				var j, d journalFig
+				var j, d journalRun
 				var fj, fd disturbance
 				if r%2 == 0 {
-					j, fj = measured(func() journalFig { return runJava(c) })
-					d, fd = measured(func() journalFig { return runGo(c) })
+					j, fj = measured(func() journalRun { return runJava(c) })
+					d, fd = measured(func() journalRun { return runGo(c) })
 				} else {
-					d, fd = measured(func() journalFig { return runGo(c) })
-					j, fj = measured(func() journalFig { return runJava(c) })
+					d, fd = measured(func() journalRun { return runGo(c) })
+					j, fj = measured(func() journalRun { return runJava(c) })
 				}
 				// Another process used the disk or the CPUs during a run: the
 				// pair measured the neighbour, not the tools. Run it again (at
-				// most 3 × rounds more times per case, then keep it).
+				// most rounds more times per case, then keep it).
 				note := fmt.Sprintf("others: I/O +%.0f%% / +%.0f%% of the runs' writes, CPU %.2f / %.2f cores", 100*fj.io, 100*fd.io, fj.cpu, fd.cpu)
-				if (disturbed(fj) || disturbed(fd)) && tries < 3*rounds {
+				if (disturbed(fj) || disturbed(fd)) && tries < rounds {
 					tries++
 					rw.discarded++
-					fmt.Printf("       %s round %d: BookKeeper %.1f MiB/s, diskbench %.1f MiB/s (%s): disturbed, again\n", c, r+1, j.mbps, d.mbps, note)
+					fmt.Printf("       %s round %d: BookKeeper %.1f MiB/s, diskbench %.1f MiB/s (%s): disturbed, again\n", c, r+1, j.mbps(), d.mbps(), note)
 					continue
 				}
 				r++
-				fmt.Printf("       %s round %d: BookKeeper %.1f MiB/s, diskbench %.1f MiB/s; p99 add %.2f / %.2f ms, fdatasync %.2f / %.2f ms (%s)\n",
-					c, r, j.mbps, d.mbps, j.p99, d.p99, j.sync99, d.sync99, note)
+				fmt.Printf("       %s round %d: BookKeeper %.1f MiB/s, diskbench %.1f MiB/s; p99 add %.2f / %.2f ms (%.2f), fdatasync %.2f / %.2f ms (%.2f); own CPU %.2f / %.2f cores, preempted %.0f / %.0f /s (%s)\n",
+					c, r, j.mbps(), d.mbps(), ms(j.add, 0.99), ms(d.add, 0.99), ratio(ms(d.add, 0.99), ms(j.add, 0.99)),
+					ms(j.sync, 0.99), ms(d.sync, 0.99), ratio(ms(d.sync, 0.99), ms(j.sync, 0.99)), j.cores, d.cores, j.preempt, d.preempt, note)
 				rw.java, rw.db = append(rw.java, j), append(rw.db, d)
-				rw.ratios = append(rw.ratios, d.mbps/j.mbps)
-				rw.p50s = append(rw.p50s, d.p50/j.p50)
-				rw.p99s = append(rw.p99s, d.p99/j.p99)
+				rw.roundThr = append(rw.roundThr, d.mbps()/j.mbps())
 			}
-			pick := func(fs []journalFig, get func(journalFig) float64) float64 {
-				v := make([]float64, len(fs))
-				for k, f := range fs {
-					v[k] = get(f)
-				}
-				return stats.Median(v)
+			all := make([]int, len(rw.java))
+			for k := range all {
+				all[k] = k
 			}
-			for _, side := range []struct {
-				fs  []journalFig
-				out *journalFig
-			}{{rw.java, &rw.jm}, {rw.db, &rw.dm}} {
-				side.out.mbps = pick(side.fs, func(f journalFig) float64 { return f.mbps })
-				side.out.p50 = pick(side.fs, func(f journalFig) float64 { return f.p50 })
-				side.out.p99 = pick(side.fs, func(f journalFig) float64 { return f.p99 })
-				side.out.group = pick(side.fs, func(f journalFig) float64 { return f.group })
-				side.out.sync50 = pick(side.fs, func(f journalFig) float64 { return f.sync50 })
-				side.out.sync99 = pick(side.fs, func(f journalFig) float64 { return f.sync99 })
-				side.out.bkAdd99 = pick(side.fs, func(f journalFig) float64 { return f.bkAdd99 })
-				side.out.byWait = pick(side.fs, func(f journalFig) float64 { return f.byWait })
-				side.out.bySize = pick(side.fs, func(f journalFig) float64 { return f.bySize })
+			rw.jp, rw.dp = poolRuns(b, rw.java), poolRuns(b, rw.db)
+			rw.thr = ratio(rw.dp.mbps, rw.jp.mbps)
+			rw.r50 = ratio(ms(rw.dp.add, 0.5), ms(rw.jp.add, 0.5))
+			rw.r99 = ratio(ms(rw.dp.add, 0.99), ms(rw.jp.add, 0.99))
+			rw.s99 = ratio(ms(rw.dp.sync, 0.99), ms(rw.jp.sync, 0.99))
+			// 90% intervals: resample whole rounds (both tools' runs of a
+			// round together, so the pairing in time is kept), pool, take
+			// the ratio.
+			const resamples = 1000
+			boot := func(get func(j, d journalPool) float64) (float64, float64) {
+				return stats.BootstrapInterval(len(all), resamples, 0.9, uint64(len(rows)+1), func(idx []int) float64 {
+					return get(poolRuns(b, pick(rw.java, idx)), poolRuns(b, pick(rw.db, idx)))
+				})
 			}
-			rw.ratio, rw.r50, rw.r99 = stats.Median(rw.ratios), stats.Median(rw.p50s), stats.Median(rw.p99s)
-			rw.outThr = rw.ratio < 0.9 || rw.ratio > 1.1
-			rw.outP99 = rw.r99 < 0.75 || rw.r99 > 1.25
+			rw.thrLo, rw.thrHi = boot(func(j, d journalPool) float64 { return ratio(d.mbps, j.mbps) })
+			rw.r99Lo, rw.r99Hi = boot(func(j, d journalPool) float64 { return ratio(ms(d.add, 0.99), ms(j.add, 0.99)) })
+			rw.s99Lo, rw.s99Hi = boot(func(j, d journalPool) float64 { return ratio(ms(d.sync, 0.99), ms(j.sync, 0.99)) })
+			rw.outThr = !(rw.thr >= 0.9 && rw.thr <= 1.1)
+			rw.outP99 = !(rw.r99 >= 0.75 && rw.r99 <= 1.25)
 			rows = append(rows, rw)
-			fmt.Printf("[%d/%d] %-12s BookKeeper %7.1f MiB/s  diskbench %7.1f MiB/s  ratio %.2f  p99 ratio %.2f\n",
-				len(rows), len(cases), c, rw.jm.mbps, rw.dm.mbps, rw.ratio, rw.r99)
+			fmt.Printf("[%d/%d] %-12s BookKeeper %7.1f MiB/s  diskbench %7.1f MiB/s  ratio %.2f %s  p99 ratio %.2f %s  fdatasync p99 ratio %.2f %s\n",
+				len(rows), len(cases), c, rw.jp.mbps, rw.dp.mbps, rw.thr, interval(rw.thrLo, rw.thrHi),
+				rw.r99, interval(rw.r99Lo, rw.r99Hi), rw.s99, interval(rw.s99Lo, rw.s99Hi))
 		}
 	}
 	b.StopTimer()
 
 	fmt.Printf("\nBookKeeper 4.17.2 Journal vs diskbench journal (bookkeeper model), %s, Pulsar's bookkeeper.conf journal settings,\n", dir)
-	fmt.Printf("default in-flight (2 × journalBufferedWritesThreshold per journal), %v per run after a warm-up of %v (diskbench) / %v (JVM),\nmedian of %d alternating rounds, fadvise %v\n",
+	fmt.Printf("default in-flight (2 × journalBufferedWritesThreshold per journal), %v per run after a warm-up of %v (diskbench) / %v (JVM),\n%d alternating rounds (ABBA), pooled per tool, [90%% bootstrap interval over rounds], fadvise %v\n",
 		dur, warm, javaWarm, rounds, fadvise)
-	fmt.Printf("%-12s %12s %12s %6s   %9s %9s %6s   %9s %9s %6s   %s\n", "journals × entry", "BK MiB/s", "db MiB/s", "ratio",
-		"BK p50", "db p50", "ratio", "BK p99", "db p99", "ratio", "db group")
+	fmt.Printf("%-12s %9s %9s %-17s  %8s %8s %5s  %8s %8s %-17s  %-17s %s\n", "journals × entry", "BK MiB/s", "db MiB/s", "ratio",
+		"BK p50", "db p50", "ratio", "BK p99", "db p99", "ratio", "fdatasync p99", "db group")
 	var bad []string
 	worstThr, worstP99 := 1.0, 1.0
 	for _, rw := range rows {
 		mark := ""
 		if rw.outThr || rw.outP99 {
 			mark = "  <- outside target"
-			bad = append(bad, fmt.Sprintf("%s (throughput %.2f, p99 %.2f)", rw.c, rw.ratio, rw.r99))
+			bad = append(bad, fmt.Sprintf("%s (throughput %.2f, p99 %.2f)", rw.c, rw.thr, rw.r99))
 		}
-		fmt.Printf("%-16s %8.1f %12.1f %6.2f   %7.2fms %7.2fms %6.2f   %7.2fms %7.2fms %6.2f   %s%s\n", rw.c, rw.jm.mbps, rw.dm.mbps, rw.ratio,
-			rw.jm.p50, rw.dm.p50, rw.r50, rw.jm.p99, rw.dm.p99, rw.r99, units.HumanBytes(rw.dm.group), mark)
-		if d := rw.ratio - 1; d*d > (worstThr-1)*(worstThr-1) {
-			worstThr = rw.ratio
+		fmt.Printf("%-16s %8.1f %9.1f %4.2f %-12s  %6.2fms %6.2fms %5.2f  %6.2fms %6.2fms %4.2f %-12s  %4.2f %-12s %s%s\n", rw.c,
+			rw.jp.mbps, rw.dp.mbps, rw.thr, interval(rw.thrLo, rw.thrHi),
+			ms(rw.jp.add, 0.5), ms(rw.dp.add, 0.5), rw.r50,
+			ms(rw.jp.add, 0.99), ms(rw.dp.add, 0.99), rw.r99, interval(rw.r99Lo, rw.r99Hi),
+			rw.s99, interval(rw.s99Lo, rw.s99Hi), units.HumanBytes(rw.dp.group), mark)
+		if d := rw.thr - 1; d*d > (worstThr-1)*(worstThr-1) {
+			worstThr = rw.thr
 		}
 		if d := rw.r99 - 1; d*d > (worstP99-1)*(worstP99-1) {
 			worstP99 = rw.r99
@@ -409,19 +509,36 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	// timings (BookKeeper's JOURNAL_SYNC stat around force(false), the
 	// model's around fdatasync), BookKeeper's own add latency, and why
 	// BookKeeper flushed its groups.
-	fmt.Printf("\nown timings (medians over the rounds): fdatasync p50 / p99 of each tool, BookKeeper's JOURNAL_ADD_ENTRY p99,\ngroups flushed per second by journalMaxGroupWaitMSec / by journalBufferedWritesThreshold, BookKeeper's and the model's\n")
-	fmt.Printf("%-16s %9s %9s %9s %9s %6s   %11s   %-14s %s\n", "journals × entry", "BK s.p50", "db s.p50", "BK s.p99", "db s.p99", "ratio", "BK add p99", "BK wait / size", "db wait / size")
+	fmt.Printf("\nown timings (pooled): fdatasync p50 / p99 of each tool, BookKeeper's JOURNAL_ADD_ENTRY p99,\ngroups flushed per second by journalMaxGroupWaitMSec / by journalBufferedWritesThreshold, BookKeeper's and the model's,\neach tool's CPU (cores, whole run) and involuntary context switches per second\n")
+	fmt.Printf("%-16s %9s %9s %9s %9s   %11s   %-14s %-14s %-12s %s\n", "journals × entry", "BK s.p50", "db s.p50", "BK s.p99", "db s.p99", "BK add p99",
+		"BK wait / size", "db wait / size", "CPU BK / db", "preempted BK / db")
 	for _, rw := range rows {
-		ratio := 0.0
-		if rw.jm.sync99 > 0 {
-			ratio = rw.dm.sync99 / rw.jm.sync99
+		fmt.Printf("%-16s %7.2fms %7.2fms %7.2fms %7.2fms   %9.2fms   %-14s %-14s %-12s %.0f / %.0f\n", rw.c,
+			ms(rw.jp.sync, 0.5), ms(rw.dp.sync, 0.5), ms(rw.jp.sync, 0.99), ms(rw.dp.sync, 0.99),
+			ms(rw.jp.bkOps["JOURNAL_ADD_ENTRY"], 0.99), fmt.Sprintf("%.0f / %.0f", rw.jp.byWait, rw.jp.bySize),
+			fmt.Sprintf("%.0f / %.0f", rw.dp.byWait, rw.dp.bySize), fmt.Sprintf("%.2f / %.2f", rw.jp.cores, rw.dp.cores), rw.jp.preempt, rw.dp.preempt)
+	}
+	// BookKeeper's stages, each of its op latencies pooled (p50 / p99 ms):
+	// where in its journal an add's time goes.
+	fmt.Printf("\nBookKeeper's own op latencies (pooled, p50 / p99 ms)\n")
+	for _, rw := range rows {
+		names := slices.Sorted(func(yield func(string) bool) {
+			for k := range rw.jp.bkOps {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		var parts []string
+		for _, k := range names {
+			l := rw.jp.bkOps[k]
+			parts = append(parts, fmt.Sprintf("%s %.2f/%.2f", strings.TrimPrefix(k, "JOURNAL_"), ms(l, 0.5), ms(l, 0.99)))
 		}
-		fmt.Printf("%-16s %7.2fms %7.2fms %7.2fms %7.2fms %6.2f   %9.2fms   %-14s %.0f / %.0f\n", rw.c, rw.jm.sync50, rw.dm.sync50, rw.jm.sync99, rw.dm.sync99, ratio,
-			rw.jm.bkAdd99, fmt.Sprintf("%.0f / %.0f", rw.jm.byWait, rw.jm.bySize), rw.dm.byWait, rw.dm.bySize)
+		fmt.Printf("%-16s %s\n", rw.c, strings.Join(parts, ", "))
 	}
 	fmt.Printf("per-round throughput ratios: ")
 	for _, rw := range rows {
-		fmt.Printf("%s %.2f ", rw.c, rw.ratios)
+		fmt.Printf("%s %.2f ", rw.c, rw.roundThr)
 	}
 	discarded := 0
 	for _, rw := range rows {
@@ -433,6 +550,6 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	b.ReportMetric(worstThr, "worst-throughput-ratio")
 	b.ReportMetric(worstP99, "worst-p99-ratio")
 	if len(bad) > 0 && os.Getenv("TIERKEEPER_BENCH_JOURNAL_NOFAIL") != "1" {
-		b.Errorf("outside [0.9, 1.1] throughput / [0.75, 1.25] p99: %s", strings.Join(bad, ", "))
+		b.Errorf("outside [0.9, 1.1] throughput / [0.75, 1.25] p99 (pooled ratios): %s", strings.Join(bad, ", "))
 	}
 }

@@ -65,7 +65,10 @@ final class JournalBench {
      */
     static final class Recording implements StatsLogger {
         volatile boolean on;
+        boolean buckets;
         final Map<String, Hist> ops = new ConcurrentHashMap<>();
+        /** The ops recorded with registerSuccessfulValue: counts or bytes, not nanoseconds. */
+        final Map<String, Boolean> values = new ConcurrentHashMap<>();
         final Map<String, AtomicLong> counts = new ConcurrentHashMap<>();
 
         @Override
@@ -84,6 +87,7 @@ final class JournalBench {
 
                 @Override
                 public void registerSuccessfulValue(long value) {
+                    values.put(name, true);
                     if (on) {
                         h.record(value);
                     }
@@ -164,7 +168,13 @@ final class JournalBench {
 
         Map<String, Object> summary() {
             Map<String, Object> m = new LinkedHashMap<>();
-            ops.keySet().stream().sorted().forEach(k -> m.put(k, ops.get(k).summary()));
+            ops.keySet().stream().sorted().forEach(k -> {
+                Map<String, Object> h = ops.get(k).summary(buckets);
+                if (values.containsKey(k)) {
+                    h.put("values", true);
+                }
+                m.put(k, h);
+            });
             counts.keySet().stream().sorted().forEach(k -> m.put(k, counts.get(k).get()));
             return m;
         }
@@ -200,6 +210,7 @@ final class JournalBench {
         long maxEntries = a.longv("entries", 0);
         long maxBytes = a.longv("max-bytes", 0);
         boolean keep = a.bool("keep-files");
+        boolean buckets = a.bool("latency-buckets");
         // The journal settings, under BookKeeper's own names; defaults are
         // Pulsar's shipped conf/bookkeeper.conf (diskbench uses the same).
         ServerConfiguration conf = new ServerConfiguration();
@@ -247,7 +258,8 @@ final class JournalBench {
         Thread hook = new Thread(cleanup, "journal-bench-cleanup");
         Runtime.getRuntime().addShutdownHook(hook);
         try {
-            return measure(conf, dirs, ledgers, entrySize, inFlight, durationMs, warmupMs, maxEntries, maxBytes, keep);
+            return measure(conf, dirs, ledgers, entrySize, inFlight, durationMs, warmupMs, maxEntries, maxBytes, keep,
+                    buckets);
         } finally {
             cleanup.run();
             try {
@@ -266,7 +278,7 @@ final class JournalBench {
 
     private static Object measure(ServerConfiguration conf, List<File> dirs, File ledgers, int entrySize,
                                   int inFlight, long durationMs, long warmupMs, long maxEntries, long maxBytes,
-                                  boolean keep) throws Exception {
+                                  boolean keep, boolean buckets) throws Exception {
         for (File d : dirs) {
             if (!d.mkdir()) {
                 throw new IOException("cannot create " + d);
@@ -304,6 +316,7 @@ final class JournalBench {
         // counters why groups were flushed), recorded in the measured
         // window only.
         Recording stats = new Recording();
+        stats.buckets = buckets;
         for (int i = 0; i < dirs.size(); i++) {
             Journal j = new Journal(i, dirs.get(i), conf, ldm, stats, alloc);
             lanes.add(new Lane(i, dirs.get(i), j, inFlight));
@@ -451,7 +464,7 @@ final class JournalBench {
         res.put("entries", totalEntries);
         res.put("bytes", totalEntries * (long) entrySize);
         res.put("bytesPerSec", seconds > 0 ? totalEntries * (double) entrySize / seconds : 0);
-        res.put("addLatency", all.summary());
+        res.put("addLatency", all.summary(buckets));
         res.put("bookkeeperStats", stats.summary());
         res.put("perJournal", perJournal);
         res.put("keptFiles", keep);
@@ -582,7 +595,12 @@ final class JournalBench {
             return max;
         }
 
-        Map<String, Object> summary() {
+        /**
+         * The quantiles, and with {@code buckets} the non-empty buckets as
+         * [lowest ns, count] pairs in ascending order (diskbench's
+         * Latency.Buckets, which diskbench.PoolLatencies pools).
+         */
+        synchronized Map<String, Object> summary(boolean buckets) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("count", n);
             m.put("min_ns", n == 0 ? 0 : min);
@@ -592,6 +610,15 @@ final class JournalBench {
             m.put("p99_ns", quantile(0.99));
             m.put("p999_ns", quantile(0.999));
             m.put("max_ns", max);
+            if (buckets && n > 0) {
+                List<long[]> bs = new ArrayList<>();
+                for (int i = 0; i < counts.length; i++) {
+                    if (counts[i] != 0) {
+                        bs.add(new long[] {low(i)[0], counts[i]});
+                    }
+                }
+                m.put("buckets", bs);
+            }
             return m;
         }
     }
