@@ -25,6 +25,11 @@ type Entry struct {
 	Payload []byte
 	// Bookie is the bookie id that served the entry.
 	Bookie string
+	// PayloadSum is the payload's own CRC-32C when checking the digest gave
+	// it (CRC32C ledgers, payloads of at least crc32c.MinCombine bytes; see
+	// digest.Digester.VerifySum): the CRC of the bytes the bookie stored, for
+	// a checksum that covers a copy of them without hashing them again.
+	PayloadSum digest.PayloadSum
 
 	frame []byte // the response frame Payload aliases
 }
@@ -156,7 +161,7 @@ func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, bod
 	if body == nil {
 		return Entry{}, fmt.Errorf("%w: bookie %s sent no body for ledger %d entry %d", ErrBadResponse, bookie, l.md.LedgerID, entryID)
 	}
-	h, payload, err := l.d.Verify(l.md.LedgerID, entryID, body)
+	h, payload, sum, err := l.d.VerifySum(l.md.LedgerID, entryID, body)
 	if err != nil {
 		l.c.m.digestErrors.Inc()
 		return Entry{}, fmt.Errorf("bookie %s: %w", bookie, err)
@@ -165,7 +170,7 @@ func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, bod
 	l.c.m.bytes.Add(float64(len(payload)))
 	l.c.markHealthy(bookie)
 	return Entry{LedgerID: h.LedgerID, EntryID: h.EntryID, LastAddConfirmed: h.LastAddConfirmed, Length: h.Length,
-		Payload: payload, Bookie: bookie}, nil
+		Payload: payload, Bookie: bookie, PayloadSum: sum}, nil
 }
 
 // reason is err's label in the replica-errors counter; other bookie

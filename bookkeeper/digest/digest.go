@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"strings"
 	"sync"
+
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 )
 
 // HeaderSize is the size of the entry header covered by the digest:
@@ -180,22 +182,49 @@ func (d *Digester) sum(dst, header, payload []byte) []byte {
 // name ledgerID and entryID. It returns the header and the payload, which
 // aliases entry.
 func (d *Digester) Verify(ledgerID, entryID int64, entry []byte) (Header, []byte, error) {
+	h, payload, _, err := d.VerifySum(ledgerID, entryID, entry)
+	return h, payload, err
+}
+
+// PayloadSum is the CRC-32C of an entry's payload alone, known from
+// checking a CRC32C digest.
+type PayloadSum struct {
+	CRC32C uint32
+	OK     bool // false: not known (another digest type, or a payload under crc32c.MinCombine)
+}
+
+// VerifySum is Verify that also returns the payload's own CRC-32C when the
+// digest check gives it for free: with CRC32C digests and a payload of at
+// least crc32c.MinCombine bytes, the payload is hashed alone and the
+// digest (the CRC of header and payload) is combined from that CRC and the
+// header's, so the same pass over the bytes checks the digest and yields
+// the payload's CRC (for the part checksum of the block the payload is
+// copied into).
+func (d *Digester) VerifySum(ledgerID, entryID int64, entry []byte) (Header, []byte, PayloadSum, error) {
 	if len(entry) < HeaderSize+d.size {
-		return Header{}, nil, fmt.Errorf("%w: %d bytes, need at least %d for %s", ErrShortEntry, len(entry), HeaderSize+d.size, d.typ)
+		return Header{}, nil, PayloadSum{}, fmt.Errorf("%w: %d bytes, need at least %d for %s", ErrShortEntry, len(entry), HeaderSize+d.size, d.typ)
 	}
 	header := entry[:HeaderSize]
 	stored := entry[HeaderSize : HeaderSize+d.size]
 	payload := entry[HeaderSize+d.size:]
-	var buf [sha1.Size]byte
-	if sum := d.sum(buf[:0], header, payload); !hmac.Equal(sum, stored) {
-		return Header{}, nil, fmt.Errorf("%w (%s, ledger %d entry %d)", ErrMismatch, d.typ, ledgerID, entryID)
+	var ps PayloadSum
+	var ok bool
+	if d.typ == CRC32C && len(payload) >= crc32c.MinCombine {
+		ps = PayloadSum{CRC32C: crc32c.Checksum(payload), OK: true}
+		ok = crc32c.Combine(crc32c.Checksum(header), ps.CRC32C, int64(len(payload))) == binary.BigEndian.Uint32(stored)
+	} else {
+		var buf [sha1.Size]byte
+		ok = hmac.Equal(d.sum(buf[:0], header, payload), stored)
+	}
+	if !ok {
+		return Header{}, nil, PayloadSum{}, fmt.Errorf("%w (%s, ledger %d entry %d)", ErrMismatch, d.typ, ledgerID, entryID)
 	}
 	h, _ := ParseHeader(entry)
 	if h.LedgerID != ledgerID || h.EntryID != entryID {
-		return Header{}, nil, fmt.Errorf("%w: asked ledger %d entry %d, got ledger %d entry %d",
+		return Header{}, nil, PayloadSum{}, fmt.Errorf("%w: asked ledger %d entry %d, got ledger %d entry %d",
 			ErrWrongEntry, ledgerID, entryID, h.LedgerID, h.EntryID)
 	}
-	return h, payload, nil
+	return h, payload, ps, nil
 }
 
 // Seal builds a stored entry the way a BookKeeper writer does: header,

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"testing"
+
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 )
 
 // Golden digests computed independently (Python zlib/hmac and a bitwise
@@ -132,4 +135,38 @@ func FuzzVerify(f *testing.F) {
 			t.Fatal("accepted entry does not re-seal to itself")
 		}
 	})
+}
+
+// TestVerifySumLargePayloads checks the combined path (CRC32C, payloads of
+// at least crc32c.MinCombine bytes): a sealed entry verifies and gives its
+// payload's own CRC-32C; a flipped bit anywhere (header, digest, payload)
+// is refused; smaller payloads and other digest types give no sum.
+func TestVerifySumLargePayloads(t *testing.T) {
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	for _, n := range []int{crc32c.MinCombine - 1, crc32c.MinCombine, 1<<20 + 3} {
+		payload := make([]byte, n)
+		for i := range payload {
+			payload[i] = byte(i*31 + i>>8)
+		}
+		h := Header{LedgerID: 7, EntryID: 3, LastAddConfirmed: 2, Length: int64(n)}
+		for _, typ := range []Type{CRC32C, CRC32, HMAC} {
+			d, _ := New(typ, []byte("pw"))
+			entry := d.Seal(h, payload)
+			gotH, p, sum, err := d.VerifySum(7, 3, entry)
+			if err != nil || gotH != h || !bytes.Equal(p, payload) {
+				t.Fatalf("%s %d bytes: VerifySum = %+v, %d bytes, %v", typ, n, gotH, len(p), err)
+			}
+			wantOK := typ == CRC32C && n >= crc32c.MinCombine
+			if sum.OK != wantOK || (wantOK && sum.CRC32C != crc32.Checksum(payload, castagnoli)) {
+				t.Fatalf("%s %d bytes: sum %+v, want ok=%v crc %08x", typ, n, sum, wantOK, crc32.Checksum(payload, castagnoli))
+			}
+			for _, i := range []int{0, 12, HeaderSize, HeaderSize + typ.Size(), len(entry) / 2, len(entry) - 1} {
+				bad := bytes.Clone(entry)
+				bad[i] ^= 0x01
+				if _, _, _, err := d.VerifySum(7, 3, bad); !errors.Is(err, ErrMismatch) {
+					t.Fatalf("%s %d bytes: flip at byte %d: err = %v, want ErrMismatch", typ, n, i, err)
+				}
+			}
+		}
+	}
 }

@@ -117,6 +117,17 @@ func (p *Parts) fail(err error) {
 // with the first earlier part failure, or when ctx ends or the pipeline
 // was aborted.
 func (p *Parts) Send(ctx context.Context, part int, data []byte, release func()) error {
+	return p.send(ctx, part, data, 0, false, release)
+}
+
+// SendSummed is Send for a part whose CRC-32C the caller knows: UploadPart
+// gets it through WithPartCRC32C (a store sending CRC-32C part checksums
+// sends it instead of hashing the part; its server verifies it).
+func (p *Parts) SendSummed(ctx context.Context, part int, data []byte, crc32c uint32, release func()) error {
+	return p.send(ctx, part, data, crc32c, true, release)
+}
+
+func (p *Parts) send(ctx context.Context, part int, data []byte, crc32c uint32, summed bool, release func()) error {
 	if release == nil {
 		release = func() {}
 	}
@@ -138,10 +149,14 @@ func (p *Parts) Send(ctx context.Context, part int, data []byte, release func())
 	if p.opts.OnStart != nil {
 		p.opts.OnStart(part)
 	}
+	pctx := p.ctx
+	if summed {
+		pctx = WithPartCRC32C(pctx, crc32c)
+	}
 	go func() {
 		defer p.wg.Done()
 		start := time.Now()
-		err := p.mp.UploadPart(p.ctx, part, data)
+		err := p.mp.UploadPart(pctx, part, data)
 		took := time.Since(start)
 		release()
 		<-p.sem

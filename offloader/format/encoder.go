@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 )
 
 // Ledger is what the encoder must know up front, all from the ledger's
@@ -60,6 +61,12 @@ type Block struct {
 	Data []byte
 	// PayloadBytes is the sum of the payload sizes in the block.
 	PayloadBytes int64
+	// CRC32C is the CRC-32C of Data: the block header, record headers and
+	// padding hashed in the block, every payload either hashed in the block
+	// after its copy (Add) or combined from the CRC its caller vouched for
+	// (AddSummed: the bookie's, whose digest was checked). A store that
+	// verifies it (S3's x-amz-checksum-crc32c) thus also checks the copy.
+	CRC32C uint32
 }
 
 // Layout is the result of encoding a ledger: where the blocks are.
@@ -130,6 +137,18 @@ func (e *Encoder) MaxPayload() int { return e.maxBlock - BlockHeaderSize - Recor
 // The payload is copied; the caller may reuse it when Add returns. Add may
 // block in the BufferSource waiting for a free block buffer.
 func (e *Encoder) Add(ctx context.Context, entryID int64, payload []byte) error {
+	return e.add(ctx, entryID, payload, 0, false)
+}
+
+// AddSummed is Add for a payload whose CRC-32C the caller knows (from the
+// digest the bookie stored with it): the block's CRC32C combines it instead
+// of hashing the copied payload again. A wrong crc gives a block whose
+// CRC32C is not that of its bytes, which a store verifying it refuses.
+func (e *Encoder) AddSummed(ctx context.Context, entryID int64, payload []byte, crc uint32) error {
+	return e.add(ctx, entryID, payload, crc, true)
+}
+
+func (e *Encoder) add(ctx context.Context, entryID int64, payload []byte, crc uint32, summed bool) error {
 	if e.err != nil {
 		return e.err
 	}
@@ -159,7 +178,8 @@ func (e *Encoder) Add(ctx context.Context, entryID int64, payload []byte) error 
 			return e.fail(fmt.Errorf("format: block buffer: %w", err))
 		}
 		putBlockHeader(buf, size, entryID)
-		e.cur = Block{PartNumber: len(e.blocks) + 1, FirstEntryID: entryID, Offset: e.offset, Data: buf}
+		e.cur = Block{PartNumber: len(e.blocks) + 1, FirstEntryID: entryID, Offset: e.offset, Data: buf,
+			CRC32C: crc32c.Checksum(buf[:BlockHeaderSize])}
 		e.pos = BlockHeaderSize
 		if e.pos+rec > size {
 			// Only reachable if the declared length is wrong.
@@ -170,6 +190,12 @@ func (e *Encoder) Add(ctx context.Context, entryID int64, payload []byte) error 
 	binary.BigEndian.PutUint32(b, uint32(len(payload)))
 	binary.BigEndian.PutUint64(b[4:], uint64(entryID))
 	copy(b[RecordHeaderSize:], payload)
+	e.cur.CRC32C = crc32c.Update(e.cur.CRC32C, b[:RecordHeaderSize])
+	if summed {
+		e.cur.CRC32C = crc32c.Combine(e.cur.CRC32C, crc, int64(len(payload)))
+	} else {
+		e.cur.CRC32C = crc32c.Update(e.cur.CRC32C, b[RecordHeaderSize:rec])
+	}
 	e.pos += rec
 	e.cur.LastEntryID = entryID
 	e.cur.PayloadBytes += int64(len(payload))
@@ -233,6 +259,7 @@ func (e *Encoder) fail(err error) error {
 func (e *Encoder) flush(ctx context.Context) error {
 	blk := e.cur
 	fillPadding(blk.Data[e.pos:])
+	blk.CRC32C = crc32c.Update(blk.CRC32C, blk.Data[e.pos:])
 	e.cur = Block{}
 	e.blocks = append(e.blocks, IndexEntry{FirstEntryID: blk.FirstEntryID, PartID: int32(blk.PartNumber), Offset: blk.Offset})
 	e.offset += int64(len(blk.Data))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"testing"
 )
@@ -297,6 +298,67 @@ func TestFillPaddingRepeatsThePattern(t *testing.T) {
 		for i := range b {
 			if b[i] != padding[i%4] {
 				t.Fatalf("length %d: byte %d is %#x, want %#x", n, i, b[i], padding[i%4])
+			}
+		}
+	}
+}
+
+// TestBlockCRC32C encodes random ledgers, some entries with Add and some
+// with AddSummed (their true CRC-32C): every block's CRC32C is
+// crc32.Checksum of its bytes. A wrong CRC handed to AddSummed makes its
+// block's CRC32C differ from the bytes' (what a verifying store refuses).
+func TestBlockCRC32C(t *testing.T) {
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for iter := range 100 {
+		maxBlock := minBlockSize + 1 + rng.IntN(4000)
+		n := 1 + rng.IntN(60)
+		payloads := make([][]byte, n)
+		for i := range payloads {
+			p := make([]byte, rng.IntN(maxBlock-minBlockSize+1))
+			for j := range p {
+				p[j] = byte(rng.Uint32())
+			}
+			payloads[i] = p
+		}
+		payloads[0] = append(payloads[0], 1)
+		l := LedgerOf(int64(iter), payloads)
+		lie := -1
+		if iter%2 == 1 {
+			lie = rng.IntN(n)
+		}
+		var blocks []Block
+		enc, err := NewEncoder(l, EncoderOptions{MaxBlockSize: maxBlock}, nil, func(_ context.Context, b Block) error {
+			blocks = append(blocks, b)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range payloads {
+			switch {
+			case i == lie:
+				err = enc.AddSummed(context.Background(), int64(i), p, crc32.Checksum(p, castagnoli)^0x100)
+			case rng.IntN(2) == 0:
+				err = enc.AddSummed(context.Background(), int64(i), p, crc32.Checksum(p, castagnoli))
+			default:
+				err = enc.Add(context.Background(), int64(i), p)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := enc.Finish(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blocks {
+			want := crc32.Checksum(b.Data, castagnoli)
+			hasLie := lie >= 0 && b.FirstEntryID <= int64(lie) && int64(lie) <= b.LastEntryID
+			if (b.CRC32C == want) == hasLie {
+				t.Fatalf("iter %d block %d (entries %d..%d, wrong CRC given for entry %d): CRC32C %08x, bytes' %08x",
+					iter, b.PartNumber, b.FirstEntryID, b.LastEntryID, lie, b.CRC32C, want)
 			}
 		}
 	}

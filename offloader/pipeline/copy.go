@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/client"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
@@ -102,8 +103,14 @@ func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.L
 	err = l.ReadRange(ctx, 0, -1, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes, ReuseBuffers: true}, func(e client.Entry) error {
 		got := time.Now()
 		st.ReadWait += got.Sub(last)
-		dg.add(e.EntryID, e.Payload)
-		addErr = sess.Add(ctx, e.EntryID, e.Payload)
+		dg.add(e.EntryID, e.Payload, e.PayloadSum)
+		if e.PayloadSum.OK {
+			// The bookie's CRC, checked against its digest: the part's
+			// CRC-32C is combined from it and the store verifies it.
+			addErr = sess.AddSummed(ctx, e.EntryID, e.Payload, e.PayloadSum.CRC32C)
+		} else {
+			addErr = sess.Add(ctx, e.EntryID, e.Payload)
+		}
 		last = time.Now()
 		st.Add += last.Sub(got)
 		if addErr != nil {
@@ -187,8 +194,9 @@ func (p *Pipeline) planDigests(md *metadata.LedgerMetadata) *digests {
 	}}
 }
 
-// add records entry id (entries arrive in order).
-func (d *digests) add(id int64, payload []byte) {
+// add records entry id (entries arrive in order), with the payload's
+// CRC-32C when the bookie digest check gave it.
+func (d *digests) add(id int64, payload []byte, ps digest.PayloadSum) {
 	for d.cur < len(d.windows) && id > d.windows[d.cur].last {
 		d.cur++
 	}
@@ -196,7 +204,11 @@ func (d *digests) add(id int64, payload []byte) {
 		return
 	}
 	w := d.windows[d.cur]
-	w.sums = append(w.sums, sum(payload))
+	if ps.OK {
+		w.sums = append(w.sums, uint64(ps.CRC32C)<<32|uint64(uint32(len(payload))))
+	} else {
+		w.sums = append(w.sums, sum(payload))
+	}
 	w.bytes += int64(len(payload))
 }
 

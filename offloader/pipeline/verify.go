@@ -94,7 +94,7 @@ func (p *Pipeline) readDigests(ctx context.Context, t mledger.LedgerRef, md *met
 	}
 	for _, w := range dg.windows {
 		err := l.ReadRange(ctx, w.first, w.last, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes, ReuseBuffers: true}, func(e client.Entry) error {
-			dg.add(e.EntryID, e.Payload)
+			dg.add(e.EntryID, e.Payload, e.PayloadSum)
 			return nil
 		})
 		if err != nil {

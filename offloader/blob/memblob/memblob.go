@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
+
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
@@ -418,6 +420,11 @@ func (m *mpu) UploadPart(ctx context.Context, part int, data []byte) error {
 	}
 	if err := blob.CheckPartNumber(part); err != nil {
 		return fmt.Errorf("upload part %d of %s: %w", part, m.key, err)
+	}
+	// A CRC-32C given with the part is checked as S3 checks
+	// x-amz-checksum-crc32c.
+	if crc, ok := blob.PartCRC32C(ctx); ok && crc != crc32c.Checksum(data) {
+		return fmt.Errorf("upload part %d of %s: %w: CRC-32C given %08x, part has %08x", part, m.key, blob.ErrBadDigest, crc, crc32c.Checksum(data))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

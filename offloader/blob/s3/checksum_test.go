@@ -2,7 +2,10 @@ package s3
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -118,5 +121,39 @@ func TestConfigChecksumAndSigning(t *testing.T) {
 		if got := fmt.Sprint(err); tc.wantErr == "" && err != nil || tc.wantErr != "" && got != "s3: "+tc.wantErr {
 			t.Errorf("checksum %q payload_signing %q: %v, want %q", tc.checksum, tc.signing, err, tc.wantErr)
 		}
+	}
+}
+
+// A part uploaded with a CRC-32C from the caller (blob.WithPartCRC32C, as
+// an offload's blocks are) carries that value, and versitygw checks it
+// against the bytes: the right one is accepted and the object reads back,
+// a wrong one is refused with ErrBadDigest.
+func TestCallerPartCRC32CIsVerifiedByTheServer(t *testing.T) {
+	srv := testenv.StartS3(t)
+	s, _ := modeStore(t, srv, ChecksumCRC32C, PayloadSigningUnsigned)
+	ctx := t.Context()
+	part := bytes.Repeat([]byte("tierkeeper part "), blob.MinPartSize/16)
+	sum := crc32.Checksum(part, crc32.MakeTable(crc32.Castagnoli))
+	mp, err := s.CreateMultipart(ctx, "caller-crc", blob.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mp.UploadPart(blob.WithPartCRC32C(ctx, sum^1), 1, part); !errors.Is(err, blob.ErrBadDigest) {
+		t.Fatalf("part with a wrong CRC-32C: err = %v, want ErrBadDigest", err)
+	}
+	if err := mp.UploadPart(blob.WithPartCRC32C(ctx, sum), 1, part); err != nil {
+		t.Fatalf("part with its CRC-32C: %v", err)
+	}
+	if _, err := mp.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rc, _, err := s.Get(ctx, "caller-crc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	if err != nil || !bytes.Equal(got, part) {
+		t.Fatalf("read back %d bytes (%v), want the %d bytes of the part", len(got), err, len(part))
 	}
 }

@@ -295,6 +295,27 @@ func (s *Session) Add(ctx context.Context, entryID int64, payload []byte) error 
 	return nil
 }
 
+// AddSummed is Add for a payload whose CRC-32C the caller knows from a
+// check it already made (a bookie entry's CRC32C digest, see
+// client.Entry.PayloadSum): the part's CRC-32C is combined from it instead
+// of hashing the payload again, and the store verifies the part against
+// that CRC, so the copy into the block is checked too.
+func (s *Session) AddSummed(ctx context.Context, entryID int64, payload []byte, crc32c uint32) error {
+	if s.done {
+		return ErrSessionDone
+	}
+	err := s.enc.AddSummed(ctx, entryID, payload, crc32c)
+	if err == nil {
+		err = s.partErr()
+	}
+	if err != nil {
+		err = fmt.Errorf("upload ledger %d: %w", s.req.Ledger.ID, err)
+		s.abort(ctx, s.stage(), err)
+		return err
+	}
+	return nil
+}
+
 func (s *Session) stage() string {
 	if s.partErr() != nil {
 		return stagePart
@@ -303,14 +324,16 @@ func (s *Session) stage() string {
 }
 
 // emit receives finished blocks from the encoder: one part each, through
-// the multipart pipeline (which blocks while PartsInFlight parts upload).
-// The block's buffer goes back to the pool once its part is done.
+// the multipart pipeline (which blocks while PartsInFlight parts upload),
+// with the block's CRC-32C (a store sending CRC-32C part checksums sends
+// it rather than hashing the block again). The block's buffer goes back to
+// the pool once its part is done.
 func (s *Session) emit(ctx context.Context, blk format.Block) error {
 	if s.single {
 		s.held = &blk
 		return nil
 	}
-	return s.parts.Send(ctx, blk.PartNumber, blk.Data, func() { s.pool.Put(blk.Data) })
+	return s.parts.SendSummed(ctx, blk.PartNumber, blk.Data, blk.CRC32C, func() { s.pool.Put(blk.Data) })
 }
 
 func (s *Session) partErr() error {
