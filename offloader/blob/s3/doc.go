@@ -14,7 +14,10 @@
 // Every Put carries Content-MD5 and every UploadPart the store's checksum
 // (config key checksum: x-amz-checksum-crc32c by default, or Content-MD5),
 // which the server verifies: bytes corrupted on the way are rejected
-// (blob.ErrBadDigest after the retries) instead of being stored. Over
+// (blob.ErrBadDigest after the retries) instead of being stored. A part
+// CRC-32C the caller gives (blob.WithPartCRC32C: an offload's block CRC,
+// combined from the bookies' verified entry CRCs) is sent instead of
+// hashing the part; the server verifies it the same way. Over
 // http the SigV4 signature also covers the payload SHA-256 unless
 // payload_signing is unsigned; over https it does not unless it is signed. Complete refuses a part-number gap
 // (blob.ErrMissingPart) before asking the server. Ranged reads check that
