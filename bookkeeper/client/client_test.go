@@ -23,6 +23,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 	"github.com/tierkeeper/tierkeeper/internal/metrics/metricstest"
 )
 
@@ -723,5 +724,35 @@ func TestStartTLSRefused(t *testing.T) {
 		if r.Operation != bkproto.OperationType_START_TLS {
 			t.Errorf("request %+v sent on a connection whose START_TLS was refused", r)
 		}
+	}
+}
+
+// TestPayloadSum reads CRC32C entries of both sides of crc32c.MinCombine
+// (and a CRC32 ledger): large CRC32C entries come with their payload's
+// CRC-32C, the others without; a replica corrupting a large entry is
+// still caught by the combined digest check and the entry read from
+// another one, with the right CRC.
+func TestPayloadSum(t *testing.T) {
+	e := newEnv(t, 3, Options{})
+	data := [][]byte{bytes.Repeat([]byte{1}, crc32c.MinCombine), []byte("small"), bytes.Repeat([]byte("xy"), 70000), bytes.Repeat([]byte{3}, crc32c.MinCombine-1)}
+	l := e.write(bookietest.Ledger{LedgerID: 21, DigestType: digest.CRC32C}, data)
+	l32 := e.write(bookietest.Ledger{LedgerID: 22, DigestType: digest.CRC32}, data)
+	e.cluster.Bookies["bookie-0"].SetFault(func(bookietest.Request) bookietest.Action { return bookietest.Action{Corrupt: true} })
+	for _, led := range []*Ledger{l, l32} {
+		err := led.ReadRange(context.Background(), 0, -1, StreamOptions{ReuseBuffers: true}, func(en Entry) error {
+			p := data[en.EntryID]
+			wantOK := led == l && len(p) >= crc32c.MinCombine
+			if !bytes.Equal(en.Payload, p) || en.PayloadSum.OK != wantOK || (wantOK && en.PayloadSum.CRC32C != crc32c.Checksum(p)) {
+				return fmt.Errorf("ledger %d entry %d (%d bytes): payload equal %v, sum %+v, want ok=%v crc %08x",
+					en.LedgerID, en.EntryID, len(p), bytes.Equal(en.Payload, p), en.PayloadSum, wantOK, crc32c.Checksum(p))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_digest_errors_total"); n == 0 {
+		t.Fatal("the corrupting replica was never caught")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/memblob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
@@ -486,5 +487,70 @@ func TestVerifyDetectsMismatches(t *testing.T) {
 	store := memblob.New()
 	if err := Verify(ctx, store, &Result{DataKey: "x", IndexKey: "y"}, nil); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("missing objects: %v", err)
+	}
+}
+
+// TestAddSummed uploads a ledger whose entries come with their CRC-32C
+// (AddSummed, as the copy passes the bookies' verified CRCs) mixed with
+// plain Adds: every part goes out with the block's combined CRC, which
+// memblob checks as S3 does, and the object reads back byte for byte. One
+// wrong CRC makes its part refused (ErrBadDigest) and the upload fail,
+// leaving nothing behind.
+func TestAddSummed(t *testing.T) {
+	l := newLedger(7, 120, func(r *rand.Rand) int { return 1 + r.IntN(200<<10) }) // ~12 MiB
+	for _, lie := range []int{-1, 77} {
+		store := memblob.New()
+		store.MinPartSize = format.MinPartSize
+		u := mustNew(t, store, &Options{MaxBlockSize: 5 * mib, PartsInFlight: 2})
+		req := l.request()
+		ctx := context.Background()
+		s, err := u.Begin(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range l.payloads {
+			crc := crc32c.Checksum(p)
+			switch {
+			case i == lie:
+				err = s.AddSummed(ctx, int64(i), p, crc^0x8000)
+			case i%3 == 0:
+				err = s.Add(ctx, int64(i), p)
+			default:
+				err = s.AddSummed(ctx, int64(i), p, crc)
+			}
+			if err != nil {
+				break
+			}
+		}
+		var res *Result
+		if err == nil {
+			res, err = s.Finish(ctx)
+		}
+		if lie >= 0 {
+			if !errors.Is(err, blob.ErrBadDigest) {
+				t.Fatalf("wrong CRC for entry %d: err = %v, want ErrBadDigest", lie, err)
+			}
+			if keys := store.Keys(); len(keys) != 0 {
+				t.Fatalf("a failed upload left %v", keys)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Blocks < 2 {
+			t.Fatalf("%d blocks, want a multipart upload", res.Blocks)
+		}
+		data, _, ok := store.Object(res.DataKey)
+		if !ok {
+			t.Fatalf("no data object %s", res.DataKey)
+		}
+		want, _, err := format.Encode(l.ledger(), format.EncoderOptions{MaxBlockSize: 5 * mib}, l.payloads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(data, want) {
+			t.Fatalf("stored object (%d bytes) differs from the encoding (%d bytes)", len(data), len(want))
+		}
 	}
 }
