@@ -160,9 +160,6 @@ func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
 			if opts.DialContext != nil {
 				t.DialContext = opts.DialContext
 			}
-			// A part's buffer goes to the socket in one write, not
-			// through net/http's 32 KiB copies.
-			t.DialContext = blob.WholeBodyWrites(t.DialContext)
 		})
 		tr = bc.GetTransport()
 	}
