@@ -98,8 +98,6 @@ func sha1Of(prefix string, password []byte) []byte {
 	return h.Sum(nil)
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // Header is the 32-byte header at the start of every stored entry.
 type Header struct {
 	LedgerID int64
@@ -161,8 +159,8 @@ func (d *Digester) sum(dst, header, payload []byte) []byte {
 		c = crc32.Update(c, crc32.IEEETable, payload)
 		return binary.BigEndian.AppendUint64(dst, uint64(c))
 	case CRC32C:
-		c := crc32.Update(0, castagnoli, header)
-		c = crc32.Update(c, castagnoli, payload)
+		c := crc32.Update(0, crc32c.Table, header)
+		c = crc32.Update(c, crc32c.Table, payload)
 		return binary.BigEndian.AppendUint32(dst, c)
 	case HMAC:
 		m := d.macs.Get().(hash.Hash)

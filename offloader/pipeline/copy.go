@@ -15,6 +15,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/format/upload"
@@ -220,8 +221,6 @@ func (d *digests) bytes() (n int64) {
 	return n
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 func sum(payload []byte) uint64 {
-	return uint64(crc32.Checksum(payload, castagnoli))<<32 | uint64(uint32(len(payload)))
+	return uint64(crc32.Checksum(payload, crc32c.Table))<<32 | uint64(uint32(len(payload)))
 }

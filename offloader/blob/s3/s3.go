@@ -35,6 +35,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 )
 
@@ -567,7 +568,7 @@ func (m *multipart) UploadPart(ctx context.Context, n int, data []byte) error {
 		// server checks it against the bytes it receives either way.
 		sum, ok := blob.PartCRC32C(ctx)
 		if !ok {
-			sum = crc32.Checksum(data, castagnoli)
+			sum = crc32.Checksum(data, crc32c.Table)
 		}
 		p.crc32c = crc32cHeader(sum)
 		in.ChecksumCRC32C = aws.String(p.crc32c)
@@ -619,10 +620,6 @@ func (m *multipart) Complete(ctx context.Context) (blob.Attrs, error) {
 	}
 	return blob.Attrs{Key: m.key, Size: total, ETag: strings.Trim(aws.ToString(out.ETag), `"`), Metadata: m.md}, nil
 }
-
-// castagnoli is the CRC-32C table (hash/crc32 uses the CPU's CRC32
-// instructions for it where there are some: SSE4.2, ARMv8).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // crc32cHeader is the x-amz-checksum-crc32c value of a CRC-32C: big-endian,
 // base64.
