@@ -363,12 +363,12 @@ func elPoint(writers int, bs int64, mbps float64) diskbench.Result {
 	return diskbench.Result{Workload: diskbench.WorkloadEntryLog, Writers: writers, BlockSize: bs, BytesPerSec: mbps * 1e6, Ops: 100}
 }
 
-// TestRulesIssue10 pins the rules a trial on real disks found wrong, each
-// on the figures of that trial.
-func TestRulesIssue10(t *testing.T) {
+// vmRecommender recommends for this VM's recorded profile (2 CPUs) with
+// one journal disk and one 256 GiB ledger disk measuring j and l.
+func vmRecommender(t *testing.T) func(j, l []diskbench.Result) *Recommendation {
 	base := loadProfile(t, "vm-virtio-recorded")
 	base.CPUs = 2
-	rec := func(j, l []diskbench.Result) *Recommendation {
+	return func(j, l []diskbench.Result) *Recommendation {
 		t.Helper()
 		in := base
 		in.JournalDisks = []Disk{{Dir: "/j", Results: j}}
@@ -379,6 +379,12 @@ func TestRulesIssue10(t *testing.T) {
 		}
 		return r
 	}
+}
+
+// TestRulesFromDiskTrial pins the rules a trial on real disks found wrong, each
+// on the figures of that trial.
+func TestRulesFromDiskTrial(t *testing.T) {
+	rec := vmRecommender(t)
 	// Journals 16/60/86 MB/s at 1/2/4 with no worse p99 on 2 CPUs: the
 	// CPUs/2 cap made it 1.
 	j := x3(bkPoint(1, 16, 8, nil, 8), bkPoint(2, 60, 8, nil, 8), bkPoint(4, 86, 8, nil, 8))
@@ -588,19 +594,7 @@ func TestLedgerDirsCostGate(t *testing.T) {
 // the next runs kept 1) give an interval from one degree of freedom: its
 // width is itself noise. The same rounds with a third that repeats move.
 func TestMoveNeedsThreeRounds(t *testing.T) {
-	base := loadProfile(t, "vm-virtio-recorded")
-	base.CPUs = 2
-	rec := func(j, l []diskbench.Result) *Recommendation {
-		t.Helper()
-		in := base
-		in.JournalDisks = []Disk{{Dir: "/j", Results: j}}
-		in.LedgerDisks = []Disk{{Dir: "/l", Results: l, TotalBytes: 256 * uint64(GiB)}}
-		r, err := Recommend(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	rec := vmRecommender(t)
 	dirs := func(r *Recommendation, key string) (int, string) {
 		s, _ := r.Setting(key)
 		return len(strings.Split(s.Value, ",")), strings.Join(s.Evidence, " ")

@@ -283,16 +283,7 @@ func (s *Session) Add(ctx context.Context, entryID int64, payload []byte) error 
 	if s.done {
 		return ErrSessionDone
 	}
-	err := s.enc.Add(ctx, entryID, payload)
-	if err == nil {
-		err = s.partErr()
-	}
-	if err != nil {
-		err = fmt.Errorf("upload ledger %d: %w", s.req.Ledger.ID, err)
-		s.abort(ctx, s.stage(), err)
-		return err
-	}
-	return nil
+	return s.added(ctx, s.enc.Add(ctx, entryID, payload))
 }
 
 // AddSummed is Add for a payload whose CRC-32C the caller knows from a
@@ -304,7 +295,12 @@ func (s *Session) AddSummed(ctx context.Context, entryID int64, payload []byte, 
 	if s.done {
 		return ErrSessionDone
 	}
-	err := s.enc.AddSummed(ctx, entryID, payload, crc32c)
+	return s.added(ctx, s.enc.AddSummed(ctx, entryID, payload, crc32c))
+}
+
+// added ends an Add: the encoder's error, else a part's, aborts the
+// session.
+func (s *Session) added(ctx context.Context, err error) error {
 	if err == nil {
 		err = s.partErr()
 	}
