@@ -76,7 +76,7 @@ func (k *conn) fail(err error) {
 		k.mu.Unlock()
 		return
 	}
-	if why := tlsfiles.Explain(err); why != "" {
+	if why := tlsfiles.Explain(err, k.c.opts.TLS); why != "" {
 		// TLS 1.3: a bookie that refuses the client's certificate says so
 		// after the client's handshake has returned, on the first read.
 		err = fmt.Errorf("%w: %w (%s)", ErrTLS, err, why)

@@ -56,7 +56,7 @@ func startTLS(ctx context.Context, nc net.Conn, addr string, cfg *tls.Config, ma
 	}
 	tc := tls.Client(nc, tlsfiles.ForAddr(cfg, addr))
 	if err := tc.HandshakeContext(ctx); err != nil {
-		if why := tlsfiles.Explain(err); why != "" {
+		if why := tlsfiles.Explain(err, cfg); why != "" {
 			return fail("TLS handshake: %w (%s)", err, why)
 		}
 		return fail("TLS handshake: %w", err)

@@ -110,13 +110,17 @@ func Permanent(err error) bool {
 		errors.As(err, &alert) || strings.Contains(err.Error(), "remote error: tls:")
 }
 
-// Explain says in words what a handshake error means: which check failed
-// and what to look at. It returns "" for errors that are not about TLS.
-func Explain(err error) string {
+// Explain says in words what a handshake error of a client using cfg
+// means: which check failed and what to look at. It returns "" for errors
+// that are not about TLS. A server that requires a client certificate
+// answers an empty one with "certificate required" or, as some TLS stacks
+// do, "bad certificate": cfg tells which of the two the client sent.
+func Explain(err error, cfg *tls.Config) string {
 	var ua x509.UnknownAuthorityError
 	var he x509.HostnameError
 	var ci x509.CertificateInvalidError
 	msg := err.Error()
+	noCert := cfg != nil && len(cfg.Certificates) == 0 && cfg.GetClientCertificate == nil
 	switch {
 	case errors.As(err, &he):
 		return "the server's certificate is not for the name dialed (hostname verification): use a name the certificate holds, or turn hostname verification off"
@@ -124,7 +128,8 @@ func Explain(err error) string {
 		return "the server's certificate is not signed by a trusted CA: check the CA file"
 	case errors.As(err, &ci):
 		return "the server's certificate is invalid (expired, not yet valid, or not for server use)"
-	case strings.Contains(msg, "certificate required"):
+	case strings.Contains(msg, "certificate required"),
+		noCert && (strings.Contains(msg, "remote error: tls: bad certificate") || strings.Contains(msg, "remote error: tls: certificate unknown")):
 		return "the server requires a client certificate and none was sent: set the client certificate and key"
 	case strings.Contains(msg, "remote error: tls: bad certificate"), strings.Contains(msg, "remote error: tls: unknown certificate authority"),
 		strings.Contains(msg, "remote error: tls: certificate unknown"):

@@ -84,7 +84,24 @@ func TestSkipHostnameStillVerifiesChain(t *testing.T) {
 		t.Fatalf("right CA, other name: %v", err)
 	}
 	err = dial(testenv.NewCA(t, "other").CertFile)
-	if err == nil || !tlsfiles.Permanent(err) || !strings.Contains(tlsfiles.Explain(err), "not signed by a trusted CA") {
-		t.Fatalf("wrong CA: %v (%s)", err, tlsfiles.Explain(err))
+	if err == nil || !tlsfiles.Permanent(err) || !strings.Contains(tlsfiles.Explain(err, nil), "not signed by a trusted CA") {
+		t.Fatalf("wrong CA: %v (%s)", err, tlsfiles.Explain(err, nil))
+	}
+}
+
+// A server that requires a client certificate may answer an empty one
+// with "bad certificate" (not "certificate required"): whether the client
+// sent one tells the two apart.
+func TestExplainEmptyClientCertificate(t *testing.T) {
+	bad := errors.New("read frame: remote error: tls: bad certificate")
+	withCert := &tls.Config{Certificates: []tls.Certificate{{}}}
+	if got := tlsfiles.Explain(bad, &tls.Config{}); !strings.Contains(got, "requires a client certificate and none was sent") {
+		t.Errorf("no client certificate configured: %q", got)
+	}
+	if got := tlsfiles.Explain(bad, withCert); !strings.Contains(got, "refused the client certificate") {
+		t.Errorf("a client certificate configured: %q", got)
+	}
+	if got := tlsfiles.Explain(errors.New("remote error: tls: certificate required"), withCert); !strings.Contains(got, "requires a client certificate") {
+		t.Errorf("certificate required: %q", got)
 	}
 }

@@ -254,7 +254,7 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Session, err
 			}
 		case err := <-tlsFail:
 			go conn.Close()
-			return nil, fmt.Errorf("zookeeper %s: %w: %w (%s)", name, ErrTLS, err, tlsfiles.Explain(err))
+			return nil, fmt.Errorf("zookeeper %s: %w: %w (%s)", name, ErrTLS, err, tlsfiles.Explain(err, opts.TLS))
 		case <-wait.Done():
 			// Close waits up to 1 s for a server to acknowledge; there is none.
 			go conn.Close()
