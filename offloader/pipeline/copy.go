@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"sync/atomic"
 	"time"
@@ -206,7 +205,7 @@ func (d *digests) add(id int64, payload []byte, ps digest.PayloadSum) {
 	}
 	w := d.windows[d.cur]
 	if ps.OK {
-		w.sums = append(w.sums, uint64(ps.CRC32C)<<32|uint64(uint32(len(payload))))
+		w.sums = append(w.sums, sumOf(ps.CRC32C, len(payload)))
 	} else {
 		w.sums = append(w.sums, sum(payload))
 	}
@@ -221,6 +220,8 @@ func (d *digests) bytes() (n int64) {
 	return n
 }
 
-func sum(payload []byte) uint64 {
-	return uint64(crc32.Checksum(payload, crc32c.Table))<<32 | uint64(uint32(len(payload)))
-}
+// sum is an entry's verification record: its payload's CRC-32C and
+// length.
+func sum(payload []byte) uint64 { return sumOf(crc32c.Checksum(payload), len(payload)) }
+
+func sumOf(crc uint32, n int) uint64 { return uint64(crc)<<32 | uint64(uint32(n)) }
