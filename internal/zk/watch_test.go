@@ -20,7 +20,7 @@ func TestOnWatchEvent(t *testing.T) {
 	px := testenv.StartFaultProxy(t, z.Addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := zk.Connect(ctx, []string{px.Addr}, zk.Options{SessionTimeout: 2 * time.Second})
+	s, err := zk.Connect(ctx, []string{px.Addr}, zk.Options{SessionTimeout: testenv.ReconnectSessionTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

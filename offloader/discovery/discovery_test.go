@@ -174,7 +174,7 @@ func TestDiscoveryWatchesOneSubscription(t *testing.T) {
 	px := testenv.StartFaultProxy(t, z.Addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := tzk.Connect(ctx, []string{px.Addr}, tzk.Options{SessionTimeout: 2 * time.Second})
+	s, err := tzk.Connect(ctx, []string{px.Addr}, tzk.Options{SessionTimeout: testenv.ReconnectSessionTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

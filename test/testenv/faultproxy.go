@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // ZooKeeper request opcodes, for FaultProxy.PartitionAfterZKRequest.
@@ -34,6 +35,9 @@ const (
 //
 // New connections are accepted while partitioned (their bytes wait too).
 // Everything stops when the test ends.
+//
+// A ZooKeeper session that is to survive a Cut needs SessionTimeout at
+// least ReconnectSessionTimeout.
 type FaultProxy struct {
 	// Addr is the proxy's address ("127.0.0.1:port"); Target the server's.
 	Addr, Target string
@@ -49,6 +53,15 @@ type FaultProxy struct {
 	accepted int
 	trigger  *zkTrigger
 }
+
+// ReconnectSessionTimeout is the ZooKeeper session timeout for a test that
+// cuts a session's connection and expects the same session back after
+// Heal. go-zookeeper sleeps 1 s before it redials its only server, and the
+// client gives the session up one session timeout after the disconnect
+// (internal/zk): at 2 s a reconnect that took over a second on a loaded
+// machine (the server busy with the suite's other tests) lost the session.
+// 5 s leaves 4 s for the redial and the server's answer.
+const ReconnectSessionTimeout = 5 * time.Second
 
 type zkTrigger struct {
 	ops  []int32
