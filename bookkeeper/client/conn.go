@@ -158,14 +158,23 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (resp *wire.Respon
 	}
 }
 
-// forget drops a call whose caller gave up; a late response is discarded.
+// forget drops a call whose caller gave up; a late response is discarded
+// (readLoop gives its frame back). A call already off the pending set is
+// being answered (readLoop matched its response, or fail is failing it):
+// both close done right away, and the frame, nobody's now, goes back to
+// the pool here instead of to the garbage collector.
 func (k *conn) forget(cl *call) {
 	cl.abandoned.Store(true)
 	k.mu.Lock()
-	if k.pending != nil {
-		delete(k.pending, cl.txn)
-	}
+	_, pending := k.pending[cl.txn]
+	delete(k.pending, cl.txn)
 	k.mu.Unlock()
+	if !pending {
+		<-cl.done
+		if cl.frame != nil {
+			k.c.frames.put(cl.frame)
+		}
+	}
 }
 
 // writeLoop sends queued requests, flushing when the queue runs empty. A

@@ -176,3 +176,39 @@ func TestStreamCloseReturnsFrames(t *testing.T) {
 	}
 	readAll(t, l, data, StreamOptions{WindowBytes: 1 << 20, ReuseBuffers: true})
 }
+
+// A caller that gives up (ctx, timeout) just after the reader took its
+// response off the pending set still gets the frame back into the pool:
+// the reader delivers it to a call nobody waits for any more.
+func TestForgetAfterResponseReturnsFrame(t *testing.T) {
+	c := &Client{frames: newFramePool(1 << 20)}
+	k := &conn{c: c, pending: make(map[uint64]*call)}
+	cl := &call{txn: 1, done: make(chan struct{})}
+	k.pending[cl.txn] = cl
+	// The reader's side: the response is matched (off the pending set)...
+	k.mu.Lock()
+	delete(k.pending, cl.txn)
+	k.mu.Unlock()
+	forgot := make(chan struct{})
+	go func() { k.forget(cl); close(forgot) }()
+	// ...and delivered after the caller chose ctx.Done over cl.done.
+	time.Sleep(10 * time.Millisecond)
+	cl.frame = make([]byte, 50_000)
+	close(cl.done)
+	select {
+	case <-forgot:
+	case <-time.After(5 * time.Second):
+		t.Fatal("forget did not return within 5 s of the response")
+	}
+	if st := c.frames; len(st.free) != 1 || st.held != 50_000 {
+		t.Fatalf("pool holds %d bytes in %d buffers, want the delivered frame", st.held, len(st.free))
+	}
+	// A call still pending is dropped without waiting: its late response
+	// is the reader's to give back.
+	cl2 := &call{txn: 2, done: make(chan struct{})}
+	k.pending[cl2.txn] = cl2
+	k.forget(cl2)
+	if _, ok := k.pending[cl2.txn]; ok || !cl2.abandoned.Load() {
+		t.Fatal("a pending call was not dropped")
+	}
+}
