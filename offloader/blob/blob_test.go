@@ -575,3 +575,40 @@ func TestPartsCompleteCancelled(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// silentStore says nothing about part CRC-32Cs (no PartCRC32CUser).
+type silentStore struct{ blob.Store }
+
+// Every store says whether it uses a part CRC-32C, and every wrapper
+// (limiter, metrics, both) answers for the store it wraps; a store that
+// says nothing counts as using it.
+func TestUsesPartCRC32C(t *testing.T) {
+	m, err := blob.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := blob.NewLimiter(blob.Limits{RequestsPerSecond: 1000})
+	for _, tc := range []struct {
+		name string
+		s    blob.Store
+		want bool
+	}{
+		{"fs", newFS(t), false},
+		{"memblob", memblob.New(), true},
+		{"silent fs", silentStore{newFS(t)}, true},
+	} {
+		for _, w := range []struct {
+			name string
+			s    blob.Store
+		}{
+			{"bare", tc.s},
+			{"limited", blob.Limited(tc.s, l)},
+			{"metrics", m.Wrap(tc.s)},
+			{"metrics over limited", m.Wrap(blob.Limited(tc.s, l))},
+		} {
+			if got := blob.UsesPartCRC32C(w.s); got != tc.want {
+				t.Errorf("%s, %s: UsesPartCRC32C = %v, want %v", tc.name, w.name, got, tc.want)
+			}
+		}
+	}
+}

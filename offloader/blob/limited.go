@@ -33,10 +33,14 @@ var (
 	_ Store           = (*limitedListerStore)(nil)
 	_ MultipartLister = (*limitedListerStore)(nil)
 	_ Multipart       = (*limitedMultipart)(nil)
+	_ PartCRC32CUser  = (*limitedStore)(nil)
 )
 
 func (s *limitedStore) Name() string { return s.s.Name() }
 func (s *limitedStore) Close() error { return s.s.Close() }
+
+// UsesPartCRC32C answers for the wrapped store.
+func (s *limitedStore) UsesPartCRC32C() bool { return UsesPartCRC32C(s.s) }
 
 func (s *limitedStore) Head(ctx context.Context, key string) (Attrs, error) {
 	if err := s.l.WaitRequest(ctx); err != nil {

@@ -122,10 +122,14 @@ type metricStore struct {
 var (
 	_ Store           = (*metricStore)(nil)
 	_ MultipartLister = (*metricListerStore)(nil)
+	_ PartCRC32CUser  = (*metricStore)(nil)
 )
 
 func (s *metricStore) Name() string { return s.s.Name() }
 func (s *metricStore) Close() error { return s.s.Close() }
+
+// UsesPartCRC32C answers for the wrapped store.
+func (s *metricStore) UsesPartCRC32C() bool { return UsesPartCRC32C(s.s) }
 
 func (s *metricStore) Head(ctx context.Context, key string) (Attrs, error) {
 	t := s.m.start(OpHead)

@@ -22,3 +22,26 @@ func PartCRC32C(ctx context.Context) (uint32, bool) {
 	crc, ok := ctx.Value(partCRC32CKey{}).(uint32)
 	return crc, ok
 }
+
+// PartCRC32CUser is implemented by stores (and store wrappers) that say
+// whether their UploadPart uses the part CRC-32C a context carries
+// (WithPartCRC32C). A wrapper answers for the store it wraps.
+type PartCRC32CUser interface {
+	// UsesPartCRC32C reports whether UploadPart sends or checks a part
+	// CRC-32C given with WithPartCRC32C (S3 with checksum crc32c, memblob);
+	// false when it checks parts another way (Content-MD5, COS's CRC-64,
+	// a file system) and ignores it.
+	UsesPartCRC32C() bool
+}
+
+// UsesPartCRC32C reports whether w uses a part CRC-32C given with
+// UploadPart: what w says (PartCRC32CUser), else true, so a caller that
+// cannot tell computes it, as for a store that needs it. A caller for
+// which it is false need not compute block CRCs at all
+// (format.EncoderOptions.NoCRC32C).
+func UsesPartCRC32C(w Writer) bool {
+	if u, ok := w.(PartCRC32CUser); ok {
+		return u.UsesPartCRC32C()
+	}
+	return true
+}

@@ -43,6 +43,10 @@ type EncoderOptions struct {
 	// DefaultMaxBlockSize. It must hold a header and a record; an upload to
 	// S3 also needs it >= MinPartSize (the upload package checks that).
 	MaxBlockSize int
+	// NoCRC32C leaves Block.CRC32C zero: no block header, record header,
+	// payload or padding is hashed. For stores that do not use a part
+	// CRC-32C (blob.UsesPartCRC32C false: Content-MD5, COS, fs).
+	NoCRC32C bool
 }
 
 // Block is one encoded data block, handed to the emit function.
@@ -66,6 +70,7 @@ type Block struct {
 	// after its copy (Add) or combined from the CRC its caller vouched for
 	// (AddSummed: the bookie's, whose digest was checked). A store that
 	// verifies it (S3's x-amz-checksum-crc32c) thus also checks the copy.
+	// Zero with EncoderOptions.NoCRC32C.
 	CRC32C uint32
 }
 
@@ -94,6 +99,7 @@ func (l Layout) Index(md *bkproto.LedgerMetadataFormat) *Index {
 type Encoder struct {
 	ledger   Ledger
 	maxBlock int
+	crc      bool // compute Block.CRC32C (not NoCRC32C)
 	bufs     BufferSource
 	emit     func(context.Context, Block) error
 
@@ -127,7 +133,7 @@ func NewEncoder(l Ledger, opts EncoderOptions, bufs BufferSource, emit func(cont
 	if emit == nil {
 		return nil, errors.New("format: NewEncoder needs an emit function")
 	}
-	return &Encoder{ledger: l, maxBlock: maxBlock, bufs: bufs, emit: emit}, nil
+	return &Encoder{ledger: l, maxBlock: maxBlock, crc: !opts.NoCRC32C, bufs: bufs, emit: emit}, nil
 }
 
 // MaxPayload is the largest entry payload the encoder accepts.
@@ -178,8 +184,10 @@ func (e *Encoder) add(ctx context.Context, entryID int64, payload []byte, crc ui
 			return e.fail(fmt.Errorf("format: block buffer: %w", err))
 		}
 		putBlockHeader(buf, size, entryID)
-		e.cur = Block{PartNumber: len(e.blocks) + 1, FirstEntryID: entryID, Offset: e.offset, Data: buf,
-			CRC32C: crc32c.Checksum(buf[:BlockHeaderSize])}
+		e.cur = Block{PartNumber: len(e.blocks) + 1, FirstEntryID: entryID, Offset: e.offset, Data: buf}
+		if e.crc {
+			e.cur.CRC32C = crc32c.Checksum(buf[:BlockHeaderSize])
+		}
 		e.pos = BlockHeaderSize
 		if e.pos+rec > size {
 			// Only reachable if the declared length is wrong.
@@ -190,11 +198,13 @@ func (e *Encoder) add(ctx context.Context, entryID int64, payload []byte, crc ui
 	binary.BigEndian.PutUint32(b, uint32(len(payload)))
 	binary.BigEndian.PutUint64(b[4:], uint64(entryID))
 	copy(b[RecordHeaderSize:], payload)
-	e.cur.CRC32C = crc32c.Update(e.cur.CRC32C, b[:RecordHeaderSize])
-	if summed {
-		e.cur.CRC32C = crc32c.Combine(e.cur.CRC32C, crc, int64(len(payload)))
-	} else {
-		e.cur.CRC32C = crc32c.Update(e.cur.CRC32C, b[RecordHeaderSize:rec])
+	if e.crc {
+		e.cur.CRC32C = crc32c.Update(e.cur.CRC32C, b[:RecordHeaderSize])
+		if summed {
+			e.cur.CRC32C = crc32c.Combine(e.cur.CRC32C, crc, int64(len(payload)))
+		} else {
+			e.cur.CRC32C = crc32c.Update(e.cur.CRC32C, b[RecordHeaderSize:rec])
+		}
 	}
 	e.pos += rec
 	e.cur.LastEntryID = entryID
@@ -259,7 +269,9 @@ func (e *Encoder) fail(err error) error {
 func (e *Encoder) flush(ctx context.Context) error {
 	blk := e.cur
 	fillPadding(blk.Data[e.pos:])
-	blk.CRC32C = crc32c.Update(blk.CRC32C, blk.Data[e.pos:])
+	if e.crc {
+		blk.CRC32C = crc32c.Update(blk.CRC32C, blk.Data[e.pos:])
+	}
 	e.cur = Block{}
 	e.blocks = append(e.blocks, IndexEntry{FirstEntryID: blk.FirstEntryID, PartID: int32(blk.PartNumber), Offset: blk.Offset})
 	e.offset += int64(len(blk.Data))

@@ -365,3 +365,58 @@ func TestBlockCRC32C(t *testing.T) {
 		}
 	}
 }
+
+// With NoCRC32C the blocks are byte for byte those of an encoder that
+// computes CRCs, and carry none (CRC32C zero), for Add and AddSummed alike.
+func TestEncoderNoCRC32C(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	for iter := range 20 {
+		maxBlock := minBlockSize + 1 + rng.IntN(4000)
+		payloads := make([][]byte, 1+rng.IntN(60))
+		for i := range payloads {
+			payloads[i] = make([]byte, 1+rng.IntN(maxBlock-minBlockSize))
+			for j := range payloads[i] {
+				payloads[i][j] = byte(rng.Uint32())
+			}
+		}
+		l := LedgerOf(int64(iter), payloads)
+		encode := func(noCRC bool) []Block {
+			var blocks []Block
+			enc, err := NewEncoder(l, EncoderOptions{MaxBlockSize: maxBlock, NoCRC32C: noCRC}, nil, func(_ context.Context, b Block) error {
+				blocks = append(blocks, b)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range payloads {
+				if i%2 == 0 {
+					err = enc.Add(context.Background(), int64(i), p)
+				} else {
+					err = enc.AddSummed(context.Background(), int64(i), p, 0x1234)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := enc.Finish(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return blocks
+		}
+		with, without := encode(false), encode(true)
+		if len(with) != len(without) {
+			t.Fatalf("iter %d: %d blocks with CRCs, %d without", iter, len(with), len(without))
+		}
+		for i := range with {
+			if !bytes.Equal(with[i].Data, without[i].Data) {
+				t.Fatalf("iter %d block %d: bytes differ without CRCs", iter, i+1)
+			}
+			if without[i].CRC32C != 0 || with[i].CRC32C == 0 {
+				t.Fatalf("iter %d block %d: CRC32C %08x without CRCs, %08x with", iter, i+1, without[i].CRC32C, with[i].CRC32C)
+			}
+		}
+	}
+}

@@ -50,6 +50,9 @@ type writeTracker struct {
 	wrote atomic.Bool
 }
 
+// UsesPartCRC32C answers for the wrapped store.
+func (w *writeTracker) UsesPartCRC32C() bool { return blob.UsesPartCRC32C(w.Writer) }
+
 func (w *writeTracker) Put(ctx context.Context, key string, r io.Reader, size int64, opts blob.PutOptions) (blob.Attrs, error) {
 	a, err := w.Writer.Put(ctx, key, r, size, opts)
 	if err == nil {

@@ -173,6 +173,9 @@ var (
 	_ blob.MultipartLister = (*gatedStore)(nil)
 )
 
+// UsesPartCRC32C answers for the bucket.
+func (s *gatedStore) UsesPartCRC32C() bool { return blob.UsesPartCRC32C(s.w.store) }
+
 func (s *gatedStore) g(op, key string) error {
 	_, err := s.w.gate(s.a, "store "+op+" "+key)
 	return err

@@ -66,6 +66,7 @@ var (
 	_ blob.Store           = (*Store)(nil)
 	_ blob.MultipartLister = (*Store)(nil)
 	_ blob.Multipart       = (*multipart)(nil)
+	_ blob.PartCRC32CUser  = (*Store)(nil)
 )
 
 // New builds a store.
@@ -125,6 +126,10 @@ func New(cfg Config, opts Options) (*Store, error) {
 
 // Name returns "cos://<bucket>".
 func (s *Store) Name() string { return "cos://" + s.bucket }
+
+// UsesPartCRC32C is false: COS checks parts by their CRC-64
+// (x-cos-hash-crc64ecma), not a CRC-32C.
+func (s *Store) UsesPartCRC32C() bool { return false }
 
 // Close releases nothing.
 func (s *Store) Close() error { return nil }

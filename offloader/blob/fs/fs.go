@@ -74,6 +74,7 @@ var (
 	_ blob.Store           = (*Store)(nil)
 	_ blob.MultipartLister = (*Store)(nil)
 	_ blob.Multipart       = (*multipart)(nil)
+	_ blob.PartCRC32CUser  = (*Store)(nil)
 )
 
 // New opens (creating if needed) a store in cfg.Dir.
@@ -105,6 +106,10 @@ func New(cfg Config, opts Options) (*Store, error) {
 
 // Name returns "file://<dir>".
 func (s *Store) Name() string { return "file://" + s.dir }
+
+// UsesPartCRC32C is false: parts are written to files, no part CRC-32C
+// is checked.
+func (s *Store) UsesPartCRC32C() bool { return false }
 
 // Close releases nothing; the store stays usable.
 func (s *Store) Close() error { return nil }

@@ -81,6 +81,7 @@ var (
 	_ blob.Store           = (*Store)(nil)
 	_ blob.MultipartLister = (*Store)(nil)
 	_ blob.Multipart       = (*mpu)(nil)
+	_ blob.PartCRC32CUser  = (*Store)(nil)
 )
 
 func (s *Store) enter(op, key string, part int) error {
@@ -160,6 +161,10 @@ func (s *Store) Keys() []string {
 
 // Name implements blob.Store.
 func (s *Store) Name() string { return "mem://" }
+
+// UsesPartCRC32C is true: a part CRC-32C given with the part is checked
+// as S3 checks x-amz-checksum-crc32c.
+func (s *Store) UsesPartCRC32C() bool { return true }
 
 // Close implements blob.Store.
 func (s *Store) Close() error { return nil }

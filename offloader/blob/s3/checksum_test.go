@@ -37,6 +37,7 @@ func modeStore(t *testing.T, srv *testenv.S3, checksum, signing string) (*Store,
 // resent; a part corrupted on every attempt fails the upload with
 // ErrBadDigest and leaves no object and no upload. With UNSIGNED-PAYLOAD
 // the checksum header is the only thing that catches the flipped byte.
+// UsesPartCRC32C says true exactly for the mode that sends a CRC-32C.
 func TestChecksumModesRefuseCorruptParts(t *testing.T) {
 	srv := testenv.StartS3(t)
 	for _, tc := range []struct {
@@ -51,6 +52,10 @@ func TestChecksumModesRefuseCorruptParts(t *testing.T) {
 	} {
 		t.Run(tc.checksum+"/"+tc.signing, func(t *testing.T) {
 			s, p := modeStore(t, srv, tc.checksum, tc.signing)
+			// The store says it uses a part CRC-32C exactly when it sends one.
+			if got, want := blob.UsesPartCRC32C(s), tc.header == "X-Amz-Checksum-Crc32c"; got != want {
+				t.Errorf("UsesPartCRC32C = %v, want %v", got, want)
+			}
 			for _, r := range faults.CorruptParts(t, s, p) {
 				if r.Header.Get(tc.header) == "" {
 					t.Errorf("part %s without %s", r.Query.Get("partNumber"), tc.header)

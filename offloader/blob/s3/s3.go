@@ -78,6 +78,7 @@ var (
 	_ blob.Store           = (*Store)(nil)
 	_ blob.MultipartLister = (*Store)(nil)
 	_ blob.Multipart       = (*multipart)(nil)
+	_ blob.PartCRC32CUser  = (*Store)(nil)
 )
 
 // New builds a store. Credentials are resolved lazily, at the first request
@@ -241,6 +242,11 @@ func (s *Store) callOptions() []func(*s3.Options) {
 
 // Name returns "s3://<bucket>".
 func (s *Store) Name() string { return "s3://" + s.bucket }
+
+// UsesPartCRC32C is true with checksum crc32c: UploadPart sends the part
+// CRC-32C given with blob.WithPartCRC32C as x-amz-checksum-crc32c. With
+// Content-MD5 it is ignored.
+func (s *Store) UsesPartCRC32C() bool { return s.checksum == ChecksumCRC32C }
 
 // Close releases idle connections; the store stays usable.
 func (s *Store) Close() error {

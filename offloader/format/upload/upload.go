@@ -184,6 +184,7 @@ type Session struct {
 	enc    *format.Encoder
 	pool   *format.Pool
 	single bool
+	crc    bool        // the store uses part CRC-32Cs: blocks carry one
 	parts  *blob.Parts // multipart: the pipeline the blocks go through
 	log    *slog.Logger
 
@@ -218,7 +219,9 @@ func (u *Uploader) Begin(ctx context.Context, req Request) (*Session, error) {
 	l := req.Ledger
 	s.single = o.Multipart == MultipartAuto &&
 		(l.LastEntryID+1)*format.RecordHeaderSize+l.Length+format.BlockHeaderSize <= int64(o.MaxBlockSize)
-	enc, err := format.NewEncoder(l, format.EncoderOptions{MaxBlockSize: o.MaxBlockSize}, s.pool, s.emit)
+	// Block CRCs only for a store that sends or checks them.
+	s.crc = blob.UsesPartCRC32C(u.store)
+	enc, err := format.NewEncoder(l, format.EncoderOptions{MaxBlockSize: o.MaxBlockSize, NoCRC32C: !s.crc}, s.pool, s.emit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
@@ -322,14 +325,19 @@ func (s *Session) stage() string {
 // emit receives finished blocks from the encoder: one part each, through
 // the multipart pipeline (which blocks while PartsInFlight parts upload),
 // with the block's CRC-32C (a store sending CRC-32C part checksums sends
-// it rather than hashing the block again). The block's buffer goes back to
-// the pool once its part is done.
+// it rather than hashing the block again; a store that does not use one gets
+// none, and no block CRC is computed). The block's buffer goes back to the
+// pool once its part is done.
 func (s *Session) emit(ctx context.Context, blk format.Block) error {
 	if s.single {
 		s.held = &blk
 		return nil
 	}
-	return s.parts.SendSummed(ctx, blk.PartNumber, blk.Data, blk.CRC32C, func() { s.pool.Put(blk.Data) })
+	release := func() { s.pool.Put(blk.Data) }
+	if !s.crc {
+		return s.parts.Send(ctx, blk.PartNumber, blk.Data, release)
+	}
+	return s.parts.SendSummed(ctx, blk.PartNumber, blk.Data, blk.CRC32C, release)
 }
 
 func (s *Session) partErr() error {

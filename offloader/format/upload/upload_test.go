@@ -554,3 +554,50 @@ func TestAddSummed(t *testing.T) {
 		}
 	}
 }
+
+// noCRCStore is memblob (which checks a part CRC-32C when one is given)
+// saying it does not use part CRC-32Cs, as a Content-MD5, COS or fs store
+// does.
+type noCRCStore struct{ *memblob.Store }
+
+func (noCRCStore) UsesPartCRC32C() bool { return false }
+
+// A store that does not use part CRC-32Cs gets parts without one (the
+// encoder computes none): a wrong CRC handed to AddSummed, which memblob
+// would refuse if it were sent, does not reach it, and the object reads
+// back as the encoding.
+func TestNoPartCRC32CForStoresThatDoNotUseIt(t *testing.T) {
+	l := newLedger(8, 120, func(r *rand.Rand) int { return 1 + r.IntN(200<<10) }) // ~12 MiB
+	mem := memblob.New()
+	mem.MinPartSize = format.MinPartSize
+	store := noCRCStore{mem}
+	u := mustNew(t, store, &Options{MaxBlockSize: 5 * mib, PartsInFlight: 2})
+	ctx := context.Background()
+	s, err := u.Begin(ctx, l.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range l.payloads {
+		if err := s.AddSummed(ctx, int64(i), p, crc32c.Checksum(p)^0x8000); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	res, err := s.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Blocks < 2 {
+		t.Fatalf("%d blocks, want a multipart upload", res.Blocks)
+	}
+	data, _, ok := mem.Object(res.DataKey)
+	if !ok {
+		t.Fatalf("no data object %s", res.DataKey)
+	}
+	want, _, err := format.Encode(l.ledger(), format.EncoderOptions{MaxBlockSize: 5 * mib}, l.payloads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, want) {
+		t.Fatalf("stored object (%d bytes) differs from the encoding (%d bytes)", len(data), len(want))
+	}
+}
