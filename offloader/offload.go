@@ -157,6 +157,8 @@ type OffloadedLedger struct {
 // copy step (offloader offload, which copies one ledger at a time).
 type CopyCost struct {
 	CPUSeconds      float64  `json:"cpuSeconds"`
+	UserSeconds     float64  `json:"userSeconds"`
+	SystemSeconds   float64  `json:"systemSeconds"`
 	CPUError        string   `json:"cpuError,omitempty"`
 	AllocBytes      uint64   `json:"allocBytes"`
 	Allocs          uint64   `json:"allocs"`

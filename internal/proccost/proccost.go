@@ -25,6 +25,8 @@ type Sample struct {
 	// resolution); zero when /proc could not be read (CPUErr says why).
 	CPU    time.Duration
 	CPUErr error
+	// User and System split CPU into user and system (kernel) time.
+	User, System time.Duration
 	// AllocBytes and Allocs are runtime.MemStats.TotalAlloc and Mallocs.
 	AllocBytes, Allocs uint64
 	// GCCycles is runtime.MemStats.NumGC.
@@ -40,20 +42,28 @@ func Now() Sample {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s := Sample{AllocBytes: ms.TotalAlloc, Allocs: ms.Mallocs, GCCycles: ms.NumGC, GCPause: time.Duration(ms.PauseTotalNs), At: time.Now()}
-	s.CPU, s.CPUErr = selfCPU()
+	s.User, s.System, s.CPUErr = selfCPU()
+	s.CPU = s.User + s.System
 	return s
 }
 
-func selfCPU() (time.Duration, error) {
+// selfCPU is the process's user and system CPU time.
+func selfCPU() (user, system time.Duration, err error) {
 	p, err := procfs.Self()
 	if err != nil {
-		return 0, fmt.Errorf("proccost: /proc/self: %w", err)
+		return 0, 0, fmt.Errorf("proccost: /proc/self: %w", err)
 	}
 	st, err := p.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("proccost: /proc/self/stat: %w", err)
+		return 0, 0, fmt.Errorf("proccost: /proc/self/stat: %w", err)
 	}
-	return time.Duration(st.CPUTime() * float64(time.Second)), nil
+	// CPUTime is (utime+stime)/USER_HZ; its share of each.
+	total := time.Duration(st.CPUTime() * float64(time.Second))
+	if st.UTime+st.STime == 0 {
+		return 0, 0, nil
+	}
+	user = time.Duration(float64(total) * float64(st.UTime) / float64(st.UTime+st.STime))
+	return user, total - user, nil
 }
 
 // Cost is the difference between two samples.
@@ -64,6 +74,8 @@ type Cost struct {
 	// sample could not read /proc (CPU is then zero).
 	CPU    time.Duration
 	CPUErr error
+	// User and System split CPU into user and system (kernel) time.
+	User, System time.Duration
 	// AllocBytes and Allocs are the heap bytes and objects allocated.
 	AllocBytes, Allocs uint64
 	// GCCycles is the number of garbage collections that ended, GCPause
@@ -77,7 +89,7 @@ func (s Sample) Since(start Sample) Cost {
 	c := Cost{Wall: s.At.Sub(start.At), AllocBytes: s.AllocBytes - start.AllocBytes, Allocs: s.Allocs - start.Allocs,
 		GCCycles: s.GCCycles - start.GCCycles, GCPause: s.GCPause - start.GCPause}
 	if c.CPUErr = errors.Join(start.CPUErr, s.CPUErr); c.CPUErr == nil {
-		c.CPU = s.CPU - start.CPU
+		c.CPU, c.User, c.System = s.CPU-start.CPU, s.User-start.User, s.System-start.System
 	}
 	return c
 }

@@ -30,6 +30,10 @@ func TestCostCountsCPUAndAllocations(t *testing.T) {
 	if c.CPU < 20*time.Millisecond || c.CPU > c.Wall*4 {
 		t.Errorf("CPU %s over wall %s (x=%d)", c.CPU, c.Wall, x)
 	}
+	// The spin is user time; the split adds up.
+	if c.User+c.System != c.CPU || c.User < c.CPU/2 {
+		t.Errorf("user %s + system %s, CPU %s", c.User, c.System, c.CPU)
+	}
 	if c.AllocBytes < 16<<20 || c.Allocs < 16 {
 		t.Errorf("allocated %d bytes in %d objects, want >= 16 MiB in >= 16", c.AllocBytes, c.Allocs)
 	}

@@ -257,6 +257,8 @@ type tkResult struct {
 // where the time went.
 type copyCost struct {
 	CPUSeconds      float64  `json:"cpuSeconds"`
+	UserSeconds     float64  `json:"userSeconds"`
+	SystemSeconds   float64  `json:"systemSeconds"`
 	CPUError        string   `json:"cpuError"`
 	AllocBytes      float64  `json:"allocBytes"`
 	Allocs          float64  `json:"allocs"`
@@ -408,7 +410,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	be.deleteObjects(ctx, warm.uuid, l.LedgerID)
 	be.summarizeProfiles(warm.cost.Profiles)
 	g := gib(l.Length)
-	var tks, tkWalls, raws, pulsars, bks, shares, tkCPUs, pulCPUs, cpuRatios, allocs []float64
+	var tks, tkWalls, raws, pulsars, bks, shares, tkCPUs, tkUsers, tkSystems, pulCPUs, cpuRatios, allocs []float64
 	var baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs []float64
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
@@ -452,16 +454,17 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, bkS, share, mbps(l.Length, bkS+rawS), testenv.LoadAvg())
 		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start), raw PUT %.2fs (dirty %.0f MiB at its start)",
 			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB)
-		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s, Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused); copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
-			r+1, tkCPU, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
+		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused); copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
+			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
 		if be.baseBin != "" {
 			bc := base.cost
 			bm, bshare, bcpu := mbps(l.Length, base.copySeconds), (bkS+rawS)/base.copySeconds, bc.CPUSeconds/g
-			b.Logf("round %d: base %s copy %.1f MB/s (%.2fs) = %.2f of the limit; CPU %.2f s/GiB (%.2fx Pulsar's); allocated %.0f MiB/GiB, %d GCs (%.0f ms paused); waited %.2fs for the bookies, %.2fs in Add, %.2fs finishing",
-				r+1, be.baseRev, bm, base.copySeconds, bshare, bcpu, bcpu/pulCPUg, bc.AllocBytes/(1<<20)/g, bc.GCCycles, 1000*bc.GCPauseSeconds, bc.ReadWaitSeconds, bc.AddSeconds, bc.FinishSeconds)
+			b.Logf("round %d: base %s copy %.1f MB/s (%.2fs) = %.2f of the limit; CPU %.2f s/GiB (user %.2f, system %.2f; zero: the base does not report them) (%.2fx Pulsar's); allocated %.0f MiB/GiB, %d GCs (%.0f ms paused); waited %.2fs for the bookies, %.2fs in Add, %.2fs finishing",
+				r+1, be.baseRev, bm, base.copySeconds, bshare, bcpu, bc.UserSeconds/g, bc.SystemSeconds/g, bcpu/pulCPUg, bc.AllocBytes/(1<<20)/g, bc.GCCycles, 1000*bc.GCPauseSeconds, bc.ReadWaitSeconds, bc.AddSeconds, bc.FinishSeconds)
 			baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs = append(baseMBs, bm), append(baseShares, bshare), append(baseCPUs, bcpu), append(baseRatios, bcpu/pulCPUg), append(baseAllocs, bc.AllocBytes/g)
 		}
 		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)
+		tkUsers, tkSystems = append(tkUsers, c.UserSeconds/g), append(tkSystems, c.SystemSeconds/g)
 		shares, tkCPUs, pulCPUs, cpuRatios, allocs = append(shares, share), append(tkCPUs, tkCPU), append(pulCPUs, pulCPUg), append(cpuRatios, tkCPU/pulCPUg), append(allocs, c.AllocBytes/g)
 	}
 	b.ReportMetric(stats.Median(tks), "tk-copy-MB/s")
@@ -475,8 +478,8 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; bookie read alone %.1f MB/s; Pulsar %.1f MB/s",
 		rounds, stats.Median(tks), stats.Median(tkWalls), stats.Median(raws), stats.Median(bks), stats.Median(pulsars))
 	b.Logf("RESULT co-located limit: copy / (1/(1/read + 1/put)) per round %s (goal >= 0.95 in every round)", fmtList(shares))
-	b.Logf("RESULT CPU per GiB (median): tierkeeper copy %.2f s, Pulsar's JVM %.2f s, ratio %.2f (per round %s; goals <= 0.25 and <= 1 s/GiB); copy allocations %.1f MiB/GiB",
-		stats.Median(tkCPUs), stats.Median(pulCPUs), stats.Median(cpuRatios), fmtList(cpuRatios), stats.Median(allocs)/(1<<20))
+	b.Logf("RESULT CPU per GiB (median): tierkeeper copy %.2f s (per round %s; user %s, system %s), Pulsar's JVM %.2f s, ratio %.2f (per round %s; goals <= 0.25 and <= 1 s/GiB); copy allocations %.1f MiB/GiB",
+		stats.Median(tkCPUs), fmtList(tkCPUs), fmtList(tkUsers), fmtList(tkSystems), stats.Median(pulCPUs), stats.Median(cpuRatios), fmtList(cpuRatios), stats.Median(allocs)/(1<<20))
 	if be.baseBin != "" {
 		b.Logf("RESULT base %s (median): copy %.1f MB/s, share of the limit per round %s, CPU %.2f s/GiB (%.2fx Pulsar's), allocations %.1f MiB/GiB",
 			be.baseRev, stats.Median(baseMBs), fmtList(baseShares), stats.Median(baseCPUs), stats.Median(baseRatios), stats.Median(baseAllocs)/(1<<20))
