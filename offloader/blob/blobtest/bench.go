@@ -41,23 +41,33 @@ func BenchUploadCPU(b *testing.B, s blob.Store, size, partSize int) {
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := CPUSeconds(b)
+	u0, s0 := CPUSplit(b)
 	for i := 0; i < b.N; i++ {
 		if _, err := UploadParts(context.Background(), s, "bench-cpu", data, partSize, 2); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu := CPUSeconds(b) - start
+	u1, s1 := CPUSplit(b)
 	b.StopTimer()
-	b.ReportMetric(cpu/(float64(b.N)*float64(size)/(1<<30)), "cpu-s/GiB")
+	g := float64(b.N) * float64(size) / (1 << 30)
+	b.ReportMetric((u1-u0+s1-s0)/g, "cpu-s/GiB")
+	b.ReportMetric((u1-u0)/g, "user-s/GiB")
+	b.ReportMetric((s1-s0)/g, "sys-s/GiB")
 }
 
 // CPUSeconds is the user + system CPU time this process has used
 // (getrusage RUSAGE_SELF).
 func CPUSeconds(tb testing.TB) float64 {
+	u, s := CPUSplit(tb)
+	return u + s
+}
+
+// CPUSplit is the user and the system CPU time this process has used
+// (getrusage RUSAGE_SELF), in seconds.
+func CPUSplit(tb testing.TB) (user, system float64) {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		tb.Fatalf("getrusage: %v", err)
 	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	return float64(ru.Utime.Nano()) / 1e9, float64(ru.Stime.Nano()) / 1e9
 }
