@@ -538,20 +538,27 @@ func TestAddSummed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Blocks < 2 {
-			t.Fatalf("%d blocks, want a multipart upload", res.Blocks)
-		}
-		data, _, ok := store.Object(res.DataKey)
-		if !ok {
-			t.Fatalf("no data object %s", res.DataKey)
-		}
-		want, _, err := format.Encode(l.ledger(), format.EncoderOptions{MaxBlockSize: 5 * mib}, l.payloads)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(data, want) {
-			t.Fatalf("stored object (%d bytes) differs from the encoding (%d bytes)", len(data), len(want))
-		}
+		checkMultipartEncoding(t, store, res, l)
+	}
+}
+
+// checkMultipartEncoding checks that res is a multipart upload whose data
+// object in store is, byte for byte, l's encoding in 5 MiB blocks.
+func checkMultipartEncoding(t *testing.T, store *memblob.Store, res *Result, l *ledger) {
+	t.Helper()
+	if res.Blocks < 2 {
+		t.Fatalf("%d blocks, want a multipart upload", res.Blocks)
+	}
+	data, _, ok := store.Object(res.DataKey)
+	if !ok {
+		t.Fatalf("no data object %s", res.DataKey)
+	}
+	want, _, err := format.Encode(l.ledger(), format.EncoderOptions{MaxBlockSize: 5 * mib}, l.payloads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, want) {
+		t.Fatalf("stored object (%d bytes) differs from the encoding (%d bytes)", len(data), len(want))
 	}
 }
 
@@ -586,18 +593,5 @@ func TestNoPartCRC32CForStoresThatDoNotUseIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Blocks < 2 {
-		t.Fatalf("%d blocks, want a multipart upload", res.Blocks)
-	}
-	data, _, ok := mem.Object(res.DataKey)
-	if !ok {
-		t.Fatalf("no data object %s", res.DataKey)
-	}
-	want, _, err := format.Encode(l.ledger(), format.EncoderOptions{MaxBlockSize: 5 * mib}, l.payloads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(data, want) {
-		t.Fatalf("stored object (%d bytes) differs from the encoding (%d bytes)", len(data), len(want))
-	}
+	checkMultipartEncoding(t, mem, res, l)
 }
