@@ -24,9 +24,8 @@ import (
 // Bench defaults (`bookieagent recommend` and `serve --bench-on-start`).
 const (
 	// DefaultBenchTime bounds the whole benchmark: each disk's probe runs
-	// past its caches, then every decisive point is measured at least
-	// DefaultRounds times and further rounds run while a comparison is
-	// still open and the budget allows.
+	// past its caches, then every decisive point is measured exactly
+	// DefaultRounds times (the measurement shortened to fit).
 	DefaultBenchTime = 2 * time.Minute
 	// DefaultBenchBytes bounds the bytes written in total: the time budget
 	// binds first on most disks (a virtual disk with a fast host cache
@@ -35,14 +34,19 @@ const (
 	// files are removed after every run, so the disk never holds more than
 	// one run's files.
 	DefaultBenchBytes = 512 * GiB
-	// DefaultRounds is how often each decisive benchPoint is measured at
-	// least (rounds interleaved, so slow drift hits every candidate of a
-	// comparison alike).
+	// DefaultRounds is how often each decisive benchPoint is measured
+	// (rounds interleaved, so slow drift hits every candidate of a
+	// comparison alike). It is fixed: no run adds rounds while a
+	// comparison is open or stops a point early, so every run of the same
+	// budget decides on the same number of paired rounds (a run that
+	// stopped on 4 rounds where the others had 2 moved a count the others
+	// kept).
 	DefaultRounds = 3
-	// MaxRounds bounds the sequential rounds: past the planned ones, the
-	// points of a comparison whose interval still holds its margin run
-	// again while the budget holds a round of them, up to this many.
-	MaxRounds = 8
+	// planReserve is the share of the time left after the probes the plan
+	// keeps free: a run over its estimate must not push the last point of
+	// the last round past the deadline (it would be skipped, and its
+	// comparison decided on a round fewer than in another run).
+	planReserve = 0.03
 	// mixedRuns is how often the shared-device point runs (its figures
 	// set journalMaxGroupWaitMSec and the compaction rate, no count).
 	mixedRuns = 2
@@ -78,9 +82,9 @@ type BenchOptions struct {
 	// MaxBytes bounds the bytes written in total. Zero means
 	// DefaultBenchBytes; a negative value is an error.
 	MaxBytes int64
-	// Rounds is how often each decisive benchPoint is measured at least
-	// (more while its comparisons are open, up to MaxRounds). Zero means
-	// DefaultRounds.
+	// Rounds is how often each decisive benchPoint is measured (fixed;
+	// fewer only when the budget cannot hold them at the shortest
+	// measurement). Zero means DefaultRounds.
 	Rounds int
 	// CPUs is the bookie's CPU count (evidence only; journal threads
 	// mostly wait on fdatasync). Default 1.
@@ -362,8 +366,12 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 	if pt.kind == kindRandRead {
 		return time.Second + m + runOverhead + time.Duration(randReadFile/150_000_000)*time.Second
 	}
-	if pt.minBytes > 0 && pt.burst > 0 {
-		w = min(2*w, max(w, time.Duration(float64(pt.minBytes)/pt.burst*float64(time.Second))))
+	// The warm-up that must write minBytes writes it at the sustained
+	// rate: the probe's burst is what the host cache gave once, and
+	// planning with it let the plan promise rounds the budget did not
+	// hold.
+	if pt.minBytes > 0 && pt.rate > 0 {
+		w = min(2*w, max(w, time.Duration(float64(pt.minBytes)/pt.rate*float64(time.Second))))
 	}
 	return w + m + runOverhead
 }
@@ -465,12 +473,6 @@ type BenchPlan struct {
 	Rounds map[int]int `json:"rounds"`
 	// Dropped lists points left out to fit the budget.
 	Dropped []string `json:"dropped,omitempty"`
-	// Decided lists the points that stopped before the planned rounds
-	// because every comparison they take part in was decided, and
-	// ExtraRounds the rounds run past the planned ones for comparisons
-	// still open (sequential rounds).
-	Decided     []string `json:"decided,omitempty"`
-	ExtraRounds int      `json:"extra_rounds,omitempty"`
 	// TimeBudgetSec and MaxBytes are the budgets.
 	TimeBudgetSec float64 `json:"time_budget_sec"`
 	MaxBytes      int64   `json:"max_bytes"`
@@ -493,10 +495,13 @@ type BenchResult struct {
 }
 
 // fitPlan chooses the measurement time and the rounds per tier that fit
-// what is left of the budgets, preferring (in order) the essential points'
-// full rounds, a measurement of at least 5 s, then more tiers.
+// what is left of the budgets less planReserve of the time, preferring (in
+// order) the essential points' full rounds — down to the shortest
+// measurement before fewer rounds —, a measurement of at least 5 s, then
+// more tiers.
 func (p *PreparedBench) fitPlan(pts []benchPoint, timeLeft time.Duration, bytesLeft int64) (time.Duration, map[int]int, bool) {
 	R := p.o.Rounds
+	timeLeft -= time.Duration(planReserve * float64(timeLeft))
 	type cand struct {
 		rounds map[int]int
 		ms     []time.Duration
@@ -506,7 +511,7 @@ func (p *PreparedBench) fitPlan(pts []benchPoint, timeLeft time.Duration, bytesL
 		{map[int]int{1: R, 2: R, 3: 1}, []time.Duration{10 * s, 8 * s, 6 * s, 5 * s}},
 		{map[int]int{1: R, 2: R}, []time.Duration{8 * s, 6 * s, 5 * s}},
 		{map[int]int{1: R, 2: 1}, []time.Duration{6 * s, 5 * s, 4 * s}},
-		{map[int]int{1: R}, []time.Duration{5 * s, 4 * s, 3 * s, 2500 * time.Millisecond, 2 * s, 1500 * time.Millisecond}},
+		{map[int]int{1: R}, []time.Duration{5 * s, 4 * s, 3 * s, 2500 * time.Millisecond, 2 * s, 1500 * time.Millisecond, 1250 * time.Millisecond, minMeasure}},
 		{map[int]int{1: min(R, 2)}, []time.Duration{4 * s, 3 * s, 2 * s}},
 		{map[int]int{1: 1}, []time.Duration{3 * s, 2 * s, 1500 * time.Millisecond, minMeasure}},
 	}
@@ -647,13 +652,16 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 		if !pt.probe {
 			continue
 		}
-		warmCap := min(journalWarmCap, max(4*time.Second, p.o.TimeBudget/20))
+		warmCap := min(journalWarmCap, max(4*time.Second, p.o.TimeBudget/30))
 		if pt.kind == kindEntryLog {
 			// Long enough to get past a virtual disk's host cache or an
 			// SSD's SLC region at the start of the first write run.
 			warmCap = min(max(p.o.TimeBudget/12, 8*time.Second), 45*time.Second)
 		}
-		m := min(probeMeasure, max(minMeasure, p.o.TimeBudget/40))
+		// The probe is round 1 of its point: measured about as long as
+		// the later rounds (2 s at the default budget), so its pair with
+		// the other points' round 1 compares like with like.
+		m := min(probeMeasure, max(minMeasure, p.o.TimeBudget/60))
 		n := len(p.Disks[pt.disk].Disk.Results)
 		if err := run(pt, m, warmCap, 1, p.o.Rounds); err != nil {
 			return res, err
@@ -685,76 +693,23 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	}
 	p.o.Logger.Debug("bench plan", "measure", m, "rounds", rounds, "dropped", len(res.Plan.Dropped))
 
-	// 3. Rounds, interleaved: every benchPoint of round r before round r+1.
-	// Sequential: after two rounds, a point whose every comparison is
-	// decided (the interval of its paired ratio clear of the margin, either
-	// way) stops; past the planned rounds, the points of comparisons still
-	// open run again while the budget holds one more round of them.
-	got := perPoint{}
-	for i, pt := range pts {
-		if pt.probe {
-			if r, ok := probe[pt.disk]; ok {
-				got[i] = newRounds(sustainedRate(r))
-			}
-		}
-	}
-	groups := comparisons(pts)
+	// 3. Rounds, interleaved: every benchPoint of round r before round
+	// r+1, each point its planned rounds and no more or fewer (the probes
+	// were round 1 of theirs).
 	planned := 0
 	for _, n := range rounds {
 		planned = max(planned, n)
 	}
 	warmCap := p.laterWarm()
-	noted := map[int]bool{}
-	for r := 1; r <= max(planned, MaxRounds); r++ {
-		open := openPoints(groups, got)
-		extra := r > planned
-		var todo []int
-		for i, pt := range pts {
-			grouped := groups.has(i)
-			if grouped && got[i].n() >= 2 && !open[i] && !noted[i] {
-				noted[i] = true
-				res.Plan.Decided = append(res.Plan.Decided, fmt.Sprintf("%s: decided after %d rounds", pt.name, got[i].n()))
-			}
-			switch {
-			case pt.probe && r == 1:
-				continue
-			case extra:
-				if !grouped || !open[i] || rounds[pt.tier] == 0 {
-					continue
-				}
-			case r > pt.runs(rounds):
-				continue
-			case grouped && got[i].n() >= 2 && !open[i]:
-				continue
-			}
-			todo = append(todo, i)
-		}
-		if extra {
-			var cost time.Duration
-			for _, i := range todo {
-				cost += pts[i].cost(m)
-			}
-			if len(todo) == 0 || time.Until(deadline) < cost {
-				break
-			}
-			res.Plan.ExtraRounds++
-		}
-		for _, i := range todo {
-			pt := pts[i]
-			pt.probe = false // its probe was round 1
+	for r := 1; r <= planned; r++ {
+		for _, pt := range pts {
 			n := pt.runs(rounds)
-			if extra {
-				n = r
+			if r > n || (pt.probe && r == 1) {
+				continue
 			}
-			d := &p.Disks[pt.disk].Disk
-			before := len(d.Results)
+			pt.probe = false // its probe was round 1
 			if err := run(pt, m, warmCap, r, n); err != nil {
 				return res, err
-			}
-			if pt.kind != kindMixed && len(d.Results) > before {
-				v := got[i]
-				v.add(sustainedRate(d.Results[before]))
-				got[i] = v
 			}
 		}
 	}
@@ -767,90 +722,6 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
-}
-
-// cmpGroup is a set of points the rules compare with each other at one
-// margin: a journal disk's journal counts (journalDirectories), a ledger
-// disk's 1-writer write sizes (writeBufferSizeBytes) and its writer counts
-// at 1 MiB (ledgerDirectories).
-type cmpGroup struct {
-	members []int // indices into the plan's points
-	gain    float64
-}
-
-type cmpGroups []cmpGroup
-
-// perPoint is each point's sustained rates, one per round run.
-type perPoint map[int]rounds
-
-func (gs cmpGroups) has(i int) bool {
-	return slices.ContainsFunc(gs, func(g cmpGroup) bool { return slices.Contains(g.members, i) })
-}
-
-// comparisons lists the plan's tier-1 comparison groups.
-func comparisons(pts []benchPoint) cmpGroups {
-	type key struct {
-		disk int
-		what string
-	}
-	by := map[key]*cmpGroup{}
-	var order []key
-	add := func(k key, i int, gain float64) {
-		if by[k] == nil {
-			by[k] = &cmpGroup{gain: gain}
-			order = append(order, k)
-		}
-		by[k].members = append(by[k].members, i)
-	}
-	for i, pt := range pts {
-		if pt.tier != 1 || pt.once {
-			continue
-		}
-		switch {
-		case pt.kind == kindJournal && pt.thresholdKiB == 0 && pt.bufferKiB == 0 && pt.inFlight == 0:
-			add(key{pt.disk, "journals"}, i, JournalDirGain)
-		case pt.kind == kindEntryLog:
-			if pt.writers == 1 {
-				add(key{pt.disk, "sizes"}, i, 1/LevelOff)
-			}
-			if pt.blockSize == MiB {
-				add(key{pt.disk, "writers"}, i, LedgerDirGain)
-			}
-		}
-	}
-	var out cmpGroups
-	for _, k := range order {
-		if g := by[k]; len(g.members) > 1 {
-			out = append(out, *g)
-		}
-	}
-	return out
-}
-
-// openPoints reports, per point of a group, whether any of its pairwise
-// comparisons is still open (ratioCI.against, the verdict the rules' moveOff
-// takes): the paired ratio of the faster (by median) over the slower has a
-// 95% interval holding the group's margin, fewer than two common rounds,
-// or an interval above the margin on fewer than MinMoveRounds rounds (too
-// few to move a value). More rounds of such a point could still change
-// what the rules choose; a point whose comparisons are all decided — one
-// shown below the margin ends after two rounds — cannot gain from more.
-func openPoints(gs cmpGroups, got perPoint) map[int]bool {
-	isOpen := map[int]bool{}
-	for _, g := range gs {
-		for x, i := range g.members {
-			for _, j := range g.members[x+1:] {
-				hi, lo := got[i], got[j]
-				if lo.median() > hi.median() {
-					hi, lo = lo, hi
-				}
-				if pairedRatio(hi, lo).against(g.gain) == open {
-					isOpen[i], isOpen[j] = true, true
-				}
-			}
-		}
-	}
-	return isOpen
 }
 
 // finishGuard records the guard's view in the plan and its summary in the
@@ -995,10 +866,12 @@ func burstRegion(r diskbench.Result) int64 {
 // warmed each disk past its burst region (page cache, a virtual disk's
 // host cache, an SSD's fast region) and the runs follow each other within
 // a second, so a later run only needs its own files and queues to fill:
-// budget/60, 1.5–5 s. A run that still starts in a burst shows as a
-// round out of line, which the paired intervals count as noise.
+// budget/80, 1.5–5 s (1.5 s at the default budget: with 2 s, three fixed
+// rounds of the essential points did not fit 2 minutes on this project's
+// VM). A run that still starts in a burst shows as a round out of line,
+// which the paired intervals count as noise.
 func (p *PreparedBench) laterWarm() time.Duration {
-	return min(max(p.o.TimeBudget/60, 1500*time.Millisecond), 5*time.Second)
+	return min(max(p.o.TimeBudget/80, 1500*time.Millisecond), 5*time.Second)
 }
 
 // checkNoNewBookie fails when a directory that held no bookie data at the

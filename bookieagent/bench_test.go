@@ -3,7 +3,6 @@ package bookieagent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -149,6 +148,66 @@ func TestFitPlanByMeasuredRates(t *testing.T) {
 	}
 }
 
+// TestFitPlanFixedRounds: the plan keeps the essential points' full
+// rounds by shortening their measurement down to minMeasure before it
+// gives up a round, and it plans an entry-log run's warm-up (which must
+// write the probe's burst region again) at the disk's sustained rate,
+// not at the rate of the probe's burst: planned at the burst, the rounds
+// it promised did not fit the budget and the last runs were skipped.
+func TestFitPlanFixedRounds(t *testing.T) {
+	d := mkdirs(t, "j", "l")
+	p, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This VM: a host cache bursting 2 GB/s for a second, then 300 MB/s.
+	probe := map[int]diskbench.Result{
+		0: {Workload: diskbench.WorkloadJournal, Writers: 1, BytesPerSec: 400e6, WarmupSec: 4},
+		1: {Workload: diskbench.WorkloadEntryLog, Writers: 1, BytesPerSec: 300e6, WarmupSec: 10,
+			Settle: &diskbench.SettleInfo{BurstBytesPerSec: 2e9, KneeSec: 1, SamplesBytesPerSec: []float64{2e9, 3e8, 3e8, 3e8}}},
+	}
+	pts := p.points(probe)
+	// What the plan really costs: an entry-log warm-up writes minBytes at
+	// the sustained rate, within twice the fixed warm-up.
+	real := func(m time.Duration, rounds map[int]int) time.Duration {
+		var total time.Duration
+		for _, pt := range pts {
+			n := pt.runs(rounds)
+			if pt.probe {
+				n--
+			}
+			c := pt.cost(m)
+			if pt.minBytes > 0 && pt.kind != kindRandRead {
+				w := min(2*pt.warm, max(pt.warm, time.Duration(float64(pt.minBytes)/pt.rate*float64(time.Second))))
+				c = w + m + runOverhead
+			}
+			total += time.Duration(max(n, 0)) * c
+		}
+		return total
+	}
+	one := map[int]int{1: DefaultRounds}
+	for _, left := range []time.Duration{60 * time.Second, 75 * time.Second, 90 * time.Second, 120 * time.Second} {
+		m, rounds, ok := p.fitPlan(pts, left, 512*GiB)
+		if !ok {
+			t.Errorf("%v left: no plan", left)
+			continue
+		}
+		t.Logf("%v left: %v rounds at %v, %v with warm-ups at the sustained rate", left, rounds, m, real(m, rounds))
+		if got := real(m, rounds); got > left {
+			t.Errorf("%v left: plan %v at %v costs %v with warm-ups at the sustained rate", left, rounds, m, got)
+		}
+		if rounds[1] != DefaultRounds && real(minMeasure, one) <= time.Duration((1-planReserve)*float64(left)) {
+			t.Errorf("%v left: %v rounds at %v, but %d rounds fit at %v (%v)", left, rounds, m, DefaultRounds, minMeasure, real(minMeasure, one))
+		}
+	}
+	// Just room for the full rounds at the shortest measurement: they are
+	// kept, not cut to two.
+	left := time.Duration(float64(real(minMeasure, one))/(1-planReserve)) + 200*time.Millisecond
+	if m, rounds, ok := p.fitPlan(pts, left, 512*GiB); !ok || rounds[1] != DefaultRounds || m != minMeasure {
+		t.Errorf("%v left: %v rounds at %v (ok %v), want %d at %v", left, rounds, m, ok, DefaultRounds, minMeasure)
+	}
+}
+
 // fakeSweep returns synthetic results instantly: a journal at 20 MB/s per
 // writer up to 4, an entry log at rate (independent of writers and sizes: one
 // VM disk), and records the order of the runs.
@@ -206,82 +265,57 @@ func (f *fakeSweep) sweep(ctx context.Context, p diskbench.Plan) (*diskbench.Rep
 	return rep, nil
 }
 
-// TestBenchSequentialRounds: a comparison whose rounds neither separate
-// nor are shown not to (2 journals swinging 16/30 MB/s against 1 at 20)
-// keeps its points running past the planned rounds, up to MaxRounds;
-// points whose comparisons are decided stop (4 journals against the
-// swinging 2 after three rounds: with two, the interval's t factor is
-// 12.7).
-func TestBenchSequentialRounds(t *testing.T) {
-	d := mkdirs(t, "j", "l")
-	f := &fakeSweep{rate: 150e6, journalRate: func(w, k int) float64 {
-		switch w {
-		case 2:
-			return []float64{16e6, 30e6}[k%2]
-		case 4:
-			return 80e6
+// TestBenchRunsFixedRounds: every decisive point runs exactly --rounds
+// times, whatever its comparisons show and however much budget is left —
+// 2 journals swinging 16/30 MB/s against 1 at 20 (a comparison that
+// stays open) and 4 at 80 (decided after three) alike. Sequential rounds
+// let one run stop on 4 paired rounds where the others had 2, and the
+// count it moved differed from theirs.
+func TestBenchRunsFixedRounds(t *testing.T) {
+	for _, tc := range []struct {
+		rounds int
+		budget time.Duration
+	}{{0, 0}, {4, 5 * time.Minute}} {
+		d := mkdirs(t, "j", "l")
+		f := &fakeSweep{rate: 150e6, journalRate: func(w, k int) float64 {
+			switch w {
+			case 2:
+				return []float64{16e6, 30e6}[k%2]
+			case 4:
+				return 80e6
+			}
+			return 20e6
+		}}
+		p, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], Sweep: f.sweep, Rounds: tc.rounds, TimeBudget: tc.budget})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return 20e6
-	}}
-	p, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], Sweep: f.sweep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mixed := len(res.JournalDisks[0].MixedResults) // 1 journal beside the entry log
-	if f.journalRuns[2] != MaxRounds || f.journalRuns[1] != MaxRounds+mixed || f.journalRuns[4] != 3 {
-		t.Errorf("journal runs per count %v (%d mixed): want 1 and 2 journals %d times (open), 4 three times (decided)", f.journalRuns, mixed, MaxRounds)
-	}
-	if want := MaxRounds - res.Plan.Rounds[1]; res.Plan.ExtraRounds != want || !slices.ContainsFunc(res.Plan.Decided, func(s string) bool {
-		return strings.Contains(s, "journals 4 × 64KiB entries: decided after 3 rounds")
-	}) {
-		t.Errorf("extra rounds %d (want %d), decided %q", res.Plan.ExtraRounds, want, res.Plan.Decided)
-	}
-	rec, err := Recommend(Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, CPUs: 2, DirectMemoryBytes: 2 * GiB, DirectMemorySource: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 4 journals beat both others in every round: 4, with the interval.
-	if s, _ := rec.Setting("journalDirectories"); len(strings.Split(s.Value, ",")) != 4 || !strings.Contains(strings.Join(s.Evidence, " "), "95% CI") {
-		t.Errorf("journalDirectories %q: %v", s.Value, s.Evidence)
-	}
-}
-
-// TestOpenPoints: the stopping rule on recorded rounds.
-func TestOpenPoints(t *testing.T) {
-	gs := cmpGroups{{members: []int{0, 1, 2}, gain: 1.10}}
-	// This VM's journals (run 1 of the last baseline): N=1 213/243,
-	// N=2 533/244, N=4 807/520 MB/s — two rounds decide nothing.
-	got := perPoint{0: newRounds(213, 243), 1: newRounds(533, 244), 2: newRounds(807, 520)}
-	if o := openPoints(gs, got); !o[0] || !o[1] || !o[2] {
-		t.Errorf("two swinging rounds: open %v, want all open", o)
-	}
-	// Ratios that repeat within 1%: N=4 ÷ N=1 and ÷ N=2 above 1.10,
-	// N=2 ÷ N=1 shown below it — all decided.
-	got = perPoint{0: newRounds(200, 300, 250), 1: newRounds(202, 301, 253), 2: newRounds(600, 905, 740)}
-	if o := openPoints(gs, got); len(o) != 0 {
-		t.Errorf("repeating ratios: open %v, want none", o)
-	}
-	// Two rounds decide only what keeps a value: N=2 ÷ N=1 repeating at
-	// 1.01× is shown below the margin (both stop), but N=4 at 3× of both
-	// in both rounds is above it on too few rounds to move a count: open,
-	// so a third round runs where the budget allows.
-	two := perPoint{0: newRounds(200, 300), 1: newRounds(202, 303), 2: newRounds(600, 900)}
-	if o := openPoints(gs, two); !o[0] || !o[1] || !o[2] {
-		t.Errorf("two rounds at 3×: open %v, want all open (a move needs %d rounds)", o, MinMoveRounds)
-	}
-	two[2] = newRounds(201, 302)
-	if o := openPoints(gs, two); len(o) != 0 {
-		t.Errorf("two rounds within 1%%: open %v, want none (shown below the margin)", o)
-	}
-	// One comparison open (N=2 vs N=1 at 1.02×/1.25×/1.10×) keeps its two
-	// points, not N=4.
-	got[1] = newRounds(204, 375, 275)
-	if o := openPoints(gs, got); !o[0] || !o[1] || o[2] {
-		t.Errorf("N=2 vs N=1 open: %v", o)
+		res, err := p.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := max(tc.rounds, DefaultRounds)
+		if res.Plan.Rounds[1] != want {
+			t.Fatalf("--rounds %d: planned %v, want %d rounds of tier 1", tc.rounds, res.Plan.Rounds, want)
+		}
+		mixed := len(res.JournalDisks[0].MixedResults) // 1 journal beside the entry log
+		if f.journalRuns[1]-mixed != want || f.journalRuns[2] != want || f.journalRuns[4] != want {
+			t.Errorf("--rounds %d: journal runs per count %v (%d mixed): want each %d times", tc.rounds, f.journalRuns, mixed, want)
+		}
+		els := map[string]int{}
+		for _, r := range f.runs {
+			if strings.HasPrefix(r, "entrylog/") {
+				els[r]++
+			}
+		}
+		// entrylog/1/1048576 also runs in the mixed runs (the two
+		// directories share a device).
+		els["entrylog/1/1048576"] -= len(res.LedgerDisks[0].MixedResults)
+		for _, run := range []string{"entrylog/1/1048576", "entrylog/1/65536", "entrylog/2/1048576"} {
+			if els[run] != want {
+				t.Errorf("--rounds %d: %s ran %d times, want %d: %v", tc.rounds, run, els[run], want, els)
+			}
+		}
 	}
 }
 
@@ -315,22 +349,12 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 		}
 		return n
 	}
-	// The fake's rates repeat exactly (intervals of zero width): the
-	// entry-log points, equal, are shown below their margins after two
-	// rounds and stop there instead of running the planned third; the
-	// journals, 20/40/80 MB/s, are above theirs, which moves a count only
-	// on MinMoveRounds rounds, so they run the third.
-	// (journal/1 also runs in the 2 mixed runs.)
-	for run, want := range map[string]int{"journal/4/65536": MinMoveRounds, "journal/2/65536": MinMoveRounds, "entrylog/2/1048576": 2, "entrylog/1/65536": 2} {
-		if n := count(run); n != want || res.Plan.Rounds[1] < 3 {
-			t.Errorf("%s ran %d times, want %d of %d planned rounds; plan %+v", run, n, want, res.Plan.Rounds[1], res.Plan)
+	// Every decisive point runs the planned rounds (journal/1 also runs
+	// in the 2 mixed runs).
+	for _, run := range []string{"journal/4/65536", "journal/2/65536", "entrylog/2/1048576", "entrylog/1/65536"} {
+		if n := count(run); n != DefaultRounds || res.Plan.Rounds[1] != DefaultRounds {
+			t.Errorf("%s ran %d times, want %d; plan %+v", run, n, DefaultRounds, res.Plan)
 		}
-	}
-	after := func(n int) int {
-		return len(slices.DeleteFunc(slices.Clone(res.Plan.Decided), func(s string) bool { return !strings.Contains(s, fmt.Sprintf("decided after %d rounds", n)) }))
-	}
-	if after(2) != 3 || after(3) != 3 || res.Plan.ExtraRounds != 0 {
-		t.Errorf("decided %q, extra rounds %d: want the 3 entry-log points decided after 2 rounds, the 3 journal counts after 3", res.Plan.Decided, res.Plan.ExtraRounds)
 	}
 	// Rounds interleave: the second run of N=2 entry logs comes after the
 	// first of every other essential point.

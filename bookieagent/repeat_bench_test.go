@@ -3,7 +3,6 @@ package bookieagent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -31,12 +30,34 @@ import (
 // the median — and the agent's sustained entry-log and journal throughput
 // against fio's. It fails when a goal is missed, and prints the load
 // average before and after (the figures mean something only on a quiet
-// machine). The measurements are saved as BA_REPEAT_DIR/run-N.json.
+// machine). The measurements are saved as
+// BA_REPEAT_DIR/runs/<UTC start>/run-N.json (ReadInput reads them).
+//
+// With BA_REPEAT_FROM=<a runs/<stamp> directory> it measures nothing: it
+// runs Recommend on that directory's saved run-N.json and prints the same
+// table of settings, so a rule change is re-evaluated on measurements
+// already taken.
 func BenchmarkRecommendRepeat(b *testing.B) {
+	if from := os.Getenv("BA_REPEAT_FROM"); from != "" {
+		recs, err := recommendSaved(from)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Printf("Recommend on the %d runs saved in %s\n", len(recs), from)
+		if printSettings(recs) {
+			b.Error("a repeatability goal was missed (see above)")
+		}
+		return
+	}
 	dir := os.Getenv("BA_REPEAT_DIR")
 	if dir == "" {
-		b.Skip("set BA_REPEAT_DIR (make bench-bookieagent-repeat does)")
+		b.Skip("set BA_REPEAT_DIR (make bench-bookieagent-repeat does) or BA_REPEAT_FROM")
 	}
+	saveDir := filepath.Join(dir, "runs", time.Now().UTC().Format("20060102T150405Z"))
+	if err := os.MkdirAll(saveDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("measurements saved in %s\n", saveDir)
 	runs := testenv.EnvInt(b, "BA_REPEAT_RUNS", 3)
 	fioSec := testenv.EnvInt(b, "BA_FIO_SECONDS", 30)
 	budget := DefaultBenchTime
@@ -76,8 +97,13 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 		}
 		in := Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, Bench: &res.Plan, CPUs: runtime.NumCPU(),
 			CPUsSource: "runtime.NumCPU", DirectMemoryBytes: 4 * GiB, DirectMemorySource: "--max-direct-memory 4g"}
-		js, _ := json.MarshalIndent(in, "", " ")
-		os.WriteFile(filepath.Join(dir, fmt.Sprintf("run-%d.json", i)), js, 0o644)
+		var js bytes.Buffer
+		if err := WriteInput(&js, in); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(saveDir, fmt.Sprintf("run-%d.json", i)), js.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
 		rec, err := Recommend(in)
 		if err != nil {
 			b.Fatal(err)
@@ -138,31 +164,7 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 	}
 
 	// 1. The settings across runs.
-	fmt.Printf("\n%-38s %s  check\n", "setting", strings.Repeat(fmt.Sprintf("%-14s", "run"), runs))
-	fail := false
-	for _, s := range recs[0].Settings {
-		var vals []string
-		for _, r := range recs {
-			v, _ := r.Setting(s.Key)
-			vals = append(vals, v.Effective())
-		}
-		check := "ok"
-		exact := s.NewBookiesOnly || s.Key == "writeBufferSizeBytes"
-		if exact {
-			for _, v := range vals {
-				if countOrValue(v) != countOrValue(vals[0]) {
-					check, fail = "DIFFERS (must be identical)", true
-				}
-			}
-		} else if spread, ok := numSpread(vals); ok && spread > 0.15 {
-			check, fail = fmt.Sprintf("SPREAD %.0f%% > 15%%", spread*100), true
-		}
-		line := fmt.Sprintf("%-38s ", s.Key)
-		for _, v := range vals {
-			line += fmt.Sprintf("%-14s", truncate(countOrValue(v), 13))
-		}
-		fmt.Println(line + " " + check)
-	}
+	fail := printSettings(recs)
 
 	// 2. Sustained throughput against fio, each run against its own fio.
 	fmt.Printf("\n%-44s %s\n", fmt.Sprintf("sustained MB/s, agent / fio %.0f s (ratio)", dur.Seconds()), strings.Repeat(fmt.Sprintf("%-24s", "run"), runs))
@@ -203,6 +205,71 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 	if fail {
 		b.Error("a repeatability or fio goal was missed (see above)")
 	}
+}
+
+// recommendSaved runs Recommend on the run-N.json saved in dir, in run
+// order.
+func recommendSaved(dir string) ([]*Recommendation, error) {
+	var recs []*Recommendation
+	for i := 1; ; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("run-%d.json", i))
+		if _, err := os.Stat(p); err != nil {
+			if i == 1 {
+				return nil, fmt.Errorf("no saved run: %w", err)
+			}
+			return recs, nil
+		}
+		in, err := ReadInput(p)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := Recommend(in)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		recs = append(recs, rec)
+	}
+}
+
+// printSettings prints every setting per run with its check — directory
+// counts and writeBufferSizeBytes identical, every other numeric value
+// within ±15% of the median — and, for the directory counts, what decided
+// them per run; it reports whether a check failed.
+func printSettings(recs []*Recommendation) bool {
+	runs := len(recs)
+	fmt.Printf("\n%-38s %s  check\n", "setting", strings.Repeat(fmt.Sprintf("%-14s", "run"), runs))
+	fail := false
+	for _, s := range recs[0].Settings {
+		var vals []string
+		for _, r := range recs {
+			v, _ := r.Setting(s.Key)
+			vals = append(vals, v.Effective())
+		}
+		check := "ok"
+		exact := s.NewBookiesOnly || s.Key == "writeBufferSizeBytes"
+		if exact {
+			for _, v := range vals {
+				if countOrValue(v) != countOrValue(vals[0]) {
+					check, fail = "DIFFERS (must be identical)", true
+				}
+			}
+		} else if spread, ok := numSpread(vals); ok && spread > 0.15 {
+			check, fail = fmt.Sprintf("SPREAD %.0f%% > 15%%", spread*100), true
+		}
+		line := fmt.Sprintf("%-38s ", s.Key)
+		for _, v := range vals {
+			line += fmt.Sprintf("%-14s", truncate(countOrValue(v), 13))
+		}
+		fmt.Println(line + " " + check)
+	}
+	for _, key := range []string{"journalDirectories", "ledgerDirectories", "writeBufferSizeBytes"} {
+		for i, r := range recs {
+			if s, ok := r.Setting(key); ok && len(s.Evidence) > 0 {
+				fmt.Printf("  %s run %d: %s\n", key, i+1, s.Evidence[0])
+			}
+		}
+	}
+	return fail
 }
 
 // runFioCase runs one fio job file of c for d after ramp. For one job it

@@ -383,8 +383,9 @@ type recommender struct {
 	jAgg       float64
 	jAggDevice map[string]float64
 	// jAggNew is what the recommended journal counts accept: the ingest a
-	// new bookie's ledger dirs must take.
-	jAggNew float64
+	// new bookie's ledger dirs must take; jNewRounds the same per round.
+	jAggNew    float64
+	jNewRounds rounds
 
 	// ledgerDirRules: per ledger disk.
 	ledgers []ledgerPlan

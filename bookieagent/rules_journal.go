@@ -447,7 +447,19 @@ func (rc *recommender) journalRules() error {
 			acc = rateRounds(sweep[n]).median()
 		}
 		rc.jAgg += acc
-		rc.jAggNew += rateRounds(sweep[n]).median()
+		nr := rateRounds(sweep[n])
+		rc.jAggNew += nr.median()
+		// Per round, summed over the journal disks (the rounds every
+		// disk has): the ledger rule caps each of its rounds with the
+		// journals' rate of the same round.
+		if i == 0 {
+			rc.jNewRounds = newRounds(nr.v...)
+		} else {
+			rc.jNewRounds.v = rc.jNewRounds.v[:min(rc.jNewRounds.n(), nr.n())]
+			for k := range rc.jNewRounds.v {
+				rc.jNewRounds.v[k] += nr.v[k]
+			}
+		}
 		if sum.Device != "" {
 			rc.jAggDevice[sum.Device] += acc
 		}
@@ -481,7 +493,7 @@ func (rc *recommender) journalRules() error {
 	js := Setting{
 		File: FileBookKeeper, Key: "journalDirectories", Value: strings.Join(jDirs, ","),
 		PulsarDefault: "data/bookkeeper/journal (1 dir)",
-		Rule: fmt.Sprintf("per journal disk: the smallest journal count that the best count (by median over rounds, within the p99 budget: a count's fastest round at most max(%.0f× the slowest 1-journal round's p99 add latency, %s)) does not clearly beat by >%.0f%%; changed from the current count (cookie, else Pulsar's 1) %s; at most %d per disk; N>1 → N sub-directories",
+		Rule: fmt.Sprintf("per journal disk, among the counts within the p99 budget (a count's fastest round at most max(%.0f× the slowest 1-journal round's p99 add latency, %s)): from the current count (cookie, else Pulsar's 1) one measured count at a time, up to the next larger while it clearly beats the current by >%.0f%% %s (else down to the next smaller while the current does not beat it by that much); at most %d per disk; N>1 → N sub-directories",
 			JournalP99Factor, fmtNs(JournalP99Floor), (JournalDirGain-1)*100, moveRule(), MaxJournalDirsPerDisk),
 		Evidence:       jEv,
 		NewBookiesOnly: true,

@@ -111,16 +111,20 @@ func pickEntryLogBuffer(by map[int64]rounds) (int64, string) {
 
 // pickLedgerCount applies the ledgerDirectories rule to one disk. For each
 // measured entry-log writer count N (one entry logger and flush thread per
-// ledger dir), what BookKeeper could write is the measured rate, at most
-// N × FlushThreadBytesPerSec (one DbLedgerStorage flush thread's limit,
-// BK PR #1289) and at most ingest (the journals' sustained rate for this
-// disk: every add passes the journal first; 0 = unknown). pickCount then
+// ledger dir), what BookKeeper could write in round k is the rate measured
+// in round k, at most N × FlushThreadBytesPerSec (one DbLedgerStorage flush
+// thread's limit, BK PR #1289) and at most ingest's round k (the journals'
+// sustained rate for this disk in the same interleaved round: every add
+// passes the journal first; its median for a round it lacks; no rounds =
+// unknown). The capped side thus keeps its own per-round noise: a cap
+// taken as one constant made the N=2 side of every pair the same figure
+// and the interval as narrow as the N=1 side alone. pickCount then
 // picks on those figures against base: an extra dir must gain more than
 // LedgerDirGain of what the bookie can really write. It returns the count,
 // the disk's measured sustained rate at it as its rounds (peak1's when
 // the writer counts were not measured: the sizes derived from it read a
 // lower statistic of them), the measured counts and the evidence.
-func pickLedgerCount(rs []diskbench.Result, base int, peak1 rounds, ingest float64) (int, rounds, []int, string) {
+func pickLedgerCount(rs []diskbench.Result, base int, peak1 rounds, ingest rounds) (int, rounds, []int, string) {
 	bs, by := entryLogWriters(rs)
 	if len(by) < 2 {
 		return base, peak1, []int{1}, fmt.Sprintf("writer counts not measured; %s (1 writer) → N=%d kept", units.DecimalRate(peak1.median()), base)
@@ -130,8 +134,12 @@ func pickLedgerCount(rs []diskbench.Result, base int, peak1 rounds, ingest float
 	var parts []string
 	for _, w := range ws {
 		var e rounds
-		for _, v := range by[w].v {
-			e.add(flushable(w, v, ingest))
+		for k, v := range by[w].v {
+			in := ingest.median()
+			if k < ingest.n() {
+				in = ingest.v[k]
+			}
+			e.add(flushable(w, v, in))
 		}
 		eff[w] = e
 		p := fmt.Sprintf("N=%d %s", w, by[w].describe())
@@ -141,8 +149,8 @@ func pickLedgerCount(rs []diskbench.Result, base int, peak1 rounds, ingest float
 		parts = append(parts, p)
 	}
 	caps := fmt.Sprintf("N × %.0f MB/s flush threads", FlushThreadBytesPerSec/1e6)
-	if ingest > 0 {
-		caps += fmt.Sprintf(", the journals' %s", units.DecimalRate(ingest))
+	if ingest.n() > 0 {
+		caps += fmt.Sprintf(", the journals' rate of the same round, %s", ingest.describe())
 	}
 	n, note := pickCount(eff, func(c int) bool { return c <= MaxLedgerDirsPerDisk }, base, LedgerDirGain)
 	ev := fmt.Sprintf("%s writes, sustained (capped at %s): %s → N=%d", units.FormatBytes(bs), caps, strings.Join(parts, ", "), n)
@@ -242,9 +250,10 @@ func (rc *recommender) ledgerDirRules() error {
 	var lEv []string
 	rc.wb = 64 * KiB
 	measured := make([][]int, len(in.LedgerDisks))
-	ingest := 0.0
-	if rc.jAggNew > 0 {
-		ingest = rc.jAggNew / float64(len(in.LedgerDisks))
+	// Ingest per ledger disk, per round: every add passes the journal.
+	var ingest rounds
+	for _, v := range rc.jNewRounds.v {
+		ingest.add(v / float64(len(in.LedgerDisks)))
 	}
 	for k, d := range in.LedgerDisks {
 		sum := summarize("ledger", d, rc.all)
@@ -304,7 +313,7 @@ func (rc *recommender) ledgerDirRules() error {
 	ls := Setting{
 		File: FileBookKeeper, Key: "ledgerDirectories", Value: strings.Join(rc.lDirs, ","),
 		PulsarDefault: "data/bookkeeper/ledgers (1 dir)",
-		Rule: fmt.Sprintf("per ledger disk: what BookKeeper can write at each measured entry-log writer count N (one entry logger and flush thread per dir) is the measured rate, at most N × %.0f MB/s (one flush thread's limit, BK PR #1289) and at most the journals' sustained rate (ingest passes the journal first); the smallest N the best does not clearly beat by >%.0f%%, changed from the current count (cookie, else Pulsar's 1) %s; fewer when the extra dirs' RocksDB indexes or cache split do not fit the memory; at most %d; N>1 → N sub-directories",
+		Rule: fmt.Sprintf("per ledger disk: what BookKeeper can write at each measured entry-log writer count N (one entry logger and flush thread per dir) is, round by round, the measured rate, at most N × %.0f MB/s (one flush thread's limit, BK PR #1289) and at most the journals' sustained rate in the same round (ingest passes the journal first); from the current count (cookie, else Pulsar's 1) one measured count at a time, up to the next larger while it clearly beats the current by >%.0f%% %s; fewer when the extra dirs' RocksDB indexes or cache split do not fit the memory; at most %d; N>1 → N sub-directories",
 			FlushThreadBytesPerSec/1e6, (LedgerDirGain-1)*100, moveRule(), MaxLedgerDirsPerDisk),
 		Evidence:       lEv,
 		NewBookiesOnly: true,

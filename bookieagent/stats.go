@@ -209,15 +209,18 @@ func (r rounds) describe() string {
 // pickCount applies the directory-count rule shared by journal and ledger
 // directories to counts → rounds (ok reports which counts meet the
 // latency budget; where any count has repeated rounds, counts measured
-// once are not candidates): the best count is the fastest (by median)
-// that is ok; the candidate is the smallest ok count the best does not
-// clearly beat by gain (beats). A count is fixed by the cookie for the
+// once are not candidates). A count is fixed by the cookie for the
 // bookie's life, so the result moves away from base (the live cookie's
-// count, else Pulsar's 1) only by moveOff: a larger count when the lower
-// bound of its paired ratio over base is above gain, a smaller one when the
-// upper bound of base over it is below gain, on at least MinMoveRounds
-// paired rounds. Otherwise — also when base was not measured — base is
-// kept. The note gives the interval that decided.
+// count, else Pulsar's 1) only by moveOff, one measured count at a time:
+// up to the next larger ok count when the lower bound of its paired ratio
+// over the current one is above gain on at least MinMoveRounds paired
+// rounds, and on from there by the same test; only when no step up is
+// shown, down to the next smaller ok count while the upper bound of the
+// current over it is below gain. A step never skips a count: a larger
+// count that beats base only behind a middle count that does not separate
+// is not taken (a single comparison of distant counts, the widest gain,
+// is the one most often called on noise). Otherwise — also when base was
+// not measured — base is kept. The note gives the intervals that decided.
 func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n int, note string) {
 	counts := slices.Sorted(maps.Keys(by))
 	// Where the comparison has repeated rounds, a count measured once
@@ -225,54 +228,66 @@ func pickCount(by map[int]rounds, ok func(int) bool, base int, gain float64) (n 
 	repeated := slices.ContainsFunc(counts, func(c int) bool { return by[c].n() >= 2 })
 	okRounds := ok
 	ok = func(c int) bool { return okRounds(c) && (!repeated || by[c].n() >= 2 || c == base) }
-	best := 0
-	for _, c := range counts {
-		if ok(c) && (best == 0 || by[c].median() > by[best].median()) {
-			best = c
-		}
-	}
-	if best == 0 {
+	if !slices.ContainsFunc(counts, ok) {
 		return base, "no count meets the latency budget"
 	}
-	cand := best
-	for _, c := range counts {
-		if ok(c) && !by[best].beats(by[c], gain) {
-			cand = c
-			break
-		}
+	if _, has := by[base]; !has {
+		return base, fmt.Sprintf("the current count %d was not measured: nothing to compare with, N=%d kept", base, base)
 	}
-	name := func(c int) string { return fmt.Sprintf("N=%d", c) }
-	b, hasBase := by[base]
-	switch {
-	case cand == base && best != base:
-		return base, fmt.Sprintf("the fastest is N=%d: %s: the evidence does not separate them, N=%d kept",
-			best, notSeparated(name(best), by[best], name(base), b, gain), base)
-	case cand == base:
-		// The current count is the fastest: the intervals of the others
-		// over it say by how much (and how surely) they trail.
-		var parts []string
-		for _, c := range counts {
-			if c != base && by[c].n() > 0 {
-				parts = append(parts, fmt.Sprintf("N=%d ÷ N=%d = %s", c, base, pairedRatio(by[c], b)))
+	// next returns the nearest ok count above (up) or below cur.
+	next := func(cur int, up bool) (int, bool) {
+		if up {
+			for _, c := range counts {
+				if c > cur && ok(c) {
+					return c, true
+				}
+			}
+			return 0, false
+		}
+		for _, c := range slices.Backward(counts) {
+			if c < cur && ok(c) {
+				return c, true
 			}
 		}
-		if len(parts) == 0 {
-			return base, ""
+		return 0, false
+	}
+	name := func(c int) string { return fmt.Sprintf("N=%d", c) }
+	var steps []string
+	cur := base
+	for {
+		c, has := next(cur, true)
+		if !has {
+			break
 		}
-		return base, fmt.Sprintf("N=%d is the fastest: %s", base, strings.Join(parts, "; "))
-	case !hasBase:
-		return base, fmt.Sprintf("the current count %d was not measured: nothing to compare N=%d with, N=%d kept", base, cand, base)
+		move, ci := moveOff(by[cur], by[c], true, gain)
+		if !move {
+			steps = append(steps, fmt.Sprintf("%s: the evidence does not separate them, N=%d kept", notSeparated(name(c), by[c], name(cur), by[cur], gain), cur))
+			break
+		}
+		steps = append(steps, fmt.Sprintf("N=%d ÷ N=%d = %s: above %.2f× → N=%d", c, cur, ci, gain, c))
+		cur = c
 	}
-	move, c := moveOff(b, by[cand], cand > base, gain)
-	switch {
-	case cand > base && !move:
-		return base, fmt.Sprintf("%s: the evidence does not separate them, N=%d kept", notSeparated(name(cand), by[cand], name(base), b, gain), base)
-	case cand > base:
-		return cand, fmt.Sprintf("N=%d ÷ N=%d = %s: above %.2f× → N=%d", cand, base, c, gain, cand)
-	case !move && c.against(gain) == below:
-		return base, fmt.Sprintf("N=%d ÷ N=%d = %s: below %.2f× on too few rounds (a move needs %d paired rounds), N=%d kept", base, cand, c, gain, MinMoveRounds, base)
-	case !move:
-		return base, fmt.Sprintf("N=%d ÷ N=%d = %s: not shown below %.2f×, N=%d kept", base, cand, c, gain, base)
+	if cur == base {
+		for {
+			c, has := next(cur, false)
+			if !has {
+				break
+			}
+			move, ci := moveOff(by[cur], by[c], false, gain)
+			if !move {
+				what := fmt.Sprintf("not shown below %.2f×", gain)
+				if ci.against(gain) == below {
+					what = fmt.Sprintf("below %.2f× on too few rounds (a move needs %d paired rounds)", gain, MinMoveRounds)
+				}
+				steps = append(steps, fmt.Sprintf("N=%d ÷ N=%d = %s: %s, N=%d kept", cur, c, ci, what, cur))
+				break
+			}
+			steps = append(steps, fmt.Sprintf("N=%d ÷ N=%d = %s: below %.2f× → N=%d", cur, c, ci, gain, c))
+			cur = c
+		}
 	}
-	return cand, fmt.Sprintf("N=%d ÷ N=%d = %s: below %.2f× → N=%d", base, cand, c, gain, cand)
+	if !ok(cur) {
+		steps = append(steps, fmt.Sprintf("N=%d is over the latency budget but no smaller count is shown as fast", cur))
+	}
+	return cur, strings.Join(steps, "; ")
 }

@@ -27,7 +27,9 @@ bench: bench-bookieagent
 .PHONY: bench-bookieagent-repeat
 ## bench-bookieagent-repeat: the repeatability goals — 3 default-budget recommendations on one disk (identical counts and
 ## writeBufferSizeBytes, the rest within ±15%) and the agent's sustained throughput vs ≥ 20 s fio runs (±15%); ~12 min.
-## Run it on a quiet machine: it prints the load average.
+## Run it on a quiet machine: it prints the load average. Each run's measurements are saved in
+## .cache/bench-bookieagent-repeat/runs/<UTC stamp>/run-N.json; BA_REPEAT_FROM=<that dir> re-evaluates
+## Recommend on them (no measurement): make bench-bookieagent-repeat BA_REPEAT_FROM=…
 bench-bookieagent-repeat:
 	@mkdir -p $(CACHE)/bench-bookieagent-repeat
-	BA_REPEAT_DIR=$(CACHE)/bench-bookieagent-repeat $(GO) test -run '^$$' -bench BenchmarkRecommendRepeat -benchtime 1x -timeout 60m ./bookieagent/
+	BA_REPEAT_DIR=$(CACHE)/bench-bookieagent-repeat BA_REPEAT_FROM=$(BA_REPEAT_FROM) $(GO) test -run '^$$' -bench BenchmarkRecommendRepeat -benchtime 1x -timeout 60m ./bookieagent/

@@ -122,10 +122,10 @@ type benchFlags struct {
 }
 
 func (o *benchFlags) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.budget, "budget", bookieagent.DefaultBenchTime.String(), "wall-time budget of the whole benchmark (a probe per disk runs past its caches; the decisive points are repeated at least --rounds times, more while their comparisons are open)")
+	fs.StringVar(&o.budget, "budget", bookieagent.DefaultBenchTime.String(), "wall-time budget of the whole benchmark (a probe per disk runs past its caches; the decisive points are repeated exactly --rounds times, their measurement shortened to fit)")
 	o.maxBytes = units.Size(bookieagent.DefaultBenchBytes)
 	fs.Var(&o.maxBytes, "max-bytes", "bytes the benchmark may write in total (must be positive; files are removed after every run)")
-	fs.IntVar(&o.rounds, "rounds", bookieagent.DefaultRounds, fmt.Sprintf("least rounds of each decisive point (directory counts, writeBufferSizeBytes); a choice changes only when the confidence interval of its paired ratio over the current value clears the margin, on at least %d paired rounds", bookieagent.MinMoveRounds))
+	fs.IntVar(&o.rounds, "rounds", bookieagent.DefaultRounds, fmt.Sprintf("rounds of each decisive point (directory counts, writeBufferSizeBytes), the same in every run; a choice changes only when the confidence interval of its paired ratio over the current value clears the margin, on at least %d paired rounds", bookieagent.MinMoveRounds))
 	fs.IntVar(&o.cpus, "cpus", startCPUs, "CPUs the bookie may use (evidence; default: this process's CPU limit, cgroup cpu.max — give the bookie pod's)")
 	fs.StringVar(&o.bookieConf, "bookie-conf", "", "the bookie's bookkeeper.conf: its diskUsageThreshold / WarnThreshold / LwmThreshold bound what the benchmark writes (default: BookKeeper's 0.95 / 0.90 / = threshold)")
 	fs.StringVar(&o.bookieHTTP, "bookie-http", "", "the bookie's HTTP admin address (http://host:8000): its running disk-usage thresholds are read from /api/v1/config/server_config")
