@@ -40,7 +40,13 @@ const (
 	// comparison is open or stops a point early, so every run of the same
 	// budget decides on the same number of paired rounds (a run that
 	// stopped on 4 rounds where the others had 2 moved a count the others
-	// kept).
+	// kept). 3, the fewest a count may move on (MinMoveRounds), not 4: with
+	// the probes no round, 4 rounds are 27 runs (6 decisive points × 4,
+	// random reads, 2 mixed), which the plan's estimate does not fit into
+	// what the probes (14–21 s) leave of 2 minutes on the project's VM even
+	// at 1 s measured, and which measured run times (~3 s per journal,
+	// ~4.3 s per entry-log run) put at 108–115 s of 120: no room for a run
+	// over its time. --rounds 4 needs about --budget 2m40s there.
 	DefaultRounds = 3
 	// planReserve is the share of the time left after the probes the plan
 	// keeps free: a run over its estimate must not push the last point of
@@ -58,7 +64,7 @@ const (
 	// randReadFile is the file random reads run on.
 	randReadFile = 256 * MiB
 	// Per-run planning figures.
-	runOverhead    = 1500 * time.Millisecond // files, checks, cleanup per run (a loaded 2-CPU VM)
+	runOverhead    = 1000 * time.Millisecond // files, checks, cleanup per run: 0.24–0.83 s (median 0.57) per journal run, 0.39–1.30 s (0.77) per entry-log run on the project's 2-CPU VM
 	maxMeasure     = 10 * time.Second
 	minMeasure     = 1 * time.Second
 	minRunBytes    = 16 * MiB
@@ -512,6 +518,9 @@ func (p *PreparedBench) fitPlan(pts []benchPoint, timeLeft time.Duration, bytesL
 		{map[int]int{1: R, 2: R}, []time.Duration{8 * s, 6 * s, 5 * s}},
 		{map[int]int{1: R, 2: 1}, []time.Duration{6 * s, 5 * s, 4 * s}},
 		{map[int]int{1: R}, []time.Duration{5 * s, 4 * s, 3 * s, 2500 * time.Millisecond, 2 * s, 1500 * time.Millisecond, 1250 * time.Millisecond, minMeasure}},
+		// Fewer rounds only when even the shortest measurement does not
+		// hold them: first the fewest a count may move on, then 2.
+		{map[int]int{1: min(R, MinMoveRounds)}, []time.Duration{4 * s, 3 * s, 2 * s, 1500 * time.Millisecond, minMeasure}},
 		{map[int]int{1: min(R, 2)}, []time.Duration{4 * s, 3 * s, 2 * s}},
 		{map[int]int{1: 1}, []time.Duration{3 * s, 2 * s, 1500 * time.Millisecond, minMeasure}},
 	}
@@ -521,9 +530,6 @@ func (p *PreparedBench) fitPlan(pts []benchPoint, timeLeft time.Duration, bytesL
 			var b int64
 			for _, pt := range pts {
 				n := pt.runs(c.rounds)
-				if pt.probe {
-					n-- // the probe was round 1
-				}
 				if n <= 0 {
 					continue
 				}
@@ -571,9 +577,12 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 		bytesLeft -= rep.BytesWritten
 		res.BytesWritten += rep.BytesWritten
 		d := &p.Disks[disk].Disk
-		if mixed {
+		switch {
+		case mixed:
 			d.MixedResults = append(d.MixedResults, rep.Results...)
-		} else {
+		case pt.probe:
+			d.ProbeResults = append(d.ProbeResults, rep.Results...)
+		default:
 			d.Results = append(d.Results, rep.Results...)
 		}
 		for _, w := range rep.Warnings {
@@ -588,7 +597,9 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 			return err
 		}
 		name := pt.name
-		if rounds > 1 {
+		if pt.probe {
+			name += ", probe"
+		} else if rounds > 1 {
 			name = fmt.Sprintf("%s, round %d/%d", pt.name, round, rounds)
 		}
 		share := pt.share(m, warmCap)
@@ -658,15 +669,15 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 			// SSD's SLC region at the start of the first write run.
 			warmCap = min(max(p.o.TimeBudget/12, 8*time.Second), 45*time.Second)
 		}
-		// The probe is round 1 of its point: measured about as long as
-		// the later rounds (2 s at the default budget), so its pair with
-		// the other points' round 1 compares like with like.
+		// The probe only sizes the plan (and warms the disk up): it is
+		// no round of its point, whose rounds all run after it with the
+		// fixed warm-up of the others.
 		m := min(probeMeasure, max(minMeasure, p.o.TimeBudget/60))
-		n := len(p.Disks[pt.disk].Disk.Results)
-		if err := run(pt, m, warmCap, 1, p.o.Rounds); err != nil {
+		n := len(p.Disks[pt.disk].Disk.ProbeResults)
+		if err := run(pt, m, warmCap, 0, 0); err != nil {
 			return res, err
 		}
-		if rs := p.Disks[pt.disk].Disk.Results; len(rs) > n {
+		if rs := p.Disks[pt.disk].Disk.ProbeResults; len(rs) > n {
 			probe[pt.disk] = rs[n]
 		}
 	}
@@ -694,8 +705,8 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	p.o.Logger.Debug("bench plan", "measure", m, "rounds", rounds, "dropped", len(res.Plan.Dropped))
 
 	// 3. Rounds, interleaved: every benchPoint of round r before round
-	// r+1, each point its planned rounds and no more or fewer (the probes
-	// were round 1 of theirs).
+	// r+1, each point its planned rounds and no more or fewer (the probed
+	// points too: their probes are no round).
 	planned := 0
 	for _, n := range rounds {
 		planned = max(planned, n)
@@ -704,10 +715,10 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	for r := 1; r <= planned; r++ {
 		for _, pt := range pts {
 			n := pt.runs(rounds)
-			if r > n || (pt.probe && r == 1) {
+			if r > n {
 				continue
 			}
-			pt.probe = false // its probe was round 1
+			pt.probe = false
 			if err := run(pt, m, warmCap, r, n); err != nil {
 				return res, err
 			}

@@ -173,9 +173,6 @@ func TestFitPlanFixedRounds(t *testing.T) {
 		var total time.Duration
 		for _, pt := range pts {
 			n := pt.runs(rounds)
-			if pt.probe {
-				n--
-			}
 			c := pt.cost(m)
 			if pt.minBytes > 0 && pt.kind != kindRandRead {
 				w := min(2*pt.warm, max(pt.warm, time.Duration(float64(pt.minBytes)/pt.rate*float64(time.Second))))
@@ -205,6 +202,15 @@ func TestFitPlanFixedRounds(t *testing.T) {
 	left := time.Duration(float64(real(minMeasure, one))/(1-planReserve)) + 200*time.Millisecond
 	if m, rounds, ok := p.fitPlan(pts, left, 512*GiB); !ok || rounds[1] != DefaultRounds || m != minMeasure {
 		t.Errorf("%v left: %v rounds at %v (ok %v), want %d at %v", left, rounds, m, ok, DefaultRounds, minMeasure)
+	}
+	// --rounds 4 where only 3 fit: 3 rounds (the fewest a count moves on)
+	// at the shortest measurement, not 2 at a longer one.
+	p4, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], Rounds: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, rounds, ok := p4.fitPlan(p4.points(probe), left, 512*GiB); !ok || rounds[1] != MinMoveRounds || m != minMeasure {
+		t.Errorf("--rounds 4, %v left (3 rounds fit at %v): %v rounds at %v (ok %v), want %d at %v", left, minMeasure, rounds, m, ok, MinMoveRounds, minMeasure)
 	}
 }
 
@@ -298,16 +304,33 @@ func TestBenchRunsFixedRounds(t *testing.T) {
 		if res.Plan.Rounds[1] != want {
 			t.Fatalf("--rounds %d: planned %v, want %d rounds of tier 1", tc.rounds, res.Plan.Rounds, want)
 		}
-		// 1 journal also runs beside the entry log (mixed) and in the
-		// tier-2 threshold points (64 entries in flight).
-		mixed := len(res.JournalDisks[0].MixedResults)
-		for _, pl := range f.plans {
-			if pl.Journal != nil && pl.Journal.InFlight == journalDeepInFlight {
-				mixed++
+		// The probes are kept apart: no rule reads them as a round.
+		for _, dk := range []Disk{res.JournalDisks[0], res.LedgerDisks[0]} {
+			if len(dk.ProbeResults) != 1 {
+				t.Errorf("--rounds %d: %s: %d probe results, want 1", tc.rounds, dk.Dir, len(dk.ProbeResults))
 			}
 		}
-		if f.journalRuns[1]-mixed != want || f.journalRuns[2] != want || f.journalRuns[4] != want {
-			t.Errorf("--rounds %d: journal runs per count %v (%d mixed): want each %d times", tc.rounds, f.journalRuns, mixed, want)
+		// 1 journal also runs as the probe, beside the entry log (mixed)
+		// and in the tier-2 threshold points (64 entries in flight).
+		other := 1 + len(res.JournalDisks[0].MixedResults)
+		for _, pl := range f.plans {
+			if pl.Journal != nil && pl.Journal.InFlight == journalDeepInFlight {
+				other++
+			}
+		}
+		if f.journalRuns[1]-other != want || f.journalRuns[2] != want || f.journalRuns[4] != want {
+			t.Errorf("--rounds %d: journal runs per count %v (%d probe, mixed or threshold runs): want each %d times", tc.rounds, f.journalRuns, other, want)
+		}
+		// The 1-journal figures the count comparison reads: its full
+		// rounds, measured after the probe with the fixed warm-up.
+		var j1 int
+		for _, r := range res.JournalDisks[0].Results {
+			if r.Writers == 1 && r.InFlight != journalDeepInFlight {
+				j1++
+			}
+		}
+		if j1 != want {
+			t.Errorf("--rounds %d: %d rounds of 1 journal recorded, want %d", tc.rounds, j1, want)
 		}
 		els := map[string]int{}
 		for _, r := range f.runs {
@@ -315,9 +338,9 @@ func TestBenchRunsFixedRounds(t *testing.T) {
 				els[r]++
 			}
 		}
-		// entrylog/1/1048576 also runs in the mixed runs (the two
-		// directories share a device).
-		els["entrylog/1/1048576"] -= len(res.LedgerDisks[0].MixedResults)
+		// entrylog/1/1048576 also runs as the probe and in the mixed runs
+		// (the two directories share a device).
+		els["entrylog/1/1048576"] -= 1 + len(res.LedgerDisks[0].MixedResults)
 		for _, run := range []string{"entrylog/1/1048576", "entrylog/1/65536", "entrylog/2/1048576"} {
 			if els[run] != want {
 				t.Errorf("--rounds %d: %s ran %d times, want %d: %v", tc.rounds, run, els[run], want, els)

@@ -184,6 +184,12 @@ type Disk struct {
 	// device was written at the same time (journal and ledgers sharing a
 	// device).
 	MixedResults []diskbench.Result `json:"mixed_results,omitempty"`
+	// ProbeResults are the probes' results (one journal or entry-log run
+	// per disk, warmed up until its rate settles): they size the benchmark
+	// plan and warm the disk up, and no rule reads them — a probe is never
+	// a round of a comparison (its warm-up differs from the rounds', and on
+	// a virtual disk it may still measure the host cache's burst).
+	ProbeResults []diskbench.Result `json:"probe_results,omitempty"`
 }
 
 // Input is everything Recommend needs. It is what `bookieagent recommend`

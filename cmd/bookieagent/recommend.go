@@ -39,11 +39,12 @@ most 2 minutes and 512 GiB written in total) and prints a bookkeeper.conf fragme
 the Pulsar chart (helm) or JSON. Each value is preceded by its rule and evidence.
 
 Measurement: a probe per disk first (warmed up until its throughput settles, past the
-page cache, a virtual disk's host cache or an SSD's fast region); the rest of the plan
-is fitted to the budget with the probed rates and short fixed warm-ups; the points that
-decide directory counts and writeBufferSizeBytes run exactly --rounds times,
-interleaved (the measurement is shortened to fit them; no run adds or drops rounds, so
-every run decides on the same number of paired rounds). A value changes from the current one (a live bookie's
+page cache, a virtual disk's host cache or an SSD's fast region); it only sizes the plan
+and warms the disk up, and is never a round of a comparison. The plan is fitted to the
+budget with the probed rates and short fixed warm-ups; the points that decide directory
+counts and writeBufferSizeBytes, the probed ones included, then run exactly --rounds
+times each, interleaved (the measurement is shortened to fit them; no run adds or drops
+rounds, so every run decides on the same number of paired rounds). A value changes from the current one (a live bookie's
 cookie, else Pulsar's) only when the 95% confidence interval of the paired per-round
 ratio lies beyond the rule's margin on at least 3 paired rounds; the evidence gives the
 ratio and interval.
