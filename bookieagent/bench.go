@@ -46,7 +46,8 @@ const (
 	// what the probes (14–21 s) leave of 2 minutes on the project's VM even
 	// at 1 s measured, and which measured run times (~3 s per journal,
 	// ~4.3 s per entry-log run) put at 108–115 s of 120: no room for a run
-	// over its time. --rounds 4 needs about --budget 2m40s there.
+	// over its time. --rounds 4 needs a longer --budget there (by the
+	// plan's estimate, 2m30s holds 4 rounds for two of three saved runs).
 	DefaultRounds = 3
 	// planReserve is the share of the time left after the probes the plan
 	// keeps free: a run over its estimate must not push the last point of
