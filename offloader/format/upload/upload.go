@@ -184,7 +184,7 @@ type Session struct {
 	enc    *format.Encoder
 	pool   *format.Pool
 	single bool
-	crc    bool        // the store uses part CRC-32Cs: blocks carry one
+	crc    bool        // multipart to a store that uses part CRC-32Cs: blocks carry one
 	parts  *blob.Parts // multipart: the pipeline the blocks go through
 	log    *slog.Logger
 
@@ -219,8 +219,9 @@ func (u *Uploader) Begin(ctx context.Context, req Request) (*Session, error) {
 	l := req.Ledger
 	s.single = o.Multipart == MultipartAuto &&
 		(l.LastEntryID+1)*format.RecordHeaderSize+l.Length+format.BlockHeaderSize <= int64(o.MaxBlockSize)
-	// Block CRCs only for a store that sends or checks them.
-	s.crc = blob.UsesPartCRC32C(u.store)
+	// Block CRCs only for parts of a store that sends or checks them (a
+	// single PUT carries none: the store checksums the body itself).
+	s.crc = !s.single && blob.UsesPartCRC32C(u.store)
 	enc, err := format.NewEncoder(l, format.EncoderOptions{MaxBlockSize: o.MaxBlockSize, NoCRC32C: !s.crc}, s.pool, s.emit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
