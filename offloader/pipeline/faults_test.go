@@ -176,7 +176,7 @@ func TestConcurrentRolloversLoseNothing(t *testing.T) {
 	go func() {
 		defer close(done)
 		until := time.Now().Add(time.Minute)
-		for i := 0; i < rollovers || (commitsDuring.Load() == 0 && time.Now().Before(until)); i, n = i+1, n+1 {
+		for ; n < rollovers || (commitsDuring.Load() == 0 && time.Now().Before(until)); n++ {
 			for {
 				data, st, err := r.zk.Get(mledger.Path(name))
 				if err != nil {
@@ -194,7 +194,7 @@ func TestConcurrentRolloversLoseNothing(t *testing.T) {
 					last.Entries, last.Size = proto.Int64(1), proto.Int64(1)
 				}
 				last.Timestamp = proto.Int64(time.Now().UnixMilli())
-				info.LedgerInfo = append(ls, &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(firstFake + int64(i)), Timestamp: proto.Int64(0)})
+				info.LedgerInfo = append(ls, &mlproto.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(firstFake + int64(n)), Timestamp: proto.Int64(0)})
 				out, err := mledger.Encode(info, mledger.EncodeOptions{})
 				if err != nil {
 					writerErr = err
