@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
@@ -91,6 +92,9 @@ type OffloadOptions struct {
 	LeaseRoot, LeaseID string
 	Observer           pipeline.Observer
 	Failpoints         pipeline.Failpoints
+	// Registerer receives the pipeline's and the upload's metrics (the
+	// peers' are given to OpenPeers). Default none.
+	Registerer prometheus.Registerer
 }
 
 // OffloadReport is the outcome of an offload (its JSON form is offloader
@@ -197,7 +201,7 @@ type OffloadedTotals struct {
 // NewOffloadPipeline is the pipeline an offload runs on these peers.
 func NewOffloadPipeline(p *Peers, o OffloadOptions) (*pipeline.Pipeline, error) {
 	d := p.PipelineDeps()
-	d.Observer, d.Failpoints = o.Observer, o.Failpoints
+	d.Observer, d.Failpoints, d.Registerer = o.Observer, o.Failpoints, o.Registerer
 	return pipeline.New(d, o.Pipeline)
 }
 

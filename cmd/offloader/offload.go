@@ -11,10 +11,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/tierkeeper/tierkeeper/internal/units"
 	"github.com/tierkeeper/tierkeeper/offloader"
+	"github.com/tierkeeper/tierkeeper/offloader/copytrace"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 )
 
@@ -35,6 +37,7 @@ type offloadOptions struct {
 	leaseRoot    string
 	leaseID      string
 	profileDir   string
+	timeline     timelineOptions
 }
 
 func newOffloadCmd(g *globalOptions) *cobra.Command {
@@ -117,6 +120,9 @@ ledger failed.`),
 	f.StringVar(&o.leaseRoot, "lease-root", offloader.DefaultLeaseRoot, "znode `path` of the per-topic leases (the service's leases.root)")
 	f.StringVar(&o.leaseID, "lease-id", "", "holder `name` written in the leases (default offload-cli@<host>:<pid>)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU, block, mutex and allocation profiles (pprof) of every ledger's copy step into this `directory` (diagnostics: blocking and mutex events are all sampled, which slows the copy)")
+	f.StringVar(&o.timeline.path, "timeline", "", "write a JSON timeline of every ledger's copy step to this `file` (diagnostics, docs/offload.md): sampled every --timeline-interval, the bytes read from the bookies and uploaded, parts uploading, the copy's waits (for the bookies, in Add for a free block, finishing), the CPU time of this process and of --timeline-procs, the machine's CPU time and PSI")
+	f.DurationVar(&o.timeline.interval, "timeline-interval", copytrace.DefaultInterval, "with --timeline: time between two samples")
+	f.StringSliceVar(&o.timeline.procs, "timeline-procs", nil, "with --timeline: also sample the CPU time of these processes on this host, as `name=pid`,... (e.g. the bookies and the store)")
 	f.Var(&o.fullVerify, "full-verify-max", "ledgers up to this size are compared with BookKeeper entry by entry in full; larger ones in three sampled windows")
 	return cmd
 }
@@ -140,6 +146,10 @@ func (o *offloadOptions) validate() error {
 			"before they are deleted (or --trim-without-reload when no broker has the topic loaded)")
 	case o.parts < 1:
 		return fmt.Errorf("--parts-in-flight %d: want at least 1", o.parts)
+	case o.timeline.path == "" && (len(o.timeline.procs) > 0 || o.timeline.interval != copytrace.DefaultInterval):
+		return errors.New("--timeline-procs and --timeline-interval need --timeline")
+	case o.timeline.interval <= 0:
+		return fmt.Errorf("--timeline-interval %s: want more than zero", o.timeline.interval)
 	}
 	return nil
 }
@@ -147,6 +157,15 @@ func (o *offloadOptions) validate() error {
 func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string) error {
 	if err := o.validate(); err != nil {
 		return err
+	}
+	procs, err := parseProcs(o.timeline.procs)
+	if err != nil {
+		return err
+	}
+	var reg *prometheus.Registry
+	if o.timeline.path != "" {
+		reg = prometheus.NewRegistry()
+		o.env.registerer = reg
 	}
 	ctx := cmd.Context()
 	e, err := openEnv(cmd, g, &o.env)
@@ -167,10 +186,19 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 		return err
 	}
 	bar := newOffloadProgress(cmd.ErrOrStderr(), !g.json(), sel.BytesToCopy)
-	cost := newCostObserver(bar, o.profileDir, e.log)
+	var obs pipeline.Observer = bar
+	var tl *timelineObserver
+	if reg != nil {
+		tl = newTimelineObserver(bar, reg, o.timeline.interval, procs, o.parts, int(o.blockSize.Bytes()))
+		obs = tl
+	}
+	cost := newCostObserver(obs, o.profileDir, e.log)
 	oo := offloader.OffloadOptions{DryRun: o.dryRun, LeaseRoot: o.leaseRoot, LeaseID: o.leaseID, Observer: cost, Failpoints: fps,
 		Pipeline: pipeline.Options{Driver: drv, BlockSize: int(o.blockSize.Bytes()), PartsInFlight: o.parts, FullVerifyBytes: o.fullVerify.Bytes(),
 			Trim: o.deleteBK, DeletionLag: o.deletionLag, TrimWithoutReload: o.noReloadTrim}}
+	if reg != nil {
+		oo.Registerer = reg
+	}
 	p, err := offloader.NewOffloadPipeline(e.peers, oo)
 	if err != nil {
 		return err
@@ -178,6 +206,11 @@ func (o *offloadOptions) run(cmd *cobra.Command, g *globalOptions, topic string)
 	limitMemory(p.Options(), e.log)
 	rep, err := offloader.Offload(ctx, e.peers, p, sel, oo)
 	bar.finish()
+	if tl != nil {
+		if werr := tl.write(o.timeline.path); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
 	if rep == nil {
 		return err
 	}

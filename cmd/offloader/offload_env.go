@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -91,6 +92,9 @@ type envOptions struct {
 	bk       connflags.BookKeeper
 	needBK   bool // ledger metadata store and bookie client (set before addFlags)
 	needBlob bool
+	// registerer, if set, receives the peers' metrics (the bookie
+	// client's and the store's).
+	registerer prometheus.Registerer
 }
 
 // addFlags adds the flags of ZooKeeper, the managed-ledger chroot, the
@@ -147,7 +151,7 @@ func openEnv(cmd *cobra.Command, g *globalOptions, o *envOptions) (*env, error) 
 		return nil, err
 	}
 	log := g.logger(cmd.ErrOrStderr())
-	po := offloader.PeersOptions{Logger: log, Store: o.needBlob, Fenced: true}
+	po := offloader.PeersOptions{Logger: log, Store: o.needBlob, Fenced: true, Registerer: o.registerer}
 	if o.needBK {
 		po.Bookies = &client.Options{}
 	}

@@ -53,9 +53,23 @@ func selfCPU() (user, system time.Duration, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("proccost: /proc/self: %w", err)
 	}
+	return procCPU(p)
+}
+
+// ProcessCPU is the user and system CPU time so far of process pid, read
+// from <fs>/<pid>/stat (clock-tick resolution).
+func ProcessCPU(fs procfs.FS, pid int) (user, system time.Duration, err error) {
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return 0, 0, fmt.Errorf("proccost: process %d: %w", pid, err)
+	}
+	return procCPU(p)
+}
+
+func procCPU(p procfs.Proc) (user, system time.Duration, err error) {
 	st, err := p.Stat()
 	if err != nil {
-		return 0, 0, fmt.Errorf("proccost: /proc/self/stat: %w", err)
+		return 0, 0, fmt.Errorf("proccost: /proc/%d/stat: %w", p.PID, err)
 	}
 	// CPUTime is (utime+stime)/USER_HZ; its share of each.
 	total := time.Duration(st.CPUTime() * float64(time.Second))

@@ -106,6 +106,7 @@ func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.L
 	err = l.ReadRange(ctx, 0, -1, client.StreamOptions{WindowBytes: p.o.ReadWindowBytes, ReuseBuffers: true}, func(e client.Entry) error {
 		got := time.Now()
 		st.ReadWait += got.Sub(last)
+		p.m.bookies.Add(got.Sub(last).Seconds())
 		dg.add(e.EntryID, e.Payload, e.PayloadSum)
 		if e.PayloadSum.OK {
 			// The bookie's CRC, checked against its digest: the part's
@@ -116,6 +117,7 @@ func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.L
 		}
 		last = time.Now()
 		st.Add += last.Sub(got)
+		p.m.add.Add(last.Sub(got).Seconds())
 		if addErr != nil {
 			return addErr
 		}
@@ -144,6 +146,7 @@ func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.L
 		return nil, err
 	}
 	st.Finish = time.Since(fin)
+	p.m.finish.Add(st.Finish.Seconds())
 	return &copied{res: res, dg: dg, stats: st}, nil
 }
 

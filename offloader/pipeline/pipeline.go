@@ -111,7 +111,8 @@ type Deps struct {
 	Observer Observer
 	// Logger receives one info line per step outcome. Default: discard.
 	Logger *slog.Logger
-	// Registerer receives the upload metrics (tierkeeper_upload_*);
+	// Registerer receives the upload metrics (tierkeeper_upload_*) and
+	// the copy's phases (tierkeeper_pipeline_copy_seconds_total);
 	// pipelines sharing it share the series. Default: none.
 	Registerer prometheus.Registerer
 	// Now is the clock (deletion lag). Default time.Now.
@@ -199,6 +200,7 @@ type Pipeline struct {
 	upo  upload.Options
 	log  *slog.Logger
 	obs  Observer
+	m    *copyMetrics
 	rand func(n int64) int64
 }
 
@@ -248,7 +250,11 @@ func New(d Deps, o Options) (*Pipeline, error) {
 	if _, err := upload.New(d.Store, &upo); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	return &Pipeline{d: d, o: o, upo: upo, log: d.Logger.With("component", "pipeline"), obs: d.Observer, rand: randInt63n}, nil
+	m, err := newCopyMetrics(d.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	return &Pipeline{d: d, o: o, upo: upo, log: d.Logger.With("component", "pipeline"), obs: d.Observer, m: m, rand: randInt63n}, nil
 }
 
 // Options returns the options in effect (defaults applied).

@@ -60,6 +60,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +80,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
+	"github.com/tierkeeper/tierkeeper/offloader/copytrace"
 	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/offloader/pipeline"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
@@ -349,6 +351,66 @@ func processCPU(cmd *exec.Cmd) float64 {
 	return (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 }
 
+// procs are the servers whose CPU the timelines sample: the running
+// bookies' JVMs and versitygw.
+func (be *bench) procs() []copytrace.Proc {
+	var out []copytrace.Proc
+	for _, bi := range be.bk.Bookies() {
+		if bi.Running && bi.PID > 0 {
+			out = append(out, copytrace.Proc{Name: fmt.Sprintf("bookie-%d", bi.Index), PID: bi.PID})
+		}
+	}
+	return append(out, copytrace.Proc{Name: "versitygw", PID: be.s3.Pid()})
+}
+
+// timelineArgs are the offloader flags that write the copy's timeline
+// (with the servers' CPU) to path.
+func (be *bench) timelineArgs(path string) []string {
+	var procs []string
+	for _, p := range be.procs() {
+		procs = append(procs, fmt.Sprintf("%s=%d", p.Name, p.PID))
+	}
+	return []string{"--timeline", path, "--timeline-procs", strings.Join(procs, ",")}
+}
+
+// copyTimeline reads the one ledger's timeline offloader offload
+// --timeline wrote to path and sums it up.
+func (be *bench) copyTimeline(path string) copytrace.Summary {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		be.b.Fatal(err)
+	}
+	var f copytrace.File
+	if err := json.Unmarshal(raw, &f); err != nil || len(f.Ledgers) != 1 || f.Ledgers[0].Timeline == nil {
+		be.b.Fatalf("timeline %s: %v (%d ledgers)", path, err, len(f.Ledgers))
+	}
+	l := f.Ledgers[0]
+	if len(l.Timeline.Errors) > 0 {
+		be.b.Logf("timeline %s: %s", path, strings.Join(l.Timeline.Errors, "; "))
+	}
+	return copytrace.Summarize(l.Timeline, l.PartsInFlight)
+}
+
+// serversDuring samples the servers' and the machine's CPU while fn runs
+// (the raw PUT, the read alone: what the store and the bookies cost on
+// their own).
+func (be *bench) serversDuring(fn func()) copytrace.Summary {
+	s := copytrace.Start(copytrace.Options{Procs: be.procs()})
+	fn()
+	return copytrace.Summarize(s.Stop(), 0)
+}
+
+// cores is a summary's servers' cores, machine and PSI, in a few words.
+func cores(s copytrace.Summary) string {
+	var parts []string
+	for _, p := range s.Procs {
+		if c, ok := s.Whole.Cores[p]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.2f", p, c))
+		}
+	}
+	return fmt.Sprintf("cores %s; machine %.0f%% busy, PSI cpu %.0f%% io %.0f%%", strings.Join(parts, ", "), 100*s.Whole.MachineBusy, 100*s.Whole.PSICPU, 100*s.Whole.PSIIO)
+}
+
 // pulsar runs Pulsar's own offloader on the ledger (its default 64 MiB
 // blocks) and returns its offload seconds and the JVM's CPU seconds over
 // the offload call (from its /proc/self/stat).
@@ -412,20 +474,26 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	g := gib(l.Length)
 	var tks, tkWalls, raws, pulsars, bks, shares, tkCPUs, tkUsers, tkSystems, pulCPUs, cpuRatios, allocs []float64
 	var baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs []float64
+	var roundStates []string
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
+		var tkTL, rawTL, bkTL copytrace.Summary
 		var rawS, rawCPU, pulS, pulCPU, bkS, bkCPU, tkBusy, rawBusy float64
 		var tkIO, rawIO ioDelta
 		var base tkResult
 		steps := []func(){
-			func() { bkS, bkCPU = be.bkRead(ctx, l) },
+			func() { bkTL = be.serversDuring(func() { bkS, bkCPU = be.bkRead(ctx, l) }) },
 			func() {
-				tkIO = ioDuring(func() { tkBusy = busyDuring(func() { tk = be.offload(ctx, l, 0) }) })
+				path := filepath.Join(profDir, fmt.Sprintf("copy-timeline-round-%d.json", r+1))
+				tkIO = ioDuring(func() { tkBusy = busyDuring(func() { tk = be.offload(ctx, l, 0, be.timelineArgs(path)...) }) })
 				be.deleteObjects(ctx, tk.uuid, l.LedgerID)
+				tkTL = be.copyTimeline(path)
 			},
 			func() {
 				rawIO = ioDuring(func() {
-					rawBusy = busyDuring(func() { rawS, rawCPU = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) })
+					rawTL = be.serversDuring(func() {
+						rawBusy = busyDuring(func() { rawS, rawCPU = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) })
+					})
 				})
 			},
 			func() { pulS, pulCPU = be.pulsar(ctx, l) },
@@ -456,6 +524,9 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB)
 		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused); copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
 			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
+		b.Logf("round %d: timeline of the copy (every %s): %s", r+1, copytrace.DefaultInterval, tkTL)
+		b.Logf("round %d: servers alone: during the raw PUT %s; during the read alone %s", r+1, cores(rawTL), cores(bkTL))
+		roundStates = append(roundStates, fmt.Sprintf("round %d %.2f: %s", r+1, share, stateShares(tkTL)))
 		if be.baseBin != "" {
 			bc := base.cost
 			bm, bshare, bcpu := mbps(l.Length, base.copySeconds), (bkS+rawS)/base.copySeconds, bc.CPUSeconds/g
@@ -478,12 +549,23 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; bookie read alone %.1f MB/s; Pulsar %.1f MB/s",
 		rounds, stats.Median(tks), stats.Median(tkWalls), stats.Median(raws), stats.Median(bks), stats.Median(pulsars))
 	b.Logf("RESULT co-located limit: copy / (1/(1/read + 1/put)) per round %s (goal >= 0.95 in every round)", fmtList(shares))
+	b.Logf("RESULT where the copy's time went (timeline states, share of the copy): %s", strings.Join(roundStates, "; "))
 	b.Logf("RESULT CPU per GiB (median): tierkeeper copy %.2f s (per round %s; user %s, system %s), Pulsar's JVM %.2f s, ratio %.2f (per round %s; goals <= 0.25 and <= 1 s/GiB); copy allocations %.1f MiB/GiB",
 		stats.Median(tkCPUs), fmtList(tkCPUs), fmtList(tkUsers), fmtList(tkSystems), stats.Median(pulCPUs), stats.Median(cpuRatios), fmtList(cpuRatios), stats.Median(allocs)/(1<<20))
 	if be.baseBin != "" {
 		b.Logf("RESULT base %s (median): copy %.1f MB/s, share of the limit per round %s, CPU %.2f s/GiB (%.2fx Pulsar's), allocations %.1f MiB/GiB",
 			be.baseRev, stats.Median(baseMBs), fmtList(baseShares), stats.Median(baseCPUs), stats.Median(baseRatios), stats.Median(baseAllocs)/(1<<20))
 	}
+}
+
+// stateShares is a copy timeline's states and their shares, e.g.
+// "waiting for a free block 61%, copying 30%, finishing 9%".
+func stateShares(s copytrace.Summary) string {
+	var out []string
+	for _, st := range s.States {
+		out = append(out, fmt.Sprintf("%s %.0f%%", st.Name, 100*st.Share))
+	}
+	return strings.Join(out, ", ")
 }
 
 func fmtList(v []float64) string {

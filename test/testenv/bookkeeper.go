@@ -70,6 +70,8 @@ type BookieInfo struct {
 	Conf    string
 	LogPath string // log of the current (or last) process
 	Running bool
+	// PID is the current (or last) process's id (0 before the first).
+	PID int
 }
 
 type bookie struct {
@@ -168,6 +170,7 @@ func (c *BookKeeperCluster) Bookies() []BookieInfo {
 			done, _ := bk.proc.Exited()
 			out[i].Running = !done
 			out[i].LogPath = bk.proc.LogPath
+			out[i].PID = bk.proc.Pid()
 		}
 	}
 	return out

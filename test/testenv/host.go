@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/tierkeeper/tierkeeper/offloader/copytrace"
 )
 
 // CPUTime is the machine's CPU time so far (/proc/stat, every core):
@@ -17,14 +19,12 @@ func CPUTime() (busy, total time.Duration) {
 	if err != nil {
 		return 0, 0
 	}
-	st, err := fs.Stat()
+	c, err := copytrace.ReadMachineCPU(fs)
 	if err != nil {
 		return 0, 0
 	}
-	c := st.CPUTotal
-	b := c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-	return sec(b), sec(b + c.Idle + c.Iowait)
+	return sec(c.Busy), sec(c.Total)
 }
 
 // LoadAvg is the machine's 1, 5 and 15 minute load averages as

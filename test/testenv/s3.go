@@ -102,6 +102,9 @@ func StartS3(t testing.TB) *S3 {
 	return s
 }
 
+// Pid is the server process's id.
+func (s *S3) Pid() int { return s.proc.Pid() }
+
 // StopSharedS3 stops the shared server and removes its data. Call it from
 // TestMain after m.Run() if you want the data directory gone; otherwise the
 // server dies with the test binary (parent-death signal) and the temporary
