@@ -34,7 +34,13 @@ package offloadbench
 // GiB and where it waited (for the bookies, for a free block, finishing);
 // and the I/O stall time (PSI) during the copy and the raw PUT. Every step
 // starts after a sync. The warm-up copy is profiled (--profile-dir: CPU,
-// blocking, mutex, allocations; the tops are logged).
+// blocking, mutex, allocations; the tops are logged). Every measured copy
+// writes its timeline (--timeline, with the bookies' and versitygw's CPU:
+// --timeline-procs), summed up per round (copytrace.Summarize: the copy's
+// time waiting for a free block, for the bookies, copying and finishing,
+// each with the processes' cores, the machine's busy share and PSI, and
+// the slowest second); the servers' and the machine's CPU are sampled
+// during the raw PUT and the read alone too.
 //
 // Knobs: TK_BENCH_STORE_OPTIONS (key=value,... added to the s3 store's
 // config for the offloader and the raw PUT, e.g. checksum=md5),
@@ -323,8 +329,10 @@ func (be *bench) deleteObjects(ctx context.Context, id uuid.UUID, ledgerID int64
 	}
 }
 
-// raw runs the raw multipart baseline in a child process.
-func (be *bench) raw(size int64, part int) (seconds, cpuSeconds float64) {
+// raw runs the raw multipart baseline in a child process; complete is
+// the seconds of its CompleteMultipartUpload (the store's assembly of the
+// object).
+func (be *bench) raw(size int64, part int) (seconds, cpuSeconds, complete float64) {
 	cfg, _ := json.Marshal(rawConfig{Store: be.store, Bytes: size, Part: part, Parts: be.parts})
 	// Bounded: the child uploads size bytes to a local server (minutes at most).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -337,12 +345,13 @@ func (be *bench) raw(size int64, part int) (seconds, cpuSeconds float64) {
 		be.b.Fatalf("raw child: %v\n%s", err, errb.String())
 	}
 	var r struct {
-		Seconds float64 `json:"seconds"`
+		Seconds         float64 `json:"seconds"`
+		CompleteSeconds float64 `json:"completeSeconds"`
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &r); err != nil {
 		be.b.Fatalf("raw child output %q: %v", out.String(), err)
 	}
-	return r.Seconds, processCPU(cmd)
+	return r.Seconds, processCPU(cmd), r.CompleteSeconds
 }
 
 // processCPU is the user+system CPU seconds of a finished child (its whole
@@ -475,10 +484,11 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	var tks, tkWalls, raws, pulsars, bks, shares, tkCPUs, tkUsers, tkSystems, pulCPUs, cpuRatios, allocs []float64
 	var baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs []float64
 	var roundStates []string
+	var overlaps []float64
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
 		var tkTL, rawTL, bkTL copytrace.Summary
-		var rawS, rawCPU, pulS, pulCPU, bkS, bkCPU, tkBusy, rawBusy float64
+		var rawS, rawCPU, rawComplete, pulS, pulCPU, bkS, bkCPU, tkBusy, rawBusy float64
 		var tkIO, rawIO ioDelta
 		var base tkResult
 		steps := []func(){
@@ -492,7 +502,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			func() {
 				rawIO = ioDuring(func() {
 					rawTL = be.serversDuring(func() {
-						rawBusy = busyDuring(func() { rawS, rawCPU = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) })
+						rawBusy = busyDuring(func() { rawS, rawCPU, rawComplete = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) })
 					})
 				})
 			},
@@ -526,7 +536,16 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
 		b.Logf("round %d: timeline of the copy (every %s): %s", r+1, copytrace.DefaultInterval, tkTL)
 		b.Logf("round %d: servers alone: during the raw PUT %s; during the read alone %s", r+1, cores(rawTL), cores(bkTL))
-		roundStates = append(roundStates, fmt.Sprintf("round %d %.2f: %s", r+1, share, stateShares(tkTL)))
+		// The store's completion (versitygw assembles the object on one
+		// core) ends both the copy and the raw PUT and overlaps nothing:
+		// the share without it says how well reading and uploading overlap.
+		tkFinish := tk.cost.FinishSeconds
+		overlap := (bkS + rawS - rawComplete) / (tk.copySeconds - tkFinish)
+		b.Logf("round %d: the copy finished in %.2fs (last parts, completion, index), the raw PUT's completion took %.2fs; without them the copy is %.2f of the limit",
+			r+1, tkFinish, rawComplete, overlap)
+		overlaps = append(overlaps, overlap)
+		roundStates = append(roundStates, fmt.Sprintf("round %d %.2f (finish %.2fs against the raw PUT's completion %.2fs; %.2f without them): %s",
+			r+1, share, tkFinish, rawComplete, overlap, stateShares(tkTL)))
 		if be.baseBin != "" {
 			bc := base.cost
 			bm, bshare, bcpu := mbps(l.Length, base.copySeconds), (bkS+rawS)/base.copySeconds, bc.CPUSeconds/g
@@ -549,6 +568,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b.Logf("RESULT throughput (median of %d): tierkeeper %.1f MB/s copy, %.1f MB/s whole run; raw multipart %.1f MB/s; bookie read alone %.1f MB/s; Pulsar %.1f MB/s",
 		rounds, stats.Median(tks), stats.Median(tkWalls), stats.Median(raws), stats.Median(bks), stats.Median(pulsars))
 	b.Logf("RESULT co-located limit: copy / (1/(1/read + 1/put)) per round %s (goal >= 0.95 in every round)", fmtList(shares))
+	b.ReportMetric(slices.Min(overlaps), "min-share-without-completion")
 	b.Logf("RESULT where the copy's time went (timeline states, share of the copy): %s", strings.Join(roundStates, "; "))
 	b.Logf("RESULT CPU per GiB (median): tierkeeper copy %.2f s (per round %s; user %s, system %s), Pulsar's JVM %.2f s, ratio %.2f (per round %s; goals <= 0.25 and <= 1 s/GiB); copy allocations %.1f MiB/GiB",
 		stats.Median(tkCPUs), fmtList(tkCPUs), fmtList(tkUsers), fmtList(tkSystems), stats.Median(pulCPUs), stats.Median(cpuRatios), fmtList(cpuRatios), stats.Median(allocs)/(1<<20))
@@ -773,12 +793,13 @@ func rawChild() int {
 			return 1
 		}
 	}
+	fin := time.Now()
 	if _, err := up.Complete(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	secs := time.Since(start).Seconds()
+	secs, complete := time.Since(start).Seconds(), time.Since(fin).Seconds()
 	_ = st.Delete(ctx, key)
-	fmt.Printf(`{"seconds": %f}`+"\n", secs)
+	fmt.Printf(`{"seconds": %f, "completeSeconds": %f}`+"\n", secs, complete)
 	return 0
 }
