@@ -82,7 +82,7 @@ func TestSamplerReadsProcAndMetrics(t *testing.T) {
 	if _, ok := first.Procs["gone"]; ok {
 		t.Error("a process that does not exist has CPU figures")
 	}
-	if !near(first.Machine.Busy, 170) || !near(first.Machine.Total, 1000) {
+	if !near(first.Machine.Busy, 170) || !near(first.Machine.Total, 1000) || !near(first.Machine.Steal, 10) {
 		t.Errorf("machine %+v, want busy 170 s of 1000", first.Machine)
 	}
 	if !near(first.PSI.CPUSome, 2.5) || !near(first.PSI.IOSome, 0.7) || !near(first.PSI.IOFull, 0.1) {
@@ -108,6 +108,7 @@ type step struct {
 	dt, readMB, bookies, add, partSecs, parts float64
 	cores                                     map[string]float64
 	busy                                      float64 // machine busy share (2 cores)
+	steal                                     float64 // of which stolen
 	psiCPU                                    float64 // share of dt
 }
 
@@ -128,7 +129,7 @@ func timeline(steps []step) *Timeline {
 		for p, c := range cur.Procs {
 			n.Procs[p] = CPU{User: c.User + s.cores[p]*s.dt, System: c.System}
 		}
-		n.Machine = MachineCPU{Busy: cur.Machine.Busy + s.busy*2*s.dt, Total: cur.Machine.Total + 2*s.dt}
+		n.Machine = MachineCPU{Busy: cur.Machine.Busy + s.busy*2*s.dt, Total: cur.Machine.Total + 2*s.dt, Steal: cur.Machine.Steal + s.steal*2*s.dt}
 		n.PSI = PSI{CPUSome: cur.PSI.CPUSome + s.psiCPU*s.dt}
 		tl.Samples = append(tl.Samples, n)
 		cur = n
@@ -145,7 +146,7 @@ func TestSummarizeStates(t *testing.T) {
 	fast := step{dt: 0.25, readMB: 50, bookies: 0.05, add: 0.05, partSecs: 0.25, parts: 1, cores: map[string]float64{"offloader": 0.8, "versitygw": 0.8}, busy: 0.9}
 	store := step{dt: 0.25, readMB: 10, add: 0.2, partSecs: 0.5, parts: 2, cores: map[string]float64{"offloader": 0.2, "versitygw": 1.6}, busy: 1, psiCPU: 0.5}
 	bk := step{dt: 0.25, readMB: 20, bookies: 0.2, partSecs: 0.1, parts: 0, cores: map[string]float64{"offloader": 0.1, "versitygw": 0.1}, busy: 0.3}
-	fin := step{dt: 0.2, partSecs: 0.3, parts: 2, cores: map[string]float64{"offloader": 0.1, "versitygw": 1}, busy: 0.6}
+	fin := step{dt: 0.2, partSecs: 0.3, parts: 2, cores: map[string]float64{"offloader": 0.1, "versitygw": 1}, busy: 0.6, steal: 0.1}
 	var steps []step
 	for range 4 {
 		steps = append(steps, fast)
@@ -174,6 +175,9 @@ func TestSummarizeStates(t *testing.T) {
 			t.Errorf("%s: %v s (share %v), want %v s", st.Name, st.Seconds, st.Share, want[st.Name])
 		}
 	}
+	if fs := s.States[len(s.States)-1]; fs.Name != StateFinishing || !near(fs.Steal, 0.1) || !near(fs.MachineBusy, 0.6) {
+		t.Errorf("finishing %+v", fs)
+	}
 	if s.States[0].Seconds < s.States[len(s.States)-1].Seconds {
 		t.Error("states not longest first")
 	}
@@ -199,7 +203,7 @@ func TestSummarizeStates(t *testing.T) {
 		t.Errorf("parts %v", s.Whole.Parts)
 	}
 	text := s.String()
-	for _, w := range []string{"waiting for a free block 34%", "versitygw 1.60", "finishing 0.40s", "Slowest 1.0s (from 1.0s): 40.0 MB/s"} {
+	for _, w := range []string{"waiting for a free block 34%", "versitygw 1.60", "finishing 0.40s", "Slowest 1.0s (from 1.0s): 40.0 MB/s", "machine 60% busy (steal 10%)"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("summary lacks %q:\n%s", w, text)
 		}

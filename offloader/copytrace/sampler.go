@@ -90,10 +90,13 @@ type CPU struct {
 func (c CPU) Seconds() float64 { return c.User + c.System }
 
 // MachineCPU is the machine's CPU seconds so far over every core: Busy is
-// all but idle and iowait, Total includes them.
+// all but idle and iowait, Total includes them; Steal (part of Busy) is
+// the time the hypervisor ran something else on a virtual CPU that had
+// work.
 type MachineCPU struct {
 	Busy  float64 `json:"busy"`
 	Total float64 `json:"total"`
+	Steal float64 `json:"steal"`
 }
 
 // PSI is the machine's pressure stall seconds so far (the "some" lines:
@@ -113,7 +116,7 @@ func ReadMachineCPU(fs procfs.FS) (MachineCPU, error) {
 	}
 	c := st.CPUTotal
 	busy := c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
-	return MachineCPU{Busy: busy, Total: busy + c.Idle + c.Iowait}, nil
+	return MachineCPU{Busy: busy, Total: busy + c.Idle + c.Iowait, Steal: c.Steal}, nil
 }
 
 // ReadPSI reads <fs>/pressure/cpu and <fs>/pressure/io.

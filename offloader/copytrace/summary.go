@@ -84,8 +84,11 @@ type Figures struct {
 	// PSICPU and PSIIO the shares of the stretch some task stalled on CPU
 	// and on I/O.
 	MachineBusy float64 `json:"machineBusy"`
-	PSICPU      float64 `json:"psiCPU"`
-	PSIIO       float64 `json:"psiIO"`
+	// Steal is the share of the machine's CPU time stolen by the
+	// hypervisor (part of MachineBusy).
+	Steal  float64 `json:"steal"`
+	PSICPU float64 `json:"psiCPU"`
+	PSIIO  float64 `json:"psiIO"`
 }
 
 // State is the copy's time in one state.
@@ -197,7 +200,7 @@ func delta(a, b *Sample, key string) float64 { return b.Metrics[key] - a.Metrics
 // figures sums up consecutive or scattered intervals.
 func figures(ivs []interval, procs []string, parts int) Figures {
 	var f Figures
-	var read, bookies, add, busy, psiCPU, psiIO, mBusy, mTotal float64
+	var read, bookies, add, busy, psiCPU, psiIO, mBusy, mTotal, steal float64
 	var full int
 	cores := map[string]float64{}
 	for _, iv := range ivs {
@@ -210,6 +213,7 @@ func figures(ivs []interval, procs []string, parts int) Figures {
 		psiIO += iv.b.PSI.IOSome - iv.a.PSI.IOSome
 		mBusy += iv.b.Machine.Busy - iv.a.Machine.Busy
 		mTotal += iv.b.Machine.Total - iv.a.Machine.Total
+		steal += iv.b.Machine.Steal - iv.a.Machine.Steal
 		for _, p := range procs {
 			ca, oka := iv.a.Procs[p]
 			cb, okb := iv.b.Procs[p]
@@ -232,7 +236,7 @@ func figures(ivs []interval, procs []string, parts int) Figures {
 	}
 	f.PSICPU, f.PSIIO = psiCPU/f.Seconds, psiIO/f.Seconds
 	if mTotal > 0 {
-		f.MachineBusy = mBusy / mTotal
+		f.MachineBusy, f.Steal = mBusy/mTotal, steal/mTotal
 	}
 	if len(cores) > 0 {
 		f.Cores = map[string]float64{}
@@ -307,5 +311,5 @@ func (s Summary) machine(f Figures) string {
 	if len(parts) > 0 {
 		cores = "cores " + strings.Join(parts, ", ") + "; "
 	}
-	return fmt.Sprintf("%smachine %.0f%% busy, PSI cpu %.0f%% io %.0f%%", cores, 100*f.MachineBusy, 100*f.PSICPU, 100*f.PSIIO)
+	return fmt.Sprintf("%smachine %.0f%% busy (steal %.0f%%), PSI cpu %.0f%% io %.0f%%", cores, 100*f.MachineBusy, 100*f.Steal, 100*f.PSICPU, 100*f.PSIIO)
 }

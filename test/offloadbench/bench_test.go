@@ -417,7 +417,7 @@ func cores(s copytrace.Summary) string {
 			parts = append(parts, fmt.Sprintf("%s %.2f", p, c))
 		}
 	}
-	return fmt.Sprintf("cores %s; machine %.0f%% busy, PSI cpu %.0f%% io %.0f%%", strings.Join(parts, ", "), 100*s.Whole.MachineBusy, 100*s.Whole.PSICPU, 100*s.Whole.PSIIO)
+	return fmt.Sprintf("cores %s; machine %.0f%% busy (steal %.0f%%), PSI cpu %.0f%% io %.0f%%", strings.Join(parts, ", "), 100*s.Whole.MachineBusy, 100*s.Whole.Steal, 100*s.Whole.PSICPU, 100*s.Whole.PSIIO)
 }
 
 // pulsar runs Pulsar's own offloader on the ledger (its default 64 MiB
