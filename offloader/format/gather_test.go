@@ -41,7 +41,8 @@ func TestEncoderGatherIsTheCopyingEncodersBytes(t *testing.T) {
 		kept := make([]bool, len(payloads))
 		var blocks []Block
 		var joined []byte
-		enc, err := NewEncoder(l, EncoderOptions{MaxBlockSize: maxBlock, Gather: true}, NewPool(maxBlock, 2), func(_ context.Context, b Block) error {
+		pool := NewPool(maxBlock, 2)
+		enc, err := NewEncoder(l, EncoderOptions{MaxBlockSize: maxBlock, Gather: true}, pool, func(_ context.Context, b Block) error {
 			for id := b.FirstEntryID; id <= b.LastEntryID; id++ {
 				if released[id] != 0 {
 					t.Fatalf("iter %d: entry %d released before its block was", iter, id)
@@ -62,6 +63,7 @@ func TestEncoderGatherIsTheCopyingEncodersBytes(t *testing.T) {
 			joined = append(joined, bs...)
 			blocks = append(blocks, b)
 			b.ReleaseKept()
+			pool.Put(b.Data)
 			return nil
 		})
 		if err != nil {
