@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -211,4 +212,72 @@ func TestForgetAfterResponseReturnsFrame(t *testing.T) {
 	if _, ok := k.pending[cl2.txn]; ok || !cl2.abandoned.Load() {
 		t.Fatal("a pending call was not dropped")
 	}
+}
+
+// Entries kept (Entry.Keep) stay intact while the stream reads on, their
+// buffers reused by nothing until released; released, they are read into
+// again. Keeping an entry after the stream moved on does nothing (its
+// buffer may be another entry's by then), and a stream without
+// ReuseBuffers has nothing to keep.
+func TestStreamKeepHoldsFramesUntilReleased(t *testing.T) {
+	e := newEnv(t, 3, Options{})
+	data := make([][]byte, 120)
+	for i := range data {
+		data[i] = bytes.Repeat([]byte{byte(i)}, 70_000)
+	}
+	l := e.write(bookietest.Ledger{LedgerID: 33, Ensemble: 3, WriteQuorum: 3}, data)
+	type held struct {
+		id      int64
+		payload []byte
+		release func()
+	}
+	var keep []held
+	var stale Entry
+	err := l.ReadRange(context.Background(), 0, -1, StreamOptions{Window: 8, ReuseBuffers: true}, func(en Entry) error {
+		if en.EntryID == 1 {
+			stale = en // kept only after the stream has moved on
+		}
+		if en.EntryID == 2 {
+			if rel := stale.Keep(); rel == nil {
+				t.Error("Keep returned nil")
+			} else {
+				rel() // a no-op: the stale entry's buffer was not lent any more
+			}
+		}
+		if en.EntryID%2 == 0 {
+			keep = append(keep, held{en.EntryID, en.Payload, en.Keep()})
+		}
+		// Hold at most 10 frames, releasing the oldest: the reads go on
+		// into the released ones and the unkept ones.
+		if len(keep) > 10 {
+			h := keep[0]
+			keep = keep[1:]
+			if !bytes.Equal(h.payload, data[h.id]) {
+				return fmt.Errorf("kept entry %d changed while %d later entries were read", h.id, en.EntryID-h.id)
+			}
+			h.release()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range keep {
+		if !bytes.Equal(h.payload, data[h.id]) {
+			t.Fatalf("kept entry %d changed before its release", h.id)
+		}
+		h.release()
+	}
+	if st := e.pool(); st.reused == 0 {
+		t.Errorf("no frame reused: %+v", st)
+	}
+	// Without ReuseBuffers the payloads are the caller's: Keep is a no-op.
+	err = l.ReadRange(context.Background(), 0, 3, StreamOptions{}, func(en Entry) error {
+		en.Keep()()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, l, data, StreamOptions{Window: 8, ReuseBuffers: true})
 }

@@ -31,7 +31,29 @@ type Entry struct {
 	// a checksum that covers a copy of them without hashing them again.
 	PayloadSum digest.PayloadSum
 
-	frame []byte // the response frame Payload aliases
+	frame []byte  // the response frame Payload aliases
+	s     *Stream // the stream that lent it (ReuseBuffers), for Keep
+}
+
+// Keep takes the entry's buffer out of its stream's reuse (StreamOptions.
+// ReuseBuffers): Payload then stays valid after the next Next (or after
+// ReadRange's fn returns) until release is called, which gives the buffer
+// back to the client's frame pool for later reads. Call it before the
+// stream moves on; call release exactly once, when nothing refers to
+// Payload any more. Frames kept add to the memory of the read window:
+// the caller bounds how many it holds. For an entry of a stream without
+// ReuseBuffers, whose Payload is the caller's anyway, release does
+// nothing.
+func (e Entry) Keep() (release func()) {
+	s := e.s
+	if s == nil || len(s.lent) == 0 || len(e.frame) == 0 || &s.lent[0] != &e.frame[0] {
+		// Not lent (or no longer: the stream has moved on).
+		return func() {}
+	}
+	f := s.lent
+	s.lent = nil
+	pool := s.l.c.frames
+	return func() { pool.put(f) }
 }
 
 // Ledger reads one closed ledger. It is safe for concurrent use.

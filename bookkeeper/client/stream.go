@@ -133,9 +133,11 @@ func (s *Stream) Next() (Entry, error) {
 	}
 	e := sl.e
 	if s.reuse {
-		s.lent = e.frame // given back on the next call, delivered or not
+		s.lent = e.frame // given back on the next call, delivered or not (unless kept)
+		e.s = s          // e.frame stays: Keep checks it is the one lent
+	} else {
+		e.frame = nil
 	}
-	e.frame = nil
 	md := s.l.md
 	if s.havePrev && e.Length != s.prevLen+int64(len(e.Payload)) {
 		s.err = fmt.Errorf("%w: ledger %d entry %d has length %d, previous %d + payload %d",

@@ -32,7 +32,7 @@ var (
 	_ Store           = (*limitedStore)(nil)
 	_ Store           = (*limitedListerStore)(nil)
 	_ MultipartLister = (*limitedListerStore)(nil)
-	_ Multipart       = (*limitedMultipart)(nil)
+	_ VectorMultipart = (*limitedMultipart)(nil)
 	_ PartCRC32CUser  = (*limitedStore)(nil)
 )
 
@@ -135,6 +135,19 @@ func (m *limitedMultipart) UploadPart(ctx context.Context, n int, data []byte) e
 		return err
 	}
 	return m.mp.UploadPart(ctx, n, data)
+}
+
+// UploadsVectors answers for the wrapped upload.
+func (m *limitedMultipart) UploadsVectors() bool { return UploadsVectors(m.mp) }
+
+func (m *limitedMultipart) UploadPartVector(ctx context.Context, n int, data [][]byte) error {
+	if err := m.l.WaitRequest(ctx); err != nil {
+		return err
+	}
+	if err := m.l.WaitUpload(ctx, VectorLen(data)); err != nil {
+		return err
+	}
+	return UploadPartVector(ctx, m.mp, n, data)
 }
 
 func (m *limitedMultipart) Complete(ctx context.Context) (Attrs, error) {

@@ -235,6 +235,19 @@ func (p *metricMultipart) UploadPart(ctx context.Context, n int, data []byte) er
 	return err
 }
 
+// UploadsVectors answers for the wrapped upload.
+func (p *metricMultipart) UploadsVectors() bool { return UploadsVectors(p.mp) }
+
+func (p *metricMultipart) UploadPartVector(ctx context.Context, n int, data [][]byte) error {
+	t := p.m.start(OpUploadPart)
+	err := UploadPartVector(ctx, p.mp, n, data)
+	p.m.observe(OpUploadPart, t, err)
+	if err == nil {
+		p.m.uploaded.Add(float64(VectorLen(data)))
+	}
+	return err
+}
+
 func (p *metricMultipart) Complete(ctx context.Context) (Attrs, error) {
 	t := p.m.start(OpCompleteMultipart)
 	a, err := p.mp.Complete(ctx)

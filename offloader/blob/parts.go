@@ -117,17 +117,34 @@ func (p *Parts) fail(err error) {
 // with the first earlier part failure, or when ctx ends or the pipeline
 // was aborted.
 func (p *Parts) Send(ctx context.Context, part int, data []byte, release func()) error {
-	return p.send(ctx, part, data, 0, false, release)
+	return p.send(ctx, part, data, nil, 0, false, release)
 }
 
 // SendSummed is Send for a part whose CRC-32C the caller knows: UploadPart
 // gets it through WithPartCRC32C (a store sending CRC-32C part checksums
 // sends it instead of hashing the part; its server verifies it).
 func (p *Parts) SendSummed(ctx context.Context, part int, data []byte, crc32c uint32, release func()) error {
-	return p.send(ctx, part, data, crc32c, true, release)
+	return p.send(ctx, part, data, nil, crc32c, true, release)
 }
 
-func (p *Parts) send(ctx context.Context, part int, data []byte, crc32c uint32, summed bool, release func()) error {
+// Vectors reports whether the upload takes parts as gather lists
+// (UploadsVectors): SendVector then sends the slices as they are.
+func (p *Parts) Vectors() bool { return UploadsVectors(p.mp) }
+
+// SendVector is Send (summed: SendSummed with crc32c) for a part given as
+// a gather list, the concatenation of data; only for an upload that takes
+// them (Vectors). Every slice must stay unchanged until release is called.
+func (p *Parts) SendVector(ctx context.Context, part int, data [][]byte, crc32c uint32, summed bool, release func()) error {
+	if !p.Vectors() {
+		if release != nil {
+			release()
+		}
+		return fmt.Errorf("upload part %d of %s: %w", part, p.key, errNoVectors)
+	}
+	return p.send(ctx, part, nil, data, crc32c, summed, release)
+}
+
+func (p *Parts) send(ctx context.Context, part int, data []byte, vec [][]byte, crc32c uint32, summed bool, release func()) error {
 	if release == nil {
 		release = func() {}
 	}
@@ -156,12 +173,19 @@ func (p *Parts) send(ctx context.Context, part int, data []byte, crc32c uint32, 
 	go func() {
 		defer p.wg.Done()
 		start := time.Now()
-		err := p.mp.UploadPart(pctx, part, data)
+		var err error
+		size := len(data)
+		if vec != nil {
+			err = UploadPartVector(pctx, p.mp, part, vec)
+			size = int(VectorLen(vec))
+		} else {
+			err = p.mp.UploadPart(pctx, part, data)
+		}
 		took := time.Since(start)
 		release()
 		<-p.sem
 		if p.opts.OnDone != nil {
-			p.opts.OnDone(part, len(data), took, err)
+			p.opts.OnDone(part, size, took, err)
 		}
 		if err != nil {
 			p.fail(fmt.Errorf("upload part %d of %s: %w", part, p.key, err))

@@ -117,6 +117,15 @@ func BlockSize(maxBlockSize int, lastEntryID, firstEntryID, ledgerLength, payloa
 	return maxBlockSize
 }
 
+// gatherPadding is the end padding of gathered blocks (EncoderOptions.
+// Gather): the pattern repeated over 64 KiB, a multiple of its 4 bytes, so
+// a padding of any length is this slice repeated and then cut. Read-only.
+var gatherPadding = func() []byte {
+	b := make([]byte, 64<<10)
+	fillPadding(b)
+	return b
+}()
+
 // fillPadding writes the end padding into b, starting with FE: the
 // pattern once, then doubled by copying what is already written (a block's
 // padding can be most of a megabyte).

@@ -47,6 +47,13 @@ type EncoderOptions struct {
 	// payload or padding is hashed. For stores that do not use a part
 	// CRC-32C (blob.UsesPartCRC32C false: Content-MD5, COS, fs).
 	NoCRC32C bool
+	// Gather leaves the payloads given with AddKept where they are: the
+	// block refers to them (Block.Vector) instead of holding a copy, and
+	// the encoder's own buffer holds only the headers and the payloads of
+	// Add and AddSummed. For a store that sends a part as a gather list
+	// (blob.UploadsVectors): the payloads then go from the bookie frames
+	// they were read into to the socket with no copy of ours.
+	Gather bool
 }
 
 // Block is one encoded data block, handed to the emit function.
@@ -62,7 +69,20 @@ type Block struct {
 	Offset int64
 	// Data is the whole block, header and padding included. The emit
 	// function owns it and must return it to the BufferSource when done.
+	// With EncoderOptions.Gather it holds only the encoder's own bytes
+	// (headers and copied payloads; the block is Vector) and is still
+	// returned to the BufferSource.
 	Data []byte
+	// Vector, with EncoderOptions.Gather, is the whole block as slices:
+	// its bytes are their concatenation (Size bytes). They refer to Data,
+	// the payloads given with AddKept and a shared read-only padding
+	// pattern; the emit function must call ReleaseKept once the block has
+	// been consumed (or given up), after which the kept payloads may be
+	// reused. Nil without Gather.
+	Vector [][]byte
+	// Size is the block's length in bytes (len(Data) without Gather).
+	Size int
+	kept []func() // releases of the payloads the block refers to
 	// PayloadBytes is the sum of the payload sizes in the block.
 	PayloadBytes int64
 	// CRC32C is the CRC-32C of Data: the block header, record headers and
@@ -72,6 +92,28 @@ type Block struct {
 	// verifies it (S3's x-amz-checksum-crc32c) thus also checks the copy.
 	// Zero with EncoderOptions.NoCRC32C.
 	CRC32C uint32
+}
+
+// ReleaseKept calls the releases of the payloads given with AddKept that
+// the block refers to (Gather). Call it exactly once per block, after the
+// block's bytes have been sent or when giving them up.
+func (b Block) ReleaseKept() {
+	for _, f := range b.kept {
+		f()
+	}
+}
+
+// Bytes returns the block's bytes in one slice: Data without Gather, else
+// a copy joined from Vector. For tests and tools.
+func (b Block) Bytes() []byte {
+	if b.Vector == nil {
+		return b.Data
+	}
+	out := make([]byte, 0, b.Size)
+	for _, v := range b.Vector {
+		out = append(out, v...)
+	}
+	return out
 }
 
 // Layout is the result of encoding a ledger: where the blocks are.
@@ -100,11 +142,13 @@ type Encoder struct {
 	ledger   Ledger
 	maxBlock int
 	crc      bool // compute Block.CRC32C (not NoCRC32C)
+	gather   bool // EncoderOptions.Gather
 	bufs     BufferSource
 	emit     func(context.Context, Block) error
 
 	cur     Block // cur.Data == nil: no block open
-	pos     int
+	pos     int   // bytes of the block written (cur.Size when full)
+	segs    []seg // Gather: the open block's pieces, in order
 	next    int64
 	written int64
 	offset  int64
@@ -133,7 +177,14 @@ func NewEncoder(l Ledger, opts EncoderOptions, bufs BufferSource, emit func(cont
 	if emit == nil {
 		return nil, errors.New("format: NewEncoder needs an emit function")
 	}
-	return &Encoder{ledger: l, maxBlock: maxBlock, crc: !opts.NoCRC32C, bufs: bufs, emit: emit}, nil
+	return &Encoder{ledger: l, maxBlock: maxBlock, crc: !opts.NoCRC32C, gather: opts.Gather, bufs: bufs, emit: emit}, nil
+}
+
+// seg is a piece of a gathered block: n bytes of the encoder's own buffer
+// at off, or ref (a kept payload or padding).
+type seg struct {
+	off, n int
+	ref    []byte
 }
 
 // MaxPayload is the largest entry payload the encoder accepts.
@@ -143,7 +194,7 @@ func (e *Encoder) MaxPayload() int { return e.maxBlock - BlockHeaderSize - Recor
 // The payload is copied; the caller may reuse it when Add returns. Add may
 // block in the BufferSource waiting for a free block buffer.
 func (e *Encoder) Add(ctx context.Context, entryID int64, payload []byte) error {
-	return e.add(ctx, entryID, payload, 0, false)
+	return e.add(ctx, entryID, payload, 0, false, nil)
 }
 
 // AddSummed is Add for a payload whose CRC-32C the caller knows (from the
@@ -151,10 +202,33 @@ func (e *Encoder) Add(ctx context.Context, entryID int64, payload []byte) error 
 // of hashing the copied payload again. A wrong crc gives a block whose
 // CRC32C is not that of its bytes, which a store verifying it refuses.
 func (e *Encoder) AddSummed(ctx context.Context, entryID int64, payload []byte, crc uint32) error {
-	return e.add(ctx, entryID, payload, crc, true)
+	return e.add(ctx, entryID, payload, crc, true, nil)
 }
 
-func (e *Encoder) add(ctx context.Context, entryID int64, payload []byte, crc uint32, summed bool) error {
+// AddKept is AddSummed for a payload that stays where it is until release
+// is called: with EncoderOptions.Gather the block refers to it instead of
+// copying it, and release is called once the block has been consumed
+// (Block.ReleaseKept) or dropped (Abort, an error); without Gather it is
+// copied and release called before AddKept returns. release is called
+// exactly once in every case, errors included.
+func (e *Encoder) AddKept(ctx context.Context, entryID int64, payload []byte, crc uint32, release func()) error {
+	if !e.gather {
+		err := e.add(ctx, entryID, payload, crc, true, nil)
+		release()
+		return err
+	}
+	return e.add(ctx, entryID, payload, crc, true, release)
+}
+
+func (e *Encoder) add(ctx context.Context, entryID int64, payload []byte, crc uint32, summed bool, release func()) (err error) {
+	if release != nil {
+		// Until the block holds it, an error gives the payload back here.
+		defer func() {
+			if release != nil {
+				release()
+			}
+		}()
+	}
 	if e.err != nil {
 		return e.err
 	}
@@ -172,38 +246,49 @@ func (e *Encoder) add(ctx context.Context, entryID int64, payload []byte, crc ui
 		return e.fail(fmt.Errorf("%w: entry %d brings the payload to %d bytes, ledger length is %d", ErrLengthMismatch, entryID, e.written+int64(len(payload)), e.ledger.Length))
 	}
 	rec := RecordHeaderSize + len(payload)
-	if e.cur.Data != nil && e.pos+rec > len(e.cur.Data) {
+	if e.cur.Data != nil && e.pos+rec > e.cur.Size {
 		if err := e.flush(ctx); err != nil {
 			return e.fail(err)
 		}
 	}
 	if e.cur.Data == nil {
-		size := BlockSize(e.maxBlock, e.ledger.LastEntryID, entryID, e.ledger.Length, e.written)
-		buf, err := e.bufs.Get(ctx, size)
-		if err != nil {
-			return e.fail(fmt.Errorf("format: block buffer: %w", err))
+		if err := e.open(ctx, entryID); err != nil {
+			return e.fail(err)
 		}
-		putBlockHeader(buf, size, entryID)
-		e.cur = Block{PartNumber: len(e.blocks) + 1, FirstEntryID: entryID, Offset: e.offset, Data: buf}
-		if e.crc {
-			e.cur.CRC32C = crc32c.Checksum(buf[:BlockHeaderSize])
-		}
-		e.pos = BlockHeaderSize
-		if e.pos+rec > size {
+		if e.pos+rec > e.cur.Size {
 			// Only reachable if the declared length is wrong.
-			return e.fail(fmt.Errorf("%w: entry %d (%d bytes) does not fit the %d-byte block sized from the ledger length", ErrLengthMismatch, entryID, len(payload), size))
+			return e.fail(fmt.Errorf("%w: entry %d (%d bytes) does not fit the %d-byte block sized from the ledger length", ErrLengthMismatch, entryID, len(payload), e.cur.Size))
 		}
 	}
-	b := e.cur.Data[e.pos:]
-	binary.BigEndian.PutUint32(b, uint32(len(payload)))
-	binary.BigEndian.PutUint64(b[4:], uint64(entryID))
-	copy(b[RecordHeaderSize:], payload)
+	var hdr []byte
+	if e.gather {
+		// The record header in the own buffer; the payload copied after
+		// it, or referred to when kept.
+		own := len(e.cur.Data)
+		if release != nil {
+			e.cur.Data = e.grow(RecordHeaderSize)
+			e.addOwn(own, RecordHeaderSize)
+			e.segs = append(e.segs, seg{ref: payload})
+			e.cur.kept = append(e.cur.kept, release)
+			release = nil // the block holds it now
+		} else {
+			e.cur.Data = e.grow(rec)
+			copy(e.cur.Data[own+RecordHeaderSize:], payload)
+			e.addOwn(own, rec)
+		}
+		hdr = e.cur.Data[own:]
+	} else {
+		hdr = e.cur.Data[e.pos:]
+		copy(hdr[RecordHeaderSize:], payload)
+	}
+	binary.BigEndian.PutUint32(hdr, uint32(len(payload)))
+	binary.BigEndian.PutUint64(hdr[4:], uint64(entryID))
 	if e.crc {
-		e.cur.CRC32C = crc32c.Update(e.cur.CRC32C, b[:RecordHeaderSize])
+		e.cur.CRC32C = crc32c.Update(e.cur.CRC32C, hdr[:RecordHeaderSize])
 		if summed {
 			e.cur.CRC32C = crc32c.Combine(e.cur.CRC32C, crc, int64(len(payload)))
 		} else {
-			e.cur.CRC32C = crc32c.Update(e.cur.CRC32C, b[RecordHeaderSize:rec])
+			e.cur.CRC32C = crc32c.Update(e.cur.CRC32C, payload)
 		}
 	}
 	e.pos += rec
@@ -211,12 +296,63 @@ func (e *Encoder) add(ctx context.Context, entryID int64, payload []byte, crc ui
 	e.cur.PayloadBytes += int64(len(payload))
 	e.written += int64(len(payload))
 	e.next++
-	if e.pos == len(e.cur.Data) {
+	if e.pos == e.cur.Size {
 		if err := e.flush(ctx); err != nil {
 			return e.fail(err)
 		}
 	}
 	return nil
+}
+
+// open starts the block whose first entry is entryID: its buffer (with
+// Gather, an empty one that grows with the own bytes) and header.
+func (e *Encoder) open(ctx context.Context, entryID int64) error {
+	size := BlockSize(e.maxBlock, e.ledger.LastEntryID, entryID, e.ledger.Length, e.written)
+	want := size
+	if e.gather {
+		// The slot alone (a buffer the pool has free is used as it is).
+		want = 0
+	}
+	buf, err := e.bufs.Get(ctx, want)
+	if err != nil {
+		return fmt.Errorf("format: block buffer: %w", err)
+	}
+	e.cur = Block{PartNumber: len(e.blocks) + 1, FirstEntryID: entryID, Offset: e.offset, Data: buf, Size: size}
+	if e.gather {
+		e.segs = e.segs[:0]
+		e.cur.Data = e.grow(BlockHeaderSize)
+		e.addOwn(0, BlockHeaderSize)
+	}
+	putBlockHeader(e.cur.Data, size, entryID)
+	if e.crc {
+		e.cur.CRC32C = crc32c.Checksum(e.cur.Data[:BlockHeaderSize])
+	}
+	e.pos = BlockHeaderSize
+	return nil
+}
+
+// grow extends the open block's own buffer by n bytes (Gather), moving it
+// to a larger array when full: doubling, at most to the block size (the
+// own bytes never exceed it).
+func (e *Encoder) grow(n int) []byte {
+	b := e.cur.Data
+	if need := len(b) + n; need > cap(b) {
+		c := min(max(2*cap(b), need, 4<<10), max(e.cur.Size, need))
+		nb := make([]byte, len(b), c)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}
+
+// addOwn appends n own bytes at off to the open block's pieces, merged
+// with the piece before when that is own bytes ending at off.
+func (e *Encoder) addOwn(off, n int) {
+	if k := len(e.segs) - 1; k >= 0 && e.segs[k].ref == nil && e.segs[k].off+e.segs[k].n == off {
+		e.segs[k].n += n
+		return
+	}
+	e.segs = append(e.segs, seg{off: off, n: n})
 }
 
 // Finish emits the last block and returns the layout. It fails if entries
@@ -255,6 +391,7 @@ func (e *Encoder) Abort() {
 func (e *Encoder) release() {
 	if e.cur.Data != nil {
 		e.bufs.Put(e.cur.Data)
+		e.cur.ReleaseKept()
 		e.cur = Block{}
 	}
 }
@@ -268,13 +405,32 @@ func (e *Encoder) fail(err error) error {
 // flush pads the current block and hands it to emit.
 func (e *Encoder) flush(ctx context.Context) error {
 	blk := e.cur
-	fillPadding(blk.Data[e.pos:])
-	if e.crc {
-		blk.CRC32C = crc32c.Update(blk.CRC32C, blk.Data[e.pos:])
+	if e.gather {
+		for n := blk.Size - e.pos; n > 0; {
+			p := gatherPadding[:min(n, len(gatherPadding))]
+			e.segs = append(e.segs, seg{ref: p})
+			if e.crc {
+				blk.CRC32C = crc32c.Update(blk.CRC32C, p)
+			}
+			n -= len(p)
+		}
+		blk.Vector = make([][]byte, len(e.segs))
+		for i, sg := range e.segs {
+			if sg.ref != nil {
+				blk.Vector[i] = sg.ref
+			} else {
+				blk.Vector[i] = blk.Data[sg.off : sg.off+sg.n : sg.off+sg.n]
+			}
+		}
+	} else {
+		fillPadding(blk.Data[e.pos:])
+		if e.crc {
+			blk.CRC32C = crc32c.Update(blk.CRC32C, blk.Data[e.pos:])
+		}
 	}
 	e.cur = Block{}
 	e.blocks = append(e.blocks, IndexEntry{FirstEntryID: blk.FirstEntryID, PartID: int32(blk.PartNumber), Offset: blk.Offset})
-	e.offset += int64(len(blk.Data))
+	e.offset += int64(blk.Size)
 	if err := e.emit(ctx, blk); err != nil {
 		return fmt.Errorf("format: block %d: %w", blk.PartNumber, err)
 	}

@@ -108,11 +108,17 @@ func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.L
 		st.ReadWait += got.Sub(last)
 		p.m.bookies.Add(got.Sub(last).Seconds())
 		dg.add(e.EntryID, e.Payload, e.PayloadSum)
-		if e.PayloadSum.OK {
+		switch {
+		case e.PayloadSum.OK && sess.Gathers():
+			// The part refers to the payload in its bookie frame, which
+			// the stream then does not reuse until the part is uploaded:
+			// no copy into a block buffer.
+			addErr = sess.AddKept(ctx, e.EntryID, e.Payload, e.PayloadSum.CRC32C, e.Keep())
+		case e.PayloadSum.OK:
 			// The bookie's CRC, checked against its digest: the part's
 			// CRC-32C is combined from it and the store verifies it.
 			addErr = sess.AddSummed(ctx, e.EntryID, e.Payload, e.PayloadSum.CRC32C)
-		} else {
+		default:
 			addErr = sess.Add(ctx, e.EntryID, e.Payload)
 		}
 		last = time.Now()

@@ -185,6 +185,7 @@ type Session struct {
 	pool   *format.Pool
 	single bool
 	crc    bool        // multipart to a store that uses part CRC-32Cs: blocks carry one
+	gather bool        // multipart to a store taking gather lists: AddKept payloads are not copied
 	parts  *blob.Parts // multipart: the pipeline the blocks go through
 	log    *slog.Logger
 
@@ -222,7 +223,8 @@ func (u *Uploader) Begin(ctx context.Context, req Request) (*Session, error) {
 	// Block CRCs only for parts of a store that sends or checks them (a
 	// single PUT carries none: the store checksums the body itself).
 	s.crc = !s.single && blob.UsesPartCRC32C(u.store)
-	enc, err := format.NewEncoder(l, format.EncoderOptions{MaxBlockSize: o.MaxBlockSize, NoCRC32C: !s.crc}, s.pool, s.emit)
+	eo := format.EncoderOptions{MaxBlockSize: o.MaxBlockSize, NoCRC32C: !s.crc}
+	enc, err := format.NewEncoder(l, eo, s.pool, s.emit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
@@ -254,6 +256,16 @@ func (u *Uploader) Begin(ctx context.Context, req Request) (*Session, error) {
 		s.parts = parts
 		s.res.Multipart = true
 		s.log.Debug("multipart upload created", "key", s.res.DataKey, "upload_id", parts.UploadID())
+		if parts.Vectors() {
+			// The store takes gather lists: the same encoder, gathering
+			// (the options were checked above; it has not started).
+			eo.Gather = true
+			if s.enc, err = format.NewEncoder(l, eo, s.pool, s.emit); err != nil {
+				_ = parts.Abort(ctx)
+				return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+			}
+			s.gather = true
+		}
 	}
 	return s, nil
 }
@@ -302,6 +314,26 @@ func (s *Session) AddSummed(ctx context.Context, entryID int64, payload []byte, 
 	return s.added(ctx, s.enc.AddSummed(ctx, entryID, payload, crc32c))
 }
 
+// AddKept is AddSummed for a payload that stays valid until release is
+// called (a bookie frame taken from the stream, client.Entry.Keep): when
+// the session gathers (Gathers), the part refers to it instead of a copy
+// and release is called once the part has been uploaded or given up;
+// otherwise it is copied and released at once. release is called exactly
+// once in every case.
+func (s *Session) AddKept(ctx context.Context, entryID int64, payload []byte, crc32c uint32, release func()) error {
+	if s.done {
+		release()
+		return ErrSessionDone
+	}
+	return s.added(ctx, s.enc.AddKept(ctx, entryID, payload, crc32c, release))
+}
+
+// Gathers reports whether the parts are sent as gather lists (a
+// multipart upload to a store that takes them, blob.UploadsVectors):
+// payloads given with AddKept are then held, not copied, until their part
+// is uploaded.
+func (s *Session) Gathers() bool { return s.gather }
+
 // added ends an Add: the encoder's error, else a part's, aborts the
 // session.
 func (s *Session) added(ctx context.Context, err error) error {
@@ -333,6 +365,12 @@ func (s *Session) emit(ctx context.Context, blk format.Block) error {
 	if s.single {
 		s.held = &blk
 		return nil
+	}
+	if blk.Vector != nil {
+		return s.parts.SendVector(ctx, blk.PartNumber, blk.Vector, blk.CRC32C, s.crc, func() {
+			s.pool.Put(blk.Data)
+			blk.ReleaseKept()
+		})
 	}
 	release := func() { s.pool.Put(blk.Data) }
 	if !s.crc {

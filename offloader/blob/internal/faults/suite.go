@@ -51,6 +51,64 @@ func Common(t *testing.T, setup Setup, attempts int) {
 		blobtest.AssertStored(t, s, "k", data)
 	})
 
+	t.Run("VectorPartsAreVerifiedAndResentWhole", func(t *testing.T) {
+		// Parts given as gather lists (blob.VectorMultipart, as an
+		// offload's blocks are sent from the bookie frames): part 1's first
+		// attempt is corrupted on the way (the server refuses it), part 2's
+		// first attempt is read whole and answered with a 500; both are
+		// retried from their first byte and the object is exactly the
+		// concatenation. With every attempt of part 1 corrupted the upload
+		// fails and leaves nothing.
+		s, p := setup(t)
+		data := RandBytes(2*blob.MinPartSize + 10)
+		upload := func(key string) error {
+			mp, err := s.CreateMultipart(Context(t), key, blob.PutOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !blob.UploadsVectors(mp) {
+				t.Fatalf("%T does not take gather lists", mp)
+			}
+			for n, off := 1, 0; off < len(data); n, off = n+1, off+blob.MinPartSize {
+				part := data[off:min(off+blob.MinPartSize, len(data))]
+				// Odd slices: a header-like 128, a record header, the bulk, 1 byte.
+				var vec [][]byte
+				for _, cut := range []int{128, 12, len(part) - 128 - 12 - 1} {
+					if cut > 0 && cut < len(part) {
+						vec = append(vec, part[:cut])
+						part = part[cut:]
+					}
+				}
+				vec = append(vec, part)
+				if err := blob.UploadPartVector(Context(t), mp, n, vec); err != nil {
+					_ = mp.Abort(Context(t))
+					return err
+				}
+			}
+			if _, err := mp.Complete(Context(t)); err != nil {
+				_ = mp.Abort(Context(t))
+				return err
+			}
+			return nil
+		}
+		p.Add(Rule{Match: And(UploadPart, func(r *http.Request) bool { return r.URL.Query().Get("partNumber") == "1" }), Times: 1, Kind: CorruptRequestBody})
+		p.Add(Rule{Match: And(UploadPart, func(r *http.Request) bool { return r.URL.Query().Get("partNumber") == "2" }), Times: 1, Kind: Status, Status: 500, Code: "InternalError"})
+		if err := upload("vec"); err != nil {
+			t.Fatalf("vector upload with a corrupted and a failed attempt: %v", err)
+		}
+		blobtest.AssertStored(t, s, "vec", data)
+		if n := p.Count(func(r Request) bool { return r.Method == "PUT" && r.Query.Has("partNumber") }); n != 5 {
+			t.Errorf("part requests = %d, want 3 parts + 2 resends", n)
+		}
+		p.Reset()
+		p.Add(Rule{Match: UploadPart, Kind: CorruptRequestBody})
+		if err := upload("vec-bad"); !errors.Is(err, blob.ErrBadDigest) {
+			t.Errorf("vector upload with every part corrupted: %v, want ErrBadDigest", err)
+		}
+		blobtest.AssertAbsentOrEqual(t, s, "vec-bad", nil)
+		assertNoUploads(t, s, "vec-bad")
+	})
+
 	t.Run("500OnEveryPartAbortsCleanly", func(t *testing.T) {
 		s, p := setup(t)
 		p.Add(Rule{Match: UploadPart, Kind: Status, Status: 500, Code: "InternalError"})
