@@ -894,13 +894,18 @@ type probed struct {
 	rate, burst float64
 }
 
-// probeFigures returns the probe figures of disk i.
+// probeFigures returns the probe figures of disk i: its rate past the
+// knee (probePastKnee) when it has one, else its measured rate.
 func probeFigures(probe map[int]diskbench.Result, i int) probed {
 	r, ok := probe[i]
 	if !ok {
 		return probed{}
 	}
-	return probed{rate: r.BytesPerSec, burst: burstOf(r)}
+	rate := r.BytesPerSec
+	if v, ok := probePastKnee(Disk{ProbeResults: []diskbench.Result{r}}); ok && v > 0 {
+		rate = v
+	}
+	return probed{rate: rate, burst: burstOf(r)}
 }
 
 // measureFor is every run's measured time after the probes: budget/80,
