@@ -25,7 +25,8 @@ import (
 const (
 	// DefaultBenchTime bounds the whole benchmark: each disk's probe runs
 	// past its caches, then every decisive point is measured exactly
-	// DefaultRounds times (the measurement shortened to fit).
+	// DefaultRounds times for budget/80 (measureFor; shorter only when the
+	// rounds do not fit).
 	DefaultBenchTime = 2 * time.Minute
 	// DefaultBenchBytes bounds the bytes written in total: the time budget
 	// binds first on most disks (a virtual disk with a fast host cache
@@ -929,18 +930,19 @@ const burstFactor = 2.0
 // to fall below burstFactor × the sustained rate: 4 × the fixed warm-up
 // (6 s at the default budget; the probe saw this VM's host cache burst
 // for about 5 s when it was full, and the entry-log rounds follow the
-// probe, which emptied it). A warm-up that reaches it is not settled and
-// its round shows as measured in a burst (inBurst).
+// probe, which emptied it). A warm-up that reaches it is not settled
+// (diskbench warns that the figure may include a burst).
 func burstCap(w time.Duration) time.Duration { return 4 * w }
 
 // laterWarm is the fixed warm-up of every run after the probes: the probe
-// warmed each disk past its burst region (page cache, a virtual disk's
-// host cache, an SSD's fast region) and the runs follow each other within
-// a second, so a later run only needs its own files and queues to fill:
-// budget/80, 1.5–5 s (1.5 s at the default budget: with 2 s, three fixed
-// rounds of the essential points did not fit 2 minutes on this project's
-// VM). A run that still starts in a burst shows as a round out of line,
-// which the paired intervals count as noise.
+// warmed each disk past its burst (page cache, a virtual disk's host
+// cache, an SSD's fast region) and the runs of a block follow each other
+// within a second, so a later run only needs its own files and queues to
+// fill: budget/80, 1.5–5 s (1.5 s at the default budget: with 2 s, three
+// fixed rounds of the essential points did not fit 2 minutes on this
+// project's VM). An entry-log round goes on past it while its rate is a
+// burst's (burstFactor); a run that still starts in a burst shows as a
+// round out of line, which the paired intervals count as noise.
 func (p *PreparedBench) laterWarm() time.Duration {
 	return min(max(p.o.TimeBudget/80, 1500*time.Millisecond), 5*time.Second)
 }

@@ -206,3 +206,15 @@ func TestSettlerNoKnee(t *testing.T) {
 		t.Errorf("a knee at second 4: settled at second %d, want 7 (two windows past it)", got)
 	}
 }
+
+// TestSettlerPastTheKnee: once the rate has fallen, the two windows must
+// lie past the fall. On this project's VM a probe's windows 369, 436 |
+// 503, 268 MB/s (medians 402 and 385) "settled" at its knee, and its
+// measured window caught the burst again (470, 235).
+func TestSettlerPastTheKnee(t *testing.T) {
+	rates := []float64{369e6, 436e6, 503e6, 268e6, 240e6, 235e6, 238e6, 246e6, 240e6}
+	s := Settle{MinWarmup: 2 * time.Second, Window: 2, Tolerance: 0.1}
+	if got := settleAt(s, rates); got != 7 {
+		t.Errorf("settled at second %d, want 7 (two windows from the knee at second 4)", got)
+	}
+}
