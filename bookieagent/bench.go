@@ -25,7 +25,8 @@ import (
 const (
 	// DefaultBenchTime bounds the whole benchmark: each disk's probe runs
 	// past its caches, then every decisive point is measured exactly
-	// DefaultRounds times (the measurement shortened to fit).
+	// DefaultRounds times for budget/80 (measureFor; shorter only when the
+	// rounds do not fit).
 	DefaultBenchTime = 2 * time.Minute
 	// DefaultBenchBytes bounds the bytes written in total: the time budget
 	// binds first on most disks (a virtual disk with a fast host cache
@@ -346,9 +347,6 @@ type benchPoint struct {
 	// probe's first seconds; warm the warm-up (fixed after the probe).
 	rate, burst float64
 	warm        time.Duration
-	// minBytes (entry logs) must be written before a later run's warm-up
-	// may end: the probe's burst region again (burstRegion).
-	minBytes int64
 }
 
 // runs is how often the point runs (its probe included) under the rounds
@@ -373,12 +371,10 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 	if pt.kind == kindRandRead {
 		return time.Second + m + runOverhead + time.Duration(randReadFile/150_000_000)*time.Second
 	}
-	// The warm-up that must write minBytes writes it at the sustained
-	// rate: the probe's burst is what the host cache gave once, and
-	// planning with it let the plan promise rounds the budget did not
-	// hold.
-	if pt.minBytes > 0 && pt.rate > 0 {
-		w = min(2*w, max(w, time.Duration(float64(pt.minBytes)/pt.rate*float64(time.Second))))
+	if pt.kind == kindEntryLog && pt.rate > 0 {
+		// The warm-up watched for a burst ends on a whole second of
+		// samples, two at least (diskbench.Settle, Window 1).
+		w = max(2*time.Second, (w+time.Second-1)/time.Second*time.Second)
 	}
 	return w + m + runOverhead
 }
@@ -389,10 +385,9 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 // by its share has not run past the burst.
 func (pt benchPoint) share(m, warmCap time.Duration) int64 {
 	b := int64(2.5 * float64(pt.bytes(m)))
-	b = max(b, int64(max(pt.burst, pt.rate)*warmCap.Seconds()+1.5*pt.rate*m.Seconds()))
-	// A warm-up that must write minBytes may spend 60% of the share
-	// (diskbench.Settle's MaxShare).
-	b = max(b, int64(float64(pt.minBytes)/diskbench.DefaultSettleMaxShare+2*pt.rate*m.Seconds()))
+	// An entry-log warm-up that runs on past a burst (burstCap) may spend
+	// 60% of the share (diskbench.Settle's MaxShare).
+	b = max(b, int64((max(pt.burst, pt.rate)*warmCap.Seconds()/diskbench.DefaultSettleMaxShare)+1.5*pt.rate*m.Seconds()))
 	return max(minRunBytes, b)
 }
 
@@ -441,8 +436,7 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 		case RoleLedger:
 			pf := probeFigures(probe, i)
 			e := func(name string, tier, writers int, bs int64) benchPoint {
-				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: pf.rate, burst: pf.burst, warm: p.laterWarm(),
-					minBytes: pf.minBytes}
+				return benchPoint{name: label(name), disk: i, kind: kindEntryLog, tier: tier, writers: writers, blockSize: bs, rate: pf.rate, burst: pf.burst, warm: p.laterWarm()}
 			}
 			pr := e("entry log 1 writer × 1MiB writes", 1, 1, MiB)
 			pr.probe = true
@@ -464,7 +458,7 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 			if j.Role == RoleJournal && l.Role == RoleLedger && sameDevice(j.Disk, l.Disk) {
 				pf := probeFigures(probe, k)
 				out = append(out, benchPoint{name: fmt.Sprintf("journal %s + ledger %s (shared device %s): 1 journal and 1 entry-log writer at once", j.Disk.Dir, l.Disk.Dir, j.Disk.Device.Disk),
-					disk: i, disk2: k, kind: kindMixed, tier: 1, maxRuns: mixedRuns, writers: 1, blockSize: MiB, rate: pf.rate, burst: pf.burst, warm: p.laterWarm(), minBytes: pf.minBytes})
+					disk: i, disk2: k, kind: kindMixed, tier: 1, maxRuns: mixedRuns, writers: 1, blockSize: MiB, rate: pf.rate, burst: pf.burst, warm: p.laterWarm()})
 			}
 		}
 	}
@@ -502,10 +496,11 @@ type BenchResult struct {
 }
 
 // fitPlan chooses the measurement time and the rounds per tier that fit
-// what is left of the budgets less planReserve of the time, preferring (in
-// order) the essential points' full rounds — down to the shortest
-// measurement before fewer rounds —, a measurement of at least 5 s, then
-// more tiers.
+// what is left of the budgets less planReserve of the time. The
+// measurement is fixed by the budget (measureFor), so every run of one
+// budget decides on rounds of the same length: with it, the most tiers
+// that fit; only when even the essential points' full rounds do not fit,
+// shorter measurements down to minMeasure, then fewer rounds.
 func (p *PreparedBench) fitPlan(pts []benchPoint, timeLeft time.Duration, bytesLeft int64) (time.Duration, map[int]int, bool) {
 	R := p.o.Rounds
 	timeLeft -= time.Duration(planReserve * float64(timeLeft))
@@ -513,17 +508,24 @@ func (p *PreparedBench) fitPlan(pts []benchPoint, timeLeft time.Duration, bytesL
 		rounds map[int]int
 		ms     []time.Duration
 	}
+	fixed := p.measureFor()
 	s := time.Second
+	var shorter []time.Duration
+	for _, m := range []time.Duration{5 * s, 4 * s, 3 * s, 2500 * time.Millisecond, 2 * s, 1500 * time.Millisecond, 1250 * time.Millisecond, minMeasure} {
+		if m < fixed {
+			shorter = append(shorter, m)
+		}
+	}
 	cands := []cand{
-		{map[int]int{1: R, 2: R, 3: 1}, []time.Duration{10 * s, 8 * s, 6 * s, 5 * s}},
-		{map[int]int{1: R, 2: R}, []time.Duration{8 * s, 6 * s, 5 * s}},
-		{map[int]int{1: R, 2: 1}, []time.Duration{6 * s, 5 * s, 4 * s}},
-		{map[int]int{1: R}, []time.Duration{5 * s, 4 * s, 3 * s, 2500 * time.Millisecond, 2 * s, 1500 * time.Millisecond, 1250 * time.Millisecond, minMeasure}},
+		{map[int]int{1: R, 2: R, 3: 1}, []time.Duration{fixed}},
+		{map[int]int{1: R, 2: R}, []time.Duration{fixed}},
+		{map[int]int{1: R, 2: 1}, []time.Duration{fixed}},
+		{map[int]int{1: R}, append([]time.Duration{fixed}, shorter...)},
 		// Fewer rounds only when even the shortest measurement does not
 		// hold them: first the fewest a count may move on, then 2.
-		{map[int]int{1: min(R, MinMoveRounds)}, []time.Duration{4 * s, 3 * s, 2 * s, 1500 * time.Millisecond, minMeasure}},
-		{map[int]int{1: min(R, 2)}, []time.Duration{4 * s, 3 * s, 2 * s}},
-		{map[int]int{1: 1}, []time.Duration{3 * s, 2 * s, 1500 * time.Millisecond, minMeasure}},
+		{map[int]int{1: min(R, MinMoveRounds)}, []time.Duration{fixed, minMeasure}},
+		{map[int]int{1: min(R, 2)}, []time.Duration{fixed, minMeasure}},
+		{map[int]int{1: 1}, []time.Duration{fixed, minMeasure}},
 	}
 	for _, c := range cands {
 		for _, m := range c.ms {
@@ -603,7 +605,11 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 		} else if rounds > 1 {
 			name = fmt.Sprintf("%s, round %d/%d", pt.name, round, rounds)
 		}
-		share := pt.share(m, warmCap)
+		wc := warmCap
+		if pt.kind == kindEntryLog && !pt.probe && pt.rate > 0 {
+			wc = burstCap(warmCap)
+		}
+		share := pt.share(m, wc)
 		if pt.probe {
 			// Nothing is known yet: up to an eighth of the budget per disk.
 			share = max(share, p.o.MaxBytes/int64(8*len(p.Disks)))
@@ -705,24 +711,15 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	}
 	p.o.Logger.Debug("bench plan", "measure", m, "rounds", rounds, "dropped", len(res.Plan.Dropped))
 
-	// 3. Rounds, interleaved: every benchPoint of round r before round
-	// r+1, each point its planned rounds and no more or fewer (the probed
-	// points too: their probes are no round).
-	planned := 0
-	for _, n := range rounds {
-		planned = max(planned, n)
-	}
+	// 3. Rounds, interleaved within each block (schedule), each point its
+	// planned rounds and no more or fewer (the probed points too: their
+	// probes are no round).
 	warmCap := p.laterWarm()
-	for r := 1; r <= planned; r++ {
-		for _, pt := range pts {
-			n := pt.runs(rounds)
-			if r > n {
-				continue
-			}
-			pt.probe = false
-			if err := run(pt, m, warmCap, r, n); err != nil {
-				return res, err
-			}
+	for _, sr := range schedule(pts, rounds) {
+		pt := sr.pt
+		pt.probe = false
+		if err := run(pt, m, warmCap, sr.round, sr.of); err != nil {
+			return res, err
 		}
 	}
 	for _, d := range p.Disks {
@@ -734,6 +731,51 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// scheduled is one run of the plan: round of a point's of rounds.
+type scheduled struct {
+	pt        benchPoint
+	round, of int
+}
+
+// schedule orders the runs after the probes in blocks: first every
+// entry-log point and the shared-device point, then the journal points,
+// then the random reads; within a block the rounds interleave (every
+// point of round r before round r + 1), so slow drift hits all candidates
+// of a comparison alike — every comparison (journal counts, entry-log
+// writers and sizes) lies within one block. The entry-log block comes
+// right after the entry-log probe, which wrote the disk past its burst:
+// on this project's VM the host cache refills while journals run, and
+// with the journals between the entry-log rounds every 1-writer round of
+// two of three runs measured the cache (807–1121 MB/s, fio 256–328).
+func schedule(pts []benchPoint, rounds map[int]int) []scheduled {
+	block := func(pt benchPoint) int {
+		switch pt.kind {
+		case kindEntryLog, kindMixed:
+			return 0
+		case kindJournal:
+			return 1
+		}
+		return 2
+	}
+	var out []scheduled
+	for b := range 3 {
+		planned := 0
+		for _, pt := range pts {
+			if block(pt) == b {
+				planned = max(planned, pt.runs(rounds))
+			}
+		}
+		for r := 1; r <= planned; r++ {
+			for _, pt := range pts {
+				if n := pt.runs(rounds); block(pt) == b && r <= n {
+					out = append(out, scheduled{pt: pt, round: r, of: n})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // finishGuard records the guard's view in the plan and its summary in the
@@ -754,11 +796,19 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 	switch {
 	case pt.probe:
 		settle = &diskbench.Settle{MinWarmup: min(2*time.Second, m), Window: settleWindow, Tolerance: settleTol}
-	case pt.kind == kindEntryLog && pt.minBytes > 0:
-		// At least the fixed warm-up and the probe's burst region, within
-		// twice the fixed warm-up: any rate counts as settled then.
-		settle = &diskbench.Settle{MinWarmup: warmCap, MinBytes: pt.minBytes, Window: 1, Tolerance: 1}
-		warmCap *= 2
+		if pt.kind == kindEntryLog {
+			// A flat rate is taken as sustained only after most of the
+			// cap: on this project's VM a probe settled inside the host
+			// cache's burst (732 MB/s after 4 s, no knee; fio 328).
+			settle.NoKneeMinWarmup = warmCap - 2*time.Second
+		}
+	case pt.kind == kindEntryLog && pt.rate > 0:
+		// The fixed warm-up, and on while the rate is above burstFactor ×
+		// the probe's sustained rate per writer (a cache's burst), up to
+		// burstCap: any other rate counts as settled.
+		settle = &diskbench.Settle{MinWarmup: warmCap, Window: 1, Tolerance: 1,
+			MaxRate: burstFactor * pt.rate * float64(pt.writers)}
+		warmCap = burstCap(warmCap)
 	}
 	base := diskbench.Options{Dir: d.Disk.BenchDir, Duration: m, Warmup: warmCap, MaxBytes: share,
 		Settle: settle, Logger: p.o.Logger, RaiseGOMAXPROCS: p.o.RaiseGOMAXPROCS, SysPath: p.o.Host.SysPath}
@@ -793,7 +843,7 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 func (p *PreparedBench) runMixed(ctx context.Context, pt benchPoint, m, warmCap time.Duration, share int64, name string,
 	record func(benchPoint, int, *diskbench.Report, bool)) error {
 	jp := p.planFor(benchPoint{name: pt.name, disk: pt.disk, kind: kindJournal, writers: 1}, m, warmCap, share/2)
-	lp := p.planFor(benchPoint{name: pt.name, disk: pt.disk2, kind: kindEntryLog, writers: 1, blockSize: pt.blockSize, minBytes: pt.minBytes}, m, warmCap, share)
+	lp := p.planFor(benchPoint{name: pt.name, disk: pt.disk2, kind: kindEntryLog, writers: 1, blockSize: pt.blockSize}, m, warmCap, share)
 	jp.Options.Progress = p.progress(name + " (journal)")
 	if p.o.RaiseGOMAXPROCS {
 		// Both points at once: each worker keeps a P (diskbench raises per
@@ -843,45 +893,56 @@ func burstOf(r diskbench.Result) float64 {
 // runs (all zero without a probe).
 type probed struct {
 	rate, burst float64
-	minBytes    int64
 }
 
-// probeFigures returns the probe figures of disk i.
+// probeFigures returns the probe figures of disk i: its rate past the
+// knee (probePastKnee) when it has one, else its measured rate.
 func probeFigures(probe map[int]diskbench.Result, i int) probed {
 	r, ok := probe[i]
 	if !ok {
 		return probed{}
 	}
-	return probed{rate: r.BytesPerSec, burst: burstOf(r), minBytes: burstRegion(r)}
+	rate := r.BytesPerSec
+	if v, ok := probePastKnee(Disk{ProbeResults: []diskbench.Result{r}}); ok && v > 0 {
+		rate = v
+	}
+	return probed{rate: rate, burst: burstOf(r)}
 }
 
-// burstRegion is what a later entry-log run writes before its warm-up may
-// end: 1.5 × what the probe wrote before its rate fell (its knee), else
-// nothing. On this project's VM the host's cache refills while the
-// journal points run, and an entry-log run that started after them wrote
-// its first 0.5–1 GB at 2–4× the disk's rate.
-func burstRegion(r diskbench.Result) int64 {
-	if r.Settle == nil || r.Settle.KneeSec == 0 {
-		return 0
-	}
-	var b float64
-	for i, v := range r.Settle.SamplesBytesPerSec {
-		if float64(i) >= r.Settle.KneeSec {
-			break
-		}
-		b += v
-	}
-	return int64(1.5 * b)
+// measureFor is every run's measured time after the probes: budget/80,
+// 1–10 s (1.5 s at the default budget, where three rounds of the
+// essential points fit 2 minutes on this project's VM and 2 s did not).
+// Fixed by the budget, not fitted to what a run's probes left: fitted,
+// the runs of one VM measured 1.25 s in two runs and 2 s in the third,
+// and decided on rounds of different length.
+func (p *PreparedBench) measureFor() time.Duration {
+	return min(max(p.o.TimeBudget/80, minMeasure), maxMeasure)
 }
+
+// burstFactor: a round's warm-up of an entry log goes on while its rate is
+// above burstFactor × the probe's sustained rate per writer. On this
+// project's VM rounds past the host cache's burst measured 0.9–1.1× fio's
+// 30 s figure and rounds in it 3.2–3.6× (the burst itself 3–4× the disk):
+// 2 lies between with room on both sides.
+const burstFactor = 2.0
+
+// burstCap is the longest an entry-log round's warm-up waits for the rate
+// to fall below burstFactor × the sustained rate: 4 × the fixed warm-up
+// (6 s at the default budget; the probe saw this VM's host cache burst
+// for about 5 s when it was full, and the entry-log rounds follow the
+// probe, which emptied it). A warm-up that reaches it is not settled
+// (diskbench warns that the figure may include a burst).
+func burstCap(w time.Duration) time.Duration { return 4 * w }
 
 // laterWarm is the fixed warm-up of every run after the probes: the probe
-// warmed each disk past its burst region (page cache, a virtual disk's
-// host cache, an SSD's fast region) and the runs follow each other within
-// a second, so a later run only needs its own files and queues to fill:
-// budget/80, 1.5–5 s (1.5 s at the default budget: with 2 s, three fixed
-// rounds of the essential points did not fit 2 minutes on this project's
-// VM). A run that still starts in a burst shows as a round out of line,
-// which the paired intervals count as noise.
+// warmed each disk past its burst (page cache, a virtual disk's host
+// cache, an SSD's fast region) and the runs of a block follow each other
+// within a second, so a later run only needs its own files and queues to
+// fill: budget/80, 1.5–5 s (1.5 s at the default budget: with 2 s, three
+// fixed rounds of the essential points did not fit 2 minutes on this
+// project's VM). An entry-log round goes on past it while its rate is a
+// burst's (burstFactor); a run that still starts in a burst shows as a
+// round out of line, which the paired intervals count as noise.
 func (p *PreparedBench) laterWarm() time.Duration {
 	return min(max(p.o.TimeBudget/80, 1500*time.Millisecond), 5*time.Second)
 }

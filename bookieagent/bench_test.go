@@ -91,7 +91,7 @@ func TestPrepareBenchRefusals(t *testing.T) {
 // drops the optional tiers before the essential rounds.
 func TestFitPlanByMeasuredRates(t *testing.T) {
 	d := mkdirs(t, "j", "l")
-	p, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:]})
+	p, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: d[:1], LedgerDirs: d[1:], TimeBudget: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +113,8 @@ func TestFitPlanByMeasuredRates(t *testing.T) {
 		return fit{m, r}
 	}
 	slow := get(150e6, 5*time.Minute, 64*GiB)
-	if slow.rounds[1] != DefaultRounds || slow.m < 5*time.Second {
-		t.Errorf("150 MB/s disk, 5 min, 64 GiB: %+v; want %d rounds of the essential points of ≥ 5 s", slow, DefaultRounds)
+	if slow.rounds[1] != DefaultRounds || slow.m != p.measureFor() {
+		t.Errorf("150 MB/s disk, 5 min, 64 GiB: %+v; want %d rounds of the essential points at the budget's %v", slow, DefaultRounds, p.measureFor())
 	}
 	fast := get(3e9, 5*time.Minute, 64*GiB)
 	fastMore := get(3e9, 5*time.Minute, 1024*GiB)
@@ -167,16 +167,15 @@ func TestFitPlanFixedRounds(t *testing.T) {
 			Settle: &diskbench.SettleInfo{BurstBytesPerSec: 2e9, KneeSec: 1, SamplesBytesPerSec: []float64{2e9, 3e8, 3e8, 3e8}}},
 	}
 	pts := p.points(probe)
-	// What the plan really costs: an entry-log warm-up writes minBytes at
-	// the sustained rate, within twice the fixed warm-up.
+	// What the plan really costs: an entry-log round's warm-up, watched
+	// for a burst, ends on whole seconds (two at least).
 	real := func(m time.Duration, rounds map[int]int) time.Duration {
 		var total time.Duration
 		for _, pt := range pts {
 			n := pt.runs(rounds)
 			c := pt.cost(m)
-			if pt.minBytes > 0 && pt.kind != kindRandRead {
-				w := min(2*pt.warm, max(pt.warm, time.Duration(float64(pt.minBytes)/pt.rate*float64(time.Second))))
-				c = w + m + runOverhead
+			if pt.kind == kindEntryLog {
+				c = 2*time.Second + m + runOverhead
 			}
 			total += time.Duration(max(n, 0)) * c
 		}
@@ -195,6 +194,12 @@ func TestFitPlanFixedRounds(t *testing.T) {
 		}
 		if rounds[1] != DefaultRounds && real(minMeasure, one) <= time.Duration((1-planReserve)*float64(left)) {
 			t.Errorf("%v left: %v rounds at %v, but %d rounds fit at %v (%v)", left, rounds, m, DefaultRounds, minMeasure, real(minMeasure, one))
+		}
+		// The measurement is the budget's, however much the probes left,
+		// while the full rounds fit it: every run decides on rounds of
+		// the same length.
+		if fits := real(p.measureFor(), one) <= time.Duration((1-planReserve)*float64(left)); fits && m != p.measureFor() {
+			t.Errorf("%v left: measured %v, want the budget's fixed %v", left, m, p.measureFor())
 		}
 	}
 	// Just room for the full rounds at the shortest measurement: they are
@@ -386,20 +391,32 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 			t.Errorf("%s ran %d times, want %d; plan %+v", run, n, DefaultRounds, res.Plan)
 		}
 	}
-	// Rounds interleave: the second run of N=2 entry logs comes after the
-	// first of every other essential point.
-	first, second := -1, -1
-	for i, r := range f.runs {
-		if r == "entrylog/2/1048576" {
-			if first < 0 {
-				first = i
-			} else if second < 0 {
-				second = i
+	// Blocks: after the probes every entry-log run (the mixed ones
+	// included) before the first journal round, the random reads last;
+	// within a block the rounds interleave: the second run of N=2 entry
+	// logs comes after the first of the 64 KiB one, the second of N=2
+	// journals after the first of N=4.
+	nth := func(run string, k int) int {
+		for i, r := range f.runs {
+			if r == run {
+				if k--; k == 0 {
+					return i
+				}
 			}
 		}
+		return -1
 	}
-	if j4 := strings.Index(strings.Join(f.runs[first+1:second], " "), "journal/4"); j4 < 0 {
-		t.Errorf("rounds not interleaved: %v", f.runs)
+	lastLog := 0
+	for i, r := range f.runs {
+		if strings.HasPrefix(r, "entrylog/") {
+			lastLog = i
+		}
+	}
+	if j := nth("journal/2/65536", 1); j < lastLog || f.runs[len(f.runs)-1] != "randread/16/4096" {
+		t.Errorf("not in blocks (entry logs, journals, random reads): %v", f.runs)
+	}
+	if e2, e64, j2, j4 := nth("entrylog/2/1048576", 2), nth("entrylog/1/65536", 1), nth("journal/2/65536", 2), nth("journal/4/65536", 1); e64 > e2 || j4 > j2 || e2 < 0 || j2 < 0 {
+		t.Errorf("rounds not interleaved within the blocks: %v", f.runs)
 	}
 	// Every run records what else used the CPUs meanwhile (a mixed run is
 	// one run of two plans).
@@ -413,19 +430,45 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 	if len(res.LedgerDisks[0].MixedResults) == 0 || len(res.JournalDisks[0].MixedResults) == 0 {
 		t.Errorf("journal and ledgers on one device were not measured together: %+v", res.JournalDisks[0].MixedResults)
 	}
-	// The probes warm up until they settle; later runs get the fixed
-	// warm-up (the disk is past its burst by then).
+	// The probes warm up until they settle (the entry-log probe without a
+	// knee for most of its cap); an entry-log round gets the fixed warm-up
+	// and goes on while its rate is above burstFactor × the probe's per
+	// writer, up to burstCap; every other run (the mixed ones too: their
+	// two halves run at once) the fixed warm-up. Every run measures the
+	// budget's fixed time.
 	for i, pl := range f.plans {
 		probe := i < 2
-		if pl.EntryLog != nil && ((pl.Options.Settle != nil) != probe || pl.EntryLog.FileSize < pl.Options.MaxBytes/int64(pl.EntryLog.Writers[0])-pl.EntryLog.BlockSizes[0]) {
-			t.Errorf("entry-log run %d: settle %v (want it on the probe only), files smaller than its bytes: %+v", i, pl.Options.Settle, pl.Options)
-		}
-		if !probe && pl.RandRead == nil && pl.Options.Warmup != p.laterWarm() {
+		if pl.EntryLog != nil {
+			st := pl.Options.Settle
+			switch w := float64(pl.EntryLog.Writers[0]); {
+			case probe && (st == nil || st.NoKneeMinWarmup != pl.Options.Warmup-2*time.Second || st.MaxRate != 0):
+				t.Errorf("entry-log probe: settle %+v, warm-up cap %v", st, pl.Options.Warmup)
+			case !probe && st != nil && (st.MaxRate != burstFactor*f.rate*w || pl.Options.Warmup != burstCap(p.laterWarm()) || st.MinWarmup != p.laterWarm()):
+				t.Errorf("entry-log run %d: settle %+v, warm-up cap %v: want the fixed %v, on above %.0f MB/s up to %v", i, st, pl.Options.Warmup, p.laterWarm(), burstFactor*f.rate*w/1e6, burstCap(p.laterWarm()))
+			case !probe && st == nil && pl.Options.Warmup != p.laterWarm():
+				t.Errorf("mixed entry-log run %d: warm-up %v, want the fixed %v", i, pl.Options.Warmup, p.laterWarm())
+			}
+			if pl.EntryLog.FileSize < pl.Options.MaxBytes/int64(pl.EntryLog.Writers[0])-pl.EntryLog.BlockSizes[0] {
+				t.Errorf("entry-log run %d: files smaller than its bytes: %+v", i, pl.Options)
+			}
+		} else if !probe && pl.RandRead == nil && pl.Options.Warmup != p.laterWarm() {
 			t.Errorf("run %d warm-up %v, want the fixed %v", i, pl.Options.Warmup, p.laterWarm())
+		}
+		if !probe && pl.Options.Duration != p.measureFor() {
+			t.Errorf("run %d measured %v, want the budget's fixed %v", i, pl.Options.Duration, p.measureFor())
 		}
 		if !strings.Contains(pl.Dir, ScratchPrefix) {
 			t.Errorf("ran outside a scratch directory: %s", pl.Dir)
 		}
+	}
+	var mixedLogs int
+	for _, pl := range f.plans {
+		if pl.EntryLog != nil && pl.Options.Settle == nil {
+			mixedLogs++
+		}
+	}
+	if mixedLogs != len(res.LedgerDisks[0].MixedResults) {
+		t.Errorf("%d entry-log runs without a settle, %d mixed runs: only the mixed ones run without", mixedLogs, len(res.LedgerDisks[0].MixedResults))
 	}
 	rec, err := Recommend(Input{JournalDisks: res.JournalDisks, LedgerDisks: res.LedgerDisks, CPUs: 2, DirectMemoryBytes: 2 * GiB, DirectMemorySource: "test"})
 	if err != nil {

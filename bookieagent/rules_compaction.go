@@ -46,7 +46,7 @@ func (rc *recommender) compactionRules() error {
 		Evidence: []string{"compaction rewrites live entries; an entry-count limit means nothing in bytes when entry sizes vary"},
 	}, Setting{
 		File: FileBookKeeper, Key: "compactionRateByBytes", Value: strconv.FormatInt(compBytes, 10), PulsarDefault: "1000000",
-		Rule: fmt.Sprintf("%.0f%% of the ledger disk's sustained write bandwidth (lower median of the point's rounds) left after the journal — on a shared device × the entry log's rate beside the journal ÷ alone (lower medians), at most 1 — as compaction I/O: the compactor takes each live entry's bytes from its dir's rate limiter before re-adding it, and reads it first (%d × the rate); divided among the dirs the bookie runs on that disk, rounded down to MiB/s, slowest disk",
+		Rule: fmt.Sprintf("%.0f%% of the ledger disk's sustained write bandwidth (lower median of the point's rounds, lowered to the entry-log probe's rate past its knee when the 1-writer rounds are above it) left after the journal — on a shared device × the entry log's rate beside the journal ÷ alone (lower medians), at most 1 — as compaction I/O: the compactor takes each live entry's bytes from its dir's rate limiter before re-adding it, and reads it first (%d × the rate); divided among the dirs the bookie runs on that disk, rounded down to MiB/s, slowest disk",
 			CompactionShare*100, CompactionIOPerByte),
 		Evidence: compEv,
 	}, Setting{

@@ -163,6 +163,36 @@ func pickLedgerCount(rs []diskbench.Result, base int, peak1 rounds, ingest round
 	return n, by[n], ws, ev
 }
 
+// probePastKnee is the rate of d's 1-writer × 1 MiB entry-log probe past
+// its burst: the median of its per-second samples from its knee on,
+// warm-up and measurement (a probe without a knee that settled: its
+// measured samples). false without such a probe. The probe's rounds
+// never compare with anything (a probe is no round); this is the disk's
+// level when written without a pause. On this project's VM the rounds,
+// each after a second of files and cleanup and a fixed warm-up, measured
+// 1.2–1.6× fio's 30 s figure (the host absorbs writes again in that
+// second) while the probes past their knees measured 0.93–1.07×.
+func probePastKnee(d Disk) (float64, bool) {
+	for _, r := range d.ProbeResults {
+		if r.Workload != diskbench.WorkloadEntryLog || max(1, r.Writers) != 1 || r.BlockSize != MiB || !usable(r) || r.Settle == nil {
+			continue
+		}
+		var v rounds
+		switch st := r.Settle; {
+		case st.KneeSec > 0 && int(st.KneeSec) <= len(st.SamplesBytesPerSec):
+			v.v = append(v.v, st.SamplesBytesPerSec[int(st.KneeSec)-1:]...)
+		case !st.Settled:
+			continue
+		}
+		v.v = append(v.v, r.SamplesBytesPerSec...)
+		if v.n() == 0 {
+			return r.BytesPerSec, true
+		}
+		return v.median(), true
+	}
+	return 0, false
+}
+
 // MinSustainedSec: an entry-log point measured for less than this measures
 // caches (the page cache, a virtual disk's host cache), not the disk's
 // sustained rate.
@@ -293,12 +323,22 @@ func (rc *recommender) ledgerDirRules() error {
 			diskBW = slow
 			low = min(low, slow)
 		}
+		of := "lower median of its rounds"
+		if ps, ok := probePastKnee(d); ok {
+			if one := sizes[MiB]; one.n() > 0 && ps < one.lowMedian() {
+				of = fmt.Sprintf("lower median of its rounds × %.2f, the probe past its knee ÷ the 1-writer rounds", ps/one.lowMedian())
+				f := ps / one.lowMedian()
+				lEv = append(lEv, fmt.Sprintf("%s: the 1-writer × 1MiB rounds (lower median %s) are %.2f× the probe's rate past its knee, %s (rounds after a fixed warm-up start where a cache absorbs writes again): the sizes below use the rounds' %s × %.2f = %s",
+					diskLabel(d), units.DecimalRate(one.lowMedian()), 1/f, units.DecimalRate(ps), units.DecimalRate(low), f, units.DecimalRate(low*f)))
+				low *= f
+			}
+		}
 		run := n
 		if rc.lCookie != nil {
 			run = base
 		}
 		lp := ledgerPlan{disk: d, recommended: n, run: run, sustained: low, summary: len(r.Disks)}
-		lp.left, lp.basis = rc.leftAfterJournal(k, sum.Device, low)
+		lp.left, lp.basis = rc.leftAfterJournal(k, sum.Device, low, of)
 		rc.ledgers = append(rc.ledgers, lp)
 		r.Disks = append(r.Disks, sum)
 	}
@@ -339,8 +379,8 @@ func (rc *recommender) ledgerDirRules() error {
 // (no switch of formula at 1) and one burst round on either side does
 // not lift it. Only when no journal on the device was measured at once,
 // an estimate from the journals' own rate.
-func (rc *recommender) leftAfterJournal(k int, device string, bw float64) (float64, string) {
-	left, basis := bw, "sustained, lower median of its rounds (no journal on this device)"
+func (rc *recommender) leftAfterJournal(k int, device string, bw float64, of string) (float64, string) {
+	left, basis := bw, "sustained, "+of+" (no journal on this device)"
 	shared, measured := false, false
 	for i, j := range rc.in.JournalDisks {
 		if !sameDevice(j, rc.in.LedgerDisks[k]) {
@@ -355,8 +395,8 @@ func (rc *recommender) leftAfterJournal(k int, device string, bw float64) (float
 		f := min(1, raw)
 		if !measured || bw*f < left {
 			left = bw * f
-			basis = fmt.Sprintf("= %s sustained (lower median of its rounds) × %.2f (1 writer with journal %s written at once ÷ alone, lower medians of the rounds: %s ÷ %s",
-				units.DecimalRate(bw), f, j.Dir, units.DecimalRate(m.logMixed.lowMedian()), units.DecimalRate(m.logAlone.lowMedian()))
+			basis = fmt.Sprintf("= %s sustained (%s) × %.2f (1 writer with journal %s written at once ÷ alone, lower medians of the rounds: %s ÷ %s",
+				units.DecimalRate(bw), of, f, j.Dir, units.DecimalRate(m.logMixed.lowMedian()), units.DecimalRate(m.logAlone.lowMedian()))
 			if raw > 1 {
 				basis += fmt.Sprintf(" = %.2f, capped at 1", raw)
 			}
@@ -367,7 +407,7 @@ func (rc *recommender) leftAfterJournal(k int, device string, bw float64) (float
 	if shared && !measured {
 		if jr := rc.jAggDevice[device]; jr > 0 {
 			left = max(bw-jr, bw/4)
-			basis = fmt.Sprintf("= %s sustained (lower median of its rounds) − the journals' %s on the same device (estimate: not measured at once; at least a quarter)", units.DecimalRate(bw), units.DecimalRate(jr))
+			basis = fmt.Sprintf("= %s sustained (%s) − the journals' %s on the same device (estimate: not measured at once; at least a quarter)", units.DecimalRate(bw), of, units.DecimalRate(jr))
 		}
 	}
 	return left, basis
@@ -482,7 +522,7 @@ func (rc *recommender) entryLogRules() error {
 		Evidence: rbEv,
 	}, Setting{
 		File: FileBookKeeper, Key: "flushEntrylogBytes", Value: strconv.FormatInt(flushBytes, 10), PulsarDefault: "33554432",
-		Rule:     fmt.Sprintf("≈ %.0f ms of the per-dir write bandwidth ledger writes get (lower median of the point's rounds; on a shared device × the rate beside the journal ÷ alone, at most 1), over the dirs the bookie runs, rounded up to MiB, clamped to %s–%s, ≥ writeBufferSizeBytes (largest over ledger disks)", FlushEntrylogSeconds*1000, units.FormatBytes(FlushEntrylogMin), units.FormatBytes(FlushEntrylogMax)),
+		Rule:     fmt.Sprintf("≈ %.0f ms of the per-dir write bandwidth ledger writes get (lower median of the point's rounds, lowered to the entry-log probe's rate past its knee when the 1-writer rounds are above it; on a shared device × the rate beside the journal ÷ alone, at most 1), over the dirs the bookie runs, rounded up to MiB, clamped to %s–%s, ≥ writeBufferSizeBytes (largest over ledger disks)", FlushEntrylogSeconds*1000, units.FormatBytes(FlushEntrylogMin), units.FormatBytes(FlushEntrylogMax)),
 		Evidence: flushEv,
 	})
 	return nil

@@ -801,3 +801,53 @@ func TestLedgerCapPerRound(t *testing.T) {
 		t.Errorf("journals 400/404/398: %d ledger dirs, want 2: %s", n, ev)
 	}
 }
+
+// TestSizesFollowProbePastKnee: on this project's VM the entry-log rounds,
+// each after a second of files and cleanup and a fixed warm-up, measured
+// 1.2–1.6× fio's 30 s figure, while the probe past its knee measured what
+// fio did. The sizes derived from the disk's sustained rate
+// (flushEntrylogBytes, compactionRateByBytes) take the rounds' lower
+// median scaled down to the probe's rate past its knee; a probe without a
+// knee that never settled, or rounds at or below the probe, change nothing.
+func TestSizesFollowProbePastKnee(t *testing.T) {
+	base := loadProfile(t, "vm-virtio-recorded")
+	base.CPUs = 2
+	j := x3(bkPoint(1, 230, 8, nil, 8), bkPoint(2, 250, 8, nil, 8))
+	l := x3(elPoint(1, 64*KiB, 450), elPoint(1, MiB, 440), elPoint(2, MiB, 480))
+	probe := diskbench.Result{Workload: diskbench.WorkloadEntryLog, Writers: 1, BlockSize: MiB, BytesPerSec: 300e6, Ops: 100,
+		SamplesBytesPerSec: []float64{264e6, 236e6},
+		Settle: &diskbench.SettleInfo{Settled: true, KneeSec: 3, BurstBytesPerSec: 500e6,
+			SamplesBytesPerSec: []float64{503e6, 386e6, 279e6, 249e6, 261e6, 239e6}}}
+	rec := func(probes ...diskbench.Result) *Recommendation {
+		t.Helper()
+		in := base
+		in.JournalDisks = []Disk{{Dir: "/j", Results: j}}
+		in.LedgerDisks = []Disk{{Dir: "/l", Results: l, ProbeResults: probes, TotalBytes: 256 * uint64(GiB)}}
+		r, err := Recommend(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if v, ok := probePastKnee(Disk{ProbeResults: []diskbench.Result{probe}}); !ok || v != 255e6 {
+		t.Errorf("probe past its knee: %v %v, want the median of 279, 249, 261, 239, 264, 236 = 255 MB/s", v, ok)
+	}
+	without, with := rec(), rec(probe)
+	cr0, cr := settingInt(t, without, "compactionRateByBytes"), settingInt(t, with, "compactionRateByBytes")
+	// 10% of the rate as read + rewrite, rounded down to MiB/s.
+	if want := int64(CompactionShare*255e6/CompactionIOPerByte) / MiB * MiB; cr != want || cr0 <= cr {
+		t.Errorf("compactionRateByBytes %d with the probe (want %d, from 255 MB/s), %d without (from the rounds' 440)", cr, want, cr0)
+	}
+	if f0, f := settingInt(t, without, "flushEntrylogBytes"), settingInt(t, with, "flushEntrylogBytes"); f >= f0 {
+		t.Errorf("flushEntrylogBytes %d with the probe, %d without: want it smaller", f, f0)
+	}
+	if s, _ := with.Setting("ledgerDirectories"); !strings.Contains(strings.Join(s.Evidence, " "), "past its knee, 255.0 MB/s") {
+		t.Errorf("the evidence does not say the sizes follow the probe: %v", s.Evidence)
+	}
+	// A flat probe that never settled says nothing about the disk.
+	flat := probe
+	flat.Settle = &diskbench.SettleInfo{SamplesBytesPerSec: []float64{700e6, 700e6, 700e6}}
+	if cr := settingInt(t, rec(flat), "compactionRateByBytes"); cr != cr0 {
+		t.Errorf("an unsettled probe without a knee moved compactionRateByBytes to %d (want %d)", cr, cr0)
+	}
+}

@@ -484,8 +484,12 @@ loop:
 	if st != nil {
 		res.Settle = st.info()
 		if !st.settled {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("throughput was still changing when the %.1f s warm-up ended (per-second rates %s): the figure may include a cache or burst; give the point more time or bytes",
-				time.Duration(measureNs).Seconds(), fmtRates(st.samples)))
+			what := "throughput was still changing"
+			if st.aboveMax() {
+				what = fmt.Sprintf("throughput was still above %s (a cache's burst)", units.DecimalRate(st.s.MaxRate))
+			}
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s when the %.1f s warm-up ended (per-second rates %s): the figure may include a cache or burst; give the point more time or bytes",
+				what, time.Duration(measureNs).Seconds(), fmtRates(st.samples)))
 		}
 	}
 	if p.stopReason == "byte budget" && window < spec.duration {

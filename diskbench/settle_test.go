@@ -144,3 +144,77 @@ func TestSettlerStable(t *testing.T) {
 		t.Errorf("info %+v", in)
 	}
 }
+
+// settleAt feeds one sample per second to a settler of s and returns the
+// second at which the warm-up may first end (-1: never).
+func settleAt(s Settle, rates []float64) int {
+	st := newSettler(s)
+	var moved int64
+	for i, r := range rates {
+		moved += int64(r)
+		if st.observe(time.Duration(i+1)*time.Second+10*time.Millisecond, moved) {
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// TestSettlerMaxRate: a warm-up that accepts any rate after its minimum
+// (an entry-log round's) still goes on while the rate is above MaxRate —
+// a host cache's burst at 3–4× what the disk sustains, flat for seconds —
+// and ends at the first second below it.
+func TestSettlerMaxRate(t *testing.T) {
+	rates := []float64{1e9, 1e9, 1e9, 1e9, 1e9, 2.5e8, 2.5e8, 2.5e8}
+	any := Settle{MinWarmup: time.Second, Window: 1, Tolerance: 1}
+	if got := settleAt(any, rates); got != 2 {
+		t.Errorf("without MaxRate: ended at second %d, want 2 (inside the burst)", got)
+	}
+	any.MaxRate = 5e8
+	if got := settleAt(any, rates); got != 6 {
+		t.Errorf("MaxRate 500 MB/s: ended at second %d, want 6 (the first second below it)", got)
+	}
+	if got := settleAt(any, rates[:5]); got != -1 {
+		t.Errorf("MaxRate 500 MB/s, a burst to the cap: ended at second %d, want never", got)
+	}
+	st := newSettler(any)
+	var moved int64
+	for i, r := range rates[:4] {
+		moved += int64(r)
+		st.observe(time.Duration(i+1)*time.Second+10*time.Millisecond, moved)
+	}
+	if !st.aboveMax() {
+		t.Error("a warm-up in the burst does not report that it is above MaxRate")
+	}
+}
+
+// TestSettlerNoKnee: a flat rate from the first second (no knee) settles
+// only after NoKneeMinWarmup — on this project's VM a probe settled on a
+// host cache's flat burst after 4 s — while a rate that has fallen settles
+// as before.
+func TestSettlerNoKnee(t *testing.T) {
+	flat := []float64{7e8, 7e8, 7e8, 7e8, 7e8, 7e8, 7e8, 7e8, 7e8, 7e8}
+	s := Settle{MinWarmup: 2 * time.Second, Window: 2, Tolerance: 0.1}
+	if got := settleAt(s, flat); got != 4 {
+		t.Errorf("flat, no NoKneeMinWarmup: settled at second %d, want 4", got)
+	}
+	s.NoKneeMinWarmup = 8 * time.Second
+	if got := settleAt(s, flat); got != 8 {
+		t.Errorf("flat, NoKneeMinWarmup 8 s: settled at second %d, want 8", got)
+	}
+	knee := []float64{1e9, 1e9, 1e9, 3e8, 3e8, 3e8, 3e8, 3e8, 3e8, 3e8}
+	if got := settleAt(s, knee); got != 7 {
+		t.Errorf("a knee at second 4: settled at second %d, want 7 (two windows past it)", got)
+	}
+}
+
+// TestSettlerPastTheKnee: once the rate has fallen, the two windows must
+// lie past the fall. On this project's VM a probe's windows 369, 436 |
+// 503, 268 MB/s (medians 402 and 385) "settled" at its knee, and its
+// measured window caught the burst again (470, 235).
+func TestSettlerPastTheKnee(t *testing.T) {
+	rates := []float64{369e6, 436e6, 503e6, 268e6, 240e6, 235e6, 238e6, 246e6, 240e6}
+	s := Settle{MinWarmup: 2 * time.Second, Window: 2, Tolerance: 0.1}
+	if got := settleAt(s, rates); got != 7 {
+		t.Errorf("settled at second %d, want 7 (two windows from the knee at second 4)", got)
+	}
+}

@@ -122,7 +122,7 @@ type benchFlags struct {
 }
 
 func (o *benchFlags) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.budget, "budget", bookieagent.DefaultBenchTime.String(), "wall-time budget of the whole benchmark (a probe per disk runs past its caches; the decisive points are repeated exactly --rounds times, their measurement shortened to fit)")
+	fs.StringVar(&o.budget, "budget", bookieagent.DefaultBenchTime.String(), "wall-time budget of the whole benchmark (a probe per disk runs past its caches; the decisive points are repeated exactly --rounds times, each measured for budget/80, shorter only when the rounds do not fit)")
 	o.maxBytes = units.Size(bookieagent.DefaultBenchBytes)
 	fs.Var(&o.maxBytes, "max-bytes", "bytes the benchmark may write in total (must be positive; files are removed after every run)")
 	fs.IntVar(&o.rounds, "rounds", bookieagent.DefaultRounds, fmt.Sprintf("rounds of each decisive point (directory counts, writeBufferSizeBytes), the same in every run; a choice changes only when the confidence interval of its paired ratio over the current value clears the margin, on at least %d paired rounds", bookieagent.MinMoveRounds))
