@@ -128,7 +128,9 @@ func TestEncoderGatherReleasesOnAbortAndError(t *testing.T) {
 		}
 		ctx := context.Background()
 		for i, p := range payloads[:2] {
-			err = enc.AddKept(ctx, int64(i), p, 0, func() { released[i]++ })
+			if err := enc.AddKept(ctx, int64(i), p, 0, func() { released[i]++ }); err != nil {
+				t.Fatalf("entry %d: %v", i, err)
+			}
 		}
 		// Entries 0 and 1 fill the first block; entry 2 flushes it and
 		// opens the second.
