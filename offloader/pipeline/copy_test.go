@@ -36,7 +36,7 @@ func TestWriteTrackerUsesPartCRC32C(t *testing.T) {
 // offloader offload --timeline samples is what copyCost reports).
 func TestCopyPhasesMetric(t *testing.T) {
 	r := newRig(t, false)
-	name, cands := r.topic(t, 120, 60, 64<<10) // two ledgers of 60 entries (3.75 MiB each)
+	name, cands := r.topic(t, 120, 60, 64<<10) // ledgers of 60 entries (3.75 MiB each)
 	reg := prometheus.NewRegistry()
 	p := r.pipeline(t, func(d *Deps, _ *Options) { d.Registerer = reg })
 	tr, err := p.RunTopic(context.Background(), name, cands)
@@ -52,8 +52,8 @@ func TestCopyPhasesMetric(t *testing.T) {
 		want.Add += lr.Copy.Add
 		want.Finish += lr.Copy.Finish
 	}
-	if len(tr.Ledgers) != 2 || want.Add <= 0 || want.Finish <= 0 {
-		t.Fatalf("copies %+v", want)
+	if len(tr.Ledgers) == 0 || want.Add <= 0 || want.Finish <= 0 {
+		t.Fatalf("%d ledgers copied, stats %+v", len(tr.Ledgers), want)
 	}
 	fams, err := reg.Gather()
 	if err != nil {
