@@ -170,8 +170,8 @@ func pickLedgerCount(rs []diskbench.Result, base int, peak1 rounds, ingest round
 // never compare with anything (a probe is no round); this is the disk's
 // level when written without a pause. On this project's VM the rounds,
 // each after a second of files and cleanup and a fixed warm-up, measured
-// 1.2–1.6× fio's 30 s figure (the host absorbs writes again in that
-// second) while the probes past their knees measured 0.93–1.07×.
+// 0.87–1.56× fio's 30 s figure (the host absorbs writes again in that
+// second) while the probes past their knees measured 0.81–1.15×.
 func probePastKnee(d Disk) (float64, bool) {
 	for _, r := range d.ProbeResults {
 		if r.Workload != diskbench.WorkloadEntryLog || max(1, r.Writers) != 1 || r.BlockSize != MiB || !usable(r) || r.Settle == nil {

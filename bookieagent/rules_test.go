@@ -804,7 +804,7 @@ func TestLedgerCapPerRound(t *testing.T) {
 
 // TestSizesFollowProbePastKnee: on this project's VM the entry-log rounds,
 // each after a second of files and cleanup and a fixed warm-up, measured
-// 1.2–1.6× fio's 30 s figure, while the probe past its knee measured what
+// 0.87–1.56× fio's 30 s figure, while the probe past its knee measured what
 // fio did. The sizes derived from the disk's sustained rate
 // (flushEntrylogBytes, compactionRateByBytes) take the rounds' lower
 // median scaled down to the probe's rate past its knee; a probe without a
