@@ -113,12 +113,15 @@ func tcpPair(t *testing.T) (client net.Conn, received func() []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	// The listener is closed only once the connection is accepted: closing
+	// it with the connection still in the accept queue resets it.
+	t.Cleanup(func() { ln.Close() })
 	var buf bytes.Buffer
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		s, err := ln.Accept()
+		ln.Close()
 		if err != nil {
 			return
 		}
