@@ -336,6 +336,20 @@ type benchPoint struct {
 	once bool
 	// maxRuns, when set, bounds the point's rounds below its tier's.
 	maxRuns int
+	// probeOnly: the point runs as its disk's probe and never in a round
+	// (the alternating point measures its count).
+	probeOnly bool
+	// alternate lists the journal counts of an alternating point: one run
+	// in which the counts take turns (diskbench.Alternation), a paired
+	// round per batch of cycles.
+	alternate []int
+	// joins names the journal count this point adds to its disk's
+	// alternating point when the point's tier is planned: it never runs by
+	// itself (its cost is the turns it adds).
+	joins int
+	// batches is the alternating point's --rounds (at least
+	// diskbench.DefaultAlternationBatches are run).
+	batches int
 	// journal
 	writers      int
 	thresholdKiB int64
@@ -353,6 +367,15 @@ type benchPoint struct {
 // per tier.
 func (pt benchPoint) runs(rounds map[int]int) int {
 	n := rounds[pt.tier]
+	switch {
+	case pt.probeOnly:
+		return 0
+	case pt.joins > 0 && n < MinMoveRounds:
+		// A count joins its alternating point only with its tier's full
+		// rounds planned: it then gets every batch, so it decides like the
+		// tier-1 counts, which a tier measured once never does.
+		return 0
+	}
 	if pt.once {
 		n = min(n, 1)
 	}
@@ -368,6 +391,16 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 	if w == 0 {
 		w = 2 * settleWindow * time.Second
 	}
+	switch {
+	case pt.joins > 0:
+		// The turns it adds to its alternating point.
+		_, cpb := alternationLayout(m, 1)
+		return time.Duration(pt.rounds()*cpb) * journalTurn
+	case len(pt.alternate) > 0:
+		turnOf, cpb := alternationLayout(m, len(pt.alternate))
+		cycle := time.Duration(len(pt.alternate)) * turnOf
+		return (w+cycle-1)/cycle*cycle + time.Duration(pt.rounds()*cpb)*cycle + runOverhead
+	}
 	if pt.kind == kindRandRead {
 		return time.Second + m + runOverhead + time.Duration(randReadFile/150_000_000)*time.Second
 	}
@@ -377,6 +410,40 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 		w = max(2*time.Second, (w+time.Second-1)/time.Second*time.Second)
 	}
 	return w + m + runOverhead
+}
+
+// journalTurn is each journal count's turn in an alternating point: long
+// enough for a journal's queue and groups to fill many times over (a
+// group syncs in about 1 ms on this project's VM), short enough that the
+// disk's state does not change within a cycle. journalSettle of every turn
+// is left out of its figures (the previous turn's entries still being
+// acknowledged).
+const (
+	journalTurn   = 250 * time.Millisecond
+	journalSettle = 50 * time.Millisecond
+)
+
+// journalBatches is how many paired rounds (batches of whole cycles) an
+// alternating point gives each journal count: 8, more when --rounds asks
+// for more. With 7 degrees of freedom the t factor is 2.36 (4.30 at 3
+// rounds), and the interval's width no longer rests on two differences.
+func (pt benchPoint) rounds() int { return max(diskbench.DefaultAlternationBatches, pt.batches) }
+
+// joinCounts renders counts as "1/2/4".
+func joinCounts(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, "/")
+}
+
+// alternationLayout is the turn and the cycles per batch of an alternating
+// point of n counts at measurement m: each batch about m long, whole
+// cycles of n turns of journalTurn, at least one.
+func alternationLayout(m time.Duration, n int) (time.Duration, int) {
+	cycle := time.Duration(n) * journalTurn
+	return journalTurn, max(1, int((m+cycle/2)/cycle))
 }
 
 // share is the byte budget one run may spend: enough for a burst as fast
@@ -399,6 +466,9 @@ func (pt benchPoint) bytes(m time.Duration) int64 {
 	r := pt.rate
 	if r == 0 {
 		r = 200e6
+	}
+	if pt.joins > 0 {
+		return int64(r * pt.cost(m).Seconds())
 	}
 	return int64(r * (pt.cost(m) - runOverhead).Seconds())
 }
@@ -423,11 +493,17 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 					thresholdKiB: th, bufferKiB: buf, inFlight: inFlight, rate: jr * float64(min(writers, 2)), burst: jb * float64(writers), warm: jw}
 			}
 			pr := j("journals 1 × 64KiB entries, Pulsar's journal settings", 1, 1, 0, 0, 0)
-			pr.probe = true
-			out = append(out, pr,
-				j("journals 2 × 64KiB entries", 1, 2, 0, 0, 0),
-				j("journals 4 × 64KiB entries", 1, 4, 0, 0, 0),
-				j("journals 8 × 64KiB entries", 2, 8, 0, 0, 0),
+			pr.probe, pr.probeOnly = true, true
+			// The journal counts take turns in one run (diskbench.Alternation):
+			// separate runs of each count, seconds apart, met this VM's host
+			// cache in different states and their paired ratio moved more
+			// than the counts' difference.
+			counts := []int{1, 2, 4}
+			alt := j(fmt.Sprintf("journals %s × 64KiB entries in turns of %v, Pulsar's journal settings", joinCounts(counts), journalTurn), 1, 4, 0, 0, 0)
+			alt.alternate, alt.once, alt.batches = counts, true, p.o.Rounds
+			eight := j("journals 8 × 64KiB entries (a turn of the alternating run)", 2, 8, 0, 0, 0)
+			eight.joins, eight.once, eight.batches = 8, true, p.o.Rounds
+			out = append(out, pr, alt, eight,
 				j("journalBufferedWritesThreshold 512KiB, 64 × 64KiB in flight", 2, 1, 512, 0, journalDeepInFlight),
 				j("journalBufferedWritesThreshold 1MiB, 64 × 64KiB in flight", 2, 1, 1024, 0, journalDeepInFlight),
 				j("journalBufferedWritesThreshold 1MiB, journalWriteBufferSizeKB 256", 3, 1, 1024, 256, journalDeepInFlight),
@@ -709,6 +785,19 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 			res.Plan.Dropped = append(res.Plan.Dropped, pt.name)
 		}
 	}
+	// A count whose tier is planned joins its disk's alternating point.
+	for _, pt := range pts {
+		if pt.joins == 0 || pt.runs(rounds) == 0 {
+			continue
+		}
+		for i := range pts {
+			if a := pts[i].alternate; len(a) > 0 && pts[i].disk == pt.disk {
+				old := joinCounts(a)
+				pts[i].alternate = append(slices.Clone(a), pt.joins)
+				pts[i].name = strings.Replace(pts[i].name, old, joinCounts(pts[i].alternate), 1)
+			}
+		}
+	}
 	p.o.Logger.Debug("bench plan", "measure", m, "rounds", rounds, "dropped", len(res.Plan.Dropped))
 
 	// 3. Rounds, interleaved within each block (schedule), each point its
@@ -760,6 +849,7 @@ func schedule(pts []benchPoint, rounds map[int]int) []scheduled {
 		return 2
 	}
 	var out []scheduled
+	pts = slices.DeleteFunc(slices.Clone(pts), func(pt benchPoint) bool { return pt.joins > 0 })
 	for b := range 3 {
 		planned := 0
 		for _, pt := range pts {
@@ -824,6 +914,13 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 		}
 		plan.Journal = &diskbench.JournalParams{Model: diskbench.JournalModelBookKeeper, Writers: []int{pt.writers},
 			BlockSizes: []int64{journalEntry}, Settings: &st, InFlight: pt.inFlight}
+		if len(pt.alternate) > 0 {
+			turn, cpb := alternationLayout(m, len(pt.alternate))
+			plan.Journal.Writers = pt.alternate
+			plan.Journal.Alternate = &diskbench.Alternation{Turn: turn, Settle: journalSettle, Batches: pt.rounds()}
+			plan.Options.Duration = time.Duration(pt.rounds()*cpb*len(pt.alternate)) * turn
+			plan.TimeBudget = pt.cost(m) + runOverhead
+		}
 	case kindEntryLog:
 		fileSize := share / int64(pt.writers)
 		fileSize -= fileSize % pt.blockSize

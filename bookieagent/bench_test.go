@@ -248,6 +248,26 @@ func (f *fakeSweep) sweep(ctx context.Context, p diskbench.Plan) (*diskbench.Rep
 	rep := &diskbench.Report{BytesWritten: 64 * MiB}
 	var r diskbench.Result
 	switch {
+	case p.Journal != nil && p.Journal.Alternate != nil:
+		// One result per count and batch; journalRate's k is the batch.
+		a := p.Journal.Alternate
+		for _, w := range p.Journal.Writers {
+			for b := range a.Batches {
+				rate := 20e6 * float64(min(w, 4))
+				if f.journalRate != nil {
+					rate = f.journalRate(w, b)
+				}
+				rep.Results = append(rep.Results, diskbench.Result{Workload: diskbench.WorkloadJournal, Model: diskbench.JournalModelBookKeeper,
+					JournalSettings: p.Journal.Settings, Writers: w, BlockSize: p.Journal.BlockSizes[0], InFlight: max(8, p.Journal.InFlight),
+					BytesPerSec: rate, Ops: 100, AddLatency: &diskbench.Latency{Count: 100, P50Ns: 1e6, P99Ns: 2e6},
+					SyncLatency: &diskbench.Latency{Count: 10, P50Ns: 9e5, P99Ns: 2e6}, WarmupSec: 2,
+					Alternation: &diskbench.AlternationInfo{Counts: p.Journal.Writers, Batch: b + 1, Batches: a.Batches, CyclesPerBatch: 2}})
+			}
+		}
+		f.mu.Lock()
+		f.runs = append(f.runs, "journal/alternating/"+strconv.FormatInt(p.Journal.BlockSizes[0], 10))
+		f.mu.Unlock()
+		return rep, nil
 	case p.Journal != nil:
 		w := p.Journal.Writers[0]
 		rate := 20e6 * float64(min(w, 4))
@@ -315,27 +335,37 @@ func TestBenchRunsFixedRounds(t *testing.T) {
 				t.Errorf("--rounds %d: %s: %d probe results, want 1", tc.rounds, dk.Dir, len(dk.ProbeResults))
 			}
 		}
-		// 1 journal also runs as the probe, beside the entry log (mixed)
-		// and in the tier-2 threshold points (64 entries in flight).
+		// The journal counts run once, in turns, with their batches as the
+		// rounds; 1 journal runs by itself only as the probe, beside the
+		// entry log (mixed) and in the tier-2 threshold points (64 entries
+		// in flight).
 		other := 1 + len(res.JournalDisks[0].MixedResults)
+		var alts []diskbench.Plan
 		for _, pl := range f.plans {
 			if pl.Journal != nil && pl.Journal.InFlight == journalDeepInFlight {
 				other++
 			}
-		}
-		if f.journalRuns[1]-other != want || f.journalRuns[2] != want || f.journalRuns[4] != want {
-			t.Errorf("--rounds %d: journal runs per count %v (%d probe, mixed or threshold runs): want each %d times", tc.rounds, f.journalRuns, other, want)
-		}
-		// The 1-journal figures the count comparison reads: its full
-		// rounds, measured after the probe with the fixed warm-up.
-		var j1 int
-		for _, r := range res.JournalDisks[0].Results {
-			if r.Writers == 1 && r.InFlight != journalDeepInFlight {
-				j1++
+			if pl.Journal != nil && pl.Journal.Alternate != nil {
+				alts = append(alts, pl)
 			}
 		}
-		if j1 != want {
-			t.Errorf("--rounds %d: %d rounds of 1 journal recorded, want %d", tc.rounds, j1, want)
+		batches := max(want, diskbench.DefaultAlternationBatches)
+		if len(alts) != 1 || !slices.Equal(alts[0].Journal.Writers, []int{1, 2, 4}) || alts[0].Journal.Alternate.Batches != batches {
+			t.Fatalf("--rounds %d: alternating journal runs %+v, want one of 1/2/4 journals in %d batches", tc.rounds, alts, batches)
+		}
+		if f.journalRuns[1] != other || f.journalRuns[2] != 0 || f.journalRuns[4] != 0 {
+			t.Errorf("--rounds %d: separate journal runs per count %v (%d probe, mixed or threshold runs): want no other", tc.rounds, f.journalRuns, other)
+		}
+		// The figures the count comparison reads: a round per batch for
+		// every count, none from the probe.
+		per := map[int]int{}
+		for _, r := range res.JournalDisks[0].Results {
+			if r.InFlight != journalDeepInFlight {
+				per[r.Writers]++
+			}
+		}
+		if per[1] != batches || per[2] != batches || per[4] != batches {
+			t.Errorf("--rounds %d: rounds recorded per journal count %v, want %d each", tc.rounds, per, batches)
 		}
 		els := map[string]int{}
 		for _, r := range f.runs {
@@ -384,18 +414,20 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 		}
 		return n
 	}
-	// Every decisive point runs the planned rounds (journal/1 also runs
-	// in the 2 mixed runs).
-	for _, run := range []string{"journal/4/65536", "journal/2/65536", "entrylog/2/1048576", "entrylog/1/65536"} {
+	// Every decisive entry-log point runs the planned rounds; the journal
+	// counts run once, in turns.
+	for _, run := range []string{"entrylog/2/1048576", "entrylog/1/65536"} {
 		if n := count(run); n != DefaultRounds || res.Plan.Rounds[1] != DefaultRounds {
 			t.Errorf("%s ran %d times, want %d; plan %+v", run, n, DefaultRounds, res.Plan)
 		}
 	}
+	if n := count("journal/alternating/65536"); n != 1 {
+		t.Errorf("the alternating journal point ran %d times, want once: %v", n, f.runs)
+	}
 	// Blocks: after the probes every entry-log run (the mixed ones
-	// included) before the first journal round, the random reads last;
-	// within a block the rounds interleave: the second run of N=2 entry
-	// logs comes after the first of the 64 KiB one, the second of N=2
-	// journals after the first of N=4.
+	// included) before the journals, the random reads last; within a
+	// block the rounds interleave: the second run of N=2 entry logs comes
+	// after the first of the 64 KiB one.
 	nth := func(run string, k int) int {
 		for i, r := range f.runs {
 			if r == run {
@@ -412,10 +444,10 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 			lastLog = i
 		}
 	}
-	if j := nth("journal/2/65536", 1); j < lastLog || f.runs[len(f.runs)-1] != "randread/16/4096" {
+	if j := nth("journal/alternating/65536", 1); j < lastLog || f.runs[len(f.runs)-1] != "randread/16/4096" {
 		t.Errorf("not in blocks (entry logs, journals, random reads): %v", f.runs)
 	}
-	if e2, e64, j2, j4 := nth("entrylog/2/1048576", 2), nth("entrylog/1/65536", 1), nth("journal/2/65536", 2), nth("journal/4/65536", 1); e64 > e2 || j4 > j2 || e2 < 0 || j2 < 0 {
+	if e2, e64 := nth("entrylog/2/1048576", 2), nth("entrylog/1/65536", 1); e64 > e2 || e2 < 0 {
 		t.Errorf("rounds not interleaved within the blocks: %v", f.runs)
 	}
 	// Every run records what else used the CPUs meanwhile (a mixed run is
@@ -454,8 +486,13 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 		} else if !probe && pl.RandRead == nil && pl.Options.Warmup != p.laterWarm() {
 			t.Errorf("run %d warm-up %v, want the fixed %v", i, pl.Options.Warmup, p.laterWarm())
 		}
-		if !probe && pl.Options.Duration != p.measureFor() {
-			t.Errorf("run %d measured %v, want the budget's fixed %v", i, pl.Options.Duration, p.measureFor())
+		want := p.measureFor()
+		if pl.Journal != nil && pl.Journal.Alternate != nil {
+			// Batches of 2 cycles of 3 turns, about the fixed time each.
+			want = time.Duration(pl.Journal.Alternate.Batches*2*3) * journalTurn
+		}
+		if !probe && pl.Options.Duration != want {
+			t.Errorf("run %d measured %v, want %v", i, pl.Options.Duration, want)
 		}
 		if !strings.Contains(pl.Dir, ScratchPrefix) {
 			t.Errorf("ran outside a scratch directory: %s", pl.Dir)
@@ -555,6 +592,11 @@ func TestBenchLiveBookieUsesScratch(t *testing.T) {
 				plan.RandRead.FileSize = 16 * MiB
 			}
 			plan.TimeBudget = 4 * time.Second
+			if a := plan.Journal; a != nil && a.Alternate != nil {
+				// 2 batches of one 3 × 50 ms cycle.
+				a.Alternate = &diskbench.Alternation{Turn: 50 * time.Millisecond, Settle: 10 * time.Millisecond, Batches: 2}
+				plan.Duration, plan.Warmup, plan.MaxBytes = 300*time.Millisecond, 150*time.Millisecond, 256*MiB
+			}
 			return diskbench.Sweep(ctx, plan)
 		}})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -217,7 +219,18 @@ func (w *worker) lat(kind int, t1, t2 int64) {
 // until the point ends (as a bookie's do until a checkpoint), then all are
 // closed and removed, also on error.
 func (r *runner) runBKJournalPoint(ctx context.Context, wp writeParams, writers int, es int64,
-	d, warm time.Duration, share int64) (res Result, err error) {
+	d, warm time.Duration, share int64) (Result, error) {
+	rs, err := r.runBKJournal(ctx, wp, writers, es, d, warm, share, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	return rs[0], nil
+}
+
+// runBKJournal runs writers journals of the BookKeeper model: one point,
+// or with al the alternating point (a Result per count and batch).
+func (r *runner) runBKJournal(ctx context.Context, wp writeParams, writers int, es int64,
+	d, warm time.Duration, share int64, al *alternation) (out []Result, err error) {
 	s := wp.settings
 	bp := &bkPoint{r: r, s: s, entrySize: es, inFlight: wp.inFlight,
 		zeros: alignedBuf(int64(s.JournalAlignmentSize), 4096)}
@@ -238,10 +251,14 @@ func (r *runner) runBKJournalPoint(ctx context.Context, wp writeParams, writers 
 		}
 	}()
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	label := fmt.Sprintf("writers=%d bs=%s in-flight=%d", writers, units.FormatBytes(es), bp.inFlight)
+	if al != nil {
+		label = fmt.Sprintf("writers=%s alternating bs=%s in-flight=%d", joinInts(al.counts, "/"), units.FormatBytes(es), bp.inFlight)
+	}
 	spec := &pointSpec{
+		alt:         al,
 		workload:    WorkloadJournal,
 		label:       label,
 		duration:    d,
@@ -249,6 +266,11 @@ func (r *runner) runBKJournalPoint(ctx context.Context, wp writeParams, writers 
 		maxBytes:    share,
 		workers:     3 * writers,
 		warmupBytes: share / 5,
+	}
+	if al != nil {
+		// The turns run on a fixed grid from the start: the warm-up is
+		// whole cycles, never ended early by its bytes.
+		spec.warmupBytes = 0
 	}
 	spec.work = func(w *worker) error {
 		l := bp.lanes[w.id/3]
@@ -262,9 +284,15 @@ func (r *runner) runBKJournalPoint(ctx context.Context, wp writeParams, writers 
 			return bp.forceWriter(w, l)
 		}
 	}
-	res, err = r.runPoint(ctx, spec)
+	var workers []*worker
+	var end int64
+	spec.collect = func(ws []*worker, _ Result, e int64) error {
+		workers, end = ws, e
+		return nil
+	}
+	res, err := r.runPoint(ctx, spec)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	res.Writers = writers
 	res.BlockSize = es
@@ -295,7 +323,21 @@ func (r *runner) runBKJournalPoint(ctx context.Context, wp writeParams, writers 
 	}
 	res.JournalIO = &io
 	r.progress(ProgressEvent{Workload: WorkloadJournal, Point: r.pointNum, Label: label, Phase: PhaseDone, Result: &res})
-	return res, nil
+	if al == nil {
+		return []Result{res}, nil
+	}
+	// The journal I/O of an alternating point is the whole point's, every
+	// count's turns together.
+	return al.results(workers, res, end, r.opts.LatencyBuckets)
+}
+
+// joinInts renders counts as "1/2/4".
+func joinInts(v []int, sep string) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, sep)
 }
 
 // cleanup closes and removes every journal file of the point.
@@ -317,13 +359,33 @@ func (bp *bkPoint) cleanup() error {
 
 // client is the lane's bookie client: it queues an entry whenever one of
 // its InFlight slots is free (Journal.logAddEntry puts it on the queue).
+// In an alternating point it adds only during the turns of counts that
+// include its journal.
 func (bp *bkPoint) client(w *worker, l *bkLane) {
 	stop := w.p.stopCh
+	al := w.p.alt
+	var timer *time.Timer
+	if al != nil {
+		timer = time.NewTimer(time.Hour)
+		timer.Stop()
+	}
 	for {
 		select {
 		case <-l.tokens:
 		case <-stop:
 			return
+		}
+		for al != nil && !w.stopped() {
+			now := w.p.now()
+			if al.active(l.idx, now) {
+				break
+			}
+			timer.Reset(time.Duration(al.nextActive(l.idx, now) - now))
+			select {
+			case <-timer.C:
+			case <-stop:
+				return
+			}
 		}
 		if w.stopped() {
 			return
@@ -626,6 +688,7 @@ func (bp *bkPoint) force(w *worker, f *bkFile, meta bool) error {
 	}
 	t2 := w.p.now()
 	w.done(opSync, t1, t2, 0)
+	w.altSync(t1, t2)
 	if bp.s.JournalRemoveFromPageCache {
 		drop := synced - bkCacheDropLag
 		if f.lastDrop < drop {
@@ -681,6 +744,7 @@ func (bp *bkPoint) forceWriter(w *worker, l *bkLane) error {
 			for _, enq := range g.enqueued {
 				ack := w.p.now()
 				w.done(opAdd, enq, ack, bp.entrySize)
+				w.altAdd(enq, ack, bp.entrySize)
 				l.tokens <- struct{}{}
 			}
 			w.done(opCommit, g.flushStart, w.p.now(), 0)

@@ -223,6 +223,12 @@ type pointSpec struct {
 	workers     int
 	// work runs one worker until w.stopped(); it returns the first error.
 	work func(w *worker) error
+	// alt, for an alternating journal point, is its schedule: the warm-up
+	// is fixed (no Options.Settle) and collect receives the workers.
+	alt *alternation
+	// collect, when set, is called with the workers, the merged result and
+	// the end of the measured window before runPoint returns.
+	collect func(workers []*worker, res Result, end int64) error
 }
 
 // point is the shared state of a running measurement.
@@ -240,6 +246,7 @@ type point struct {
 	written    atomic.Int64 // bytes written by this point (incl. warm-up)
 	moved      atomic.Int64 // bytes moved (read or written) incl. warm-up, for progress
 	secBytes   []atomic.Int64
+	alt        *alternation // an alternating journal point's schedule, or nil
 }
 
 // worker is one goroutine's view of a point; its histograms are private and
@@ -252,6 +259,8 @@ type worker struct {
 	ops   int64
 	bytes int64
 	syncs int64
+	// alt is an alternating point's (batch, turn) figures (altAdd, altSync).
+	alt []altBucket
 }
 
 func (p *point) now() int64 { return int64(time.Since(p.base)) }
@@ -340,6 +349,7 @@ func (r *runner) runPoint(ctx context.Context, spec *pointSpec) (Result, error) 
 		r:      r,
 		spec:   spec,
 		stopCh: make(chan struct{}),
+		alt:    spec.alt,
 	}
 	p.secBytes = make([]atomic.Int64, int(spec.duration/time.Second)+2)
 	workers := make([]*worker, spec.workers)
@@ -365,7 +375,7 @@ func (r *runner) runPoint(ctx context.Context, spec *pointSpec) (Result, error) 
 	// Under Options.Settle the warm-up is the longest the point may take
 	// to settle; it may also spend a larger share of the point's bytes.
 	var st *settler
-	if s := r.opts.Settle; s != nil && spec.warmup > 0 {
+	if s := r.opts.Settle; s != nil && spec.warmup > 0 && spec.alt == nil {
 		st = newSettler(*s)
 		if spec.maxBytes > 0 {
 			spec.warmupBytes = int64(float64(spec.maxBytes) * st.s.MaxShare)
@@ -513,6 +523,11 @@ loop:
 	}
 	r.log.Debug("point done", "workload", spec.workload, "point", spec.label, "bytes_per_sec", res.BytesPerSec,
 		"iops", res.IOPS, "stop", p.stopReason)
+	if spec.collect != nil {
+		if err := spec.collect(workers, res, p.endNs.Load()); err != nil {
+			return Result{}, err
+		}
+	}
 	return res, nil
 }
 

@@ -60,6 +60,9 @@ type faultFS struct {
 	writeErr       error
 	// syncErr fails every Datasync.
 	syncErr error
+	// syncDelay, when set, makes every Datasync a sleep this long instead
+	// of a real one: a disk of known, steady sync latency.
+	syncDelay time.Duration
 	// allocErr fails every Allocate.
 	allocErr error
 }
@@ -114,6 +117,10 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *faultFile) Datasync() error {
 	if f.fs.syncErr != nil {
 		return &os.PathError{Op: "fdatasync", Path: f.name, Err: f.fs.syncErr}
+	}
+	if f.fs.syncDelay > 0 {
+		time.Sleep(f.fs.syncDelay)
+		return nil
 	}
 	return f.File.Datasync()
 }

@@ -242,6 +242,11 @@ type JournalParams struct {
 	// Prealloc is how each file is prepared (plain model). Default
 	// PreallocFallocate.
 	Prealloc Prealloc
+	// Alternate, when set, measures Writers (at least two distinct counts)
+	// in one alternating point per block size instead of a point each
+	// (BookKeeper model only; Options.Settle does not apply to it): see
+	// Alternation. Each count gets one Result per batch.
+	Alternate *Alternation
 }
 
 // JournalOptions configure RunJournal.

@@ -112,6 +112,13 @@ type Result struct {
 	// Settle describes the warm-up when it ran under Options.Settle.
 	Settle *SettleInfo `json:"settle,omitempty"`
 
+	// Alternation marks one count's figures over one batch of an
+	// alternating journal point (JournalParams.Alternate); the other
+	// figures (Writers, Bytes, BytesPerSec, AddLatency, SyncLatency, ...)
+	// are that count's turns in that batch, less their settle time.
+	// JournalIO is the whole point's.
+	Alternation *AlternationInfo `json:"alternation,omitempty"`
+
 	// DirectIO reports whether reads used O_DIRECT (randread).
 	DirectIO bool `json:"direct_io,omitempty"`
 	// Warnings lists conditions that make the figure less trustworthy

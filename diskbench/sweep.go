@@ -140,6 +140,33 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s: time budget of %v spent", what, tb))
 	}
 	for _, wp := range wps {
+		if wp.alternate != nil {
+			for _, bs := range wp.blockSizes {
+				label := fmt.Sprintf("%s writers=%s alternating bs=%s", wp.workload, joinInts(wp.writers, "/"), units.FormatBytes(bs))
+				d, w, ok := timing()
+				wt := wp.pointWeight(bs)
+				if !ok {
+					skip(label)
+					left--
+					weightLeft -= wt
+					r.pointNum++
+					continue
+				}
+				share := (r.budget.Load() - layoutSize) * int64(wt) / int64(weightLeft)
+				left--
+				weightLeft -= wt
+				rs, err := r.runBKJournalAlternation(ctx, wp, bs, d, w, share)
+				if errors.Is(err, ErrBudgetExhausted) {
+					rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s: %v", label, err))
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				rep.Results = append(rep.Results, rs...)
+			}
+			continue
+		}
 		for _, writers := range wp.writers {
 			for _, bs := range wp.blockSizes {
 				label := fmt.Sprintf("%s writers=%d bs=%s", wp.workload, writers, units.FormatBytes(bs))

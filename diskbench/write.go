@@ -23,6 +23,9 @@ type writeParams struct {
 	model    JournalModel
 	settings JournalSettings
 	inFlight int
+	// alternate runs the writer counts as one alternating point per block
+	// size (journal, bookkeeper model).
+	alternate *Alternation
 }
 
 func (p JournalParams) resolve() writeParams {
@@ -30,6 +33,10 @@ func (p JournalParams) resolve() writeParams {
 		syncEvery: p.SyncEvery, fileSize: p.FileSize, prealloc: p.Prealloc, model: p.Model, inFlight: p.InFlight}
 	if wp.model == "" {
 		wp.model = JournalModelBookKeeper
+	}
+	if p.Alternate != nil {
+		a := p.Alternate.resolve()
+		wp.alternate = &a
 	}
 	wp.settings = DefaultJournalSettings()
 	if p.Settings != nil {
@@ -93,6 +100,11 @@ func (wp writeParams) validate() error {
 	if wp.fileSize < 0 {
 		return fmt.Errorf("%w: file size %d", ErrInvalidOptions, wp.fileSize)
 	}
+	if wp.alternate != nil {
+		if err := wp.alternate.validate(wp.writers, wp.bookkeeper()); err != nil {
+			return err
+		}
+	}
 	if wp.workload == WorkloadJournal {
 		switch wp.model {
 		case JournalModelBookKeeper:
@@ -108,7 +120,17 @@ func (wp writeParams) validate() error {
 	return nil
 }
 
-func (wp writeParams) points() int { return len(wp.writers) * len(wp.blockSizes) }
+// points is how many points the sweep runs: one per (writers, block
+// size), or one per block size when the counts alternate.
+func (wp writeParams) points() int { return wp.counts() * len(wp.blockSizes) }
+
+// counts is how many points each block size gets.
+func (wp writeParams) counts() int {
+	if wp.alternate != nil {
+		return 1
+	}
+	return len(wp.writers)
+}
 
 // byteWeight is a write point's weight when a byte budget is shared out:
 // small-block points (fdatasync-bound) write little in their time, large
@@ -134,7 +156,7 @@ func (wp writeParams) weight() int {
 	for _, bs := range wp.blockSizes {
 		n += wp.pointWeight(bs)
 	}
-	return n * len(wp.writers)
+	return n * wp.counts()
 }
 
 // RunJournal measures the bookie journal pattern for every (writers, block
@@ -142,7 +164,8 @@ func (wp writeParams) weight() int {
 // writes them (JournalModelBookKeeper, entries of BlockSize bytes), or with
 // JournalModelPlain each writer appending BlockSize writes to its own file
 // and calling fdatasync after every SyncEvery writes. Results come in sweep
-// order (writers outer, block size inner). On error the results measured so
+// order (writers outer, block size inner); with Alternate, per block size
+// the counts in the order given, each with its batches in order. On error the results measured so
 // far are returned with it; every file is removed either way.
 func RunJournal(ctx context.Context, o JournalOptions) ([]Result, error) {
 	wp := o.JournalParams.resolve()
@@ -169,6 +192,18 @@ func runWriteSweep(ctx context.Context, o Options, wp writeParams) (res []Result
 	r.points = wp.points()
 	r.estimate = time.Duration(r.points) * (d + w)
 	weightLeft := wp.weight()
+	if wp.alternate != nil {
+		for _, bs := range wp.blockSizes {
+			share := r.budget.Load() * int64(wp.pointWeight(bs)) / int64(weightLeft)
+			weightLeft -= wp.pointWeight(bs)
+			rs, err := r.runBKJournalAlternation(ctx, wp, bs, d, w, share)
+			if err != nil {
+				return res, err
+			}
+			res = append(res, rs...)
+		}
+		return res, nil
+	}
 	for _, writers := range wp.writers {
 		for _, bs := range wp.blockSizes {
 			share := r.budget.Load() * int64(wp.pointWeight(bs)) / int64(weightLeft)

@@ -68,6 +68,9 @@ func newJournalCmd() *cobra.Command {
 		syncEvery  int
 		fileSize   units.Size
 		prealloc   string
+		alternate  bool
+		turn       time.Duration
+		batches    int
 	)
 	cmd := &cobra.Command{
 		Use:   "journal --dir DIR",
@@ -85,11 +88,19 @@ at the end of each --journalPreAllocSizeMB window; a new file starts past
 are read from --bookie-conf. Each point reports acknowledged MB/s, the add
 latency (queued → acknowledged), and write, fdatasync and group latencies.
 
+With --alternate the --writers counts run as one point per block size: the
+largest count of journals is started and the counts take turns of --turn
+(first 1 journal adds entries, then 2, then 4, ...), over and over, so every
+count meets the disk in the same seconds (a virtual disk's host cache or an
+SSD's garbage collection then hits all alike); each count gets a result per
+batch of cycles (--batches), the rounds of a paired comparison.
+
 --model plain is the pattern fio can express: each writer appends --block-size
 writes to its own file (--prealloc) and calls fdatasync after every
 --sync-every writes.`,
 		Example: `  diskbench journal --dir /mnt/ssd0/tmp --writers 1,2,4 --block-size 4k,64k --duration 10s
   diskbench journal --dir /mnt/ssd0/tmp --bookie-conf /pulsar/conf/bookkeeper.conf --journalMaxGroupWaitMSec 2
+  diskbench journal --dir /mnt/ssd0/tmp --writers 1,2,4 --block-size 64k --alternate --duration 12s
   diskbench journal --dir /mnt/ssd0/tmp --model plain --sync-every 1 --prealloc sparse`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -115,8 +126,13 @@ writes to its own file (--prealloc) and calls fdatasync after every
 					return err
 				}
 				jp.Settings, jp.InFlight = &s, inFlight
+				if alternate {
+					jp.Alternate = &diskbench.Alternation{Turn: turn, Batches: batches}
+				} else if f.Changed("turn") || f.Changed("batches") {
+					return fmt.Errorf("%w: --turn and --batches apply to --alternate only", diskbench.ErrInvalidOptions)
+				}
 			case diskbench.JournalModelPlain:
-				for _, name := range append([]string{"in-flight", "bookie-conf"}, diskbench.JournalSettingKeys...) {
+				for _, name := range append([]string{"in-flight", "bookie-conf", "alternate", "turn", "batches"}, diskbench.JournalSettingKeys...) {
 					if f.Changed(name) {
 						return fmt.Errorf("%w: --%s applies to --model bookkeeper only", diskbench.ErrInvalidOptions, name)
 					}
@@ -146,6 +162,9 @@ writes to its own file (--prealloc) and calls fdatasync after every
 	f.Var(blockSizes, "block-size", "entry sizes (bookkeeper) or write sizes (plain) to sweep")
 	f.IntVar(&inFlight, "in-flight", 0, "entries each journal's client keeps outstanding (default: 2 × journalBufferedWritesThreshold worth)")
 	js.add(f)
+	f.BoolVar(&alternate, "alternate", false, "bookkeeper: run the --writers counts in turns within one point per block size (a result per count and batch)")
+	f.DurationVar(&turn, "turn", diskbench.DefaultAlternationTurn, "with --alternate: each count's turn per cycle")
+	f.IntVar(&batches, "batches", diskbench.DefaultAlternationBatches, "with --alternate: batches of whole cycles the measured time is split into")
 	f.IntVar(&syncEvery, "sync-every", 1, "plain: fdatasync after every N writes (group commit size)")
 	f.Var(&fileSize, "file-size", "plain: size of each writer's file; a point stops when one is full (default: the point's byte share / writers × 1.5, at most 1GiB)")
 	f.StringVar(&prealloc, "prealloc", "fallocate", "plain: how files are prepared: fallocate (unwritten extents), sparse (ftruncate) or none (appends)")

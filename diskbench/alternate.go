@@ -1,0 +1,292 @@
+package diskbench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Alternation runs several journal counts (JournalParams.Writers) in one
+// point of the BookKeeper journal model instead of one point each. The
+// point starts the largest count of journals; the counts then take turns,
+// in the order given, over and over: during count N's turn the first N
+// journals' clients add entries and the others add none (a journal with
+// nothing queued writes nothing, as a bookie's idle journal). One cycle
+// gives every count one turn.
+//
+// Separate points of each count, run one after the other, measure each
+// count in its own seconds of the disk: a virtual disk's host cache that
+// fills and drains over seconds, or an SSD's garbage collection, then
+// decides their ratio as much as the count does (on this project's VM the
+// paired ratio of two separate 1.5 s runs of 2 and 4 journals moved between
+// 1.11 and 1.47 within one minute). Turns of a fraction of a second put
+// every count in the same seconds, so such drift hits all alike, and the
+// measured cycles give many paired figures instead of a few.
+type Alternation struct {
+	// Turn is each count's time per cycle. Default 250 ms.
+	Turn time.Duration
+	// Settle is the start of every turn left out of its figures: the
+	// previous turn's entries are still being acknowledged and the new
+	// turn's queues fill. Default Turn/5.
+	Settle time.Duration
+	// Batches splits the measured cycles into this many consecutive
+	// batches of whole cycles; each count gets one Result per batch (a
+	// round of a paired comparison). Default 8.
+	Batches int
+}
+
+// Alternation defaults.
+const (
+	DefaultAlternationTurn    = 250 * time.Millisecond
+	DefaultAlternationBatches = 8
+)
+
+// AlternationInfo marks a Result measured in an alternating point: one
+// count's figures over one batch of cycles. Every Result of one point has
+// the same Counts, TurnSec, SettleSec, Batches and CyclesPerBatch.
+type AlternationInfo struct {
+	// Counts are the journal counts that took turns, in their order.
+	Counts []int `json:"counts"`
+	// TurnSec is each count's turn per cycle; SettleSec its start left
+	// out of the figures.
+	TurnSec   float64 `json:"turn_sec"`
+	SettleSec float64 `json:"settle_sec"`
+	// Batch is this Result's batch (1-based) of Batches.
+	Batch   int `json:"batch"`
+	Batches int `json:"batches"`
+	// CyclesPerBatch is how many cycles each batch holds.
+	CyclesPerBatch int `json:"cycles_per_batch"`
+}
+
+// resolve fills in the defaults.
+func (a Alternation) resolve() Alternation {
+	if a.Turn == 0 {
+		a.Turn = DefaultAlternationTurn
+	}
+	if a.Settle == 0 {
+		a.Settle = a.Turn / 5
+	}
+	if a.Batches == 0 {
+		a.Batches = DefaultAlternationBatches
+	}
+	return a
+}
+
+// validate checks an alternation of counts.
+func (a Alternation) validate(counts []int, bookkeeper bool) error {
+	if !bookkeeper {
+		return fmt.Errorf("%w: alternating counts need the bookkeeper journal model", ErrInvalidOptions)
+	}
+	if len(counts) < 2 {
+		return fmt.Errorf("%w: alternating counts need at least two writer counts, got %v", ErrInvalidOptions, counts)
+	}
+	seen := map[int]bool{}
+	for _, c := range counts {
+		if seen[c] {
+			return fmt.Errorf("%w: writer count %d listed twice in an alternation", ErrInvalidOptions, c)
+		}
+		seen[c] = true
+	}
+	if a.Turn < 10*time.Millisecond || a.Settle < 0 || a.Settle >= a.Turn {
+		return fmt.Errorf("%w: alternation turn %v, settle %v (want a turn of at least 10ms and 0 <= settle < turn)", ErrInvalidOptions, a.Turn, a.Settle)
+	}
+	if a.Batches < 1 || a.Batches > 1000 {
+		return fmt.Errorf("%w: alternation batches %d (want 1..1000)", ErrInvalidOptions, a.Batches)
+	}
+	return nil
+}
+
+// alternation is a running alternating point's schedule and bucket
+// layout. Times are ns since the point's base; the warm-up is whole
+// cycles, so the measured window starts on a cycle.
+type alternation struct {
+	a        Alternation
+	counts   []int
+	turn     int64
+	settle   int64
+	cycle    int64
+	measure  int64 // start of the measured window (the warm-up)
+	cpb      int   // cycles per batch
+	lanes    int   // the largest count
+	batchLen int64
+}
+
+// newAlternation lays out the cycles: the warm-up rounded up to whole
+// cycles, and the measured time d split into a.Batches batches of whole
+// cycles (at least one cycle each).
+func newAlternation(a Alternation, counts []int, d, warm time.Duration) *alternation {
+	al := &alternation{a: a, counts: counts, turn: int64(a.Turn), settle: int64(a.Settle), lanes: slices.Max(counts)}
+	al.cycle = al.turn * int64(len(counts))
+	al.measure = (int64(warm) + al.cycle - 1) / al.cycle * al.cycle
+	al.cpb = max(1, int(int64(d)/al.cycle/int64(a.Batches)))
+	al.batchLen = al.cycle * int64(al.cpb)
+	return al
+}
+
+// warmup and duration are the point's warm-up and measured time.
+func (al *alternation) warmup() time.Duration { return time.Duration(al.measure) }
+func (al *alternation) duration() time.Duration {
+	return time.Duration(al.batchLen * int64(al.a.Batches))
+}
+
+// turnAt is the index into counts of the turn running at t.
+func (al *alternation) turnAt(t int64) int { return int((t / al.turn) % int64(len(al.counts))) }
+
+// active reports whether journal lane runs at t.
+func (al *alternation) active(lane int, t int64) bool { return lane < al.counts[al.turnAt(t)] }
+
+// nextActive is the start of lane's next turn after t (lane runs in at
+// least one count's turn).
+func (al *alternation) nextActive(lane int, t int64) int64 {
+	start := (t/al.turn + 1) * al.turn
+	for range len(al.counts) {
+		if al.active(lane, start) {
+			return start
+		}
+		start += al.turn
+	}
+	return start
+}
+
+// bucket returns the (batch, turn) bucket index of an event at t, or -1
+// when t lies in the warm-up, in a turn's settle time or after the last
+// batch.
+func (al *alternation) bucket(t int64) int {
+	if t < al.measure {
+		return -1
+	}
+	if (t % al.turn) < al.settle {
+		return -1
+	}
+	b := int((t - al.measure) / al.batchLen)
+	if b >= al.a.Batches {
+		return -1
+	}
+	return b*len(al.counts) + al.turnAt(t)
+}
+
+// buckets is how many (batch, turn) buckets there are.
+func (al *alternation) buckets() int { return al.a.Batches * len(al.counts) }
+
+// altBucket is one worker's figures for one (batch, turn).
+type altBucket struct {
+	ops, bytes int64
+	add, sync  *hist
+}
+
+// altRecord is the per-worker recording an alternating point does besides
+// the point's own: an acknowledged entry goes to the bucket of its
+// acknowledgement (throughput) and its latency to the bucket it was
+// queued in; an fdatasync to the bucket it started in.
+func (w *worker) altBuckets() []altBucket {
+	if w.alt == nil {
+		w.alt = make([]altBucket, w.p.alt.buckets())
+	}
+	return w.alt
+}
+
+func (w *worker) altAdd(enq, ack, n int64) {
+	al := w.p.alt
+	if al == nil || w.p.stop.Load() && ack > w.p.endNs.Load() {
+		return
+	}
+	bs := w.altBuckets()
+	if b := al.bucket(ack); b >= 0 {
+		bs[b].ops++
+		bs[b].bytes += n
+	}
+	if b := al.bucket(enq); b >= 0 {
+		if bs[b].add == nil {
+			bs[b].add = new(hist)
+		}
+		bs[b].add.record(ack - enq)
+	}
+}
+
+func (w *worker) altSync(t1, t2 int64) {
+	al := w.p.alt
+	if al == nil || w.p.stop.Load() && t2 > w.p.endNs.Load() {
+		return
+	}
+	if b := al.bucket(t1); b >= 0 {
+		bs := w.altBuckets()
+		if bs[b].sync == nil {
+			bs[b].sync = new(hist)
+		}
+		bs[b].sync.record(t2 - t1)
+	}
+}
+
+// altResults turns the workers' buckets into one Result per (count,
+// batch) — only batches that ran to their end — from the point's common
+// result (settings, warm-up, journal I/O). It fails when no batch
+// completed.
+func (al *alternation) results(workers []*worker, base Result, end int64, withBuckets bool) ([]Result, error) {
+	n := len(al.counts)
+	merged := make([]altBucket, al.buckets())
+	for _, w := range workers {
+		for i, b := range w.alt {
+			m := &merged[i]
+			m.ops += b.ops
+			m.bytes += b.bytes
+			for _, pair := range [][2]**hist{{&m.add, &b.add}, {&m.sync, &b.sync}} {
+				if *pair[1] == nil {
+					continue
+				}
+				if *pair[0] == nil {
+					*pair[0] = new(hist)
+				}
+				(*pair[0]).merge(*pair[1])
+			}
+		}
+	}
+	complete := int(max(0, end-al.measure) / al.batchLen)
+	complete = min(complete, al.a.Batches)
+	if complete == 0 {
+		return nil, fmt.Errorf("%w: journal alternation of %v stopped before its first batch of %v", ErrBudgetExhausted, al.counts, time.Duration(al.batchLen))
+	}
+	// Each count's measured time in one batch: its turns less their settle.
+	sec := (time.Duration(al.turn-al.settle) * time.Duration(al.cpb)).Seconds()
+	var out []Result
+	for ti, c := range al.counts {
+		for b := range complete {
+			m := merged[b*n+ti]
+			r := base
+			r.Writers = c
+			r.Ops, r.Bytes, r.Syncs = m.ops, m.bytes, 0
+			r.DurationSec = sec
+			r.BytesPerSec = float64(m.bytes) / sec
+			r.IOPS = float64(m.ops) / sec
+			r.SamplesBytesPerSec, r.StdevOverMean = nil, 0
+			r.AddLatency, r.SyncLatency, r.CommitLatency, r.WriteLatency = nil, nil, nil, nil
+			if m.add != nil {
+				r.AddLatency = m.add.latency(withBuckets)
+			}
+			if m.sync != nil {
+				r.SyncLatency = m.sync.latency(withBuckets)
+				r.Syncs = m.sync.n
+			}
+			r.Alternation = &AlternationInfo{Counts: slices.Clone(al.counts), TurnSec: time.Duration(al.turn).Seconds(),
+				SettleSec: time.Duration(al.settle).Seconds(), Batch: b + 1, Batches: al.a.Batches, CyclesPerBatch: al.cpb}
+			r.Warnings = slices.Clone(base.Warnings)
+			if complete < al.a.Batches && b == complete-1 {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("the alternation stopped (%s) after %d of %d batches", base.StopReason, complete, al.a.Batches))
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// runBKJournalAlternation runs the counts of wp.writers as one
+// alternating point (Alternation) and returns a Result per count and
+// batch, counts in the order given, batches in order.
+func (r *runner) runBKJournalAlternation(ctx context.Context, wp writeParams, es int64, d, warm time.Duration, share int64) ([]Result, error) {
+	al := newAlternation(*wp.alternate, wp.writers, d, warm)
+	res, err := r.runBKJournal(ctx, wp, al.lanes, es, al.duration(), al.warmup(), share, al)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}

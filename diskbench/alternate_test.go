@@ -1,0 +1,115 @@
+package diskbench
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+)
+
+// TestAlternationSchedule pins the cycle layout: the warm-up rounded up
+// to whole cycles, batches of whole cycles, turns in the order given, the
+// settle time of each turn and the warm-up left out.
+func TestAlternationSchedule(t *testing.T) {
+	ms := int64(time.Millisecond)
+	a := Alternation{Turn: 250 * time.Millisecond, Settle: 50 * time.Millisecond, Batches: 4}
+	al := newAlternation(a, []int{1, 2, 4}, 6*time.Second, 1100*time.Millisecond)
+	if al.warmup() != 1500*time.Millisecond || al.cpb != 2 || al.duration() != 6*time.Second {
+		t.Fatalf("warm-up %v, %d cycles per batch, measured %v; want 1.5s, 2, 6s", al.warmup(), al.cpb, al.duration())
+	}
+	for _, c := range []struct {
+		t      int64
+		bucket int
+	}{
+		{0, -1},               // warm-up
+		{1499 * ms, -1},       // warm-up
+		{1500 * ms, -1},       // first turn's settle
+		{1560 * ms, 0},        // batch 0, count 1
+		{1810 * ms, 1},        // batch 0, count 2
+		{2060 * ms, 2},        // batch 0, count 4
+		{2310 * ms, 0},        // second cycle of batch 0, count 1
+		{3060 * ms, 3},        // batch 1, count 1
+		{7499 * ms, 11},       // batch 3, count 4
+		{7500*ms + 60*ms, -1}, // past the last batch
+	} {
+		if got := al.bucket(c.t); got != c.bucket {
+			t.Errorf("bucket(%v) = %d, want %d", time.Duration(c.t), got, c.bucket)
+		}
+	}
+	// Lane 2 (the third journal) runs only in count 4's turns.
+	if al.active(2, 1600*ms) || al.active(2, 1800*ms) || !al.active(2, 2100*ms) {
+		t.Error("lane 2 active outside count 4's turn")
+	}
+	if got := al.nextActive(2, 1600*ms); got != 2000*ms {
+		t.Errorf("nextActive(lane 2, 1.6s) = %v, want 2s", time.Duration(got))
+	}
+	if got := al.nextActive(0, 2100*ms); got != 2250*ms {
+		t.Errorf("nextActive(lane 0, 2.1s) = %v, want 2.25s", time.Duration(got))
+	}
+}
+
+// TestJournalAlternation runs 1, 2 and 4 journals in turns on a disk
+// whose fdatasync always takes 10 ms: each journal then acknowledges its
+// in-flight entries once per sync, so a count's turns must write in
+// proportion to the journals that run in them — 2× and 4× count 1's in
+// every batch. A journal that added outside its counts' turns would bring
+// the ratios towards 1.
+func TestJournalAlternation(t *testing.T) {
+	ffs := &faultFS{syncDelay: 10 * time.Millisecond}
+	o := bkOpts(t, nil)
+	o.OpenFile = ffs.open
+	o.MaxBytes = 4 << 30
+	o.Duration = 1800 * time.Millisecond
+	o.Warmup = 300 * time.Millisecond
+	o.LatencyBuckets = true
+	counts := []int{1, 2, 4}
+	res, err := RunJournal(context.Background(), JournalOptions{Options: o, JournalParams: JournalParams{
+		Writers: counts, BlockSizes: []int64{64 * KiB},
+		Alternate: &Alternation{Turn: 100 * time.Millisecond, Settle: 30 * time.Millisecond, Batches: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ffs.assertGone(t)
+	if len(res) != 9 {
+		t.Fatalf("%d results, want 3 counts × 3 batches", len(res))
+	}
+	rate := map[[2]int]float64{}
+	for i, r := range res {
+		ai := r.Alternation
+		want := counts[i/3]
+		if ai == nil || r.Writers != want || ai.Batch != i%3+1 || ai.Batches != 3 || ai.CyclesPerBatch != 2 || len(ai.Counts) != 3 {
+			t.Fatalf("result %d: writers %d, alternation %+v; want count %d, batch %d of 3, 2 cycles each", i, r.Writers, ai, want, i%3+1)
+		}
+		if math.Abs(r.DurationSec-0.14) > 1e-9 || r.Bytes == 0 || r.AddLatency == nil || r.SyncLatency == nil || len(r.AddLatency.Buckets) == 0 {
+			t.Fatalf("result %d: %.3f s, %d bytes, add %v, sync %v; want 2 × 70 ms measured, bytes and latencies", i, r.DurationSec, r.Bytes, r.AddLatency, r.SyncLatency)
+		}
+		if r.SyncLatency.P50Ns < 10e6 {
+			t.Errorf("result %d: fdatasync p50 %v, want the 10 ms sleep", i, time.Duration(r.SyncLatency.P50Ns))
+		}
+		rate[[2]int{r.Writers, ai.Batch}] = r.BytesPerSec
+	}
+	for b := 1; b <= 3; b++ {
+		for _, pair := range [][2]int{{2, 1}, {4, 2}} {
+			got := rate[[2]int{pair[0], b}] / rate[[2]int{pair[1], b}]
+			if got < 1.6 || got > 2.4 {
+				t.Errorf("batch %d: %d journals wrote %.2f× of %d (want about 2)", b, pair[0], got, pair[1])
+			}
+		}
+	}
+}
+
+func TestAlternationInvalid(t *testing.T) {
+	for name, jp := range map[string]JournalParams{
+		"one count":   {Writers: []int{2}, Alternate: &Alternation{}},
+		"twice":       {Writers: []int{1, 2, 1}, Alternate: &Alternation{}},
+		"plain model": {Model: JournalModelPlain, Writers: []int{1, 2}, Alternate: &Alternation{}},
+		"settle":      {Writers: []int{1, 2}, Alternate: &Alternation{Turn: 50 * time.Millisecond, Settle: 50 * time.Millisecond}},
+		"batches":     {Writers: []int{1, 2}, Alternate: &Alternation{Batches: -1}},
+	} {
+		_, err := RunJournal(context.Background(), JournalOptions{Options: quick(testDir(t)), JournalParams: jp})
+		if !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%s: %v, want ErrInvalidOptions", name, err)
+		}
+	}
+}
