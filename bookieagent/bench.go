@@ -394,12 +394,15 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 	switch {
 	case pt.joins > 0:
 		// The turns it adds to its alternating point.
-		_, cpb := alternationLayout(m, 1)
-		return time.Duration(pt.rounds()*cpb) * journalTurn
+		turn, cpb := alternationLayout(pt.kind, m, 1)
+		return time.Duration(pt.rounds()*cpb) * turn
 	case len(pt.alternate) > 0:
-		turnOf, cpb := alternationLayout(m, len(pt.alternate))
-		cycle := time.Duration(len(pt.alternate)) * turnOf
-		return (w+cycle-1)/cycle*cycle + time.Duration(pt.rounds()*cpb)*cycle + runOverhead
+		turn, cpb := alternationLayout(pt.kind, m, len(pt.alternate))
+		if pt.kind == kindEntryLog && pt.burst > burstFactor*pt.rate {
+			// The probe met a burst: the warm-up may run to its cap.
+			w = burstCap(w)
+		}
+		return w + time.Duration(pt.rounds()*cpb*len(pt.alternate))*turn + runOverhead
 	}
 	if pt.kind == kindRandRead {
 		return time.Second + m + runOverhead + time.Duration(randReadFile/150_000_000)*time.Second
@@ -423,6 +426,23 @@ const (
 	journalSettle = 50 * time.Millisecond
 )
 
+// ledgerTurn is each entry-log writer count's turn: an entry-log writer
+// syncs every 32 MiB (flushEntrylogBytes), 0.1–0.15 s at this project's
+// VM's 250 MB/s, so a turn holds several syncs per writer; ledgerSettle of
+// it is left out (the previous turn's writers syncing what they left).
+const (
+	ledgerTurn   = time.Second
+	ledgerSettle = 250 * time.Millisecond
+)
+
+// turnOf is the turn of an alternating point of kind k.
+func turnOf(k pointKind) (turn, settle time.Duration) {
+	if k == kindEntryLog {
+		return ledgerTurn, ledgerSettle
+	}
+	return journalTurn, journalSettle
+}
+
 // journalBatches is how many paired rounds (batches of whole cycles) an
 // alternating point gives each journal count: 8, more when --rounds asks
 // for more. With 7 degrees of freedom the t factor is 2.36 (4.30 at 3
@@ -439,11 +459,12 @@ func joinCounts(v []int) string {
 }
 
 // alternationLayout is the turn and the cycles per batch of an alternating
-// point of n counts at measurement m: each batch about m long, whole
-// cycles of n turns of journalTurn, at least one.
-func alternationLayout(m time.Duration, n int) (time.Duration, int) {
-	cycle := time.Duration(n) * journalTurn
-	return journalTurn, max(1, int((m+cycle/2)/cycle))
+// point of kind k with n counts at measurement m: each batch about m long,
+// whole cycles of n turns, at least one.
+func alternationLayout(k pointKind, m time.Duration, n int) (time.Duration, int) {
+	turn, _ := turnOf(k)
+	cycle := time.Duration(n) * turn
+	return turn, max(1, int((m+cycle/2)/cycle))
 }
 
 // share is the byte budget one run may spend: enough for a burst as fast
@@ -516,14 +537,21 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 			}
 			pr := e("entry log 1 writer × 1MiB writes", 1, 1, MiB)
 			pr.probe = true
-			out = append(out, pr,
+			// The writer counts take turns in one run, first in the block:
+			// right after the probe, past the host cache's burst, and with
+			// no pause between turns in which it could refill.
+			counts := []int{1, 2}
+			alt := e(fmt.Sprintf("entry log %s writers × 1MiB writes in turns of %v", joinCounts(counts), ledgerTurn), 1, 2, MiB)
+			alt.alternate, alt.once, alt.batches = counts, true, p.o.Rounds
+			four := e("entry log 4 writers × 1MiB writes (a turn of the alternating run)", 2, 4, MiB)
+			four.joins, four.once, four.batches = 4, true, p.o.Rounds
+			out = append(out, alt, pr,
 				e("entry log 1 writer × 64KiB writes", 1, 1, 64*KiB),
 				e("entry log 1 writer × 8MiB writes", 2, 1, 8*MiB),
-				e("entry log 2 writers × 1MiB writes", 1, 2, MiB),
+				four,
 				// Every plan measures the disk class once: the RocksDB memtable
 				// size follows it, and sysfs alone misleads on virtual disks.
 				benchPoint{name: label("random reads 4KiB depth 16"), disk: i, kind: kindRandRead, tier: 1, once: true, blockSize: 4 * KiB},
-				e("entry log 4 writers × 1MiB writes", 2, 4, MiB),
 				e("entry log 1 writer × 64MiB writes", 3, 1, 64*MiB),
 			)
 		}
@@ -829,28 +857,34 @@ type scheduled struct {
 }
 
 // schedule orders the runs after the probes in blocks: first every
-// entry-log point and the shared-device point, then the journal points,
-// then the random reads; within a block the rounds interleave (every
-// point of round r before round r + 1), so slow drift hits all candidates
-// of a comparison alike — every comparison (journal counts, entry-log
-// writers and sizes) lies within one block. The entry-log block comes
+// tier-1 entry-log point and the shared-device point, then the tier-1
+// journal points, then the random reads, and last every point of tiers 2
+// and 3 (a run over its estimate then costs a tier-2 run, never an
+// essential one: on this project's VM entry-log warm-ups in a host cache's
+// burst ran to their cap and left no time for the journal counts); within
+// a block the rounds interleave (every point of round r before round
+// r + 1), so slow drift hits all candidates of a comparison alike — every
+// comparison (entry-log sizes; journal and entry-log counts take turns
+// within one run) lies within one block. The entry-log block comes
 // right after the entry-log probe, which wrote the disk past its burst:
 // on this project's VM the host cache refills while journals run, and
 // with the journals between the entry-log rounds every 1-writer round of
 // two of three runs measured the cache (807–1121 MB/s, fio 256–328).
 func schedule(pts []benchPoint, rounds map[int]int) []scheduled {
 	block := func(pt benchPoint) int {
-		switch pt.kind {
-		case kindEntryLog, kindMixed:
+		switch {
+		case pt.tier > 1:
+			return 3
+		case pt.kind == kindEntryLog || pt.kind == kindMixed:
 			return 0
-		case kindJournal:
+		case pt.kind == kindJournal:
 			return 1
 		}
 		return 2
 	}
 	var out []scheduled
 	pts = slices.DeleteFunc(slices.Clone(pts), func(pt benchPoint) bool { return pt.joins > 0 })
-	for b := range 3 {
+	for b := range 4 {
 		planned := 0
 		for _, pt := range pts {
 			if block(pt) == b {
@@ -915,17 +949,22 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 		plan.Journal = &diskbench.JournalParams{Model: diskbench.JournalModelBookKeeper, Writers: []int{pt.writers},
 			BlockSizes: []int64{journalEntry}, Settings: &st, InFlight: pt.inFlight}
 		if len(pt.alternate) > 0 {
-			turn, cpb := alternationLayout(m, len(pt.alternate))
 			plan.Journal.Writers = pt.alternate
-			plan.Journal.Alternate = &diskbench.Alternation{Turn: turn, Settle: journalSettle, Batches: pt.rounds()}
-			plan.Options.Duration = time.Duration(pt.rounds()*cpb*len(pt.alternate)) * turn
-			plan.TimeBudget = pt.cost(m) + runOverhead
+			plan.Journal.Alternate = p.alternation(&plan, pt, m)
 		}
 	case kindEntryLog:
-		fileSize := share / int64(pt.writers)
+		fileSize := share / int64(max(pt.writers, slices.Max(append([]int{1}, pt.alternate...))))
 		fileSize -= fileSize % pt.blockSize
 		plan.EntryLog = &diskbench.EntryLogParams{Writers: []int{pt.writers}, BlockSizes: []int64{pt.blockSize},
 			FileSize: max(fileSize, pt.blockSize)}
+		if len(pt.alternate) > 0 {
+			// Every writer runs the warm-up; the first count writes least.
+			plan.EntryLog.Writers = pt.alternate
+			plan.EntryLog.Alternate = p.alternation(&plan, pt, m)
+			if plan.Options.Settle != nil {
+				plan.Options.Settle.MaxRate = burstFactor * pt.rate * float64(slices.Max(pt.alternate))
+			}
+		}
 	case kindRandRead:
 		plan.Options.Settle = nil
 		plan.Options.Warmup = time.Second
@@ -933,6 +972,19 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 		plan.RandRead = &diskbench.RandReadParams{BlockSizes: []int64{pt.blockSize}, Depths: []int{16}, FileSize: randReadFile}
 	}
 	return plan
+}
+
+// alternation sets plan's measured time for the alternating point pt at
+// measurement m and returns its turns: pt.rounds() batches of whole cycles.
+func (p *PreparedBench) alternation(plan *diskbench.Plan, pt benchPoint, m time.Duration) *diskbench.Alternation {
+	turn, cpb := alternationLayout(pt.kind, m, len(pt.alternate))
+	_, settle := turnOf(pt.kind)
+	plan.Options.Duration = time.Duration(pt.rounds()*cpb*len(pt.alternate)) * turn
+	plan.TimeBudget = pt.cost(m) + runOverhead
+	if plan.Options.Settle != nil {
+		plan.TimeBudget += plan.Options.Warmup
+	}
+	return &diskbench.Alternation{Turn: turn, Settle: settle, Batches: pt.rounds()}
 }
 
 // runMixed runs the journal benchPoint and the entry-log benchPoint of a shared

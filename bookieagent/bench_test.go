@@ -174,7 +174,7 @@ func TestFitPlanFixedRounds(t *testing.T) {
 		for _, pt := range pts {
 			n := pt.runs(rounds)
 			c := pt.cost(m)
-			if pt.kind == kindEntryLog {
+			if pt.kind == kindEntryLog && len(pt.alternate) == 0 {
 				c = 2*time.Second + m + runOverhead
 			}
 			total += time.Duration(max(n, 0)) * c
@@ -283,6 +283,21 @@ func (f *fakeSweep) sweep(ctx context.Context, p diskbench.Plan) (*diskbench.Rep
 		r = diskbench.Result{Workload: diskbench.WorkloadJournal, Model: diskbench.JournalModelBookKeeper, JournalSettings: p.Journal.Settings,
 			Writers: w, BlockSize: p.Journal.BlockSizes[0], InFlight: max(8, p.Journal.InFlight), BytesPerSec: rate, Ops: 100,
 			AddLatency: &diskbench.Latency{Count: 100, P50Ns: 1e6, P99Ns: 2e6}, SyncLatency: &diskbench.Latency{Count: 10, P50Ns: 9e5, P99Ns: 2e6}, WarmupSec: 2}
+	case p.EntryLog != nil && p.EntryLog.Alternate != nil:
+		// One result per count and batch; every writer adds f.rate until
+		// the disk's 2.5 × f.rate.
+		a := p.EntryLog.Alternate
+		for _, w := range p.EntryLog.Writers {
+			for b := range a.Batches {
+				rep.Results = append(rep.Results, diskbench.Result{Workload: diskbench.WorkloadEntryLog, Writers: w, BlockSize: p.EntryLog.BlockSizes[0],
+					BytesPerSec: f.rate * min(float64(w), 2.5), Ops: 100, WarmupSec: 6, DurationSec: 0.75, Settle: &diskbench.SettleInfo{Settled: true},
+					Alternation: &diskbench.AlternationInfo{Counts: p.EntryLog.Writers, Batch: b + 1, Batches: a.Batches, CyclesPerBatch: 1}})
+			}
+		}
+		f.mu.Lock()
+		f.runs = append(f.runs, "entrylog/alternating/"+strconv.FormatInt(p.EntryLog.BlockSizes[0], 10))
+		f.mu.Unlock()
+		return rep, nil
 	case p.EntryLog != nil:
 		r = diskbench.Result{Workload: diskbench.WorkloadEntryLog, Writers: p.EntryLog.Writers[0], BlockSize: p.EntryLog.BlockSizes[0],
 			BytesPerSec: f.rate, Ops: 100, WarmupSec: 6, Settle: &diskbench.SettleInfo{Settled: true}}
@@ -376,10 +391,20 @@ func TestBenchRunsFixedRounds(t *testing.T) {
 		// entrylog/1/1048576 also runs as the probe and in the mixed runs
 		// (the two directories share a device).
 		els["entrylog/1/1048576"] -= 1 + len(res.LedgerDisks[0].MixedResults)
-		for _, run := range []string{"entrylog/1/1048576", "entrylog/1/65536", "entrylog/2/1048576"} {
+		for _, run := range []string{"entrylog/1/1048576", "entrylog/1/65536"} {
 			if els[run] != want {
 				t.Errorf("--rounds %d: %s ran %d times, want %d: %v", tc.rounds, run, els[run], want, els)
 			}
+		}
+		// The entry-log writer counts run once, in turns, a round per batch.
+		var ealts []diskbench.Plan
+		for _, pl := range f.plans {
+			if pl.EntryLog != nil && pl.EntryLog.Alternate != nil {
+				ealts = append(ealts, pl)
+			}
+		}
+		if len(ealts) != 1 || !slices.Equal(ealts[0].EntryLog.Writers, []int{1, 2}) || ealts[0].EntryLog.Alternate.Batches != batches {
+			t.Errorf("--rounds %d: alternating entry-log runs %+v, want one of 1/2 writers in %d batches", tc.rounds, ealts, batches)
 		}
 	}
 }
@@ -416,18 +441,25 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 	}
 	// Every decisive entry-log point runs the planned rounds; the journal
 	// counts run once, in turns.
-	for _, run := range []string{"entrylog/2/1048576", "entrylog/1/65536"} {
+	for _, run := range []string{"entrylog/1/65536"} {
 		if n := count(run); n != DefaultRounds || res.Plan.Rounds[1] != DefaultRounds {
 			t.Errorf("%s ran %d times, want %d; plan %+v", run, n, DefaultRounds, res.Plan)
 		}
 	}
-	if n := count("journal/alternating/65536"); n != 1 {
-		t.Errorf("the alternating journal point ran %d times, want once: %v", n, f.runs)
+	for _, run := range []string{"journal/alternating/65536", "entrylog/alternating/1048576"} {
+		if n := count(run); n != 1 {
+			t.Errorf("%s ran %d times, want once: %v", run, n, f.runs)
+		}
+	}
+	// The entry-log counts' turns come first in their block, right after
+	// the probe (past the host cache's burst).
+	if f.runs[2] != "entrylog/alternating/1048576" {
+		t.Errorf("runs %v: want the entry-log turns right after the probes", f.runs)
 	}
 	// Blocks: after the probes every entry-log run (the mixed ones
 	// included) before the journals, the random reads last; within a
-	// block the rounds interleave: the second run of N=2 entry logs comes
-	// after the first of the 64 KiB one.
+	// block the rounds interleave: the second run of 1 writer × 1 MiB
+	// comes after the first of the 64 KiB one.
 	nth := func(run string, k int) int {
 		for i, r := range f.runs {
 			if r == run {
@@ -438,16 +470,17 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 		}
 		return -1
 	}
-	lastLog := 0
-	for i, r := range f.runs {
-		if strings.HasPrefix(r, "entrylog/") {
-			lastLog = i
-		}
-	}
-	if j := nth("journal/alternating/65536", 1); j < lastLog || f.runs[len(f.runs)-1] != "randread/16/4096" {
+	rr := nth("randread/16/4096", 1)
+	if j := nth("journal/alternating/65536", 1); j < nth("entrylog/1/65536", DefaultRounds) || rr < j {
 		t.Errorf("not in blocks (entry logs, journals, random reads): %v", f.runs)
 	}
-	if e2, e64 := nth("entrylog/2/1048576", 2), nth("entrylog/1/65536", 1); e64 > e2 || e2 < 0 {
+	// Tier 2 and 3 last, after every essential run.
+	for _, run := range []string{"entrylog/1/8388608"} {
+		if i := nth(run, 1); i >= 0 && i < rr {
+			t.Errorf("tier-2 run %s before the essential ones: %v", run, f.runs)
+		}
+	}
+	if e2, e64 := nth("entrylog/1/1048576", 3), nth("entrylog/1/65536", 1); e64 > e2 || e2 < 0 {
 		t.Errorf("rounds not interleaved within the blocks: %v", f.runs)
 	}
 	// Every run records what else used the CPUs meanwhile (a mixed run is
@@ -472,7 +505,7 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 		probe := i < 2
 		if pl.EntryLog != nil {
 			st := pl.Options.Settle
-			switch w := float64(pl.EntryLog.Writers[0]); {
+			switch w := float64(slices.Max(pl.EntryLog.Writers)); {
 			case probe && (st == nil || st.NoKneeMinWarmup != pl.Options.Warmup-2*time.Second || st.MaxRate != 0):
 				t.Errorf("entry-log probe: settle %+v, warm-up cap %v", st, pl.Options.Warmup)
 			case !probe && st != nil && (st.MaxRate != burstFactor*f.rate*w || pl.Options.Warmup != burstCap(p.laterWarm()) || st.MinWarmup != p.laterWarm()):
@@ -480,7 +513,7 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 			case !probe && st == nil && pl.Options.Warmup != p.laterWarm():
 				t.Errorf("mixed entry-log run %d: warm-up %v, want the fixed %v", i, pl.Options.Warmup, p.laterWarm())
 			}
-			if pl.EntryLog.FileSize < pl.Options.MaxBytes/int64(pl.EntryLog.Writers[0])-pl.EntryLog.BlockSizes[0] {
+			if pl.EntryLog.FileSize < pl.Options.MaxBytes/int64(slices.Max(pl.EntryLog.Writers))-pl.EntryLog.BlockSizes[0] {
 				t.Errorf("entry-log run %d: files smaller than its bytes: %+v", i, pl.Options)
 			}
 		} else if !probe && pl.RandRead == nil && pl.Options.Warmup != p.laterWarm() {
@@ -490,6 +523,10 @@ func TestBenchRunRoundsAndMixed(t *testing.T) {
 		if pl.Journal != nil && pl.Journal.Alternate != nil {
 			// Batches of 2 cycles of 3 turns, about the fixed time each.
 			want = time.Duration(pl.Journal.Alternate.Batches*2*3) * journalTurn
+		}
+		if pl.EntryLog != nil && pl.EntryLog.Alternate != nil {
+			// Batches of one cycle of 2 turns.
+			want = time.Duration(pl.EntryLog.Alternate.Batches*2) * ledgerTurn
 		}
 		if !probe && pl.Options.Duration != want {
 			t.Errorf("run %d measured %v, want %v", i, pl.Options.Duration, want)
@@ -574,7 +611,7 @@ func TestBenchLiveBookieUsesScratch(t *testing.T) {
 	var mu sync.Mutex
 	var dirs []string
 	p, err := PrepareBench(context.Background(), BenchOptions{JournalDirs: []string{j}, LedgerDirs: []string{l},
-		TimeBudget: 60 * time.Second, MaxBytes: 512 * MiB, Rounds: 1, AllowLiveBookie: true,
+		TimeBudget: 60 * time.Second, MaxBytes: GiB, Rounds: 1, AllowLiveBookie: true,
 		Sweep: func(ctx context.Context, plan diskbench.Plan) (*diskbench.Report, error) {
 			mu.Lock()
 			dirs = append(dirs, plan.Dir)
@@ -592,10 +629,17 @@ func TestBenchLiveBookieUsesScratch(t *testing.T) {
 				plan.RandRead.FileSize = 16 * MiB
 			}
 			plan.TimeBudget = 4 * time.Second
+			short := &diskbench.Alternation{Turn: 50 * time.Millisecond, Settle: 10 * time.Millisecond, Batches: 2}
 			if a := plan.Journal; a != nil && a.Alternate != nil {
 				// 2 batches of one 3 × 50 ms cycle.
-				a.Alternate = &diskbench.Alternation{Turn: 50 * time.Millisecond, Settle: 10 * time.Millisecond, Batches: 2}
+				a.Alternate = short
 				plan.Duration, plan.Warmup, plan.MaxBytes = 300*time.Millisecond, 150*time.Millisecond, 256*MiB
+			}
+			if e := plan.EntryLog; e != nil && e.Alternate != nil {
+				// 2 batches of one 2 × 20 ms cycle.
+				e.Alternate = &diskbench.Alternation{Turn: 20 * time.Millisecond, Settle: 5 * time.Millisecond, Batches: 2}
+				e.FileSize = 192 * MiB
+				plan.Duration, plan.Warmup, plan.MaxBytes = 80*time.Millisecond, 50*time.Millisecond, 384*MiB
 			}
 			return diskbench.Sweep(ctx, plan)
 		}})
@@ -617,7 +661,7 @@ func TestBenchLiveBookieUsesScratch(t *testing.T) {
 		}
 	}
 	if len(res.JournalDisks[0].Results) < 3 || len(res.LedgerDisks[0].Results) < 4 || len(res.JournalDisks[0].Cookies) != 1 {
-		t.Errorf("results: %d journal, %d ledger; cookies %d", len(res.JournalDisks[0].Results), len(res.LedgerDisks[0].Results), len(res.JournalDisks[0].Cookies))
+		t.Errorf("results: %d journal, %d ledger; cookies %d; warnings %q", len(res.JournalDisks[0].Results), len(res.LedgerDisks[0].Results), len(res.JournalDisks[0].Cookies), res.Warnings)
 	}
 	if after := snapshot(t, root); after != before {
 		t.Errorf("tree changed:\nbefore %s\nafter  %s", before, after)

@@ -16,7 +16,7 @@ import (
 func entryLogSizes(rs []diskbench.Result) map[int64]rounds {
 	by := map[int64]rounds{}
 	for _, r := range rs {
-		if r.Workload == diskbench.WorkloadEntryLog && usable(r) && max(1, r.Writers) == 1 {
+		if r.Workload == diskbench.WorkloadEntryLog && usable(r) && max(1, r.Writers) == 1 && r.Alternation == nil {
 			v := by[r.BlockSize]
 			v.add(sustainedRate(r))
 			by[r.BlockSize] = v
@@ -26,11 +26,17 @@ func entryLogSizes(rs []diskbench.Result) map[int64]rounds {
 }
 
 // entryLogWriters returns the entry-log rounds per writer count at the
-// write size measured with the most counts (ties: the larger size).
+// write size measured with the most counts (ties: the larger size). When
+// the disk has results of writer counts in turns (an alternating point,
+// whose batches pair every count in the same seconds), only those count:
+// separate runs' rounds would pair with batches of another time.
 func entryLogWriters(rs []diskbench.Result) (int64, map[int]rounds) {
+	alt := slices.ContainsFunc(rs, func(r diskbench.Result) bool {
+		return r.Workload == diskbench.WorkloadEntryLog && r.Alternation != nil && usable(r)
+	})
 	by := map[int64]map[int]rounds{}
 	for _, r := range rs {
-		if r.Workload == diskbench.WorkloadEntryLog && usable(r) {
+		if r.Workload == diskbench.WorkloadEntryLog && usable(r) && (r.Alternation != nil) == alt {
 			w := max(1, r.Writers)
 			if by[r.BlockSize] == nil {
 				by[r.BlockSize] = map[int]rounds{}
@@ -208,7 +214,10 @@ func shortOnly(rs []diskbench.Result, writers int) (float64, bool) {
 			continue
 		}
 		if max(1, r.Writers) == writers {
-			if r.DurationSec >= MinSustainedSec {
+			// A count's batch of an alternating point is short, but the
+			// run behind it is not: its turns follow each other without a
+			// pause in which a cache could refill.
+			if r.DurationSec >= MinSustainedSec || r.Alternation != nil {
 				return 0, false
 			}
 			any = true

@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
-// Alternation runs several journal counts (JournalParams.Writers) in one
-// point of the BookKeeper journal model instead of one point each. The
-// point starts the largest count of journals; the counts then take turns,
-// in the order given, over and over: during count N's turn the first N
-// journals' clients add entries and the others add none (a journal with
-// nothing queued writes nothing, as a bookie's idle journal). One cycle
-// gives every count one turn.
+// Alternation runs several writer counts (JournalParams.Writers,
+// EntryLogParams.Writers) in one point instead of one point each. The
+// point starts the largest count of writers (journals, entry-log files),
+// all of which run through the warm-up; from the measured window on, the
+// counts take turns, in the order given, over and over: during count N's
+// turn the first N writers write and the others do not (a journal with
+// nothing queued writes nothing, as a bookie's idle journal; an entry-log
+// writer first makes its unsynced bytes durable, as an entry logger's
+// flush does). One cycle gives every count one turn.
 //
 // Separate points of each count, run one after the other, measure each
 // count in its own seconds of the disk: a virtual disk's host cache that
@@ -74,10 +77,7 @@ func (a Alternation) resolve() Alternation {
 }
 
 // validate checks an alternation of counts.
-func (a Alternation) validate(counts []int, bookkeeper bool) error {
-	if !bookkeeper {
-		return fmt.Errorf("%w: alternating counts need the bookkeeper journal model", ErrInvalidOptions)
-	}
+func (a Alternation) validate(counts []int) error {
 	if len(counts) < 2 {
 		return fmt.Errorf("%w: alternating counts need at least two writer counts, got %v", ErrInvalidOptions, counts)
 	}
@@ -98,68 +98,79 @@ func (a Alternation) validate(counts []int, bookkeeper bool) error {
 }
 
 // alternation is a running alternating point's schedule and bucket
-// layout. Times are ns since the point's base; the warm-up is whole
-// cycles, so the measured window starts on a cycle.
+// layout. Times are ns since the point's base. During the warm-up every
+// lane runs (the largest count: a cache's burst is spent at the highest
+// rate); the turns start when the measured window does (origin, the
+// point's measureNs: the warm-up's end, which Options.Settle may bring
+// forward).
 type alternation struct {
 	a        Alternation
 	counts   []int
 	turn     int64
 	settle   int64
 	cycle    int64
-	measure  int64 // start of the measured window (the warm-up)
-	cpb      int   // cycles per batch
-	lanes    int   // the largest count
+	cpb      int // cycles per batch
+	lanes    int // the largest count
 	batchLen int64
+	origin   *atomic.Int64 // the point's measureNs, set by runPoint
 }
 
-// newAlternation lays out the cycles: the warm-up rounded up to whole
-// cycles, and the measured time d split into a.Batches batches of whole
-// cycles (at least one cycle each).
-func newAlternation(a Alternation, counts []int, d, warm time.Duration) *alternation {
+// newAlternation lays out the cycles: the measured time d split into
+// a.Batches batches of whole cycles (at least one cycle each).
+func newAlternation(a Alternation, counts []int, d time.Duration) *alternation {
 	al := &alternation{a: a, counts: counts, turn: int64(a.Turn), settle: int64(a.Settle), lanes: slices.Max(counts)}
 	al.cycle = al.turn * int64(len(counts))
-	al.measure = (int64(warm) + al.cycle - 1) / al.cycle * al.cycle
 	al.cpb = max(1, int(int64(d)/al.cycle/int64(a.Batches)))
 	al.batchLen = al.cycle * int64(al.cpb)
 	return al
 }
 
-// warmup and duration are the point's warm-up and measured time.
-func (al *alternation) warmup() time.Duration { return time.Duration(al.measure) }
+// duration is the point's measured time.
 func (al *alternation) duration() time.Duration {
 	return time.Duration(al.batchLen * int64(al.a.Batches))
 }
 
-// turnAt is the index into counts of the turn running at t.
-func (al *alternation) turnAt(t int64) int { return int((t / al.turn) % int64(len(al.counts))) }
+// start is where the turns start (the measured window's start).
+func (al *alternation) start() int64 { return al.origin.Load() }
 
-// active reports whether journal lane runs at t.
-func (al *alternation) active(lane int, t int64) bool { return lane < al.counts[al.turnAt(t)] }
+// turnAt is the index into counts of the turn running at t ≥ start.
+func (al *alternation) turnAt(t int64) int {
+	return int(((t - al.start()) / al.turn) % int64(len(al.counts)))
+}
 
-// nextActive is the start of lane's next turn after t (lane runs in at
-// least one count's turn).
+// active reports whether lane runs at t: always during the warm-up, then
+// in the turns of the counts that include it.
+func (al *alternation) active(lane int, t int64) bool {
+	return t < al.start() || lane < al.counts[al.turnAt(t)]
+}
+
+// nextActive is the start of lane's next turn after t (t ≥ start; lane
+// runs in at least one count's turn).
 func (al *alternation) nextActive(lane int, t int64) int64 {
-	start := (t/al.turn + 1) * al.turn
+	o := al.start()
+	next := o + ((t-o)/al.turn+1)*al.turn
 	for range len(al.counts) {
-		if al.active(lane, start) {
-			return start
+		if al.active(lane, next) {
+			return next
 		}
-		start += al.turn
+		next += al.turn
 	}
-	return start
+	return next
 }
 
 // bucket returns the (batch, turn) bucket index of an event at t, or -1
 // when t lies in the warm-up, in a turn's settle time or after the last
 // batch.
 func (al *alternation) bucket(t int64) int {
-	if t < al.measure {
+	o := al.start()
+	if t < o {
 		return -1
 	}
-	if (t % al.turn) < al.settle {
+	rel := t - o
+	if rel%al.turn < al.settle {
 		return -1
 	}
-	b := int((t - al.measure) / al.batchLen)
+	b := int(rel / al.batchLen)
 	if b >= al.a.Batches {
 		return -1
 	}
@@ -168,6 +179,27 @@ func (al *alternation) bucket(t int64) int {
 
 // buckets is how many (batch, turn) buckets there are.
 func (al *alternation) buckets() int { return al.a.Batches * len(al.counts) }
+
+// wait blocks lane's worker until its next turn; false when the point
+// stopped meanwhile.
+func (al *alternation) wait(w *worker, lane int, timer **time.Timer) bool {
+	for !w.stopped() {
+		now := w.p.now()
+		if al.active(lane, now) {
+			return true
+		}
+		if *timer == nil {
+			*timer = time.NewTimer(time.Hour)
+		}
+		(*timer).Reset(time.Duration(al.nextActive(lane, now) - now))
+		select {
+		case <-(*timer).C:
+		case <-w.p.stopCh:
+			return false
+		}
+	}
+	return false
+}
 
 // altBucket is one worker's figures for one (batch, turn).
 type altBucket struct {
@@ -201,6 +233,20 @@ func (w *worker) altAdd(enq, ack, n int64) {
 			bs[b].add = new(hist)
 		}
 		bs[b].add.record(ack - enq)
+	}
+}
+
+// altWrite records n bytes written (an entry-log or plain write) that
+// completed at t2.
+func (w *worker) altWrite(t2, n int64) {
+	al := w.p.alt
+	if al == nil || w.p.stop.Load() && t2 > w.p.endNs.Load() {
+		return
+	}
+	if b := al.bucket(t2); b >= 0 {
+		bs := w.altBuckets()
+		bs[b].ops++
+		bs[b].bytes += n
 	}
 }
 
@@ -241,7 +287,7 @@ func (al *alternation) results(workers []*worker, base Result, end int64, withBu
 			}
 		}
 	}
-	complete := int(max(0, end-al.measure) / al.batchLen)
+	complete := int(max(0, end-al.start()) / al.batchLen)
 	complete = min(complete, al.a.Batches)
 	if complete == 0 {
 		return nil, fmt.Errorf("%w: journal alternation of %v stopped before its first batch of %v", ErrBudgetExhausted, al.counts, time.Duration(al.batchLen))
@@ -283,10 +329,6 @@ func (al *alternation) results(workers []*worker, base Result, end int64, withBu
 // alternating point (Alternation) and returns a Result per count and
 // batch, counts in the order given, batches in order.
 func (r *runner) runBKJournalAlternation(ctx context.Context, wp writeParams, es int64, d, warm time.Duration, share int64) ([]Result, error) {
-	al := newAlternation(*wp.alternate, wp.writers, d, warm)
-	res, err := r.runBKJournal(ctx, wp, al.lanes, es, al.duration(), al.warmup(), share, al)
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	al := newAlternation(*wp.alternate, wp.writers, d)
+	return r.runBKJournal(ctx, wp, al.lanes, es, al.duration(), warm, share, al)
 }

@@ -4,19 +4,27 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// TestAlternationSchedule pins the cycle layout: the warm-up rounded up
-// to whole cycles, batches of whole cycles, turns in the order given, the
-// settle time of each turn and the warm-up left out.
+// TestAlternationSchedule pins the cycle layout: turns from the warm-up's
+// end, batches of whole cycles, turns in the order given, the settle time
+// of each turn and the warm-up left out.
 func TestAlternationSchedule(t *testing.T) {
 	ms := int64(time.Millisecond)
 	a := Alternation{Turn: 250 * time.Millisecond, Settle: 50 * time.Millisecond, Batches: 4}
-	al := newAlternation(a, []int{1, 2, 4}, 6*time.Second, 1100*time.Millisecond)
-	if al.warmup() != 1500*time.Millisecond || al.cpb != 2 || al.duration() != 6*time.Second {
-		t.Fatalf("warm-up %v, %d cycles per batch, measured %v; want 1.5s, 2, 6s", al.warmup(), al.cpb, al.duration())
+	al := newAlternation(a, []int{1, 2, 4}, 6*time.Second)
+	var origin atomic.Int64
+	origin.Store(1500 * ms) // the warm-up's end
+	al.origin = &origin
+	if al.cpb != 2 || al.duration() != 6*time.Second {
+		t.Fatalf("%d cycles per batch, measured %v; want 2, 6s", al.cpb, al.duration())
+	}
+	// Every writer runs through the warm-up.
+	if !al.active(3, 100*ms) || !al.active(2, 1499*ms) {
+		t.Error("a lane idle during the warm-up")
 	}
 	for _, c := range []struct {
 		t      int64
@@ -99,13 +107,49 @@ func TestJournalAlternation(t *testing.T) {
 	}
 }
 
+// TestEntryLogAlternation: 1 and 2 entry-log writers in turns, each
+// syncing every 256 KiB on a disk whose fdatasync takes 10 ms: a turn of 2
+// writers must write about twice a turn of 1 in every batch, and the
+// warm-up, which every writer runs, ends early once the rate has settled
+// (Options.Settle), the turns starting from there.
+func TestEntryLogAlternation(t *testing.T) {
+	ffs := &faultFS{syncDelay: 10 * time.Millisecond}
+	o := quick(testDir(t))
+	o.OpenFile = ffs.open
+	o.MaxBytes = 4 << 30
+	o.Duration = 1200 * time.Millisecond
+	o.Warmup = 5 * time.Second
+	o.Settle = &Settle{MinWarmup: 300 * time.Millisecond, Window: 1, Tolerance: 1}
+	res, err := RunEntryLog(context.Background(), EntryLogOptions{Options: o, EntryLogParams: EntryLogParams{
+		Writers: []int{1, 2}, BlockSizes: []int64{64 * KiB}, FlushEveryBytes: 256 * KiB,
+		Alternate: &Alternation{Turn: 100 * time.Millisecond, Settle: 30 * time.Millisecond, Batches: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ffs.assertGone(t)
+	if len(res) != 6 {
+		t.Fatalf("%d results, want 2 counts × 3 batches", len(res))
+	}
+	for b := range 3 {
+		one, two := res[b], res[3+b]
+		if one.Writers != 1 || two.Writers != 2 || one.Alternation == nil || one.Alternation.Batch != b+1 || one.SyncLatency == nil {
+			t.Fatalf("batch %d: %+v / %+v", b+1, one, two)
+		}
+		if one.WarmupSec > 3 {
+			t.Errorf("warm-up %.1f s: the settled warm-up did not end it", one.WarmupSec)
+		}
+		if got := two.BytesPerSec / one.BytesPerSec; got < 1.6 || got > 2.4 {
+			t.Errorf("batch %d: 2 writers wrote %.2f× of 1 (want about 2)", b+1, got)
+		}
+	}
+}
+
 func TestAlternationInvalid(t *testing.T) {
 	for name, jp := range map[string]JournalParams{
-		"one count":   {Writers: []int{2}, Alternate: &Alternation{}},
-		"twice":       {Writers: []int{1, 2, 1}, Alternate: &Alternation{}},
-		"plain model": {Model: JournalModelPlain, Writers: []int{1, 2}, Alternate: &Alternation{}},
-		"settle":      {Writers: []int{1, 2}, Alternate: &Alternation{Turn: 50 * time.Millisecond, Settle: 50 * time.Millisecond}},
-		"batches":     {Writers: []int{1, 2}, Alternate: &Alternation{Batches: -1}},
+		"one count": {Writers: []int{2}, Alternate: &Alternation{}},
+		"twice":     {Writers: []int{1, 2, 1}, Alternate: &Alternation{}},
+		"settle":    {Writers: []int{1, 2}, Alternate: &Alternation{Turn: 50 * time.Millisecond, Settle: 50 * time.Millisecond}},
+		"batches":   {Writers: []int{1, 2}, Alternate: &Alternation{Batches: -1}},
 	} {
 		_, err := RunJournal(context.Background(), JournalOptions{Options: quick(testDir(t)), JournalParams: jp})
 		if !errors.Is(err, ErrInvalidOptions) {

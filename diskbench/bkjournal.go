@@ -268,8 +268,8 @@ func (r *runner) runBKJournal(ctx context.Context, wp writeParams, writers int, 
 		warmupBytes: share / 5,
 	}
 	if al != nil {
-		// The turns run on a fixed grid from the start: the warm-up is
-		// whole cycles, never ended early by its bytes.
+		// The warm-up is not ended early by its bytes (Options.Settle may
+		// end it): the turns and their batches need the whole measured time.
 		spec.warmupBytes = 0
 	}
 	spec.work = func(w *worker) error {
@@ -365,27 +365,14 @@ func (bp *bkPoint) client(w *worker, l *bkLane) {
 	stop := w.p.stopCh
 	al := w.p.alt
 	var timer *time.Timer
-	if al != nil {
-		timer = time.NewTimer(time.Hour)
-		timer.Stop()
-	}
 	for {
 		select {
 		case <-l.tokens:
 		case <-stop:
 			return
 		}
-		for al != nil && !w.stopped() {
-			now := w.p.now()
-			if al.active(l.idx, now) {
-				break
-			}
-			timer.Reset(time.Duration(al.nextActive(l.idx, now) - now))
-			select {
-			case <-timer.C:
-			case <-stop:
-				return
-			}
+		if al != nil && !al.wait(w, l.idx, &timer) {
+			return
 		}
 		if w.stopped() {
 			return

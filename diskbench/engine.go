@@ -223,8 +223,8 @@ type pointSpec struct {
 	workers     int
 	// work runs one worker until w.stopped(); it returns the first error.
 	work func(w *worker) error
-	// alt, for an alternating journal point, is its schedule: the warm-up
-	// is fixed (no Options.Settle) and collect receives the workers.
+	// alt, for an alternating point, is its schedule; its turns start
+	// with the measured window.
 	alt *alternation
 	// collect, when set, is called with the workers, the merged result and
 	// the end of the measured window before runPoint returns.
@@ -351,6 +351,9 @@ func (r *runner) runPoint(ctx context.Context, spec *pointSpec) (Result, error) 
 		stopCh: make(chan struct{}),
 		alt:    spec.alt,
 	}
+	if spec.alt != nil {
+		spec.alt.origin = &p.measureNs
+	}
 	p.secBytes = make([]atomic.Int64, int(spec.duration/time.Second)+2)
 	workers := make([]*worker, spec.workers)
 	for i := range workers {
@@ -375,7 +378,7 @@ func (r *runner) runPoint(ctx context.Context, spec *pointSpec) (Result, error) 
 	// Under Options.Settle the warm-up is the longest the point may take
 	// to settle; it may also spend a larger share of the point's bytes.
 	var st *settler
-	if s := r.opts.Settle; s != nil && spec.warmup > 0 && spec.alt == nil {
+	if s := r.opts.Settle; s != nil && spec.warmup > 0 {
 		st = newSettler(*s)
 		if spec.maxBytes > 0 {
 			spec.warmupBytes = int64(float64(spec.maxBytes) * st.s.MaxShare)

@@ -243,8 +243,7 @@ type JournalParams struct {
 	// PreallocFallocate.
 	Prealloc Prealloc
 	// Alternate, when set, measures Writers (at least two distinct counts)
-	// in one alternating point per block size instead of a point each
-	// (BookKeeper model only; Options.Settle does not apply to it): see
+	// in one alternating point per block size instead of a point each: see
 	// Alternation. Each count gets one Result per batch.
 	Alternate *Alternation
 }
@@ -269,6 +268,10 @@ type EntryLogParams struct {
 	FileSize int64
 	// Prealloc is how each file is prepared. Default PreallocNone (appends).
 	Prealloc Prealloc
+	// Alternate, when set, measures Writers (at least two distinct counts)
+	// in one alternating point per block size instead of a point each: see
+	// Alternation. Each count gets one Result per batch.
+	Alternate *Alternation
 }
 
 // EntryLogOptions configure RunEntryLog.

@@ -155,7 +155,7 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 				share := (r.budget.Load() - layoutSize) * int64(wt) / int64(weightLeft)
 				left--
 				weightLeft -= wt
-				rs, err := r.runBKJournalAlternation(ctx, wp, bs, d, w, share)
+				rs, err := r.runAlternation(ctx, wp, bs, d, w, share)
 				if errors.Is(err, ErrBudgetExhausted) {
 					rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s: %v", label, err))
 					continue

@@ -74,6 +74,10 @@ func (p EntryLogParams) resolve() writeParams {
 	if wp.flushEvery == 0 {
 		wp.flushEvery = DefaultFlushEvery
 	}
+	if p.Alternate != nil {
+		a := p.Alternate.resolve()
+		wp.alternate = &a
+	}
 	if wp.prealloc == PreallocDefault {
 		wp.prealloc = PreallocNone
 	}
@@ -101,7 +105,7 @@ func (wp writeParams) validate() error {
 		return fmt.Errorf("%w: file size %d", ErrInvalidOptions, wp.fileSize)
 	}
 	if wp.alternate != nil {
-		if err := wp.alternate.validate(wp.writers, wp.bookkeeper()); err != nil {
+		if err := wp.alternate.validate(wp.writers); err != nil {
 			return err
 		}
 	}
@@ -196,7 +200,7 @@ func runWriteSweep(ctx context.Context, o Options, wp writeParams) (res []Result
 		for _, bs := range wp.blockSizes {
 			share := r.budget.Load() * int64(wp.pointWeight(bs)) / int64(weightLeft)
 			weightLeft -= wp.pointWeight(bs)
-			rs, err := r.runBKJournalAlternation(ctx, wp, bs, d, w, share)
+			rs, err := r.runAlternation(ctx, wp, bs, d, w, share)
 			if err != nil {
 				return res, err
 			}
@@ -234,7 +238,32 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 	if wp.bookkeeper() {
 		return r.runBKJournalPoint(ctx, wp, writers, bs, d, warm, share)
 	}
+	rs, err := r.runWrite(ctx, wp, writers, bs, d, warm, share, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	return rs[0], nil
+}
+
+// runAlternation runs the counts of wp.writers as one alternating point
+// (Alternation) at block size bs and returns a Result per count and batch,
+// counts in the order given, batches in order.
+func (r *runner) runAlternation(ctx context.Context, wp writeParams, bs int64, d, warm time.Duration, share int64) ([]Result, error) {
+	al := newAlternation(*wp.alternate, wp.writers, d)
+	if wp.bookkeeper() {
+		return r.runBKJournal(ctx, wp, al.lanes, bs, al.duration(), warm, share, al)
+	}
+	return r.runWrite(ctx, wp, al.lanes, bs, al.duration(), warm, share, al)
+}
+
+// runWrite runs writers plain-journal or entry-log writers: one point, or
+// with al the alternating point (a Result per count and batch).
+func (r *runner) runWrite(ctx context.Context, wp writeParams, writers int, bs int64,
+	d, warm time.Duration, share int64, al *alternation) ([]Result, error) {
 	label := fmt.Sprintf("writers=%d bs=%s", writers, units.FormatBytes(bs))
+	if al != nil {
+		label = fmt.Sprintf("writers=%s alternating bs=%s", joinInts(al.counts, "/"), units.FormatBytes(bs))
+	}
 	syncBytes := wp.flushEvery
 	if wp.workload == WorkloadJournal {
 		syncBytes = int64(wp.syncEvery) * bs
@@ -247,16 +276,16 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 	}
 	fileSize -= fileSize % bs
 	if fileSize < bs {
-		return Result{}, fmt.Errorf("%w: %s %s: byte budget share %s is less than one block per writer",
+		return nil, fmt.Errorf("%w: %s %s: byte budget share %s is less than one block per writer",
 			ErrBudgetExhausted, wp.workload, label, units.HumanBytes(share))
 	}
 	if need := uint64(writers) * uint64(fileSize); wp.prealloc == PreallocFallocate &&
 		need+uint64(ReserveBytes) > r.target.FreeBytes {
-		return Result{}, fmt.Errorf("%w: %s %s needs %s of files, %s is free", ErrInsufficientSpace,
+		return nil, fmt.Errorf("%w: %s %s needs %s of files, %s is free", ErrInsufficientSpace,
 			wp.workload, label, units.HumanBytes(need), units.HumanBytes(r.target.FreeBytes))
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 
 	// The files keep their names while measured, as fio's and a bookie's
@@ -278,13 +307,13 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 	for i := range files {
 		f, path, err := r.createFile(fmt.Sprintf("%s-%d.dat", wp.workload, i))
 		if err != nil {
-			return Result{}, fmt.Errorf("%s %s: %w", wp.workload, label, err)
+			return nil, fmt.Errorf("%s %s: %w", wp.workload, label, err)
 		}
 		files[i], paths[i] = f, path
 
 		if prealloc == PreallocSparse {
 			if err := f.Truncate(fileSize); err != nil {
-				return Result{}, fmt.Errorf("%s %s: %w", wp.workload, label, ioError("ftruncate", path, err))
+				return nil, fmt.Errorf("%s %s: %w", wp.workload, label, ioError("ftruncate", path, err))
 			}
 		}
 		if prealloc == PreallocFallocate {
@@ -293,7 +322,7 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 					prealloc = PreallocNone
 					warnings = append(warnings, "fallocate is not supported here: files were not preallocated")
 				} else {
-					return Result{}, fmt.Errorf("%s %s: %w", wp.workload, label, ioError("fallocate", path, err))
+					return nil, fmt.Errorf("%s %s: %w", wp.workload, label, ioError("fallocate", path, err))
 				}
 			}
 		}
@@ -313,6 +342,17 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 		// A warm-up may spend at most a fifth of what the point can write
 		// (its byte share, or its files' room).
 		warmupBytes: min(share, int64(writers)*fileSize) / 5,
+		alt:         al,
+	}
+	if al != nil {
+		// The turns and their batches need the whole measured time.
+		spec.warmupBytes = 0
+	}
+	var workers []*worker
+	var end int64
+	spec.collect = func(ws []*worker, _ Result, e int64) error {
+		workers, end = ws, e
+		return nil
 	}
 	spec.work = func(w *worker) error {
 		buf := bufs[w.id]
@@ -326,7 +366,7 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 	}
 	res, err := r.runPoint(ctx, spec)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	res.Writers = writers
 	res.BlockSize = bs
@@ -340,7 +380,10 @@ func (r *runner) runWritePoint(ctx context.Context, wp writeParams, writers int,
 	}
 	res.Warnings = append(warnings, res.Warnings...)
 	r.progress(ProgressEvent{Workload: wp.workload, Point: r.pointNum, Label: label, Phase: PhaseDone, Result: &res})
-	return res, nil
+	if al == nil {
+		return []Result{res}, nil
+	}
+	return al.results(workers, res, end, r.opts.LatencyBuckets)
 }
 
 // writeLoop is one writer: sequential writes of buf, fdatasync whenever
@@ -354,7 +397,32 @@ func writeLoop(w *worker, f File, path string, buf []byte, fileSize, syncBytes i
 	p := w.p
 	bs := int64(len(buf))
 	var off, pending, groupStart int64
+	var timer *time.Timer
+	sync := func(from int64) error {
+		t1 := p.now()
+		if err := f.Datasync(); err != nil {
+			return syncError(path, err)
+		}
+		t2 := p.now()
+		w.done(opSync, t1, t2, 0)
+		w.altSync(t1, t2)
+		w.done(opCommit, from, t2, 0)
+		pending = 0
+		return nil
+	}
 	for !w.stopped() {
+		if al := p.alt; al != nil && !al.active(w.id, p.now()) {
+			// Not this writer's turn: its unsynced bytes are made durable
+			// first (as an entry logger's flush), then it waits.
+			if pending > 0 {
+				if err := sync(groupStart); err != nil {
+					return err
+				}
+			}
+			if !al.wait(w, w.id, &timer) {
+				break
+			}
+		}
 		if off+bs > fileSize {
 			p.halt("file full", nil)
 			break
@@ -371,16 +439,13 @@ func writeLoop(w *worker, f File, path string, buf []byte, fileSize, syncBytes i
 		}
 		t2 := p.now()
 		w.done(opWrite, t1, t2, bs)
+		w.altWrite(t2, bs)
 		off += bs
 		pending += bs
 		if syncBytes > 0 && pending >= syncBytes {
-			if err := f.Datasync(); err != nil {
-				return syncError(path, err)
+			if err := sync(groupStart); err != nil {
+				return err
 			}
-			t3 := p.now()
-			w.done(opSync, t2, t3, 0)
-			w.done(opCommit, groupStart, t3, 0)
-			pending = 0
 		}
 	}
 	return nil

@@ -68,9 +68,7 @@ func newJournalCmd() *cobra.Command {
 		syncEvery  int
 		fileSize   units.Size
 		prealloc   string
-		alternate  bool
-		turn       time.Duration
-		batches    int
+		alt        alternationFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "journal --dir DIR",
@@ -89,11 +87,12 @@ are read from --bookie-conf. Each point reports acknowledged MB/s, the add
 latency (queued → acknowledged), and write, fdatasync and group latencies.
 
 With --alternate the --writers counts run as one point per block size: the
-largest count of journals is started and the counts take turns of --turn
-(first 1 journal adds entries, then 2, then 4, ...), over and over, so every
-count meets the disk in the same seconds (a virtual disk's host cache or an
-SSD's garbage collection then hits all alike); each count gets a result per
-batch of cycles (--batches), the rounds of a paired comparison.
+largest count of journals is started and runs the warm-up; then the counts
+take turns of --turn (first 1 journal adds entries, then 2, then 4, ...),
+over and over, so every count meets the disk in the same seconds (a virtual
+disk's host cache or an SSD's garbage collection then hits all alike); each
+count gets a result per batch of cycles (--batches), the rounds of a paired
+comparison.
 
 --model plain is the pattern fio can express: each writer appends --block-size
 writes to its own file (--prealloc) and calls fdatasync after every
@@ -126,13 +125,8 @@ writes to its own file (--prealloc) and calls fdatasync after every
 					return err
 				}
 				jp.Settings, jp.InFlight = &s, inFlight
-				if alternate {
-					jp.Alternate = &diskbench.Alternation{Turn: turn, Batches: batches}
-				} else if f.Changed("turn") || f.Changed("batches") {
-					return fmt.Errorf("%w: --turn and --batches apply to --alternate only", diskbench.ErrInvalidOptions)
-				}
 			case diskbench.JournalModelPlain:
-				for _, name := range append([]string{"in-flight", "bookie-conf", "alternate", "turn", "batches"}, diskbench.JournalSettingKeys...) {
+				for _, name := range append([]string{"in-flight", "bookie-conf"}, diskbench.JournalSettingKeys...) {
 					if f.Changed(name) {
 						return fmt.Errorf("%w: --%s applies to --model bookkeeper only", diskbench.ErrInvalidOptions, name)
 					}
@@ -150,6 +144,9 @@ writes to its own file (--prealloc) and calls fdatasync after every
 			default:
 				return fmt.Errorf("%w: --model %q (want bookkeeper or plain)", diskbench.ErrInvalidOptions, model)
 			}
+			if jp.Alternate, err = alt.resolve(f); err != nil {
+				return err
+			}
 			return c.run(cmd, func(ctx context.Context, o diskbench.Options) ([]diskbench.Result, error) {
 				return diskbench.RunJournal(ctx, diskbench.JournalOptions{Options: o, JournalParams: jp})
 			})
@@ -162,13 +159,36 @@ writes to its own file (--prealloc) and calls fdatasync after every
 	f.Var(blockSizes, "block-size", "entry sizes (bookkeeper) or write sizes (plain) to sweep")
 	f.IntVar(&inFlight, "in-flight", 0, "entries each journal's client keeps outstanding (default: 2 × journalBufferedWritesThreshold worth)")
 	js.add(f)
-	f.BoolVar(&alternate, "alternate", false, "bookkeeper: run the --writers counts in turns within one point per block size (a result per count and batch)")
-	f.DurationVar(&turn, "turn", diskbench.DefaultAlternationTurn, "with --alternate: each count's turn per cycle")
-	f.IntVar(&batches, "batches", diskbench.DefaultAlternationBatches, "with --alternate: batches of whole cycles the measured time is split into")
+	alt.add(f, "journals")
 	f.IntVar(&syncEvery, "sync-every", 1, "plain: fdatasync after every N writes (group commit size)")
 	f.Var(&fileSize, "file-size", "plain: size of each writer's file; a point stops when one is full (default: the point's byte share / writers × 1.5, at most 1GiB)")
 	f.StringVar(&prealloc, "prealloc", "fallocate", "plain: how files are prepared: fallocate (unwritten extents), sparse (ftruncate) or none (appends)")
 	return cmd
+}
+
+// alternationFlags are --alternate, --turn and --batches (journal,
+// entrylog).
+type alternationFlags struct {
+	on      bool
+	turn    time.Duration
+	batches int
+}
+
+func (a *alternationFlags) add(fs *pflag.FlagSet, what string) {
+	fs.BoolVar(&a.on, "alternate", false, "run the --writers counts of "+what+" in turns within one point per block size (a result per count and batch)")
+	fs.DurationVar(&a.turn, "turn", diskbench.DefaultAlternationTurn, "with --alternate: each count's turn per cycle")
+	fs.IntVar(&a.batches, "batches", diskbench.DefaultAlternationBatches, "with --alternate: batches of whole cycles the measured time is split into")
+}
+
+// resolve returns the alternation asked for, or nil.
+func (a *alternationFlags) resolve(fs *pflag.FlagSet) (*diskbench.Alternation, error) {
+	if !a.on {
+		if fs.Changed("turn") || fs.Changed("batches") {
+			return nil, fmt.Errorf("%w: --turn and --batches apply to --alternate only", diskbench.ErrInvalidOptions)
+		}
+		return nil, nil
+	}
+	return &diskbench.Alternation{Turn: a.turn, Batches: a.batches}, nil
 }
 
 // parsePrealloc is --prealloc's value.
