@@ -41,10 +41,13 @@ the Pulsar chart (helm) or JSON. Each value is preceded by its rule and evidence
 Measurement: a probe per disk first (warmed up until its throughput settles, past the
 page cache, a virtual disk's host cache or an SSD's fast region); it only sizes the plan
 and warms the disk up, and is never a round of a comparison. The plan is fitted to the
-budget with the probed rates and short fixed warm-ups; the points that decide directory
-counts and writeBufferSizeBytes, the probed ones included, then run exactly --rounds
-times each, interleaved (the measurement is shortened to fit them; no run adds or drops
-rounds, so every run decides on the same number of paired rounds). A value changes from the current one (a live bookie's
+budget with the probed rates and short fixed warm-ups. The directory counts are measured
+in turns within one run per disk (1, 2 and 4 journals take turns of 250 ms; 1 and 2
+entry-log writers turns of 1 s), so every count meets the disk in the same seconds; the
+turns form 8 batches, the paired rounds of the count comparisons. The points that decide
+writeBufferSizeBytes run exactly --rounds times each, interleaved (the measurement is
+shortened to fit them; no run adds or drops rounds, so every run decides on the same
+number of paired rounds). A value changes from the current one (a live bookie's
 cookie, else Pulsar's) only when the 95% confidence interval of the paired per-round
 ratio lies beyond the rule's margin on at least 3 paired rounds; the evidence gives the
 ratio and interval.
