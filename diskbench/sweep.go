@@ -139,58 +139,54 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 	skip := func(what string) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s: time budget of %v spent", what, tb))
 	}
+	// writePoint runs one point of wp at bs (run measures it) in its slice
+	// of the time and its share of the bytes, or skips it when neither is
+	// left.
+	writePoint := func(wp writeParams, bs int64, label string, run func(d, w time.Duration, share int64) ([]Result, error)) error {
+		d, w, ok := timing()
+		wt := wp.pointWeight(bs)
+		if !ok {
+			skip(label)
+			left--
+			weightLeft -= wt
+			r.pointNum++
+			return nil
+		}
+		share := (r.budget.Load() - layoutSize) * int64(wt) / int64(weightLeft)
+		left--
+		weightLeft -= wt
+		rs, err := run(d, w, share)
+		if errors.Is(err, ErrBudgetExhausted) {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s: %v", label, err))
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rep.Results = append(rep.Results, rs...)
+		return nil
+	}
 	for _, wp := range wps {
 		if wp.alternate != nil {
 			for _, bs := range wp.blockSizes {
 				label := fmt.Sprintf("%s writers=%s alternating bs=%s", wp.workload, joinInts(wp.writers, "/"), units.FormatBytes(bs))
-				d, w, ok := timing()
-				wt := wp.pointWeight(bs)
-				if !ok {
-					skip(label)
-					left--
-					weightLeft -= wt
-					r.pointNum++
-					continue
-				}
-				share := (r.budget.Load() - layoutSize) * int64(wt) / int64(weightLeft)
-				left--
-				weightLeft -= wt
-				rs, err := r.runAlternation(ctx, wp, bs, d, w, share)
-				if errors.Is(err, ErrBudgetExhausted) {
-					rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s: %v", label, err))
-					continue
-				}
-				if err != nil {
+				if err := writePoint(wp, bs, label, func(d, w time.Duration, share int64) ([]Result, error) {
+					return r.runAlternation(ctx, wp, bs, d, w, share)
+				}); err != nil {
 					return err
 				}
-				rep.Results = append(rep.Results, rs...)
 			}
 			continue
 		}
 		for _, writers := range wp.writers {
 			for _, bs := range wp.blockSizes {
 				label := fmt.Sprintf("%s writers=%d bs=%s", wp.workload, writers, units.FormatBytes(bs))
-				d, w, ok := timing()
-				wt := wp.pointWeight(bs)
-				if !ok {
-					skip(label)
-					left--
-					weightLeft -= wt
-					r.pointNum++
-					continue
-				}
-				share := (r.budget.Load() - layoutSize) * int64(wt) / int64(weightLeft)
-				left--
-				weightLeft -= wt
-				res, err := r.runWritePoint(ctx, wp, writers, bs, d, w, share)
-				if errors.Is(err, ErrBudgetExhausted) {
-					rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s: %v", label, err))
-					continue
-				}
-				if err != nil {
+				if err := writePoint(wp, bs, label, func(d, w time.Duration, share int64) ([]Result, error) {
+					res, err := r.runWritePoint(ctx, wp, writers, bs, d, w, share)
+					return []Result{res}, err
+				}); err != nil {
 					return err
 				}
-				rep.Results = append(rep.Results, res)
 			}
 		}
 	}
