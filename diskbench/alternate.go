@@ -1,7 +1,6 @@
 package diskbench
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -323,12 +322,4 @@ func (al *alternation) results(workers []*worker, base Result, end int64, withBu
 		}
 	}
 	return out, nil
-}
-
-// runBKJournalAlternation runs the counts of wp.writers as one
-// alternating point (Alternation) and returns a Result per count and
-// batch, counts in the order given, batches in order.
-func (r *runner) runBKJournalAlternation(ctx context.Context, wp writeParams, es int64, d, warm time.Duration, share int64) ([]Result, error) {
-	al := newAlternation(*wp.alternate, wp.writers, d)
-	return r.runBKJournal(ctx, wp, al.lanes, es, al.duration(), warm, share, al)
 }
