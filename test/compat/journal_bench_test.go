@@ -37,6 +37,13 @@ package compat
 //     figures. It fails when a pooled throughput ratio is outside
 //     [0.9, 1.1] or a pooled p99 ratio outside [0.75, 1.25]
 //     (TIERKEEPER_BENCH_JOURNAL_NOFAIL=1 only reports).
+//   - TIERKEEPER_BENCH_JOURNAL_CPU_MATCH=1 adds a third run to every round:
+//     diskbench again, beside a burner process that keeps busy the CPU
+//     BookKeeper's JVM used beyond the model in that round's runs (its
+//     cores minus diskbench's, spread over whole-core threads, each busy
+//     that share of every 10 ms). A p99 gap that the burner closes is the
+//     JVM's CPU competing with its own force-write thread on the
+//     machine's cores, not a difference in the journal's pattern.
 //
 // Runs only with -bench; `make test` does not run it. The machine's other
 // load shows in the figures: the 1-minute load average is printed before
@@ -50,9 +57,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -357,6 +366,8 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	type row struct {
 		c              journalCase
 		java, db       []journalRun
+		loaded         []journalRun // diskbench beside a burner of BookKeeper's extra CPU
+		burn           []float64    // the burner's cores per loaded run
 		jp, dp         journalPool
 		thr, r50, r99  float64 // pooled ratios diskbench/BookKeeper
 		s99            float64 // pooled fdatasync p99 ratio
@@ -399,6 +410,14 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 		return f, disturbance{max(foreign, 0), max(others, 0)}
 	}
 	disturbed := func(d disturbance) bool { return d.io > disturbedIO || d.cpu > disturbedCPU }
+	cpuMatch := os.Getenv("TIERKEEPER_BENCH_JOURNAL_CPU_MATCH") == "1"
+	// runLoaded is runGo beside a burner of cores CPUs (a child process,
+	// so measured counts its CPU as the run's own, not another's).
+	runLoaded := func(c journalCase, cores float64) journalRun {
+		stop := startBurner(b, cores)
+		defer stop()
+		return runGo(c)
+	}
 	// pooled is the pooled ratios diskbench/BookKeeper of the rounds idx
 	// (a bootstrap resample, or every round).
 	ratio := func(d, j float64) float64 {
@@ -441,6 +460,23 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 					rw.discarded++
 					fmt.Printf("       %s round %d: BookKeeper %.1f MiB/s, diskbench %.1f MiB/s (%s): disturbed, again\n", c, r+1, j.mbps(), d.mbps(), note)
 					continue
+				}
+				if cpuMatch {
+					// The model again, beside what BookKeeper's JVM used
+					// beyond it in this round.
+					extra := min(max(j.cores-d.cores, 0), 2)
+					l, fl := measured(func() journalRun { return runLoaded(c, extra) })
+					// The burner is this run's own CPU; only I/O counts as
+					// another's here.
+					if fl.io > disturbedIO && tries < rounds {
+						tries++
+						rw.discarded++
+						fmt.Printf("       %s round %d: loaded run disturbed (I/O +%.0f%%), again\n", c, r+1, 100*fl.io)
+						continue
+					}
+					rw.loaded, rw.burn = append(rw.loaded, l), append(rw.burn, extra)
+					fmt.Printf("       %s round %d: diskbench beside a burner of %.2f cores: %.1f MiB/s, p99 add %.2f ms (%.2f of BookKeeper's), fdatasync %.2f ms\n",
+						c, r+1, extra, l.mbps(), ms(l.add, 0.99), ratio(ms(l.add, 0.99), ms(j.add, 0.99)), ms(l.sync, 0.99))
 				}
 				r++
 				fmt.Printf("       %s round %d: BookKeeper %.1f MiB/s, diskbench %.1f MiB/s; p99 add %.2f / %.2f ms (%.2f), fdatasync %.2f / %.2f ms (%.2f); own CPU %.2f / %.2f cores, preempted %.0f / %.0f /s (%s)\n",
@@ -536,6 +572,24 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 		}
 		fmt.Printf("%-16s %s\n", rw.c, strings.Join(parts, ", "))
 	}
+	if cpuMatch {
+		// The model with BookKeeper's extra CPU taken by a burner: does
+		// the p99 gap close?
+		fmt.Printf("\nthe model beside a burner of the CPU BookKeeper's JVM used beyond it (pooled over the rounds; ratios to BookKeeper's runs)\n")
+		fmt.Printf("%-16s %9s %8s %9s %9s %8s %10s %12s\n", "journals × entry", "burner", "MiB/s", "ratio", "p99 add", "ratio", "alone", "fdatasync p99")
+		for _, rw := range rows {
+			if len(rw.loaded) == 0 {
+				continue
+			}
+			lp := poolRuns(b, rw.loaded)
+			var burn float64
+			for _, v := range rw.burn {
+				burn += v / float64(len(rw.burn))
+			}
+			fmt.Printf("%-16s %5.2f cores %8.1f %9.2f %7.2fms %8.2f %10.2f %7.2fms (%.2f)\n", rw.c, burn, lp.mbps, ratio(lp.mbps, rw.jp.mbps),
+				ms(lp.add, 0.99), ratio(ms(lp.add, 0.99), ms(rw.jp.add, 0.99)), rw.r99, ms(lp.sync, 0.99), ratio(ms(lp.sync, 0.99), ms(rw.jp.sync, 0.99)))
+		}
+	}
 	fmt.Printf("per-round throughput ratios: ")
 	for _, rw := range rows {
 		fmt.Printf("%s %.2f ", rw.c, rw.roundThr)
@@ -552,4 +606,61 @@ func BenchmarkJournalVsBookKeeper(b *testing.B) {
 	if len(bad) > 0 && os.Getenv("TIERKEEPER_BENCH_JOURNAL_NOFAIL") != "1" {
 		b.Errorf("outside [0.9, 1.1] throughput / [0.75, 1.25] p99 (pooled ratios): %s", strings.Join(bad, ", "))
 	}
+}
+
+// startBurner starts a child process (this test binary, TestJournalBurner)
+// that keeps cores CPUs busy: ceil(cores) threads, each spinning its share
+// of every 10 ms and sleeping the rest. stop kills and reaps it, so its CPU
+// time counts as a child's. Nothing is started for cores ≤ 0.01.
+func startBurner(b *testing.B, cores float64) (stop func()) {
+	if cores <= 0.01 {
+		return func() {}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestJournalBurner$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("TIERKEEPER_BURN_CORES=%.3f", cores))
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("burner: %v", err)
+	}
+	return func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+}
+
+// TestJournalBurner is startBurner's child: it runs only with
+// TIERKEEPER_BURN_CORES set, and burns until it is killed (at most 10
+// minutes).
+func TestJournalBurner(t *testing.T) {
+	v := os.Getenv("TIERKEEPER_BURN_CORES")
+	if v == "" {
+		t.Skip("the CPU burner of BenchmarkJournalVsBookKeeper (TIERKEEPER_BENCH_JOURNAL_CPU_MATCH=1)")
+	}
+	cores, err := strconv.ParseFloat(v, 64)
+	if err != nil || cores <= 0 || cores > 8 {
+		t.Fatalf("TIERKEEPER_BURN_CORES=%q: want 0 < cores <= 8", v)
+	}
+	threads := int(math.Ceil(cores))
+	duty := cores / float64(threads)
+	const period = 10 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Minute)
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			x := 1.0
+			for time.Now().Before(deadline) {
+				start := time.Now()
+				for time.Since(start) < time.Duration(duty*float64(period)) {
+					x = x*1.0000001 + 1e-9
+				}
+				if rest := period - time.Since(start); rest > 0 {
+					time.Sleep(rest)
+				}
+			}
+			_ = x
+		}()
+	}
+	wg.Wait()
 }
