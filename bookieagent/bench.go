@@ -727,7 +727,13 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 				share = min(share, max(minRunBytes, free))
 			}
 		}
-		if left := time.Until(deadline); left < pt.cost(m) || share < minRunBytes {
+		// The longest the run may take: an entry-log warm-up watched for a
+		// burst may go on to its cap (the plan counts its usual length).
+		longest := pt.cost(m)
+		if wc != warmCap {
+			longest = max(longest, wc+m+runOverhead)
+		}
+		if left := time.Until(deadline); left < longest || share < minRunBytes {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped %s: budget spent", name))
 			return nil
 		}

@@ -80,6 +80,7 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 		b.Fatalf("fio: %v (make deps installs it)", err)
 	}
 	var recs []*Recommendation
+	var walls []time.Duration // each run's wall time (the benchmark, PrepareBench to the end of Run)
 	type pair struct{ agent, fio float64 }
 	var logPairs, sizePairs []pair
 	journalPairs := map[int][]pair{}
@@ -109,7 +110,9 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 			b.Fatal(err)
 		}
 		med, most, _ := loadSummary(res.Plan.Load)
-		fmt.Printf("run %d: %s, %s written, %.0f s per measurement, rounds %v, other processes' CPUs median %.1f (max %.1f) of %d, load %s", i, time.Since(start).Round(time.Second),
+		took := time.Since(start)
+		walls = append(walls, took)
+		fmt.Printf("run %d: %.1f s, %s written, %.1f s per measurement, rounds %v, other processes' CPUs median %.1f (max %.1f) of %d, load %s", i, took.Seconds(),
 			units.HumanBytes(res.BytesWritten), res.Plan.MeasureSec, res.Plan.Rounds, med, most, res.Plan.MachineCPUs, loadavg())
 		recs = append(recs, rec)
 
@@ -176,8 +179,20 @@ func BenchmarkRecommendRepeat(b *testing.B) {
 		fmt.Printf("  fio after run %d: load %s", i, loadavg())
 	}
 
-	// 1. The settings across runs.
+	// 1. The settings across runs, and the wall time against the budget.
 	fail := printSettings(recs)
+	line := fmt.Sprintf("%-38s", "wall time of the benchmark")
+	over := false
+	for _, w := range walls {
+		line += fmt.Sprintf(" %-13s", fmt.Sprintf("%.1f s", w.Seconds()))
+		over = over || w > budget+time.Second
+	}
+	if over {
+		line, fail = line+fmt.Sprintf(" OVER the %v budget", budget), true
+	} else {
+		line += fmt.Sprintf(" ok (≤ %v)", budget)
+	}
+	fmt.Println(line)
 
 	// 2. Sustained throughput against fio, each run against its own fio.
 	fmt.Printf("\n%-44s %s\n", fmt.Sprintf("sustained MB/s, agent / fio %.0f s (ratio)", dur.Seconds()), strings.Repeat(fmt.Sprintf("%-24s", "run"), runs))
