@@ -339,14 +339,15 @@ type benchPoint struct {
 	// probeOnly: the point runs as its disk's probe and never in a round
 	// (the alternating point measures its count).
 	probeOnly bool
-	// alternate lists the journal counts of an alternating point: one run
-	// in which the counts take turns (diskbench.Alternation), a paired
-	// round per batch of cycles.
+	// alternate lists the writer counts (journals, entry-log writers) of
+	// an alternating point: one run in which the counts take turns
+	// (diskbench.Alternation), a paired round per batch of cycles.
 	alternate []int
-	// joins names the journal count this point adds to its disk's
-	// alternating point when the point's tier is planned: it never runs by
-	// itself (its cost is the turns it adds).
-	joins int
+	// joins names the writer count this point adds to its disk's
+	// alternating point of the same kind, which has joinsTo counts, when
+	// the point's tier is planned: it never runs by itself (its cost is
+	// what the added turns cost).
+	joins, joinsTo int
 	// batches is the alternating point's --rounds (at least
 	// diskbench.DefaultAlternationBatches are run).
 	batches int
@@ -394,15 +395,13 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 	switch {
 	case pt.joins > 0:
 		// The turns it adds to its alternating point.
-		turn, cpb := alternationLayout(pt.kind, m, 1)
-		return time.Duration(pt.rounds()*cpb) * turn
+		return alternationMeasured(pt.kind, m, pt.joinsTo+1, pt.rounds()) - alternationMeasured(pt.kind, m, pt.joinsTo, pt.rounds())
 	case len(pt.alternate) > 0:
-		turn, cpb := alternationLayout(pt.kind, m, len(pt.alternate))
 		if pt.kind == kindEntryLog && pt.burst > burstFactor*pt.rate {
 			// The probe met a burst: the warm-up may run to its cap.
 			w = burstCap(w)
 		}
-		return w + time.Duration(pt.rounds()*cpb*len(pt.alternate))*turn + runOverhead
+		return w + alternationMeasured(pt.kind, m, len(pt.alternate), pt.rounds()) + runOverhead
 	}
 	if pt.kind == kindRandRead {
 		return time.Second + m + runOverhead + time.Duration(randReadFile/150_000_000)*time.Second
@@ -443,9 +442,8 @@ func turnOf(k pointKind) (turn, settle time.Duration) {
 	return journalTurn, journalSettle
 }
 
-// journalBatches is how many paired rounds (batches of whole cycles) an
-// alternating point gives each journal count: 8, more when --rounds asks
-// for more. With 7 degrees of freedom the t factor is 2.36 (4.30 at 3
+// rounds is how many paired rounds (batches of whole cycles) an
+// alternating point gives each count: 8, more when --rounds asks for more. With 7 degrees of freedom the t factor is 2.36 (4.30 at 3
 // rounds), and the interval's width no longer rests on two differences.
 func (pt benchPoint) rounds() int { return max(diskbench.DefaultAlternationBatches, pt.batches) }
 
@@ -465,6 +463,13 @@ func alternationLayout(k pointKind, m time.Duration, n int) (time.Duration, int)
 	turn, _ := turnOf(k)
 	cycle := time.Duration(n) * turn
 	return turn, max(1, int((m+cycle/2)/cycle))
+}
+
+// alternationMeasured is the measured time of an alternating point of
+// kind k with n counts and batches batches at measurement m.
+func alternationMeasured(k pointKind, m time.Duration, n, batches int) time.Duration {
+	turn, cpb := alternationLayout(k, m, n)
+	return time.Duration(batches*cpb*n) * turn
 }
 
 // share is the byte budget one run may spend: enough for a burst as fast
@@ -523,7 +528,7 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 			alt := j(fmt.Sprintf("journals %s × 64KiB entries in turns of %v, Pulsar's journal settings", joinCounts(counts), journalTurn), 1, 4, 0, 0, 0)
 			alt.alternate, alt.once, alt.batches = counts, true, p.o.Rounds
 			eight := j("journals 8 × 64KiB entries (a turn of the alternating run)", 2, 8, 0, 0, 0)
-			eight.joins, eight.once, eight.batches = 8, true, p.o.Rounds
+			eight.joins, eight.joinsTo, eight.once, eight.batches = 8, len(counts), true, p.o.Rounds
 			out = append(out, pr, alt, eight,
 				j("journalBufferedWritesThreshold 512KiB, 64 × 64KiB in flight", 2, 1, 512, 0, journalDeepInFlight),
 				j("journalBufferedWritesThreshold 1MiB, 64 × 64KiB in flight", 2, 1, 1024, 0, journalDeepInFlight),
@@ -544,7 +549,7 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 			alt := e(fmt.Sprintf("entry log %s writers × 1MiB writes in turns of %v", joinCounts(counts), ledgerTurn), 1, 2, MiB)
 			alt.alternate, alt.once, alt.batches = counts, true, p.o.Rounds
 			four := e("entry log 4 writers × 1MiB writes (a turn of the alternating run)", 2, 4, MiB)
-			four.joins, four.once, four.batches = 4, true, p.o.Rounds
+			four.joins, four.joinsTo, four.once, four.batches = 4, len(counts), true, p.o.Rounds
 			out = append(out, alt, pr,
 				e("entry log 1 writer × 64KiB writes", 1, 1, 64*KiB),
 				e("entry log 1 writer × 8MiB writes", 2, 1, 8*MiB),
@@ -825,7 +830,7 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 			continue
 		}
 		for i := range pts {
-			if a := pts[i].alternate; len(a) > 0 && pts[i].disk == pt.disk {
+			if a := pts[i].alternate; len(a) > 0 && pts[i].disk == pt.disk && pts[i].kind == pt.kind {
 				old := joinCounts(a)
 				pts[i].alternate = append(slices.Clone(a), pt.joins)
 				pts[i].name = strings.Replace(pts[i].name, old, joinCounts(pts[i].alternate), 1)
@@ -964,7 +969,8 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 		plan.EntryLog = &diskbench.EntryLogParams{Writers: []int{pt.writers}, BlockSizes: []int64{pt.blockSize},
 			FileSize: max(fileSize, pt.blockSize)}
 		if len(pt.alternate) > 0 {
-			// Every writer runs the warm-up; the first count writes least.
+			// Every writer runs the warm-up, watched for a burst at its
+			// count's rate.
 			plan.EntryLog.Writers = pt.alternate
 			plan.EntryLog.Alternate = p.alternation(&plan, pt, m)
 			if plan.Options.Settle != nil {
@@ -983,9 +989,8 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 // alternation sets plan's measured time for the alternating point pt at
 // measurement m and returns its turns: pt.rounds() batches of whole cycles.
 func (p *PreparedBench) alternation(plan *diskbench.Plan, pt benchPoint, m time.Duration) *diskbench.Alternation {
-	turn, cpb := alternationLayout(pt.kind, m, len(pt.alternate))
-	_, settle := turnOf(pt.kind)
-	plan.Options.Duration = time.Duration(pt.rounds()*cpb*len(pt.alternate)) * turn
+	turn, settle := turnOf(pt.kind)
+	plan.Options.Duration = alternationMeasured(pt.kind, m, len(pt.alternate), pt.rounds())
 	plan.TimeBudget = pt.cost(m) + runOverhead
 	if plan.Options.Settle != nil {
 		plan.TimeBudget += plan.Options.Warmup
