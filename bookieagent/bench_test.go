@@ -365,10 +365,16 @@ func TestBenchRunsFixedRounds(t *testing.T) {
 			}
 		}
 		batches := max(want, diskbench.DefaultAlternationBatches)
-		if len(alts) != 1 || !slices.Equal(alts[0].Journal.Writers, []int{1, 2, 4}) || alts[0].Journal.Alternate.Batches != batches {
-			t.Fatalf("--rounds %d: alternating journal runs %+v, want one of 1/2/4 journals in %d batches", tc.rounds, alts, batches)
+		// 8 journals and 4 entry-log writers join the turns when tier 2
+		// has its full rounds (the 5-minute budget).
+		wantJ, wantE := []int{1, 2, 4}, []int{1, 2}
+		if res.Plan.Rounds[2] >= MinMoveRounds {
+			wantJ, wantE = []int{1, 2, 4, 8}, []int{1, 2, 4}
 		}
-		if f.journalRuns[1] != other || f.journalRuns[2] != 0 || f.journalRuns[4] != 0 {
+		if len(alts) != 1 || !slices.Equal(alts[0].Journal.Writers, wantJ) || alts[0].Journal.Alternate.Batches != batches {
+			t.Fatalf("--rounds %d: alternating journal runs %+v, want one of %v journals in %d batches", tc.rounds, alts, wantJ, batches)
+		}
+		if f.journalRuns[1] != other || f.journalRuns[2] != 0 || f.journalRuns[4] != 0 || f.journalRuns[8] != 0 {
 			t.Errorf("--rounds %d: separate journal runs per count %v (%d probe, mixed or threshold runs): want no other", tc.rounds, f.journalRuns, other)
 		}
 		// The figures the count comparison reads: a round per batch for
@@ -403,8 +409,11 @@ func TestBenchRunsFixedRounds(t *testing.T) {
 				ealts = append(ealts, pl)
 			}
 		}
-		if len(ealts) != 1 || !slices.Equal(ealts[0].EntryLog.Writers, []int{1, 2}) || ealts[0].EntryLog.Alternate.Batches != batches {
-			t.Errorf("--rounds %d: alternating entry-log runs %+v, want one of 1/2 writers in %d batches", tc.rounds, ealts, batches)
+		if len(ealts) != 1 || !slices.Equal(ealts[0].EntryLog.Writers, wantE) || ealts[0].EntryLog.Alternate.Batches != batches {
+			t.Errorf("--rounds %d: alternating entry-log runs %+v, want one of %v writers in %d batches", tc.rounds, ealts, wantE, batches)
+		}
+		if tc.budget > DefaultBenchTime && res.Plan.Rounds[2] < MinMoveRounds {
+			t.Errorf("--rounds %d at %v: tier 2 planned %v, want its full rounds (8 journals and 4 writers in the turns)", tc.rounds, tc.budget, res.Plan.Rounds)
 		}
 	}
 }
