@@ -39,15 +39,25 @@ func (r *BenchResult) Input(f NodeFacts) Input {
 // unknown fields are errors, so a file of another kind is not taken for
 // one.
 func ReadInput(path string) (Input, error) {
-	var in Input
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return in, err
+		return Input{}, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
+	in, err := DecodeInput(bytes.NewReader(b))
+	if err != nil {
+		return in, fmt.Errorf("%s: %w", path, err)
+	}
+	return in, nil
+}
+
+// DecodeInput reads an Input as WriteInput writes it; unknown fields are
+// an error.
+func DecodeInput(r io.Reader) (Input, error) {
+	var in Input
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return in, fmt.Errorf("%s: %w", path, err)
+		return in, err
 	}
 	return in, nil
 }
