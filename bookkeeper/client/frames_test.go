@@ -281,3 +281,40 @@ func TestStreamKeepHoldsFramesUntilReleased(t *testing.T) {
 	}
 	readAll(t, l, data, StreamOptions{Window: 8, ReuseBuffers: true})
 }
+
+// TestKeepOfAStaleEntryAfterItsFrameWasReused: the frame of the entry
+// delivered last goes back to the pool on the next Next, and the response
+// of the entry Next then waits for may be read into that very buffer. A
+// Keep of the old entry must still do nothing: before the fix it matched
+// the new entry's frame by address, took it out of the stream and gave it
+// back to the pool while the new entry was being delivered, so a later
+// read overwrote a payload its caller was keeping (seen as
+// TestStreamKeepHoldsFramesUntilReleased failing 1 run in 15–60).
+func TestKeepOfAStaleEntryAfterItsFrameWasReused(t *testing.T) {
+	pool := newFramePool(1 << 20)
+	s := &Stream{reuse: true, l: &Ledger{c: &Client{frames: pool}}}
+	buf := make([]byte, 100)
+	old := Entry{EntryID: 1, frame: buf}
+	s.lend(&old)
+	s.giveBack() // Next for entry 2 gives entry 1's frame back...
+	if got := pool.get(len(buf)); len(got) == 0 || &got[0] != &buf[0] {
+		t.Fatal("the frame given back is not the pool's to reuse")
+	}
+	cur := Entry{EntryID: 2, frame: buf} // ...and entry 2 is read into it
+	s.lend(&cur)
+	old.Keep()() // a stale Keep and its release
+	if len(s.lent) == 0 || &s.lent[0] != &buf[0] {
+		t.Fatal("a Keep of the entry delivered before took the current entry's frame out of the stream")
+	}
+	if got := pool.get(len(buf)); got != nil {
+		t.Fatal("a stale Keep's release gave the current entry's frame to the pool")
+	}
+	release := cur.Keep()
+	if len(s.lent) != 0 {
+		t.Fatal("Keep of the current entry did not take its frame")
+	}
+	release()
+	if got := pool.get(len(buf)); len(got) == 0 || &got[0] != &buf[0] {
+		t.Fatal("the kept frame did not go back to the pool on release")
+	}
+}

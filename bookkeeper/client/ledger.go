@@ -33,6 +33,7 @@ type Entry struct {
 
 	frame []byte  // the response frame Payload aliases
 	s     *Stream // the stream that lent it (ReuseBuffers), for Keep
+	seq   uint64  // which of the stream's deliveries it was
 }
 
 // Keep takes the entry's buffer out of its stream's reuse (StreamOptions.
@@ -46,8 +47,9 @@ type Entry struct {
 // nothing.
 func (e Entry) Keep() (release func()) {
 	s := e.s
-	if s == nil || len(s.lent) == 0 || len(e.frame) == 0 || &s.lent[0] != &e.frame[0] {
-		// Not lent (or no longer: the stream has moved on).
+	if s == nil || len(s.lent) == 0 || len(e.frame) == 0 || e.seq != s.lentSeq || &s.lent[0] != &e.frame[0] {
+		// Not lent (or no longer: the stream has moved on, and its frame
+		// may hold another entry by now).
 		return func() {}
 	}
 	f := s.lent

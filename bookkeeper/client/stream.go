@@ -37,6 +37,7 @@ type Stream struct {
 	havePrev bool
 	reuse    bool
 	lent     []byte // frame of the entry last delivered (reuse)
+	lentSeq  uint64 // deliveries so far (reuse): the entry lent last has this seq
 
 	// With reuse, mu orders the reads' completion against Close: the
 	// frames of entries read but never delivered go back to the pool,
@@ -133,8 +134,7 @@ func (s *Stream) Next() (Entry, error) {
 	}
 	e := sl.e
 	if s.reuse {
-		s.lent = e.frame // given back on the next call, delivered or not (unless kept)
-		e.s = s          // e.frame stays: Keep checks it is the one lent
+		s.lend(&e)
 	} else {
 		e.frame = nil
 	}
@@ -153,6 +153,17 @@ func (s *Stream) Next() (Entry, error) {
 	s.next++
 	s.fill()
 	return e, nil
+}
+
+// lend makes e's frame the one lent with it: given back on the next Next,
+// delivered or not, unless e is kept. Each delivery has its own number, so
+// that a Keep of an entry delivered before finds it is stale even when the
+// current entry was read into the very buffer that entry had (the frame is
+// given back before Next waits for the next response).
+func (s *Stream) lend(e *Entry) {
+	s.lent = e.frame
+	s.lentSeq++
+	e.s, e.seq = s, s.lentSeq
 }
 
 // giveBack returns the frame of the entry last delivered to the pool.
