@@ -48,7 +48,7 @@ const (
 // count's figures over one batch of cycles. Every Result of one point has
 // the same Counts, TurnSec, SettleSec, Batches and CyclesPerBatch.
 type AlternationInfo struct {
-	// Counts are the journal counts that took turns, in their order.
+	// Counts are the writer counts that took turns, in their order.
 	Counts []int `json:"counts"`
 	// TurnSec is each count's turn per cycle; SettleSec its start left
 	// out of the figures.
@@ -112,6 +112,10 @@ type alternation struct {
 	lanes    int // the largest count
 	batchLen int64
 	origin   *atomic.Int64 // the point's measureNs, set by runPoint
+	// Set by collect when the point has ended: the workers' buckets
+	// merged, and the end of the measured window.
+	merged []altBucket
+	end    int64
 }
 
 // newAlternation lays out the cycles: the measured time d split into
@@ -206,10 +210,12 @@ type altBucket struct {
 	add, sync  *hist
 }
 
-// altRecord is the per-worker recording an alternating point does besides
-// the point's own: an acknowledged entry goes to the bucket of its
-// acknowledgement (throughput) and its latency to the bucket it was
-// queued in; an fdatasync to the bucket it started in.
+// What an alternating point records per worker besides the point's own
+// figures: an acknowledged entry or a completed write goes to the bucket of
+// its completion (throughput), an entry's latency to the bucket it was
+// queued in, an fdatasync to the bucket it started in.
+
+// altBuckets is the worker's buckets, made on first use.
 func (w *worker) altBuckets() []altBucket {
 	if w.alt == nil {
 		w.alt = make([]altBucket, w.p.alt.buckets())
@@ -217,17 +223,16 @@ func (w *worker) altBuckets() []altBucket {
 	return w.alt
 }
 
+// altAdd records a journal entry of n bytes queued at enq and
+// acknowledged at ack.
 func (w *worker) altAdd(enq, ack, n int64) {
 	al := w.p.alt
 	if al == nil || w.p.stop.Load() && ack > w.p.endNs.Load() {
 		return
 	}
-	bs := w.altBuckets()
-	if b := al.bucket(ack); b >= 0 {
-		bs[b].ops++
-		bs[b].bytes += n
-	}
+	w.altWrite(ack, n)
 	if b := al.bucket(enq); b >= 0 {
+		bs := w.altBuckets()
 		if bs[b].add == nil {
 			bs[b].add = new(hist)
 		}
@@ -235,8 +240,8 @@ func (w *worker) altAdd(enq, ack, n int64) {
 	}
 }
 
-// altWrite records n bytes written (an entry-log or plain write) that
-// completed at t2.
+// altWrite records n bytes (an entry-log or plain write, or an
+// acknowledged journal entry) that completed at t2.
 func (w *worker) altWrite(t2, n int64) {
 	al := w.p.alt
 	if al == nil || w.p.stop.Load() && t2 > w.p.endNs.Load() {
@@ -249,6 +254,7 @@ func (w *worker) altWrite(t2, n int64) {
 	}
 }
 
+// altSync records an fdatasync from t1 to t2.
 func (w *worker) altSync(t1, t2 int64) {
 	al := w.p.alt
 	if al == nil || w.p.stop.Load() && t2 > w.p.endNs.Load() {
@@ -263,16 +269,12 @@ func (w *worker) altSync(t1, t2 int64) {
 	}
 }
 
-// altResults turns the workers' buckets into one Result per (count,
-// batch) — only batches that ran to their end — from the point's common
-// result (settings, warm-up, journal I/O). It fails when no batch
-// completed.
-func (al *alternation) results(workers []*worker, base Result, end int64, withBuckets bool) ([]Result, error) {
-	n := len(al.counts)
-	merged := make([]altBucket, al.buckets())
+// collect merges the workers' buckets once the point has ended at end.
+func (al *alternation) collect(workers []*worker, end int64) {
+	al.merged, al.end = make([]altBucket, al.buckets()), end
 	for _, w := range workers {
 		for i, b := range w.alt {
-			m := &merged[i]
+			m := &al.merged[i]
 			m.ops += b.ops
 			m.bytes += b.bytes
 			for _, pair := range [][2]**hist{{&m.add, &b.add}, {&m.sync, &b.sync}} {
@@ -286,17 +288,24 @@ func (al *alternation) results(workers []*worker, base Result, end int64, withBu
 			}
 		}
 	}
-	complete := int(max(0, end-al.start()) / al.batchLen)
+}
+
+// results turns the collected buckets into one Result per (count, batch)
+// — only batches that ran to their end — from the point's common result
+// (settings, warm-up, journal I/O). It fails when no batch completed.
+func (al *alternation) results(base Result, withBuckets bool) ([]Result, error) {
+	n := len(al.counts)
+	complete := int(max(0, al.end-al.start()) / al.batchLen)
 	complete = min(complete, al.a.Batches)
 	if complete == 0 {
-		return nil, fmt.Errorf("%w: journal alternation of %v stopped before its first batch of %v", ErrBudgetExhausted, al.counts, time.Duration(al.batchLen))
+		return nil, fmt.Errorf("%w: alternation of %v writers stopped before its first batch of %v", ErrBudgetExhausted, al.counts, time.Duration(al.batchLen))
 	}
 	// Each count's measured time in one batch: its turns less their settle.
 	sec := (time.Duration(al.turn-al.settle) * time.Duration(al.cpb)).Seconds()
 	var out []Result
 	for ti, c := range al.counts {
 		for b := range complete {
-			m := merged[b*n+ti]
+			m := al.merged[b*n+ti]
 			r := base
 			r.Writers = c
 			r.Ops, r.Bytes, r.Syncs = m.ops, m.bytes, 0

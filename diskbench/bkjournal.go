@@ -284,12 +284,6 @@ func (r *runner) runBKJournal(ctx context.Context, wp writeParams, writers int, 
 			return bp.forceWriter(w, l)
 		}
 	}
-	var workers []*worker
-	var end int64
-	spec.collect = func(ws []*worker, _ Result, e int64) error {
-		workers, end = ws, e
-		return nil
-	}
 	res, err := r.runPoint(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -328,7 +322,7 @@ func (r *runner) runBKJournal(ctx context.Context, wp writeParams, writers int, 
 	}
 	// The journal I/O of an alternating point is the whole point's, every
 	// count's turns together.
-	return al.results(workers, res, end, r.opts.LatencyBuckets)
+	return al.results(res, r.opts.LatencyBuckets)
 }
 
 // joinInts renders counts as "1/2/4".

@@ -224,11 +224,9 @@ type pointSpec struct {
 	// work runs one worker until w.stopped(); it returns the first error.
 	work func(w *worker) error
 	// alt, for an alternating point, is its schedule; its turns start
-	// with the measured window.
+	// with the measured window, and runPoint hands it the workers'
+	// figures when the point ends (alternation.collect).
 	alt *alternation
-	// collect, when set, is called with the workers, the merged result and
-	// the end of the measured window before runPoint returns.
-	collect func(workers []*worker, res Result, end int64) error
 }
 
 // point is the shared state of a running measurement.
@@ -246,7 +244,7 @@ type point struct {
 	written    atomic.Int64 // bytes written by this point (incl. warm-up)
 	moved      atomic.Int64 // bytes moved (read or written) incl. warm-up, for progress
 	secBytes   []atomic.Int64
-	alt        *alternation // an alternating journal point's schedule, or nil
+	alt        *alternation // an alternating point's schedule, or nil
 }
 
 // worker is one goroutine's view of a point; its histograms are private and
@@ -526,10 +524,8 @@ loop:
 	}
 	r.log.Debug("point done", "workload", spec.workload, "point", spec.label, "bytes_per_sec", res.BytesPerSec,
 		"iops", res.IOPS, "stop", p.stopReason)
-	if spec.collect != nil {
-		if err := spec.collect(workers, res, p.endNs.Load()); err != nil {
-			return Result{}, err
-		}
+	if spec.alt != nil {
+		spec.alt.collect(workers, p.endNs.Load())
 	}
 	return res, nil
 }

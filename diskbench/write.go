@@ -24,7 +24,7 @@ type writeParams struct {
 	settings JournalSettings
 	inFlight int
 	// alternate runs the writer counts as one alternating point per block
-	// size (journal, bookkeeper model).
+	// size.
 	alternate *Alternation
 }
 
@@ -169,8 +169,9 @@ func (wp writeParams) weight() int {
 // JournalModelPlain each writer appending BlockSize writes to its own file
 // and calling fdatasync after every SyncEvery writes. Results come in sweep
 // order (writers outer, block size inner); with Alternate, per block size
-// the counts in the order given, each with its batches in order. On error the results measured so
-// far are returned with it; every file is removed either way.
+// the counts in the order given, each with its batches in order. On error
+// the results measured so far are returned with it; every file is removed
+// either way.
 func RunJournal(ctx context.Context, o JournalOptions) ([]Result, error) {
 	wp := o.JournalParams.resolve()
 	return runWriteSweep(ctx, o.Options, wp)
@@ -348,12 +349,6 @@ func (r *runner) runWrite(ctx context.Context, wp writeParams, writers int, bs i
 		// The turns and their batches need the whole measured time.
 		spec.warmupBytes = 0
 	}
-	var workers []*worker
-	var end int64
-	spec.collect = func(ws []*worker, _ Result, e int64) error {
-		workers, end = ws, e
-		return nil
-	}
 	spec.work = func(w *worker) error {
 		buf := bufs[w.id]
 		for i := 0; i+8 <= len(buf); i += 8 {
@@ -383,7 +378,7 @@ func (r *runner) runWrite(ctx context.Context, wp writeParams, writers int, bs i
 	if al == nil {
 		return []Result{res}, nil
 	}
-	return al.results(workers, res, end, r.opts.LatencyBuckets)
+	return al.results(res, r.opts.LatencyBuckets)
 }
 
 // writeLoop is one writer: sequential writes of buf, fdatasync whenever
