@@ -395,13 +395,13 @@ func (pt benchPoint) cost(m time.Duration) time.Duration {
 	switch {
 	case pt.joins > 0:
 		// The turns it adds to its alternating point.
-		return alternationMeasured(pt.kind, m, pt.joinsTo+1, pt.rounds()) - alternationMeasured(pt.kind, m, pt.joinsTo, pt.rounds())
+		return alternationMeasured(pt.kind, m, pt.joinsTo+1, pt.batchCount()) - alternationMeasured(pt.kind, m, pt.joinsTo, pt.batchCount())
 	case len(pt.alternate) > 0:
 		if pt.kind == kindEntryLog && pt.burst > burstFactor*pt.rate {
 			// The probe met a burst: the warm-up may run to its cap.
 			w = burstCap(w)
 		}
-		return w + alternationMeasured(pt.kind, m, len(pt.alternate), pt.rounds()) + runOverhead
+		return w + alternationMeasured(pt.kind, m, len(pt.alternate), pt.batchCount()) + runOverhead
 	}
 	if pt.kind == kindRandRead {
 		return time.Second + m + runOverhead + time.Duration(randReadFile/150_000_000)*time.Second
@@ -442,10 +442,19 @@ func turnOf(k pointKind) (turn, settle time.Duration) {
 	return journalTurn, journalSettle
 }
 
-// rounds is how many paired rounds (batches of whole cycles) an
+// batchCount is how many paired rounds (batches of whole cycles) an
 // alternating point gives each count: 8, more when --rounds asks for more. With 7 degrees of freedom the t factor is 2.36 (4.30 at 3
 // rounds), and the interval's width no longer rests on two differences.
-func (pt benchPoint) rounds() int { return max(diskbench.DefaultAlternationBatches, pt.batches) }
+func (pt benchPoint) batchCount() int { return max(diskbench.DefaultAlternationBatches, pt.batches) }
+
+// lanes is how many writers the point's run starts: its writers, or the
+// largest count of an alternating point.
+func (pt benchPoint) lanes() int {
+	if len(pt.alternate) > 0 {
+		return slices.Max(pt.alternate)
+	}
+	return pt.writers
+}
 
 // joinCounts renders counts as "1/2/4".
 func joinCounts(v []int) string {
@@ -964,7 +973,7 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 			plan.Journal.Alternate = p.alternation(&plan, pt, m)
 		}
 	case kindEntryLog:
-		fileSize := share / int64(max(pt.writers, slices.Max(append([]int{1}, pt.alternate...))))
+		fileSize := share / int64(pt.lanes())
 		fileSize -= fileSize % pt.blockSize
 		plan.EntryLog = &diskbench.EntryLogParams{Writers: []int{pt.writers}, BlockSizes: []int64{pt.blockSize},
 			FileSize: max(fileSize, pt.blockSize)}
@@ -974,7 +983,7 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 			plan.EntryLog.Writers = pt.alternate
 			plan.EntryLog.Alternate = p.alternation(&plan, pt, m)
 			if plan.Options.Settle != nil {
-				plan.Options.Settle.MaxRate = burstFactor * pt.rate * float64(slices.Max(pt.alternate))
+				plan.Options.Settle.MaxRate = burstFactor * pt.rate * float64(pt.lanes())
 			}
 		}
 	case kindRandRead:
@@ -987,15 +996,15 @@ func (p *PreparedBench) planFor(pt benchPoint, m, warmCap time.Duration, share i
 }
 
 // alternation sets plan's measured time for the alternating point pt at
-// measurement m and returns its turns: pt.rounds() batches of whole cycles.
+// measurement m and returns its turns: pt.batchCount() batches of whole cycles.
 func (p *PreparedBench) alternation(plan *diskbench.Plan, pt benchPoint, m time.Duration) *diskbench.Alternation {
 	turn, settle := turnOf(pt.kind)
-	plan.Options.Duration = alternationMeasured(pt.kind, m, len(pt.alternate), pt.rounds())
+	plan.Options.Duration = alternationMeasured(pt.kind, m, len(pt.alternate), pt.batchCount())
 	plan.TimeBudget = pt.cost(m) + runOverhead
 	if plan.Options.Settle != nil {
 		plan.TimeBudget += plan.Options.Warmup
 	}
-	return &diskbench.Alternation{Turn: turn, Settle: settle, Batches: pt.rounds()}
+	return &diskbench.Alternation{Turn: turn, Settle: settle, Batches: pt.batchCount()}
 }
 
 // runMixed runs the journal benchPoint and the entry-log benchPoint of a shared
