@@ -21,7 +21,7 @@ import (
 )
 
 // TestServiceSIGTERMMidCopy: SIGTERM reaches an `offloader run` process
-// while it copies a ledger (uploads throttled to 1 MiB/s, ledgers of
+// while it copies a ledger (uploads throttled to 128 KiB/s, ledgers of
 // 2.5 MiB, scheduler.stop_timeout 1s; /status shows the copy's progress
 // meanwhile). It takes no new work, cancels the
 // copy after stop_timeout and exits 0 within the documented bound
@@ -42,19 +42,29 @@ func TestServiceSIGTERMMidCopy(t *testing.T) {
 	dir := t.TempDir()
 	const stopTimeout = time.Second
 	port := testenv.FreePort(t)
-	doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
-		peer.ZK.Addr, peer.BK.LedgersRoot) + s3test.StoreYAML(s3, bucket, "TK_S3_SECRET", "limits: {upload_bytes_per_second: 1048576}") + fmt.Sprintf(`
+	// The first run uploads at 128 KiB/s: its copy of a 2.5 MiB ledger
+	// takes about 20 s, so SIGTERM lands mid-copy even when this test
+	// process is starved for seconds on a loaded machine (at 1 MiB/s a
+	// 3 s delay let the whole job commit before the signal). The restart
+	// uploads unthrottled.
+	config := func(name string, limits ...string) string {
+		doc := fmt.Sprintf("zookeeper: {servers: %q, session_timeout: 10s, connect_timeout: 10s}\nbookkeeper: {ledgers_root: %q}\n",
+			peer.ZK.Addr, peer.BK.LedgersRoot) + s3test.StoreYAML(s3, bucket, "TK_S3_SECRET", limits...) + fmt.Sprintf(`
 http: {listen: "127.0.0.1:%d"}
 scheduler: {interval: 1s, retry_initial: 1s, retry_max: 5s, stop_timeout: %s, ledgers_in_flight: 1, min_reload_interval: 0s}
 policy:
   include: [acme/sigterm]
   default: {after: 0s, deletion_lag: broker}
 `, port, stopTimeout)
-	cfgPath := filepath.Join(dir, "offloader.yaml")
-	if err := os.WriteFile(cfgPath, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
+		path := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	start := func(name string) *testenv.Process {
+	throttled := config("throttled", "limits: {upload_bytes_per_second: 131072}")
+	unthrottled := config("unthrottled")
+	start := func(name, cfgPath string) *testenv.Process {
 		cmd := exec.Command(bin, "run", "--config", cfgPath, "--log-level", "info")
 		cmd.Env = append(os.Environ(), "TK_S3_SECRET="+s3.SecretKey)
 		return testenv.Start(t, name, dir, cmd)
@@ -66,7 +76,7 @@ policy:
 	sess := peer.ZK.Session(t, tzk.Options{})
 	states := func() []mledger.LedgerState { return ledgerStates(t, sess, ml) }
 
-	p := start("run-1")
+	p := start("run-1", throttled)
 	until(t, "a copy in flight", time.Minute, func() bool { return logHas(p, `msg="copy started"`) })
 	// /status shows the copy's progress: payload bytes handed to the upload
 	// (here the whole ledger fits one block, so all of it at once, then the
@@ -109,7 +119,7 @@ policy:
 		t.Errorf("second ledger %s: work was taken after SIGTERM (ledgers_in_flight 1)", st[1])
 	}
 
-	p2 := start("run-2")
+	p2 := start("run-2", unthrottled)
 	until(t, "every closed ledger offloaded after the restart", 2*time.Minute, func() bool {
 		s := states()
 		return s[0] == mledger.StateOffloaded && s[1] == mledger.StateOffloaded
