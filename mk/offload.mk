@@ -14,6 +14,9 @@ BENCH_OFFLOAD_ONLY   ?=
 # A git revision whose offloader is measured too (before/after; also used by
 # bench-offload-producing). bench-offload needs one that reports copyCost.
 BENCH_BASE_REV       ?=
+# VAR=value,... set for the base's offloader process; without BENCH_BASE_REV
+# the base is this tree (e.g. BENCH_BASE_ENV=GOMAXPROCS=1).
+BENCH_BASE_ENV       ?=
 # key=value,... added to the S3 store's config (offloader and raw PUT alike),
 # e.g. checksum=md5 or payload_signing=unsigned.
 BENCH_OFFLOAD_STORE_OPTIONS ?=
@@ -41,7 +44,7 @@ test-offload: deps compat-prepare
 
 ## bench-offload: pipeline MB/s vs a raw multipart PUT, the bookie read alone and Pulsar's offloader on a >= 1 GiB ledger, the copy's share of 1/(1/read + 1/put) per round and where its time went (a timeline of every copy: waiting for a free block, for the bookies, copying, finishing, with the bookies', versitygw's and the machine's CPU), CPU seconds per GiB of the copy vs Pulsar's JVM, allocations per GiB, a profile of the copy; BENCH_BASE_REV=<rev> adds that revision's copy to every round; peak RSS at 1 and 2 GiB, bytes Pulsar's reader fetches per random seek by block size (~15 min).
 bench-offload: deps compat-prepare
-	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_OFFLOAD_MIB=$(BENCH_OFFLOAD_MIB) TK_BENCH_ROUNDS=$(BENCH_OFFLOAD_ROUNDS) TK_BENCH_BASE_REV=$(BENCH_BASE_REV) \
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_OFFLOAD_MIB=$(BENCH_OFFLOAD_MIB) TK_BENCH_ROUNDS=$(BENCH_OFFLOAD_ROUNDS) TK_BENCH_BASE_REV=$(BENCH_BASE_REV) TK_BENCH_BASE_ENV=$(BENCH_BASE_ENV) \
 	  TK_BENCH_STORE_OPTIONS=$(BENCH_OFFLOAD_STORE_OPTIONS) TK_BENCH_PARTS=$(BENCH_OFFLOAD_PARTS) TK_BENCH_SEEKS=$(BENCH_OFFLOAD_SEEKS) TK_BENCH_SEEK_BLOCKS=$(BENCH_OFFLOAD_BLOCKS) TK_BENCH_ONLY=$(BENCH_OFFLOAD_ONLY) \
 	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkOffload$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \
 	  | grep -E '^(Benchmark|    bench_test|ok|FAIL|---)' | sed 's/^    bench_test.go:[0-9]*: //'

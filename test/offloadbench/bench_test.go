@@ -46,7 +46,9 @@ package offloadbench
 // config for the offloader and the raw PUT, e.g. checksum=md5),
 // TK_BENCH_BASE_REV (a git revision whose offloader's copy is
 // measured too, in every round beside this tree's: a before/after; it
-// must report copyCost in its offload output), TK_BENCH_PROFILE_DIR (keep the warm-up profiles there),
+// must report copyCost in its offload output), TK_BENCH_BASE_ENV
+// (VAR=value,... set for the base's process; without TK_BENCH_BASE_REV the
+// base is this tree: e.g. GOMAXPROCS=1), TK_BENCH_PROFILE_DIR (keep the warm-up profiles there),
 // TK_BENCH_OFFLOAD_MIB (ledger sizes in MiB, default "1024,2048";
 // the first is the throughput ledger), TK_BENCH_ROUNDS (3), TK_BENCH_PARTS
 // (2), TK_BENCH_SEEKS (16), TK_BENCH_SEEK_BLOCKS (block sizes in MiB for
@@ -141,6 +143,7 @@ type bench struct {
 	bin     string // offloader binary
 	baseBin string // TK_BENCH_BASE_REV's offloader binary, or ""
 	baseRev string
+	baseEnv []string // TK_BENCH_BASE_ENV: variables set for the base's process
 	zkc     *tkzk.Session
 	parts   int
 	ledgers map[int]*testenv.WrittenLedger // by size in MiB
@@ -162,6 +165,15 @@ func BenchmarkOffload(b *testing.B) {
 	be.bin = testenv.BuiltCommand(b, "offloader")
 	if rev := os.Getenv("TK_BENCH_BASE_REV"); rev != "" {
 		be.baseBin, be.baseRev = buildOffloaderAt(b, rev), rev
+	}
+	if env := os.Getenv("TK_BENCH_BASE_ENV"); env != "" {
+		// The base is this tree under other variables (e.g. GOMAXPROCS=1)
+		// unless a revision is given too.
+		be.baseEnv = strings.Split(env, ",")
+		if be.baseBin == "" {
+			be.baseBin, be.baseRev = be.bin, "this tree"
+		}
+		be.baseRev += " with " + env
 	}
 	ctx := context.Background()
 	zs, err := tkzk.Connect(ctx, []string{be.zk.Addr}, tkzk.Options{})
@@ -281,11 +293,12 @@ type copyCost struct {
 // offload runs `offloader offload` on a fresh managed ledger of l; extra
 // are more flags (e.g. --profile-dir).
 func (be *bench) offload(ctx context.Context, l *testenv.WrittenLedger, blockMiB int, extra ...string) tkResult {
-	return be.offloadWith(ctx, be.bin, l, blockMiB, extra...)
+	return be.offloadWith(ctx, be.bin, nil, l, blockMiB, extra...)
 }
 
-// offloadWith is offload with the offloader binary bin.
-func (be *bench) offloadWith(ctx context.Context, bin string, l *testenv.WrittenLedger, blockMiB int, extra ...string) tkResult {
+// offloadWith is offload with the offloader binary bin, env added to its
+// environment.
+func (be *bench) offloadWith(ctx context.Context, bin string, env []string, l *testenv.WrittenLedger, blockMiB int, extra ...string) tkResult {
 	topic := be.managedLedger(l)
 	args := []string{"offload", "-o", "json", "--zk", be.zk.Addr, "--store", be.store, "--parts-in-flight", strconv.Itoa(be.parts), topic}
 	if blockMiB > 0 {
@@ -293,6 +306,9 @@ func (be *bench) offloadWith(ctx context.Context, bin string, l *testenv.Written
 	}
 	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -510,7 +526,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		}
 		if be.baseBin != "" {
 			steps = append(steps, func() {
-				base = be.offloadWith(ctx, be.baseBin, l, 0)
+				base = be.offloadWith(ctx, be.baseBin, be.baseEnv, l, 0)
 				be.deleteObjects(ctx, base.uuid, l.LedgerID)
 			})
 		}
