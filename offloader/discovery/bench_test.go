@@ -120,7 +120,12 @@ var BenchScale func(b *testing.B, zkAddr string, cands []policy.Candidate) Scale
 // ZooKeeper requests it made, one policy evaluation of the cached view,
 // and the process's peak RSS over them. TIERKEEPER_BENCH_SCAN_CPUPROFILE
 // names a file for a CPU profile of the scans;
-// TIERKEEPER_BENCH_SCAN_NOWATCHES=1 scans without watches. Then (unless
+// TIERKEEPER_BENCH_SCAN_NOWATCHES=1 scans without watches;
+// TIERKEEPER_BENCH_SCAN_CONCURRENCY sets the requests in flight (default
+// the package's 32). The ZooKeeper server runs with the JVM's optimising
+// compiler, as in production (TIERKEEPER_BENCH_SCAN_C1=1: the quick first
+// tier only, as the tests' servers and this benchmark before 2026-12-06).
+// Then (unless
 // TIERKEEPER_BENCH_SCAN_SCALE=0) three replicas' schedulers share the
 // topic leases over the candidates for 20 s, and an offload service scans
 // and evaluates the tree and renders one /status (BenchScale). `make
@@ -137,7 +142,7 @@ func BenchmarkScan(b *testing.B) {
 	if nML+2*perML*nML > 300000 {
 		heap = "3g"
 	}
-	z := testenv.StartZooKeeperWith(b, testenv.ZooKeeperOptions{Heap: heap})
+	z := testenv.StartZooKeeperWith(b, testenv.ZooKeeperOptions{Heap: heap, FullJIT: os.Getenv("TIERKEEPER_BENCH_SCAN_C1") != "1"})
 	s := z.Session(b, tzk.Options{ConnectTimeout: 10 * time.Second})
 	c := mltest.NewCreator(s.Conn)
 	ctx := context.Background()
@@ -191,7 +196,7 @@ func BenchmarkScan(b *testing.B) {
 	var goroutines int
 	for i := 0; i < b.N; i++ {
 		cc := &countingConn{Conn: s}
-		d := New(cc, Options{NoWatches: os.Getenv("TIERKEEPER_BENCH_SCAN_NOWATCHES") == "1"})
+		d := New(cc, Options{NoWatches: os.Getenv("TIERKEEPER_BENCH_SCAN_NOWATCHES") == "1", Concurrency: testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_CONCURRENCY", 0)})
 		if cold, err = d.Scan(ctx); err != nil {
 			b.Fatal(err)
 		}
