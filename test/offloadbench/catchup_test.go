@@ -20,18 +20,22 @@ package offloadbench
 // BookKeeper copy of an offloaded ledger is gone before the reads (checked
 // in the ledger metadata), and every read must fetch at least the
 // offloaded bytes from the store, so no read is served by the bookies. The
-// broker restarts before every round (then reads 16 MiB of the round's
-// last topic, so no measured read pays for the broker's first offloaded
-// read) and unloads each topic after its read (managed-ledger cache and
-// offloaded read handles dropped), and the order of the variants rotates
-// every round. Per read: MB/s of payload (client
+// broker restarts before every round (then reads TK_BENCH_CATCHUP_WARM_MIB,
+// 16, of the round's last topic, so no measured read pays for the
+// broker's first offloaded read) and unloads each topic after its read
+// (managed-ledger cache and offloaded read handles dropped), and the order
+// of the variants rotates every round. The first read of a round was
+// slower than the others for every variant (8-35 %, after a warm-up of 16
+// or of 256 MiB alike), so the result also gives the mean over the rounds,
+// which weighs every place alike. Per read: MB/s of payload (client
 // start to the last message), time to the first message, bytes fetched
 // from the store; each read checks count, bytes and the SHA-256 of all
 // payloads in order against the other variants.
 //
 // Knobs: TK_BENCH_CATCHUP_MIB (payload MiB per topic, 1024), TK_BENCH_CATCHUP_MSG
 // (message bytes, 65536), TK_BENCH_CATCHUP_LEDGER_MIB (payload MiB per
-// ledger, 256: ledgers larger than every block), TK_BENCH_CATCHUP_BLOCKS
+// ledger, 256: ledgers larger than every block), TK_BENCH_CATCHUP_WARM_MIB
+// (the warm-up read after each restart, 16), TK_BENCH_CATCHUP_BLOCKS
 // (tierkeeper block sizes in MiB, "10,64"), TK_BENCH_ROUNDS (reads per
 // variant, 3).
 
@@ -66,6 +70,7 @@ type catchupVariant struct {
 
 // catchupRead is one Reader run.
 type catchupRead struct {
+	pos                         int // 0-based place of the read in its round
 	mbps, first, seconds        float64
 	dataBytes, indexBytes, gets int64
 	count, payloadBytes         int64
@@ -78,6 +83,7 @@ func BenchmarkCatchup(b *testing.B) {
 	ledgerMiB := testenv.EnvInt(b, "TK_BENCH_CATCHUP_LEDGER_MIB", 256)
 	blocks := testenv.EnvInts(b, "TK_BENCH_CATCHUP_BLOCKS", []int{10, 64})
 	rounds := testenv.EnvInt(b, "TK_BENCH_ROUNDS", 3)
+	warmMiB := testenv.EnvInt(b, "TK_BENCH_CATCHUP_WARM_MIB", 16)
 	if msg <= 0 || mib <= 0 || ledgerMiB <= 0 || rounds <= 0 {
 		b.Fatalf("TK_BENCH_CATCHUP_MIB, _MSG, _LEDGER_MIB and TK_BENCH_ROUNDS must be positive")
 	}
@@ -131,10 +137,11 @@ func BenchmarkCatchup(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < rounds; r++ {
 			st.Broker.Restart(b)
-			warmUp(b, ctx, st, vs[(r+len(vs)-1)%len(vs)], msg)
+			warmUp(b, ctx, st, vs[(r+len(vs)-1)%len(vs)], msg, min(warmMiB, mib))
 			for k := range vs {
 				v := vs[(k+r)%len(vs)]
 				rd := readCatchup(b, ctx, st, &c, v, count)
+				rd.pos = k
 				v.reads = append(v.reads, rd)
 				b.Logf("round %d %-12s: %6.1f MB/s (%.1fs), first message %.2fs, fetched %.1f MiB data (%.3fx the offloaded bytes) + %.1f KiB index in %d GETs; load %s",
 					r+1, v.name, rd.mbps, rd.seconds, rd.first, float64(rd.dataBytes)/(1<<20), float64(rd.dataBytes)/float64(v.offBytes),
@@ -297,12 +304,12 @@ func readCatchup(b *testing.B, ctx context.Context, st *testenv.Stack, c *counte
 	return rd
 }
 
-// warmUp reads the first 16 MiB of v's topic and unloads it, so that no
+// warmUp reads the first mib MiB of v's topic and unloads it, so that no
 // measured read pays for the restarted broker's first offloaded read
 // (offloader start-up, connections, cold code); the round's last read is
 // v's, long after the unload dropped what this read loaded.
-func warmUp(b *testing.B, ctx context.Context, st *testenv.Stack, v *catchupVariant, msg int) {
-	if _, err := st.Java.ReadAll(ctx, st.Broker, v.topic, testenv.ReadOptions{Expect: max(1, (16<<20)/msg), Timeout: 5 * time.Minute, SummaryOnly: true}); err != nil {
+func warmUp(b *testing.B, ctx context.Context, st *testenv.Stack, v *catchupVariant, msg, mib int) {
+	if _, err := st.Java.ReadAll(ctx, st.Broker, v.topic, testenv.ReadOptions{Expect: max(1, (mib<<20)/msg), Timeout: 5 * time.Minute, SummaryOnly: true}); err != nil {
 		b.Fatalf("warm-up read of %s: %v", v.topic, err)
 	}
 	if err := st.Broker.Unload(ctx, v.topic); err != nil {
@@ -369,4 +376,38 @@ func reportCatchup(b *testing.B, vs []*catchupVariant) {
 		return
 	}
 	b.Logf("RESULT fastest tierkeeper block size within 1.1x Pulsar's bytes: %s", best)
+	reportPositions(b, vs)
+}
+
+// reportPositions logs each variant's MB/s by the read's place in its
+// round and, when every variant was read equally often in every place (the
+// rounds a multiple of the variants: the rotation), the mean over the
+// rounds, which weighs the places alike. A read early in a round can be
+// slower for every variant (the restarted broker's code still warming);
+// the median of 3 then compares one variant's second place with
+// another's.
+func reportPositions(b *testing.B, vs []*catchupVariant) {
+	n := len(vs)
+	balanced := len(vs[0].reads)%n == 0
+	means := make([]float64, n)
+	for i, v := range vs {
+		by := make([][]string, n)
+		for _, rd := range v.reads {
+			by[rd.pos] = append(by[rd.pos], fmt.Sprintf("%.1f", rd.mbps))
+			means[i] += rd.mbps / float64(len(v.reads))
+		}
+		var places []string
+		for p, l := range by {
+			places = append(places, fmt.Sprintf("place %d: %s", p+1, strings.Join(l, ", ")))
+		}
+		b.Logf("RESULT %s MB/s by place in the round: %s", v.name, strings.Join(places, "; "))
+	}
+	if !balanced {
+		return
+	}
+	ref := means[n-1]
+	for i, v := range vs[:n-1] {
+		b.Logf("RESULT %s against %s, means over the rounds (every place alike): %.1f against %.1f MB/s, %.2fx", v.name, vs[n-1].name, means[i], ref, means[i]/ref)
+		b.ReportMetric(means[i]/ref, v.name+"/pulsar-mean-MB/s")
+	}
 }
