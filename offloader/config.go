@@ -199,8 +199,14 @@ type Discovery struct {
 	// RescanInterval is the full rescan period (watches catch most changes
 	// in between). Default 5m.
 	RescanInterval Duration `yaml:"rescan_interval"`
-	// Concurrency bounds ZooKeeper reads in flight. Default 8.
+	// Concurrency bounds ZooKeeper reads in flight, per session. Default 8.
 	Concurrency int `yaml:"concurrency"`
+	// Sessions is how many ZooKeeper sessions a rescan sends its stats
+	// through, the service's own included (the others are opened for it,
+	// 1-16). ZooKeeper serves one session's requests in order on one
+	// thread, so the stats of a large tree through one session are bound
+	// by one server core. Default 2.
+	Sessions int `yaml:"sessions"`
 }
 
 // Scheduler bounds the work in flight and its retries.
@@ -481,6 +487,7 @@ func (c *Config) applyDefaults() {
 	}
 	def(&c.Discovery.RescanInterval, 5*time.Minute)
 	defInt(&c.Discovery.Concurrency, 8)
+	defInt(&c.Discovery.Sessions, 2)
 	defInt(&c.Scheduler.LedgersInFlight, 2)
 	defInt(&c.Scheduler.PartsInFlight, 8)
 	def(&c.Scheduler.RetryInitial, 10*time.Second)
@@ -611,6 +618,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	pos("discovery.concurrency", c.Discovery.Concurrency)
+	if v := c.Discovery.Sessions; v < 1 || v > 16 {
+		bad("discovery.sessions %d: want 1 to 16", v)
+	}
 	pos("scheduler.ledgers_in_flight", c.Scheduler.LedgersInFlight)
 	pos("scheduler.parts_in_flight", c.Scheduler.PartsInFlight)
 	pos("scheduler.park_after", c.Scheduler.ParkAfter)

@@ -202,8 +202,20 @@ func (s *Service) session(ctx context.Context) error {
 		ParkAfter:       c.Scheduler.ParkAfter, ParkFor: c.Scheduler.ParkFor.D(), StopTimeout: c.Scheduler.StopTimeout.D(),
 		Logger: s.log, Registerer: s.reg,
 	})
+	// More sessions for the rescans' stats (discovery.sessions): their
+	// loss fails a scan, which ends this session's work like the loss of
+	// the main one.
+	var stats []discovery.Statter
+	for range c.Discovery.Sessions - 1 {
+		ss, err := pc.connect(ctx)
+		if err != nil {
+			return fmt.Errorf("discovery: a session for the rescans' stats: %w", err)
+		}
+		defer ss.Close()
+		stats = append(stats, ss)
+	}
 	disc := discovery.New(sess, discovery.Options{Chroot: c.ZooKeeper.MLChroot, Concurrency: c.Discovery.Concurrency,
-		RescanInterval: c.Discovery.RescanInterval.D(), Logger: s.log, Registerer: s.reg})
+		RescanInterval: c.Discovery.RescanInterval.D(), StatConns: stats, Logger: s.log, Registerer: s.reg})
 	defer disc.Close()
 	sn := &snapshotter{conn: sess, ledgers: ledgers, src: s.src, rules: s.rules, chroot: c.ZooKeeper.ConfigChroot,
 		view: newBrokerView(broker, c, s.log), log: s.log}

@@ -78,9 +78,14 @@ func (c *countingConn) GetW(p string) ([]byte, *gozk.Stat, <-chan gozk.Event, er
 	return c.Conn.GetW(p)
 }
 
-// take returns the counts since the last take and resets them.
-func (c *countingConn) take() string {
-	return fmt.Sprintf("%d listings, %d stats, %d value reads", c.list.Swap(0), c.stat.Swap(0), c.get.Swap(0))
+// takeAll returns the requests of own and more since the last call,
+// summed, and resets the counts.
+func takeAll(own *countingConn, more []*countingConn) string {
+	l, st, g := own.list.Swap(0), own.stat.Swap(0), own.get.Swap(0)
+	for _, m := range more {
+		l, st, g = l+m.list.Swap(0), st+m.stat.Swap(0), g+m.get.Swap(0)
+	}
+	return fmt.Sprintf("%d listings, %d stats, %d value reads", l, st, g)
 }
 
 // cpuTime is the process's user+system CPU time.
@@ -121,8 +126,10 @@ var BenchScale func(b *testing.B, zkAddr string, cands []policy.Candidate) Scale
 // and the process's peak RSS over them. TIERKEEPER_BENCH_SCAN_CPUPROFILE
 // names a file for a CPU profile of the scans;
 // TIERKEEPER_BENCH_SCAN_NOWATCHES=1 scans without watches;
-// TIERKEEPER_BENCH_SCAN_CONCURRENCY sets the requests in flight (default
-// the package's 32). The ZooKeeper server runs with the JVM's optimising
+// TIERKEEPER_BENCH_SCAN_CONCURRENCY sets the requests in flight per
+// session (default the package's 32); TIERKEEPER_BENCH_SCAN_SESSIONS the
+// sessions the rescan's stats go through (default 2, as the service's
+// discovery.sessions). The ZooKeeper server runs with the JVM's optimising
 // compiler, as in production (TIERKEEPER_BENCH_SCAN_C1=1: the quick first
 // tier only, as the tests' servers and this benchmark before 2026-12-06).
 // Then (unless
@@ -134,6 +141,7 @@ func BenchmarkScan(b *testing.B) {
 	nML := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_MLS", 10000)
 	nLedgers := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_LEDGERS", 100000)
 	nNS := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_NAMESPACES", 100)
+	sessions := testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_SESSIONS", 2)
 	if nML < 1 || nNS < 1 || nLedgers < nML {
 		b.Fatalf("want at least one managed ledger and namespace, and a ledger per managed ledger: %d, %d, %d", nML, nNS, nLedgers)
 	}
@@ -196,15 +204,22 @@ func BenchmarkScan(b *testing.B) {
 	var goroutines int
 	for i := 0; i < b.N; i++ {
 		cc := &countingConn{Conn: s}
-		d := New(cc, Options{NoWatches: os.Getenv("TIERKEEPER_BENCH_SCAN_NOWATCHES") == "1", Concurrency: testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_CONCURRENCY", 0)})
+		var more []*countingConn
+		var stats []Statter
+		for range sessions - 1 {
+			m := &countingConn{Conn: z.Session(b, tzk.Options{ConnectTimeout: 10 * time.Second})}
+			more, stats = append(more, m), append(stats, m)
+		}
+		d := New(cc, Options{NoWatches: os.Getenv("TIERKEEPER_BENCH_SCAN_NOWATCHES") == "1",
+			Concurrency: testenv.EnvInt(b, "TIERKEEPER_BENCH_SCAN_CONCURRENCY", 0), StatConns: stats})
 		if cold, err = d.Scan(ctx); err != nil {
 			b.Fatal(err)
 		}
-		coldReqs = cc.take()
+		coldReqs = takeAll(cc, more)
 		if warm, err = d.Scan(ctx); err != nil {
 			b.Fatal(err)
 		}
-		warmReqs = cc.take()
+		warmReqs = takeAll(cc, more)
 		scanHWM, goroutines = procStatusKB("VmHWM"), runtime.NumGoroutine()
 		_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 		t0, cpu0 := time.Now(), cpuTime()

@@ -9,8 +9,10 @@
 //     asks ZooKeeper for each known managed ledger's stat (Exists, no data)
 //     and reads (GetW: data + a data watch) only new ones and those whose
 //     version differs from the one cached. Requests are pipelined on the
-//     session, Options.Concurrency at a time. Managed ledgers that
-//     disappeared are dropped.
+//     session, Options.Concurrency at a time; the stats go round robin
+//     over the session and Options.StatConns (Concurrency per session),
+//     since ZooKeeper serves one session's requests in order on one
+//     thread. Managed ledgers that disappeared are dropped.
 //   - Watch events come through one subscription to the session's events
 //     (tzk.Session.OnWatchEvent), queued for Run: no goroutine waits on
 //     a watch, whatever their number. A fired data watch re-reads that
@@ -37,6 +39,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
@@ -66,13 +69,31 @@ type Conn interface {
 
 var _ Conn = (*tzk.Session)(nil)
 
+// Statter is what a rescan needs of a session for its stats; *tzk.Session
+// implements it.
+type Statter interface {
+	Exists(path string) (bool, *gozk.Stat, error)
+}
+
 // Options configure a Discovery.
 type Options struct {
 	// Chroot of Pulsar's metadata store in ZooKeeper (as mledger.Options).
 	Chroot string
-	// Concurrency bounds ZooKeeper requests in flight during a scan.
-	// Default 32 (requests are pipelined on one session).
+	// Concurrency bounds ZooKeeper requests in flight during a scan, per
+	// session. Default 32 (requests are pipelined on a session).
 	Concurrency int
+	// StatConns are more sessions a scan sends its stats through, round
+	// robin with the Discovery's own; value reads and watches stay on its
+	// own. ZooKeeper serves one session's requests in order, on one worker
+	// thread (its commit processor assigns them by session), so a rescan
+	// of a large tree through one session is bound by one server core.
+	// A stat through another session may come from a server behind the
+	// one the Discovery's session reads (ZooKeeper orders each session
+	// alone): a version it reports as unchanged is trusted only for a
+	// managed ledger whose data watch is armed, which reports any later
+	// change; any other difference only causes a read. Not used with
+	// NoWatches.
+	StatConns []Statter
 	// RescanInterval is the period of full rescans in Run. Default 5m.
 	RescanInterval time.Duration
 	// NoWatches turns watches off (scans only; for one-shot tools).
@@ -228,13 +249,18 @@ func (d *Discovery) Scan(ctx context.Context) (ScanStats, error) {
 	d.mu.Unlock()
 
 	var mu sync.Mutex
-	err = d.each(ctx, names, func(ml string) error {
+	statters := []Statter{d.conn}
+	if !d.o.NoWatches {
+		statters = append(statters, d.o.StatConns...)
+	}
+	var turn atomic.Uint64
+	err = d.each(ctx, names, d.o.Concurrency*len(statters), func(ml string) error {
 		d.mu.Lock()
 		e := d.entries[ml]
 		d.mu.Unlock()
 		reason := "new"
 		if e != nil {
-			ok, stat, err := exists(ctx, d.conn, d.path(ml))
+			ok, stat, err := exists(ctx, statters[turn.Add(1)%uint64(len(statters))], d.path(ml))
 			mu.Lock()
 			st.Statted++
 			mu.Unlock()
@@ -550,12 +576,11 @@ func (d *Discovery) drop(ml string) {
 	d.mu.Unlock()
 }
 
-// each runs fn for every name, Concurrency at a time; the first error
-// stops it.
-func (d *Discovery) each(ctx context.Context, names []string, fn func(string) error) error {
+// each runs fn for every name, width at a time; the first error stops it.
+func (d *Discovery) each(ctx context.Context, names []string, width int, fn func(string) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sem := make(chan struct{}, d.o.Concurrency)
+	sem := make(chan struct{}, width)
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error
@@ -698,7 +723,7 @@ type existsResult struct {
 	stat *gozk.Stat
 }
 
-func exists(ctx context.Context, c Conn, p string) (bool, *gozk.Stat, error) {
+func exists(ctx context.Context, c Statter, p string) (bool, *gozk.Stat, error) {
 	r, err := tzk.Do(ctx, func() (existsResult, error) {
 		ok, st, err := c.Exists(p)
 		return existsResult{ok, st}, err

@@ -2,8 +2,10 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -243,5 +245,118 @@ func TestDiscoveryWatchesOneSubscription(t *testing.T) {
 		t.Logf("Run: %v", err)
 	case <-time.After(20 * time.Second):
 		t.Fatal("Run still running 20 s after the session was lost")
+	}
+}
+
+// counts returns and resets c's stats and value reads.
+func counts(c *countingConn) (stats, reads int64) {
+	c.list.Store(0)
+	return c.stat.Swap(0), c.get.Swap(0)
+}
+
+// staleStatter answers every stat with version 0, as a server far behind
+// would for a managed ledger written since.
+type staleStatter struct{ n atomic.Int64 }
+
+func (s *staleStatter) Exists(string) (bool, *gozk.Stat, error) {
+	s.n.Add(1)
+	return true, &gozk.Stat{Version: 0}, nil
+}
+
+// TestDiscoveryStatsThroughMoreSessions: a rescan sends its stats round
+// robin over the Discovery's session and Options.StatConns (each session
+// serves its requests in order on one ZooKeeper thread), reads and
+// watches stay on its own session; a stat session that fails fails the
+// scan; a stale stat costs a read, never a missed change; with NoWatches
+// the extra sessions are not used.
+func TestDiscoveryStatsThroughMoreSessions(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	s := z.Session(t, tzk.Options{ConnectTimeout: 10 * time.Second})
+	c := mltest.NewCreator(s.Conn)
+	now := time.Now()
+	const n = 30
+	for i := range n {
+		if err := c.CreateML(fmt.Sprintf("t/ns/persistent/m%02d", i), mltest.Info(mltest.Closed(1, 2, 100, now)...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own := &countingConn{Conn: s}
+	more := []*countingConn{
+		{Conn: z.Session(t, tzk.Options{ConnectTimeout: 10 * time.Second})},
+		{Conn: z.Session(t, tzk.Options{ConnectTimeout: 10 * time.Second})},
+	}
+	d := New(own, Options{RescanInterval: time.Hour, StatConns: []Statter{more[0], more[1]}})
+	defer d.Close()
+	ctx := context.Background()
+	if st, err := d.Scan(ctx); err != nil || st.Read != n || st.Statted != 0 {
+		t.Fatalf("first scan: %+v, %v", st, err)
+	}
+	if st, rd := counts(own); st != 0 || rd != n {
+		t.Errorf("first scan through the own session: %d stats, %d value reads", st, rd)
+	}
+	// A rescan of the unchanged tree: n stats, a third through each
+	// session, nothing read.
+	st, err := d.Scan(ctx)
+	if err != nil || st.Read != 0 || st.Statted != n {
+		t.Fatalf("rescan: %+v, %v", st, err)
+	}
+	if st, rd := counts(own); st != n/3 || rd != 0 {
+		t.Errorf("rescan through the own session: %d stats, %d value reads; want %d, 0", st, rd, n/3)
+	}
+	for i, m := range more {
+		if l, st, rd := m.list.Swap(0), m.stat.Swap(0), m.get.Swap(0); l != 0 || st != n/3 || rd != 0 {
+			t.Errorf("rescan through stat session %d: %d listings, %d stats, %d value reads; want 0, %d, 0", i+1, l, st, rd, n/3)
+		}
+	}
+	// A changed managed ledger: whichever session stats it, it is read
+	// again (through the own session, re-arming its watch).
+	if err := c.CreateML("t/ns/persistent/m07", mltest.Info(mltest.Closed(1, 4, 100, now)...)); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := d.Scan(ctx); err != nil || st.Read != 1 {
+		t.Fatalf("rescan after a change: %+v, %v", st, err)
+	}
+	if _, rd := counts(own); rd != 1 {
+		t.Errorf("the changed one: %d value reads through the own session, want 1", rd)
+	}
+	for _, m := range more {
+		if rd := m.get.Swap(0); rd != 0 {
+			t.Errorf("%d value reads through a stat session", rd)
+		}
+	}
+	ts, _ := d.Snapshot()
+	for _, tp := range ts {
+		if want := map[bool]int{true: 5, false: 3}[tp.ML == "t/ns/persistent/m07"]; len(tp.Ledgers) != want {
+			t.Errorf("%s has %d ledgers after the rescan, want %d", tp.ML, len(tp.Ledgers), want)
+		}
+	}
+	// A stale stat session (version 0 for every node; each was written
+	// once, so version 0 is what the cache holds but for m07): m07 is read
+	// again, the others are trusted because their watches are armed.
+	stale := &staleStatter{}
+	ds := New(s, Options{RescanInterval: time.Hour, StatConns: []Statter{stale}})
+	defer ds.Close()
+	if _, err := ds.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ds.Scan(ctx); err != nil || st.Statted != n || stale.n.Load() != n/2 || st.Read > 1 {
+		t.Errorf("rescan with a stale stat session: %+v (stale stats %d), %v; want %d stats, half of them stale, at most m07 read", st, stale.n.Load(), err, n)
+	}
+	// With NoWatches a stale "unchanged" could hide a change: the extra
+	// sessions are not used.
+	stale.n.Store(0)
+	dn := New(s, Options{NoWatches: true, StatConns: []Statter{stale}})
+	if _, err := dn.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := dn.Scan(ctx); err != nil || st.Statted != n || stale.n.Load() != 0 {
+		t.Errorf("NoWatches rescan: %+v, %d stats through the extra session, %v; want none", st, stale.n.Load(), err)
+	}
+	// A stat session that is gone fails the scan, naming what failed.
+	more[1].Conn.(*tzk.Session).Close()
+	if _, err := d.Scan(ctx); err == nil {
+		t.Error("rescan through a closed stat session succeeded")
+	} else if !errors.Is(err, tzk.ErrClosed) && !errors.Is(err, gozk.ErrClosing) && !errors.Is(err, gozk.ErrConnectionClosed) {
+		t.Logf("rescan through a closed stat session: %v", err)
 	}
 }
