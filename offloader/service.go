@@ -202,9 +202,9 @@ func (s *Service) session(ctx context.Context) error {
 		ParkAfter:       c.Scheduler.ParkAfter, ParkFor: c.Scheduler.ParkFor.D(), StopTimeout: c.Scheduler.StopTimeout.D(),
 		Logger: s.log, Registerer: s.reg,
 	})
-	// More sessions for the rescans' stats (discovery.sessions): their
-	// loss fails a scan, which ends this session's work like the loss of
-	// the main one.
+	// More sessions for the rescans' stats (discovery.sessions). One that
+	// fails is left out (its stats go through the main session) until the
+	// next session of the service opens new ones.
 	var stats []discovery.Statter
 	for range c.Discovery.Sessions - 1 {
 		ss, err := pc.connect(ctx)

@@ -92,7 +92,8 @@ type Options struct {
 	// alone): a version it reports as unchanged is trusted only for a
 	// managed ledger whose data watch is armed, which reports any later
 	// change; any other difference only causes a read. Not used with
-	// NoWatches.
+	// NoWatches. One that fails a stat is left out from then on (the stat
+	// is asked again through the own session): it never fails a scan.
 	StatConns []Statter
 	// RescanInterval is the period of full rescans in Run. Default 5m.
 	RescanInterval time.Duration
@@ -127,6 +128,8 @@ type Discovery struct {
 	tree     map[string]bool // tree nodes (root, tenants, namespaces) with a child watch
 	lastScan ScanStats
 
+	statDead []atomic.Bool // StatConns that failed a stat, left out since
+
 	changed chan struct{}
 	events  chan gozk.Event // watch events under root, for Run
 	lost    chan error      // the session dropped the watches
@@ -150,17 +153,18 @@ func New(conn Conn, o Options) *Discovery {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Discovery{
-		conn:    conn,
-		store:   mledger.New(conn, &mledger.Options{Chroot: o.Chroot, Limits: o.Limits, ListConcurrency: o.Concurrency}),
-		o:       o,
-		log:     o.Logger.With("component", "discovery"),
-		entries: map[string]*entry{},
-		nsWatch: map[string]bool{},
-		tree:    map[string]bool{},
-		root:    o.Chroot + mledger.Root,
-		changed: make(chan struct{}, 1),
-		events:  make(chan gozk.Event, 4096),
-		lost:    make(chan error, 1),
+		conn:     conn,
+		store:    mledger.New(conn, &mledger.Options{Chroot: o.Chroot, Limits: o.Limits, ListConcurrency: o.Concurrency}),
+		o:        o,
+		log:      o.Logger.With("component", "discovery"),
+		entries:  map[string]*entry{},
+		nsWatch:  map[string]bool{},
+		tree:     map[string]bool{},
+		root:     o.Chroot + mledger.Root,
+		statDead: make([]atomic.Bool, len(o.StatConns)),
+		changed:  make(chan struct{}, 1),
+		events:   make(chan gozk.Event, 4096),
+		lost:     make(chan error, 1),
 	}
 	f := metrics.New(o.Registerer, "offloader")
 	d.scans = f.Histogram("discovery_scan_duration_seconds", "Duration of full rescans of /managed-ledgers.",
@@ -249,9 +253,13 @@ func (d *Discovery) Scan(ctx context.Context) (ScanStats, error) {
 	d.mu.Unlock()
 
 	var mu sync.Mutex
-	statters := []Statter{d.conn}
+	statters, extra := []Statter{d.conn}, []int{-1}
 	if !d.o.NoWatches {
-		statters = append(statters, d.o.StatConns...)
+		for i, sc := range d.o.StatConns {
+			if !d.statDead[i].Load() {
+				statters, extra = append(statters, sc), append(extra, i)
+			}
+		}
 	}
 	var turn atomic.Uint64
 	err = d.each(ctx, names, d.o.Concurrency*len(statters), func(ml string) error {
@@ -260,7 +268,17 @@ func (d *Discovery) Scan(ctx context.Context) (ScanStats, error) {
 		d.mu.Unlock()
 		reason := "new"
 		if e != nil {
-			ok, stat, err := exists(ctx, statters[turn.Add(1)%uint64(len(statters))], d.path(ml))
+			k := turn.Add(1) % uint64(len(statters))
+			ok, stat, err := exists(ctx, statters[k], d.path(ml))
+			if i := extra[k]; i >= 0 && err != nil && ctx.Err() == nil {
+				// A stat session that fails never fails a scan: the
+				// stat is asked again through the own session, and the
+				// failed one is left out from now on.
+				if d.statDead[i].CompareAndSwap(false, true) {
+					d.log.Warn("a session for the rescans' stats failed; its stats go through the discovery's own session from now on", "session", i+1, "err", err)
+				}
+				ok, stat, err = exists(ctx, d.conn, d.path(ml))
+			}
 			mu.Lock()
 			st.Statted++
 			mu.Unlock()

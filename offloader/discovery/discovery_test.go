@@ -2,7 +2,6 @@ package discovery
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -266,9 +265,10 @@ func (s *staleStatter) Exists(string) (bool, *gozk.Stat, error) {
 // TestDiscoveryStatsThroughMoreSessions: a rescan sends its stats round
 // robin over the Discovery's session and Options.StatConns (each session
 // serves its requests in order on one ZooKeeper thread), reads and
-// watches stay on its own session; a stat session that fails fails the
-// scan; a stale stat costs a read, never a missed change; with NoWatches
-// the extra sessions are not used.
+// watches stay on its own session; a stat session that fails never fails
+// a scan (its stats go through the own session, and it is left out from
+// then on); a stale stat costs a read, never a missed change; with
+// NoWatches the extra sessions are not used.
 func TestDiscoveryStatsThroughMoreSessions(t *testing.T) {
 	z := testenv.StartZooKeeper(t)
 	s := z.Session(t, tzk.Options{ConnectTimeout: 10 * time.Second})
@@ -352,11 +352,24 @@ func TestDiscoveryStatsThroughMoreSessions(t *testing.T) {
 	if st, err := dn.Scan(ctx); err != nil || st.Statted != n || stale.n.Load() != 0 {
 		t.Errorf("NoWatches rescan: %+v, %d stats through the extra session, %v; want none", st, stale.n.Load(), err)
 	}
-	// A stat session that is gone fails the scan, naming what failed.
+	// A stat session that is gone never fails a scan: its stats are
+	// asked again through the own session, and it is left out from then
+	// on.
 	more[1].Conn.(*tzk.Session).Close()
-	if _, err := d.Scan(ctx); err == nil {
-		t.Error("rescan through a closed stat session succeeded")
-	} else if !errors.Is(err, tzk.ErrClosed) && !errors.Is(err, gozk.ErrClosing) && !errors.Is(err, gozk.ErrConnectionClosed) {
-		t.Logf("rescan through a closed stat session: %v", err)
+	counts(own)
+	more[0].stat.Store(0)
+	if st, err := d.Scan(ctx); err != nil || st.Statted != n || st.Read != 0 {
+		t.Fatalf("rescan with a closed stat session: %+v, %v; want %d stats, nothing read", st, err, n)
+	}
+	if st, _ := counts(own); st != n/3+n/3 {
+		t.Errorf("own session: %d stats, want its third and the closed session's third (%d)", st, 2*(n/3))
+	}
+	more[0].stat.Store(0)
+	more[1].stat.Store(0)
+	if st, err := d.Scan(ctx); err != nil || st.Statted != n {
+		t.Fatalf("the next rescan: %+v, %v", st, err)
+	}
+	if a, b := more[0].stat.Load(), more[1].stat.Load(); a != n/2 || b != 0 {
+		t.Errorf("the next rescan: %d stats through the live stat session (want %d), %d through the closed one (want 0)", a, n/2, b)
 	}
 }
