@@ -91,7 +91,8 @@ type Options struct {
 	// one the Discovery's session reads (ZooKeeper orders each session
 	// alone): a version it reports as unchanged is trusted only for a
 	// managed ledger whose data watch is armed, which reports any later
-	// change; any other difference only causes a read. Not used with
+	// change; any other answer (another version, no such node) only
+	// causes a read through its own session. Not used with
 	// NoWatches. One that fails a stat is left out from then on (the stat
 	// is asked again through the own session): it never fails a scan.
 	StatConns []Statter
@@ -253,45 +254,30 @@ func (d *Discovery) Scan(ctx context.Context) (ScanStats, error) {
 	d.mu.Unlock()
 
 	var mu sync.Mutex
-	statters, extra := []Statter{d.conn}, []int{-1}
-	if !d.o.NoWatches {
-		for i, sc := range d.o.StatConns {
-			if !d.statDead[i].Load() {
-				statters, extra = append(statters, sc), append(extra, i)
-			}
-		}
-	}
-	var turn atomic.Uint64
-	err = d.each(ctx, names, d.o.Concurrency*len(statters), func(ml string) error {
+	ss := d.statRing()
+	err = d.each(ctx, names, d.o.Concurrency*len(ss.conns), func(ml string) error {
 		d.mu.Lock()
 		e := d.entries[ml]
 		d.mu.Unlock()
 		reason := "new"
 		if e != nil {
-			k := turn.Add(1) % uint64(len(statters))
-			ok, stat, err := exists(ctx, statters[k], d.path(ml))
-			if i := extra[k]; i >= 0 && err != nil && ctx.Err() == nil {
-				// A stat session that fails never fails a scan: the
-				// stat is asked again through the own session, and the
-				// failed one is left out from now on.
-				if d.statDead[i].CompareAndSwap(false, true) {
-					d.log.Warn("a session for the rescans' stats failed; its stats go through the discovery's own session from now on", "session", i+1, "err", err)
-				}
-				ok, stat, err = exists(ctx, d.conn, d.path(ml))
-			}
+			ok, stat, own, err := ss.stat(ctx, d.path(ml))
 			mu.Lock()
 			st.Statted++
 			mu.Unlock()
 			if err != nil {
 				return err
 			}
-			if !ok {
+			switch {
+			case !ok && own:
 				d.drop(ml)
 				return nil
-			}
-			if stat.Version == e.version && e.err == nil && (e.watched || d.o.NoWatches) {
+			case ok && stat.Version == e.version && e.err == nil && (e.watched || d.o.NoWatches):
 				return nil
 			}
+			// Changed, or gone by another session's view, which may be
+			// behind the own session's: the read through the own
+			// session tells (and drops it if it is gone).
 			reason = "changed"
 		}
 		if err := d.refresh(ctx, ml, reason); err != nil {
@@ -592,6 +578,45 @@ func (d *Discovery) drop(ml string) {
 	d.mu.Lock()
 	delete(d.entries, ml)
 	d.mu.Unlock()
+}
+
+// statRing is a scan's round robin of sessions for its stats: the own
+// session and the StatConns that have not failed (none with NoWatches).
+type statRing struct {
+	d     *Discovery
+	conns []Statter
+	idx   []int // index in Options.StatConns; -1: the own session
+	turn  atomic.Uint64
+}
+
+func (d *Discovery) statRing() *statRing {
+	r := &statRing{d: d, conns: []Statter{d.conn}, idx: []int{-1}}
+	if !d.o.NoWatches {
+		for i, sc := range d.o.StatConns {
+			if !d.statDead[i].Load() {
+				r.conns, r.idx = append(r.conns, sc), append(r.idx, i)
+			}
+		}
+	}
+	return r
+}
+
+// stat asks the next session for p's stat; own says whether the answer is
+// the own session's. A stat session that fails never fails a scan: the
+// stat is asked again through the own session, and the failed one is left
+// out from then on.
+func (r *statRing) stat(ctx context.Context, p string) (ok bool, st *gozk.Stat, own bool, err error) {
+	k := r.turn.Add(1) % uint64(len(r.conns))
+	ok, st, err = exists(ctx, r.conns[k], p)
+	i := r.idx[k]
+	if i < 0 || err == nil || ctx.Err() != nil {
+		return ok, st, i < 0, err
+	}
+	if r.d.statDead[i].CompareAndSwap(false, true) {
+		r.d.log.Warn("a session for the rescans' stats failed; its stats go through the discovery's own session from now on", "session", i+1, "err", err)
+	}
+	ok, st, err = exists(ctx, r.d.conn, p)
+	return ok, st, true, err
 }
 
 // each runs fn for every name, width at a time; the first error stops it.

@@ -262,12 +262,22 @@ func (s *staleStatter) Exists(string) (bool, *gozk.Stat, error) {
 	return true, &gozk.Stat{Version: 0}, nil
 }
 
+// goneStatter answers every stat with "no such node", as a server behind
+// would for a managed ledger created since.
+type goneStatter struct{ n atomic.Int64 }
+
+func (s *goneStatter) Exists(string) (bool, *gozk.Stat, error) {
+	s.n.Add(1)
+	return false, nil, nil
+}
+
 // TestDiscoveryStatsThroughMoreSessions: a rescan sends its stats round
 // robin over the Discovery's session and Options.StatConns (each session
 // serves its requests in order on one ZooKeeper thread), reads and
 // watches stay on its own session; a stat session that fails never fails
 // a scan (its stats go through the own session, and it is left out from
-// then on); a stale stat costs a read, never a missed change; with
+// then on); a stale stat, "unchanged" or "gone", costs a read, never a
+// missed change or a dropped managed ledger; with
 // NoWatches the extra sessions are not used.
 func TestDiscoveryStatsThroughMoreSessions(t *testing.T) {
 	z := testenv.StartZooKeeper(t)
@@ -341,6 +351,21 @@ func TestDiscoveryStatsThroughMoreSessions(t *testing.T) {
 	}
 	if st, err := ds.Scan(ctx); err != nil || st.Statted != n || stale.n.Load() != n/2 || st.Read > 1 {
 		t.Errorf("rescan with a stale stat session: %+v (stale stats %d), %v; want %d stats, half of them stale, at most m07 read", st, stale.n.Load(), err, n)
+	}
+	// A stat session behind the own one says the managed ledgers are not
+	// there: each is read through the own session, which finds it, and
+	// none is dropped.
+	gone := &goneStatter{}
+	dg := New(s, Options{RescanInterval: time.Hour, StatConns: []Statter{gone}})
+	defer dg.Close()
+	if _, err := dg.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := dg.Scan(ctx); err != nil || st.Statted != n || gone.n.Load() != n/2 || st.Read != n/2 || st.Removed != 0 {
+		t.Errorf("rescan with a session behind: %+v (%d stats through it), %v; want %d stats, %d read again, none removed", st, gone.n.Load(), err, n, n/2)
+	}
+	if ts, errs := dg.Snapshot(); len(ts) != n || len(errs) != 0 {
+		t.Errorf("after a rescan with a session behind: %d managed ledgers (%d errors), want %d", len(ts), len(errs), n)
 	}
 	// With NoWatches a stale "unchanged" could hide a change: the extra
 	// sessions are not used.
