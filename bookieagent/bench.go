@@ -443,8 +443,9 @@ func turnOf(k pointKind) (turn, settle time.Duration) {
 }
 
 // batchCount is how many paired rounds (batches of whole cycles) an
-// alternating point gives each count: 8, more when --rounds asks for more. With 7 degrees of freedom the t factor is 2.36 (4.30 at 3
-// rounds), and the interval's width no longer rests on two differences.
+// alternating point gives each count: 8, more when --rounds asks for
+// more. With 7 degrees of freedom the t factor is 2.36 (4.30 at 3 rounds),
+// and the interval's width no longer rests on two differences.
 func (pt benchPoint) batchCount() int { return max(diskbench.DefaultAlternationBatches, pt.batches) }
 
 // lanes is how many writers the point's run starts: its writers, or the

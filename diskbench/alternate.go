@@ -210,12 +210,11 @@ type altBucket struct {
 	add, sync  *hist
 }
 
-// What an alternating point records per worker besides the point's own
-// figures: an acknowledged entry or a completed write goes to the bucket of
-// its completion (throughput), an entry's latency to the bucket it was
-// queued in, an fdatasync to the bucket it started in.
-
-// altBuckets is the worker's buckets, made on first use.
+// altBuckets is the worker's buckets, made on first use: what an
+// alternating point records per worker besides the point's own figures.
+// An acknowledged entry or a completed write goes to the bucket of its
+// completion (throughput), an entry's latency to the bucket it was queued
+// in, an fdatasync to the bucket it started in.
 func (w *worker) altBuckets() []altBucket {
 	if w.alt == nil {
 		w.alt = make([]altBucket, w.p.alt.buckets())
