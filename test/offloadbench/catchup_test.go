@@ -382,9 +382,9 @@ func reportCatchup(b *testing.B, vs []*catchupVariant) {
 // reportPositions logs each variant's MB/s by the read's place in its
 // round and, when every variant was read equally often in every place (the
 // rounds a multiple of the variants: the rotation), the mean over the
-// rounds, which weighs the places alike. A read early in a round can be
-// slower for every variant (the restarted broker's code still warming);
-// the median of 3 then compares one variant's second place with
+// rounds, which weighs the places alike. The first read of a round was
+// slower for every variant, even after a 256 MiB warm-up (the cause is not
+// known); the median of 3 then compares one variant's second place with
 // another's.
 func reportPositions(b *testing.B, vs []*catchupVariant) {
 	n := len(vs)
