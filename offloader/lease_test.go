@@ -97,7 +97,7 @@ func TestLeaseReleaseBeforeNextJob(t *testing.T) {
 	r := &leaseChecker{t: t, sess: sess, l: l, hold: 600 * time.Millisecond, done: make(chan struct{})}
 	s := scheduler.New(r, slowRelease{l, 300 * time.Millisecond}, scheduler.Options{LedgersInFlight: 2, MaxBatch: 1})
 	const ml = "acme/race/persistent/t"
-	s.Offer([]policy.Candidate{{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: 1}, Action: policy.ActionOffload}, {LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: 2}, Action: policy.ActionOffload}})
+	s.Offer(policy.ListOf(policy.Candidate{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: 1}, Action: policy.ActionOffload}, policy.Candidate{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: 2}, Action: policy.ActionOffload}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)

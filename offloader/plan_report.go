@@ -93,7 +93,7 @@ func (res *PlanResult) Doc() PlanReport {
 	if doc.UnusedIncludes == nil {
 		doc.UnusedIncludes = []string{}
 	}
-	for i, c := range r.Candidates {
+	for i, c := range r.Candidates.All() {
 		cj := PlanCandidate{Order: i + 1, Action: c.Action.String(), Topic: c.Topic, ML: c.ML, LedgerID: c.LedgerID,
 			Entries: c.Entries, Bytes: c.Size, Rule: c.Rule, Trigger: string(c.Trigger), Reason: c.Reason(),
 			ClosedAt: c.ClosedAt.UTC(), BlockSize: c.Settings.BlockSize, Verify: c.Settings.Verify,

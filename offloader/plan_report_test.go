@@ -21,8 +21,8 @@ func TestPlanDoc(t *testing.T) {
 		return c
 	}
 	res := &PlanResult{At: at, Result: policy.Result{
-		Candidates: []policy.Candidate{cand(policy.ActionTrim, "persistent://t/ns/a", 1, 100, at),
-			cand(policy.ActionOffload, "persistent://t/ns/a", 2, 200, time.Time{}), cand(policy.ActionOffload, "persistent://t/ns/b", 7, 300, time.Time{})},
+		Candidates: policy.ListOf(cand(policy.ActionTrim, "persistent://t/ns/a", 1, 100, at),
+			cand(policy.ActionOffload, "persistent://t/ns/a", 2, 200, time.Time{}), cand(policy.ActionOffload, "persistent://t/ns/b", 7, 300, time.Time{})),
 		Topics: []policy.TopicPlan{{Topic: "persistent://t/ns/a"}, {Topic: "persistent://t/ns/b", Refused: "broker offloads"},
 			{Topic: "persistent://t/ns/c", Excluded: true}, {Topic: "persistent://t/ns/d", Held: "reload bound"}},
 		UnusedRules: []string{"typo"}},

@@ -319,7 +319,7 @@ func (s *Service) evaluate(ctx context.Context, disc *discovery.Discovery, sn *s
 	now := time.Now()
 	res := policy.Evaluate(snap, now, s.rules)
 	s.metrics.evals.Inc()
-	sched.Offer(append(res.Candidates, s.scrubCandidates()...))
+	sched.Offer(res.Candidates.Append(s.scrubCandidates()...))
 	s.publish(evaluation{at: now, res: res, rep: rep, readErrs: readErrs, usage: snap.BookieUsage, scan: disc.LastScan()})
 }
 

@@ -243,8 +243,9 @@ func (s *Service) publish(ev evaluation) {
 func newStatus(replica string, started time.Time, ev evaluation, ledgers []LedgerStatus, elsewhere map[string]string) Status {
 	now, res := ev.at, ev.res
 	next := map[string]string{}
-	for _, c := range res.Candidates {
-		if _, ok := next[c.ML]; !ok {
+	for i := range res.Candidates.Len() {
+		if _, ok := next[res.Candidates.Ref(i).ML]; !ok {
+			c := res.Candidates.At(i)
 			next[c.ML] = fmt.Sprintf("%s ledger %d (%s: %s)", c.Action, c.LedgerID, c.Rule, c.Trigger)
 		}
 	}

@@ -141,7 +141,15 @@ func (s *snapshotter) fillBookies(ctx context.Context, topics []policy.Topic) []
 				s.ensembles[l.ID] = b
 				s.mu.Unlock()
 			}
-			l.Bookies = b
+			// The write goes into the discovery cache's ledgers (the
+			// snapshot shares them), where it stays for the next
+			// evaluation. An earlier evaluation's candidate lists read
+			// Bookies of the ledgers they hold, so it is written only
+			// when it changes: once per ledger, before any list holds
+			// the ledger as a pressure candidate.
+			if !sameSlice(l.Bookies, b) {
+				l.Bookies = b
+			}
 		}
 	}
 	return errs
@@ -188,4 +196,9 @@ func (s *snapshotter) namespacePolicies(ctx context.Context, topics []policy.Top
 		out[ns] = e.pol
 	}
 	return out, errs
+}
+
+// sameSlice says whether a and b are the same slice (not only equal).
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

@@ -35,7 +35,7 @@ func init() {
 // replicas' schedulers, offered the policy's candidates, share the topic
 // leases over a window (jobs that hold the lease for a few milliseconds,
 // no pipeline: the share is the leases' and the dispatch's).
-func benchScale(b *testing.B, zkAddr string, cands []policy.Candidate) discovery.ScaleFigures {
+func benchScale(b *testing.B, zkAddr string, cands policy.Candidates) discovery.ScaleFigures {
 	var fig discovery.ScaleFigures
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

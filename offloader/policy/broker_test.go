@@ -70,13 +70,13 @@ func TestBrokerOffloadRefusesTheBrokersTopics(t *testing.T) {
 			res := Evaluate(snap, now, rules)
 			tp := res.Topics[0]
 			if tc.want == "" {
-				if tp.Refused != "" || len(res.Candidates) != 2 {
-					t.Fatalf("refused %q, candidates %s; want both ledgers offloaded", tp.Refused, ids(res.Candidates))
+				if tp.Refused != "" || res.Candidates.Len() != 2 {
+					t.Fatalf("refused %q, candidates %s; want both ledgers offloaded", tp.Refused, ids(res.Candidates.Slice()))
 				}
 				return
 			}
-			if !strings.Contains(tp.Refused, tc.want) || len(res.Candidates) != 0 {
-				t.Fatalf("refused %q, candidates %s; want refused with %q", tp.Refused, ids(res.Candidates), tc.want)
+			if !strings.Contains(tp.Refused, tc.want) || res.Candidates.Len() != 0 {
+				t.Fatalf("refused %q, candidates %s; want refused with %q", tp.Refused, ids(res.Candidates.Slice()), tc.want)
 			}
 		})
 	}
@@ -106,7 +106,7 @@ func TestReloadBoundHoldsCandidates(t *testing.T) {
 	res := Evaluate(snap, now, rules)
 	want := "t/ns/pressed:2/offload/pressure/default t/ns/brokers:2/offload/age/default t/ns/free:2/offload/age/default " +
 		"t/ns/free:1/trim/deletion-lag/default t/ns/brokers:1/trim/deletion-lag/default"
-	if got := ids(res.Candidates); got != want {
+	if got := ids(res.Candidates.Slice()); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 	tp := res.Topics[0]
@@ -130,8 +130,8 @@ func TestRefusedTopicKeepsOthersCandidates(t *testing.T) {
 		Broker:     &BrokerSettings{ThresholdBytes: -1, ThresholdSeconds: -1, Source: "admin API"},
 		Namespaces: map[string]*NamespacePolicy{"t/ns2": {ThresholdBytes: i64(1 << 30)}}}
 	res := Evaluate(snap, now, rules)
-	if res.Topics[1].Refused == "" || len(res.Candidates) != 2 || res.Candidates[0].ML != snap.Topics[0].ML {
+	if res.Topics[1].Refused == "" || res.Candidates.Len() != 2 || res.Candidates.At(0).ML != snap.Topics[0].ML {
 		t.Fatalf("refused %q, candidates %s; want t/ns2/b refused and both ledgers of the first topic offloaded",
-			res.Topics[1].Refused, ids(res.Candidates))
+			res.Topics[1].Refused, ids(res.Candidates.Slice()))
 	}
 }

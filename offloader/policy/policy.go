@@ -258,11 +258,10 @@ func (r *Rules) RuleFor(t mledger.TopicName) (rule Rule, considered bool) {
 	return d, true
 }
 
-// chosen is one candidate as the evaluation keeps it until the order is
-// known: its sort key (the package doc's order), where its ledger is, and
+// chosen is one candidate as the evaluation keeps it: its sort key (the package doc's order), where its ledger is, and
 // the figure its reason is written from. They hold no pointers, so the
-// garbage collector does not scan them; only the sorted cands become
-// Candidates, each built once in its final place.
+// garbage collector does not scan them; a Candidates list keeps them and
+// makes a Candidate from one when asked.
 type chosen struct {
 	action   Action
 	pressure float64 // negated usage; 2 when not a pressure candidate

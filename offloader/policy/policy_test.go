@@ -252,9 +252,9 @@ func TestEvaluateTopicPlanAndRuleCounts(t *testing.T) {
 	if fmt.Sprint(r2.UnusedIncludes) != "[t/typo]" {
 		t.Errorf("UnusedIncludes = %v", r2.UnusedIncludes)
 	}
-	if len(r2.UnusedRules) != 0 || r2.RuleTopics["default"] != 0 || len(r2.Candidates) != 2 ||
-		r2.Candidates[0].Reason() != "3.0 MiB in this and newer closed ledgers > keep_bytes 1.0 MiB" {
-		t.Errorf("unused %v, per rule %v, candidates %+v", r2.UnusedRules, r2.RuleTopics, r2.Candidates)
+	if len(r2.UnusedRules) != 0 || r2.RuleTopics["default"] != 0 || r2.Candidates.Len() != 2 ||
+		r2.Candidates.At(0).Reason() != "3.0 MiB in this and newer closed ledgers > keep_bytes 1.0 MiB" {
+		t.Errorf("unused %v, per rule %v, candidates %+v", r2.UnusedRules, r2.RuleTopics, r2.Candidates.Slice())
 	}
 	tp := res.Topics[0]
 	if tp.Rule != "default" || tp.BKBytes != 3*MiB || tp.OffloadedBytes != MiB || tp.EligibleBytes != MiB ||
@@ -264,7 +264,7 @@ func TestEvaluateTopicPlanAndRuleCounts(t *testing.T) {
 	if !res.Topics[1].Excluded || res.Topics[1].Rule != "" {
 		t.Errorf("excluded topic plan = %+v", res.Topics[1])
 	}
-	c := res.Candidates[0]
+	c := res.Candidates.At(0)
 	if c.Reason() != "closed 25h0m0s ago ≥ after 24h0m0s" || c.Settings.DeletionLag.After != 2*h {
 		t.Errorf("candidate = %+v", c)
 	}
@@ -384,7 +384,7 @@ func TestSortCandidatesOrder(t *testing.T) {
 	}
 	rnd.Shuffle(len(snap.Topics), func(i, j int) { snap.Topics[i], snap.Topics[j] = snap.Topics[j], snap.Topics[i] })
 	cs := Evaluate(snap, now, Rules{Default: Rule{Offload: true, After: 0, KeepBytes: -1, KeepLedgers: -1, Pressure: true,
-		DeletionLag: DeletionLag{Mode: LagAfter}}, Pressure: Pressure{Threshold: 0.9}}).Candidates
+		DeletionLag: DeletionLag{Mode: LagAfter}}, Pressure: Pressure{Threshold: 0.9}}).Candidates.Slice()
 	if len(cs) != 40*75 {
 		t.Fatalf("%d candidates, want every one of the %d closed ledgers", len(cs), 40*75)
 	}
@@ -423,5 +423,59 @@ func TestSortCandidatesOrder(t *testing.T) {
 		if less(cs[i], cs[i-1]) || !less(cs[i-1], cs[i]) {
 			t.Fatalf("position %d: %+v after %+v", i, cs[i], cs[i-1])
 		}
+	}
+}
+
+// TestCandidatesList checks the list an evaluation returns: Ref and
+// Action agree with the Candidate At makes, All and Slice give the same
+// order, and Append leaves the list it was called on as it was (two
+// appends to one list do not share their tail).
+func TestCandidatesList(t *testing.T) {
+	snap := Snapshot{BookieUsage: map[string]float64{"hot": 0.95}}
+	for i := range 6 {
+		tp := topic(fmt.Sprintf("t/ns/topic-%d", i))
+		tp.Ledgers = []Ledger{
+			{ID: int64(10*i + 1), Entries: 1, Size: 10, State: mledger.StateBookKeeper, ClosedAt: now.Add(-time.Duration(i+2) * time.Hour), Bookies: []string{"hot"}},
+			{ID: int64(10*i + 2), Entries: 2, Size: 20, State: mledger.StateOffloaded, ClosedAt: now.Add(-3 * time.Hour), OffloadedAt: now.Add(-time.Duration(i+2) * time.Hour)},
+			{ID: int64(10*i + 3), Entries: 3, Size: 30, State: mledger.StateBookKeeper, ClosedAt: now.Add(-time.Duration(i+2) * time.Hour)},
+			{ID: int64(10*i + 9), State: mledger.StateOpen},
+		}
+		snap.Topics = append(snap.Topics, tp)
+	}
+	l := Evaluate(snap, now, Rules{Default: Rule{Name: "d", Offload: true, After: time.Hour, KeepBytes: -1, KeepLedgers: -1, Pressure: true,
+		DeletionLag: DeletionLag{Mode: LagAfter, After: time.Hour}, BlockSize: 1 << 20}, Pressure: Pressure{Threshold: 0.9}}).Candidates
+	if l.Len() != 18 {
+		t.Fatalf("%d candidates, want 18 (6 topics: a pressure and an age offload, a trim)", l.Len())
+	}
+	all := l.Slice()
+	triggers := map[Trigger]int{}
+	for i, c := range l.All() {
+		if c != all[i] || l.At(i) != c {
+			t.Fatalf("place %d: All gives %+v, Slice %+v", i, c, all[i])
+		}
+		if l.Ref(i) != c.LedgerRef || l.Action(i) != c.Action {
+			t.Fatalf("place %d: Ref %v and Action %v, the candidate %v and %v", i, l.Ref(i), l.Action(i), c.LedgerRef, c.Action)
+		}
+		if c.Topic != "persistent://"+strings.Replace(c.ML, "/persistent/", "/", 1) || c.Rule != "d" || c.Settings.BlockSize != 1<<20 || c.Reason() == "" {
+			t.Fatalf("place %d: %+v (reason %q)", i, c, c.Reason())
+		}
+		triggers[c.Trigger]++
+	}
+	if triggers[TriggerPressure] != 6 || triggers[TriggerAge] != 6 || triggers[TriggerLag] != 6 {
+		t.Fatalf("triggers %v, want 6 of each", triggers)
+	}
+	if r := all[0].Reason(); r != "replica on bookie hot, ledger disks 95% ≥ 90%" {
+		t.Fatalf("pressure reason %q", r)
+	}
+	x := Candidate{LedgerRef: mledger.LedgerRef{ML: "x", LedgerID: 1}, Detail: "x"}
+	y := Candidate{LedgerRef: mledger.LedgerRef{ML: "y", LedgerID: 1}, Detail: "y"}
+	// Four appended make a tail with room to spare (append grows it).
+	lx := l.Append(x, x, x).Append(x)
+	lxx, lxy := lx.Append(x), lx.Append(y)
+	if l.Len() != 18 || lx.Len() != 22 || lxx.Len() != 23 || lxx.At(22) != x || lxy.At(22) != y || lxy.At(21) != x || lxy.Ref(22) != y.LedgerRef {
+		t.Fatalf("appends share their tail: %d %d %d, %v %v", l.Len(), lx.Len(), lxy.Len(), lxx.At(22).ML, lxy.At(22).ML)
+	}
+	if e := (Candidates{}); e.Len() != 0 || len(e.Slice()) != 0 || ListOf().Len() != 0 {
+		t.Fatal("the zero list is not empty")
 	}
 }

@@ -213,7 +213,7 @@ type TopicPlan struct {
 
 // Result is the full evaluation.
 type Result struct {
-	Candidates []Candidate
+	Candidates Candidates
 	Topics     []TopicPlan
 	// RuleTopics counts the topics each configured rule matched (by rule
 	// name, the default included): a rule with 0 matches nothing.
@@ -229,10 +229,12 @@ type Result struct {
 
 // Select returns the candidates in work order.
 func Select(snap Snapshot, now time.Time, rules Rules) []Candidate {
-	return Evaluate(snap, now, rules).Candidates
+	return Evaluate(snap, now, rules).Candidates.Slice()
 }
 
-// Evaluate applies the rules to every topic of snap.
+// Evaluate applies the rules to every topic of snap. The result's
+// Candidates hold snap.Topics and make candidates from them later: the
+// caller leaves them as they are.
 func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 	res := Result{RuleTopics: map[string]int{}, PressuredBookies: map[string]float64{}, Topics: make([]TopicPlan, 0, len(snap.Topics))}
 	for _, r := range rules.Rules {
@@ -266,31 +268,8 @@ func Evaluate(snap Snapshot, now time.Time, rules Rules) Result {
 			res.RuleTopics[tp.MatchedRule]++
 		}
 	}
-	order := sortChosen(cands, snap.Topics)
-	res.Candidates = make([]Candidate, len(cands))
-	for i, ci := range order {
-		p := &cands[ci]
-		t, tp, rule := &snap.Topics[p.topic], &res.Topics[p.topic], &eff[p.topic]
-		l := &t.Ledgers[p.li]
-		c := &res.Candidates[i]
-		*c = Candidate{LedgerRef: mledger.LedgerRef{ML: t.ML, LedgerID: l.ID}, Topic: tp.Topic, Entries: l.Entries, Size: l.Size, Action: p.action,
-			Rule: tp.Rule, Trigger: triggers[p.trigger], ClosedAt: l.ClosedAt, OffloadedAt: l.OffloadedAt,
-			Settings: Settings{BlockSize: rule.BlockSize, Verify: rule.Verify, DeletionLag: rule.DeletionLag}}
-		c.why.n = p.n
-		switch p.trigger {
-		case trigPressure:
-			c.Pressure = -p.pressure
-			c.why.bookie, c.why.threshold = l.Bookies[p.bookie], rules.Pressure.Threshold
-		case trigAge:
-			c.why.limit = int64(rule.After)
-		case trigBytes:
-			c.why.limit = rule.KeepBytes
-		case trigLedgers:
-			c.why.limit = int64(rule.KeepLedgers)
-		case trigLag:
-			c.why.limit = int64(rule.DeletionLag.After)
-		}
-	}
+	res.Candidates = Candidates{ev: &evaluated{topics: snap.Topics, plans: res.Topics, eff: eff, cands: cands, threshold: rules.Pressure.Threshold},
+		order: sortChosen(cands, snap.Topics)}
 	for _, r := range rules.Rules {
 		if res.RuleTopics[r.Name] == 0 {
 			res.UnusedRules = append(res.UnusedRules, r.Name)

@@ -213,7 +213,7 @@ type Scheduler struct {
 	log    *slog.Logger
 
 	mu       sync.Mutex
-	queue    []policy.Candidate
+	queue    policy.Candidates
 	byML     map[string][]int // topic → its candidates' positions in queue, in order
 	busy     map[string]bool  // topics with a job in flight
 	states   map[mledger.LedgerRef]*ledgerState
@@ -279,15 +279,16 @@ func New(r Runner, l Leases, o Options) *Scheduler {
 }
 
 // Offer replaces the queue with the policy's latest candidates (in order).
-func (s *Scheduler) Offer(cs []policy.Candidate) {
-	q := append(cs[:0:0], cs...)
+// The queue is cs itself (a list never changes), not a copy.
+func (s *Scheduler) Offer(cs policy.Candidates) {
 	byML := make(map[string][]int)
-	for i, c := range q {
-		byML[c.ML] = append(byML[c.ML], i)
+	for i := range cs.Len() {
+		ml := cs.Ref(i).ML
+		byML[ml] = append(byML[ml], i)
 	}
 	s.mu.Lock()
-	s.queue, s.byML = q, byML
-	s.queued.Set(float64(len(cs)))
+	s.queue, s.byML = cs, byML
+	s.queued.Set(float64(cs.Len()))
 	s.mu.Unlock()
 	s.poke()
 }
@@ -368,20 +369,22 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 	// are not tried again in the same pass (each try is two ZooKeeper
 	// round trips, and a topic has many candidates).
 	denied := map[string]bool{}
-	for i, c := range queue {
+	for i := range queue.Len() {
 		if ctx.Err() != nil {
 			return
 		}
+		ref := queue.Ref(i)
 		s.mu.Lock()
 		full := s.inFlight >= s.o.LedgersInFlight
-		busy := s.busy[c.ML]
+		busy := s.busy[ref.ML]
 		s.mu.Unlock()
 		if full {
 			return
 		}
-		if busy || denied[c.ML] || !s.eligible(c.LedgerRef, c.Action, now) {
+		if busy || denied[ref.ML] || !s.eligible(ref, queue.Action(i), now) {
 			continue
 		}
+		c := queue.At(i)
 		var lease Lease
 		if s.leases != nil {
 			l, holder, err := s.leases.TryAcquire(ctx, c.ML)
@@ -408,7 +411,10 @@ func (s *Scheduler) dispatch(ctx, work context.Context, wg *sync.WaitGroup) {
 			if len(j.Ledgers) >= s.o.MaxBatch {
 				break
 			}
-			if o := queue[k]; k > i && o.Action == c.Action && o.Settings == c.Settings && s.eligible(o.LedgerRef, o.Action, now) {
+			if k <= i || queue.Action(k) != c.Action {
+				continue
+			}
+			if o := queue.At(k); o.Settings == c.Settings && s.eligible(o.LedgerRef, o.Action, now) {
 				j.Ledgers = append(j.Ledgers, o.LedgerID)
 			}
 		}

@@ -117,7 +117,7 @@ func (g memLease) Release(context.Context) {
 }
 func (l *memLeases) Lost() <-chan struct{} { return l.lost }
 
-func cands(spec ...string) []policy.Candidate {
+func cands(spec ...string) policy.Candidates {
 	var out []policy.Candidate
 	for _, s := range spec {
 		var ml string
@@ -125,7 +125,7 @@ func cands(spec ...string) []policy.Candidate {
 		fmt.Sscanf(strings.Replace(s, ":", " ", 1), "%s %d", &ml, &id)
 		out = append(out, policy.Candidate{LedgerRef: mledger.LedgerRef{ML: ml, LedgerID: id}, Action: policy.ActionOffload})
 	}
-	return out
+	return policy.ListOf(out...)
 }
 
 func waitUntil(t *testing.T, what string, f func() bool) {
@@ -227,7 +227,7 @@ func TestPendingRetried(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.Run(ctx)
-	s.Offer([]policy.Candidate{{LedgerRef: mledger.LedgerRef{ML: "a", LedgerID: 1}, Action: policy.ActionTrim}})
+	s.Offer(policy.ListOf(policy.Candidate{LedgerRef: mledger.LedgerRef{ML: "a", LedgerID: 1}, Action: policy.ActionTrim}))
 	var st LedgerState
 	waitUntil(t, "the trim ran", func() bool {
 		ls, _ := s.Status()
@@ -300,8 +300,7 @@ func TestSettleHoldsOnlyTheSameAction(t *testing.T) {
 	if n := jobs(); n != 1 {
 		t.Fatalf("offload run again within Settle: %d jobs", n)
 	}
-	trim := cands("a:1")
-	trim[0].Action = policy.ActionTrim
+	trim := policy.ListOf(policy.Candidate{LedgerRef: mledger.LedgerRef{ML: "a", LedgerID: 1}, Action: policy.ActionTrim})
 	s.Offer(trim)
 	waitUntil(t, "trim right after the offload", func() bool { return jobs() == 2 })
 	s.Offer(trim)

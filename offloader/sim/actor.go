@@ -355,7 +355,7 @@ func (a *actor) offer() {
 		}
 	}
 	a.w.tracef("%s offered %d candidates", a.name, len(cs))
-	a.sched.Offer(cs)
+	a.sched.Offer(policy.ListOf(cs...))
 }
 
 // backoffNone retries a failed ledger at the next dispatch after any time
