@@ -199,7 +199,9 @@ type Discovery struct {
 	// RescanInterval is the full rescan period (watches catch most changes
 	// in between). Default 5m.
 	RescanInterval Duration `yaml:"rescan_interval"`
-	// Concurrency bounds ZooKeeper reads in flight, per session. Default 8.
+	// Concurrency bounds ZooKeeper reads in flight, per session. Default 32
+	// (discovery's own): 100 000 managed ledgers take about twice as long
+	// to scan with 8.
 	Concurrency int `yaml:"concurrency"`
 	// Sessions is how many ZooKeeper sessions a rescan sends its stats
 	// through, the service's own included (the others are opened for it,
@@ -486,7 +488,7 @@ func (c *Config) applyDefaults() {
 		c.HTTP.Listen = ":8090"
 	}
 	def(&c.Discovery.RescanInterval, 5*time.Minute)
-	defInt(&c.Discovery.Concurrency, 8)
+	defInt(&c.Discovery.Concurrency, 32)
 	defInt(&c.Discovery.Sessions, 2)
 	defInt(&c.Scheduler.LedgersInFlight, 2)
 	defInt(&c.Scheduler.PartsInFlight, 8)

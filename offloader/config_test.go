@@ -101,7 +101,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ZooKeeper.SessionTimeout.D() != 30*time.Second || c.HTTP.Listen != ":8090" || c.Scheduler.LedgersInFlight != 2 ||
-		c.Leases.Root != "/tierkeeper/leases" || c.Leases.ID == "" || c.Driver.Name != "aws-s3" || c.Discovery.Concurrency != 8 ||
+		c.Leases.Root != "/tierkeeper/leases" || c.Leases.ID == "" || c.Driver.Name != "aws-s3" || c.Discovery.Concurrency != 32 ||
 		c.ZooKeeper.MaxBufferSize != 16<<20 || c.Scrub.LedgerTimeout.D() != 2*time.Minute {
 		t.Errorf("defaults: %+v", c)
 	}

@@ -224,6 +224,12 @@ func (s *Service) session(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
+	// The first scan must finish before the replica is ready. Discovery
+	// runs after it (watch events, rescans) without scanning again.
+	first, err := disc.Scan(work)
+	if err != nil {
+		return err
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -231,13 +237,6 @@ func (s *Service) session(ctx context.Context) error {
 			errc <- fmt.Errorf("discovery: %w", err)
 		}
 	}()
-	// The first scan must finish before the replica is ready.
-	first, err := disc.Scan(work)
-	if err != nil {
-		cancel()
-		wg.Wait()
-		return err
-	}
 	s.log.Info("first scan", "managed_ledgers", first.Listed, "ledgers", first.Ledgers, "errors", first.Errors, "took", first.Took)
 	s.mu.Lock()
 	s.sched, s.scrub, s.ready = sched, sc, true

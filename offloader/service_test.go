@@ -19,6 +19,7 @@ import (
 	s3api "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierkeeper/tierkeeper/internal/metrics/metricstest"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
@@ -397,5 +398,33 @@ policy:
 	}
 	if !st.Ready || !strings.Contains(ts.LastError, "parked until") || ts.LagBytes == 0 {
 		t.Errorf("status: ready %v, topic %+v; parked %v", st.Ready, ts, parked)
+	}
+}
+
+// TestServiceScansOnceAtStart starts a service and checks that its start
+// scanned the tree once: one scan, each managed ledger read once. The
+// service once ran its discovery (which scans first) beside a scan of its
+// own for readiness: two cold scans of the whole tree at once, each
+// managed ledger read twice, and the first scan twice as long.
+func TestServiceScansOnceAtStart(t *testing.T) {
+	peers(t)
+	for _, ml := range []string{"acme/once/persistent/a", "acme/once/persistent/b"} {
+		peer.MLWrite(t, ml, 2, 2, 100)
+	}
+	cfg, _, _ := serviceConfig(t, `
+policy:
+  include: [acme/once]
+  default: {after: 1h}
+`)
+	cfg.Discovery.RescanInterval = Duration(time.Hour)
+	reg := prometheus.NewRegistry()
+	svc := startService(t, context.Background(), cfg, Deps{Registerer: reg})
+	until(t, "the first evaluation", time.Minute, func() bool { st := svc.Status(); return st.Ready && !st.EvaluatedAt.IsZero() })
+	time.Sleep(time.Second) // a second scan beside the first would end about now
+	listed := svc.Status().Scan.ManagedLedgers
+	scans := metricstest.HistogramCount(t, reg, "tierkeeper_offloader_discovery_scan_duration_seconds")
+	reads := metricstest.CounterSum(t, reg, "tierkeeper_offloader_discovery_reads_total")
+	if listed < 2 || scans != 1 || reads != float64(listed) {
+		t.Fatalf("start: %d scans, %.0f managed-ledger reads of %d listed; want 1 scan, each read once", scans, reads, listed)
 	}
 }

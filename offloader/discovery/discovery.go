@@ -654,10 +654,16 @@ func (d *Discovery) each(ctx context.Context, names []string, width int, fn func
 
 // Run scans, then serves watch events and rescans every RescanInterval
 // until ctx ends (nil) or ZooKeeper becomes unavailable (the error; also
-// when the session drops the watches: it was lost).
+// when the session drops the watches: it was lost). A caller that needs
+// the first scan's result calls Scan and then Run, which does not scan
+// again first (once a Scan has completed, Run begins with the watch
+// events that came meanwhile). Scan is not to be called beside Run: two
+// scans at once read every managed ledger twice.
 func (d *Discovery) Run(ctx context.Context) error {
-	if _, err := d.Scan(ctx); err != nil {
-		return err
+	if d.LastScan().Started.IsZero() {
+		if _, err := d.Scan(ctx); err != nil {
+			return err
+		}
 	}
 	t := time.NewTicker(d.o.RescanInterval)
 	defer t.Stop()

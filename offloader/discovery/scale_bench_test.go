@@ -125,6 +125,7 @@ policy:
 		return st.Ready && !st.EvaluatedAt.IsZero() && len(st.Topics) > 0
 	})
 	fig.ServiceReady = time.Since(start)
+	fig.ServiceScan = time.Duration(svc.Status().Scan.Seconds * float64(time.Second))
 	base := "http://" + ln.Addr().String()
 	t0 := time.Now()
 	resp, err := http.Get(base + "/status")
