@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // CounterSum is the sum of the counter values of every series of the
@@ -13,19 +14,7 @@ import (
 // cannot be gathered.
 func CounterSum(t testing.TB, g prometheus.Gatherer, name string) float64 {
 	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	return sum(t, g, name, func(m *dto.Metric) float64 { return m.GetCounter().GetValue() })
 }
 
 // HistogramCount is the number of observations of every series of the
@@ -33,15 +22,21 @@ func CounterSum(t testing.TB, g prometheus.Gatherer, name string) float64 {
 // cannot be gathered.
 func HistogramCount(t testing.TB, g prometheus.Gatherer, name string) uint64 {
 	t.Helper()
+	return sum(t, g, name, func(m *dto.Metric) uint64 { return m.GetHistogram().GetSampleCount() })
+}
+
+// sum adds up f of every series of the family name in g.
+func sum[N float64 | uint64](t testing.TB, g prometheus.Gatherer, name string, f func(*dto.Metric) N) N {
+	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n uint64
+	var n N
 	for _, mf := range mfs {
 		if mf.GetName() == name {
 			for _, m := range mf.GetMetric() {
-				n += m.GetHistogram().GetSampleCount()
+				n += f(m)
 			}
 		}
 	}
