@@ -43,6 +43,11 @@ TEST_FLAGS   ?= -count=1 -timeout 25m
 RACE_PKGS    ?= ./internal/retry ./internal/metrics ./internal/zk ./bookkeeper/wire ./bookkeeper/client \
                 ./bookkeeper/metadata ./pulsar/mledger ./pulsar/mledger/status ./offloader/blob ./offloader/blob/fs \
                 ./offloader/format/upload ./offloader/discovery
+# Of the others, the packages `go test` starts first (it runs them in the
+# order given, two at a time on 2 cores): the longest, so that the short
+# ones fill the other slot beside them instead of the longest running
+# alone at the end.
+TEST_FIRST   ?= ./test/compat ./offloader ./bookieagent/cluster ./offloader/pipeline
 
 .PHONY: all build test lint fmt vet demo bench compat deps deps-apt proto clean
 all: build
@@ -72,6 +77,8 @@ test: deps $(TEST_DEPS) vet
 	@set -o pipefail; all=$$($(GO) list $(TEST_PKGS)) || exit 1; \
 	race=$$( [ -z "$(strip $(RACE_PKGS))" ] || $(GO) list $(RACE_PKGS) | grep -xF -f <(echo "$$all") ); \
 	plain=$$(grep -vxF -f <(echo "$$race") <<<"$$all"); \
+	first=$$( [ -z "$(strip $(TEST_FIRST))" ] || $(GO) list $(TEST_FIRST) | grep -xF -f <(echo "$$plain") ); \
+	plain=$$( { echo "$$first"; grep -vxF -f <(echo "$$first") <<<"$$plain"; } | grep . ); \
 	{ st=0; \
 	  if [ -n "$$plain" ]; then TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -json $(TEST_FLAGS) $$plain || st=1; fi; \
 	  if [ -n "$$race" ]; then TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -json -race $(TEST_FLAGS) $$race || st=1; fi; \
