@@ -341,3 +341,46 @@ func TestLeaseTriedOncePerPass(t *testing.T) {
 		t.Errorf("jobs %s, want a[1 2]", got)
 	}
 }
+
+// TestIdlePassesSkippedUntilDue: once a pass finds nothing due (the only
+// candidate backs off after a failure), later passes are skipped, and the
+// candidate still runs once its time comes, with no new Offer and no job's
+// end to wake the scheduler: the tick after its time.
+func TestIdlePassesSkippedUntilDue(t *testing.T) {
+	f := newFake()
+	f.fail[1] = 1 // succeeds on the second try
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	s := New(f, nil, Options{LedgersInFlight: 1, MaxBatch: 1, Backoff: retry.Backoff{Initial: time.Minute, Max: time.Minute}, Now: clock})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	s.Offer(cands("a:1"))
+	tries := func() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.order) }
+	waitUntil(t, "the first try", func() bool { return tries() == 1 })
+	idle := func() idlePass {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.idle.gen != s.gen {
+			return idlePass{}
+		}
+		return s.idle
+	}
+	waitUntil(t, "an idle pass after the failure", func() bool { return idle().set })
+	ls, _ := s.Status()
+	if len(ls) != 1 || !idle().until.Equal(ls[0].NextTry) {
+		t.Fatalf("idle until %v, the ledger's next try %+v", idle().until, ls)
+	}
+	advance(20 * time.Second) // still backing off (30 s to 1 min)
+	time.Sleep(1100 * time.Millisecond)
+	if n := tries(); n != 1 {
+		t.Fatalf("%d tries during the backoff", n)
+	}
+	advance(time.Minute) // due now; nothing else happens
+	waitUntil(t, "the retry at its time, on a tick", func() bool { return tries() == 2 })
+	if ls, _ := s.Status(); len(ls) != 0 {
+		t.Fatalf("after the retry: %+v", ls)
+	}
+}

@@ -1,0 +1,52 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierkeeper/tierkeeper/offloader/policy"
+	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
+)
+
+// BenchmarkDispatchNothingDue is a dispatch pass over a queue of 900 000
+// candidates (100 000 topics of 9) of which none is due: every ledger
+// backs off after a failure (the store down, say). "pass" looks at every
+// queued candidate to find that out; "tick" is a pass after it, with
+// nothing changed and nothing due yet, which is skipped.
+func BenchmarkDispatchNothingDue(b *testing.B) {
+	const topics, per = 100000, 9
+	now := time.Now()
+	s := New(nil, nil, Options{LedgersInFlight: 4, Now: func() time.Time { return now }, Registerer: prometheus.NewRegistry()})
+	cs := make([]policy.Candidate, 0, topics*per)
+	for i := range topics {
+		ml := fmt.Sprintf("tenant-%d/ns-%d/persistent/topic-%d", i%10, (i/10)%10, i)
+		for j := range per {
+			ref := mledger.LedgerRef{ML: ml, LedgerID: int64(i*per + j + 1)}
+			cs = append(cs, policy.Candidate{LedgerRef: ref, Action: policy.ActionOffload})
+			s.states[ref] = &ledgerState{failures: 1, nextTry: now.Add(time.Hour + time.Duration(i))}
+		}
+	}
+	s.Offer(policy.ListOf(cs...))
+	<-s.wake
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	b.Run("pass", func(b *testing.B) {
+		for range b.N {
+			s.idle = idlePass{}
+			s.dispatch(ctx, ctx, &wg)
+		}
+	})
+	b.Run("tick", func(b *testing.B) {
+		for range b.N {
+			s.dispatch(ctx, ctx, &wg)
+		}
+	})
+	if s.inFlight != 0 || !s.idle.set || !s.idle.until.Equal(now.Add(time.Hour)) {
+		b.Fatalf("%d jobs started, idle %+v; none was due, the first in 1h", s.inFlight, s.idle)
+	}
+}
