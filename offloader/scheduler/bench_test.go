@@ -19,8 +19,8 @@ import (
 // queued candidate to find that out; "tick" is a pass after it, with
 // nothing changed and nothing due yet, which is skipped.
 func BenchmarkDispatchNothingDue(b *testing.B) {
-	const topics, per = 100000, 9
 	now := time.Now()
+	topics, per := 100000, 9
 	s := New(nil, nil, Options{LedgersInFlight: 4, Now: func() time.Time { return now }, Registerer: prometheus.NewRegistry()})
 	cs := make([]policy.Candidate, 0, topics*per)
 	for i := range topics {
