@@ -238,6 +238,9 @@ type Scheduler struct {
 	// started nothing found.
 	gen  uint64
 	idle idlePass
+	// nParked counts the parked states (the gauge), kept as they change:
+	// a job's end looks at its own ledgers only, not at every state.
+	nParked int
 
 	jobs      *prometheus.CounterVec
 	ledgers   *prometheus.CounterVec
@@ -521,7 +524,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 		for _, id := range j.Ledgers {
 			delete(s.running, mledger.LedgerRef{ML: j.ML, LedgerID: id})
 		}
-		s.updateParked(now)
+		s.parked.Set(float64(s.nParked))
 		s.gen++
 		s.mu.Unlock()
 		s.poke()
@@ -533,6 +536,9 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 	for _, id := range j.Ledgers {
 		k := mledger.LedgerRef{ML: j.ML, LedgerID: id}
 		o := byID[id]
+		if st := s.states[k]; st != nil && st.parked {
+			s.unpark(st) // it ran: its time was up
+		}
 		if o.ok() {
 			delete(s.states, k)
 			// The policy's next candidates may still predate this change
@@ -557,6 +563,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 		st.lastErr, st.lastStep = reason.Error(), o.Step
 		if st.failures >= s.o.ParkAfter {
 			st.parked, st.nextTry = true, now.Add(s.o.ParkFor)
+			s.nParked++
 			s.ledgers.WithLabelValues(j.Action.String(), string(StateParked)).Inc()
 			s.log.Error("ledger parked after repeated failures", "ml", j.ML, "ledger", id, "failures", st.failures,
 				"until", st.nextTry, "step", o.Step, "err", reason)
@@ -573,20 +580,23 @@ func (s *Scheduler) runJob(ctx context.Context, j Job, lease Lease) {
 	}
 }
 
-// updateParked refreshes the parked gauge (s.mu held); parked ledgers
-// whose time is up get one more try.
+// updateParked unparks the parked ledgers whose time is up (one more try
+// each) and refreshes the parked gauge (s.mu held). It looks at every
+// state: Status calls it, which lists them all anyway.
 func (s *Scheduler) updateParked(now time.Time) {
-	n := 0
 	for _, st := range s.states {
 		if st.parked && !now.Before(st.nextTry) {
-			st.parked = false
-			st.failures = s.o.ParkAfter - 1
-		}
-		if st.parked {
-			n++
+			s.unpark(st)
 		}
 	}
-	s.parked.Set(float64(n))
+	s.parked.Set(float64(s.nParked))
+}
+
+// unpark ends st's parking: one failure more parks it again (s.mu held).
+func (s *Scheduler) unpark(st *ledgerState) {
+	st.parked = false
+	st.failures = s.o.ParkAfter - 1
+	s.nParked--
 }
 
 // Status returns the ledgers running, backing off or parked, and the

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/tierkeeper/tierkeeper/internal/retry"
 	"github.com/tierkeeper/tierkeeper/offloader/policy"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
@@ -213,8 +215,37 @@ func TestBackoffAndParking(t *testing.T) {
 	if st := state(2); st.State != "none" {
 		t.Errorf("ledger 2 should have succeeded on its second try: %#v", st)
 	}
-	if v := s.parked; v == nil {
-		t.Fatal("no parked gauge")
+	if v := testutil.ToFloat64(s.parked); v != 1 {
+		t.Errorf("parked gauge %v, want 1", v)
+	}
+	// Its time up, the next status unparks it (one failure more parks it
+	// again); the retry fails and parks it again.
+	advance(time.Hour)
+	if st := state(1); st.State != StateBackoff || st.Failures != 2 || testutil.ToFloat64(s.parked) != 0 {
+		t.Errorf("after the parking: %#v, parked gauge %v; want backing off with 2 failures, gauge 0", st, testutil.ToFloat64(s.parked))
+	}
+	s.Offer(cands("a:1"))
+	waitUntil(t, "parked again after one more failure", func() bool { return state(1).State == StateParked })
+	if v := testutil.ToFloat64(s.parked); v != 1 {
+		t.Errorf("parked gauge %v, want 1", v)
+	}
+	// Its time up again, the retry runs before any status looks: the
+	// job's end unparks it first, and the failure parks it anew.
+	advance(time.Hour)
+	s.Offer(cands("a:1"))
+	waitUntil(t, "the fifth try", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		n := 0
+		for _, o := range f.order {
+			if o == "a[1]" {
+				n++
+			}
+		}
+		return n == 5
+	})
+	if st := state(1); st.State != StateParked || st.Failures != 3 || testutil.ToFloat64(s.parked) != 1 {
+		t.Errorf("after the fifth try: %#v, parked gauge %v; want parked with 3 failures, gauge 1", st, testutil.ToFloat64(s.parked))
 	}
 }
 
