@@ -645,10 +645,13 @@ func TestBenchLiveBookieUsesScratch(t *testing.T) {
 				plan.Duration, plan.Warmup, plan.MaxBytes = 300*time.Millisecond, 150*time.Millisecond, 256*MiB
 			}
 			if e := plan.EntryLog; e != nil && e.Alternate != nil {
-				// 2 batches of one 2 × 20 ms cycle.
+				// 2 batches of one 2 × 20 ms cycle. The turns start once
+				// the warm-up's syncs settle: 80 ms left 30 ms for that,
+				// and a CI run beside test/compat's broker had none
+				// ("stopped by duration after 145ms (warm-up 50ms)").
 				e.Alternate = &diskbench.Alternation{Turn: 20 * time.Millisecond, Settle: 5 * time.Millisecond, Batches: 2}
 				e.FileSize = 192 * MiB
-				plan.Duration, plan.Warmup, plan.MaxBytes = 80*time.Millisecond, 50*time.Millisecond, 384*MiB
+				plan.Duration, plan.Warmup, plan.MaxBytes = 400*time.Millisecond, 50*time.Millisecond, 384*MiB
 			}
 			return diskbench.Sweep(ctx, plan)
 		}})
