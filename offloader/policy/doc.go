@@ -1,7 +1,7 @@
 // Package policy decides which ledgers the offload service works on next,
-// and why. It is pure: Select and Evaluate take a snapshot of the managed
-// ledgers (plus bookie disk usage and Pulsar namespace policies) and the
-// time, and return candidates; no I/O, no clock, no randomness.
+// and why. It is pure: Evaluate takes a snapshot of the managed ledgers
+// (plus bookie disk usage and Pulsar namespace policies) and the time, and
+// returns candidates; no I/O, no clock, no randomness.
 //
 // # Rules
 //

@@ -213,7 +213,7 @@ func TestSelect(t *testing.T) {
 			if err := tc.rules.Validate(); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}
-			if got := ids(Select(tc.snap, now, tc.rules)); got != tc.want {
+			if got := ids(Evaluate(tc.snap, now, tc.rules).Candidates.Slice()); got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
 		})

@@ -63,7 +63,7 @@ func TopicFromInfo(ml string, info *mlproto.ManagedLedgerInfo) (Topic, error) {
 	return t, nil
 }
 
-// Snapshot is everything Select looks at.
+// Snapshot is everything Evaluate looks at.
 type Snapshot struct {
 	Topics []Topic
 	// BookieUsage is the ledger-disk usage ratio (0..1) per bookie id, for
@@ -92,7 +92,7 @@ const (
 	ActionTrim
 	// ActionRepair clears the offload context of a committed ledger whose
 	// objects the scrubber found missing or wrong while BookKeeper still
-	// has it (never chosen by Select: the service's scrubber offers it).
+	// has it (never chosen by Evaluate: the service's scrubber offers it).
 	ActionRepair
 )
 
@@ -225,11 +225,6 @@ type Result struct {
 	UnusedIncludes []string
 	// PressuredBookies are the bookies at or above the threshold.
 	PressuredBookies map[string]float64
-}
-
-// Select returns the candidates in work order.
-func Select(snap Snapshot, now time.Time, rules Rules) []Candidate {
-	return Evaluate(snap, now, rules).Candidates.Slice()
 }
 
 // Evaluate applies the rules to every topic of snap. The result's
