@@ -25,9 +25,9 @@ package offloadbench
 // broker's first offloaded read) and unloads each topic after its read
 // (managed-ledger cache and offloaded read handles dropped), and the order
 // of the variants rotates every round. The first read of a round was
-// slower than the others for every variant (8-35 %, after a warm-up of 16
-// or of 256 MiB alike), so the result also gives the mean over the rounds,
-// which weighs every place alike. Per read: MB/s of payload (client
+// mostly the slowest (8-35 %, after a warm-up of 16 or of 256 MiB alike),
+// so the result also gives the mean over the rounds, which weighs every
+// place alike. Per read: MB/s of payload (client
 // start to the last message), time to the first message, bytes fetched
 // from the store; each read checks count, bytes and the SHA-256 of all
 // payloads in order against the other variants.
@@ -383,7 +383,7 @@ func reportCatchup(b *testing.B, vs []*catchupVariant) {
 // round and, when every variant was read equally often in every place (the
 // rounds a multiple of the variants: the rotation), the mean over the
 // rounds, which weighs the places alike. The first read of a round was
-// slower for every variant, even after a 256 MiB warm-up (the cause is not
+// mostly the slowest, even after a 256 MiB warm-up (the cause is not
 // known); the median of 3 then compares one variant's second place with
 // another's.
 func reportPositions(b *testing.B, vs []*catchupVariant) {
