@@ -164,6 +164,7 @@ type CopyCost struct {
 	UserSeconds     float64  `json:"userSeconds"`
 	SystemSeconds   float64  `json:"systemSeconds"`
 	CPUError        string   `json:"cpuError,omitempty"`
+	PageFaults      uint64   `json:"pageFaults"`
 	AllocBytes      uint64   `json:"allocBytes"`
 	Allocs          uint64   `json:"allocs"`
 	GCCycles        uint32   `json:"gcCycles"`

@@ -50,7 +50,7 @@ func (o *costObserver) StepDone(t mledger.LedgerRef, s pipeline.Step, d time.Dur
 	if s == pipeline.StepCopy {
 		o.mu.Lock()
 		c := proccost.Now().Since(o.start)
-		doc := &offloader.CopyCost{CPUSeconds: c.CPU.Seconds(), UserSeconds: c.User.Seconds(), SystemSeconds: c.System.Seconds(), AllocBytes: c.AllocBytes, Allocs: c.Allocs,
+		doc := &offloader.CopyCost{CPUSeconds: c.CPU.Seconds(), UserSeconds: c.User.Seconds(), SystemSeconds: c.System.Seconds(), PageFaults: c.PageFaults, AllocBytes: c.AllocBytes, Allocs: c.Allocs,
 			GCCycles: c.GCCycles, GCPauseSeconds: c.GCPause.Seconds()}
 		if c.CPUErr != nil {
 			doc.CPUError = c.CPUErr.Error()

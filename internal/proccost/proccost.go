@@ -27,6 +27,12 @@ type Sample struct {
 	CPUErr error
 	// User and System split CPU into user and system (kernel) time.
 	User, System time.Duration
+	// PageFaults is the process's minor plus major page faults so far (a
+	// fault maps a page the process touches for the first time, e.g. heap
+	// the runtime took back from the kernel; on a virtual machine whose host
+	// backs guest memory lazily a fault on a page the guest returned to the
+	// host costs the host's fault too, charged here as system time).
+	PageFaults uint64
 	// AllocBytes and Allocs are runtime.MemStats.TotalAlloc and Mallocs.
 	AllocBytes, Allocs uint64
 	// GCCycles is runtime.MemStats.NumGC.
@@ -42,18 +48,23 @@ func Now() Sample {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s := Sample{AllocBytes: ms.TotalAlloc, Allocs: ms.Mallocs, GCCycles: ms.NumGC, GCPause: time.Duration(ms.PauseTotalNs), At: time.Now()}
-	s.User, s.System, s.CPUErr = selfCPU()
+	s.User, s.System, s.PageFaults, s.CPUErr = selfStat()
 	s.CPU = s.User + s.System
 	return s
 }
 
-// selfCPU is the process's user and system CPU time.
-func selfCPU() (user, system time.Duration, err error) {
+// selfStat is the process's user and system CPU time and page faults.
+func selfStat() (user, system time.Duration, faults uint64, err error) {
 	p, err := procfs.Self()
 	if err != nil {
-		return 0, 0, fmt.Errorf("proccost: /proc/self: %w", err)
+		return 0, 0, 0, fmt.Errorf("proccost: /proc/self: %w", err)
 	}
-	return procCPU(p)
+	st, err := p.Stat()
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("proccost: /proc/self/stat: %w", err)
+	}
+	user, system = splitCPU(st)
+	return user, system, uint64(st.MinFlt) + uint64(st.MajFlt), nil
 }
 
 // ProcessCPU is the user and system CPU time so far of process pid, read
@@ -71,13 +82,19 @@ func procCPU(p procfs.Proc) (user, system time.Duration, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("proccost: /proc/%d/stat: %w", p.PID, err)
 	}
+	user, system = splitCPU(st)
+	return user, system, nil
+}
+
+// splitCPU is a process's user and system CPU time from its stat.
+func splitCPU(st procfs.ProcStat) (user, system time.Duration) {
 	// CPUTime is (utime+stime)/USER_HZ; its share of each.
 	total := time.Duration(st.CPUTime() * float64(time.Second))
 	if st.UTime+st.STime == 0 {
-		return 0, 0, nil
+		return 0, 0
 	}
 	user = time.Duration(float64(total) * float64(st.UTime) / float64(st.UTime+st.STime))
-	return user, total - user, nil
+	return user, total - user
 }
 
 // Cost is the difference between two samples.
@@ -90,6 +107,8 @@ type Cost struct {
 	CPUErr error
 	// User and System split CPU into user and system (kernel) time.
 	User, System time.Duration
+	// PageFaults is the number of page faults taken (zero with CPUErr).
+	PageFaults uint64
 	// AllocBytes and Allocs are the heap bytes and objects allocated.
 	AllocBytes, Allocs uint64
 	// GCCycles is the number of garbage collections that ended, GCPause
@@ -104,6 +123,7 @@ func (s Sample) Since(start Sample) Cost {
 		GCCycles: s.GCCycles - start.GCCycles, GCPause: s.GCPause - start.GCPause}
 	if c.CPUErr = errors.Join(start.CPUErr, s.CPUErr); c.CPUErr == nil {
 		c.CPU, c.User, c.System = s.CPU-start.CPU, s.User-start.User, s.System-start.System
+		c.PageFaults = s.PageFaults - start.PageFaults
 	}
 	return c
 }

@@ -3,6 +3,7 @@ package proccost
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -68,5 +69,38 @@ func TestProfileWritesEveryKind(t *testing.T) {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v (size %v)", f, err, st)
 		}
+	}
+}
+
+func TestCostCountsPageFaults(t *testing.T) {
+	const pages = 1024
+	size := pages * os.Getpagesize()
+	m, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	// Not backed by huge pages, so every page is its own fault.
+	if err := syscall.Madvise(m, syscall.MADV_NOHUGEPAGE); err != nil {
+		t.Fatal(err)
+	}
+	start := Now()
+	for off := 0; off < size; off += os.Getpagesize() {
+		m[off] = 1
+	}
+	c := Now().Since(start)
+	if c.CPUErr != nil {
+		t.Fatal(c.CPUErr)
+	}
+	// Every first touch faults; the runtime may add a few of its own.
+	if c.PageFaults < pages || c.PageFaults > 4*pages {
+		t.Errorf("%d page faults for touching %d fresh pages", c.PageFaults, pages)
+	}
+	again := Now()
+	for off := 0; off < size; off += os.Getpagesize() {
+		m[off] = 2
+	}
+	if n := Now().Since(again).PageFaults; n >= pages/2 {
+		t.Errorf("%d page faults for touching %d mapped pages again", n, pages)
 	}
 }

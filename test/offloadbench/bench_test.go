@@ -32,8 +32,9 @@ package offloadbench
 // /proc/self/stat, reported as copyCost) against those of the JVM running
 // Pulsar's offloader over its offload call; the copy's Go allocations per
 // GiB and where it waited (for the bookies, for a free block, finishing);
-// and the I/O stall time (PSI) during the copy and the raw PUT. Every step
-// starts after a sync. The warm-up copy is profiled (--profile-dir: CPU,
+// its page faults per GiB; the I/O stall time (PSI) during the copy and
+// the raw PUT and the most free memory each step took. Every step starts
+// after a sync, with the same free memory (primeMemory). The warm-up copy is profiled (--profile-dir: CPU,
 // blocking, mutex, allocations; the tops are logged). Every measured copy
 // writes its timeline (--timeline, with the bookies' and versitygw's CPU:
 // --timeline-procs), summed up per round (copytrace.Summarize: the copy's
@@ -53,7 +54,8 @@ package offloadbench
 // the first is the throughput ledger), TK_BENCH_ROUNDS (3), TK_BENCH_PARTS
 // (2), TK_BENCH_SEEKS (16), TK_BENCH_SEEK_BLOCKS (block sizes in MiB for
 // the seek table, default "5,8,16,64"), TK_BENCH_ONLY (a comma list of
-// throughput, rss, seeks: run only those).
+// throughput, rss, seeks: run only those), TK_BENCH_PRIME_MEMORY (1; 0:
+// the steps start without primeMemory).
 
 import (
 	"bytes"
@@ -118,17 +120,73 @@ func busyDuring(fn func()) float64 {
 	return float64(b1-b0) / float64(t1-t0)
 }
 
-// ioDelta is the machine's I/O stall time during a step and its dirty
-// page cache at the start.
+// ioDelta is the machine's I/O stall time during a step, its dirty page
+// cache at the start and the most free memory the step took (MemFree at
+// the start minus its lowest value, sampled every 50 ms).
 type ioDelta struct {
-	start testenv.IOState
-	stall time.Duration
+	start    testenv.IOState
+	stall    time.Duration
+	tookFree float64 // MiB
 }
 
 func ioDuring(fn func()) ioDelta {
 	s := testenv.IONow()
+	lowest := s.FreeMiB
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				lowest = min(lowest, testenv.IONow().FreeMiB)
+			}
+		}
+	}()
 	fn()
-	return ioDelta{start: s, stall: testenv.IONow().Stall - s.Stall}
+	close(stop)
+	<-done
+	e := testenv.IONow()
+	return ioDelta{start: s, stall: e.Stall - s.Stall, tookFree: s.FreeMiB - min(lowest, e.FreeMiB)}
+}
+
+// primeMemory writes n bytes of page cache on the store's file system and
+// deletes them, so that the step that follows finds that much free memory
+// the guest has used recently. On a virtual machine whose host backs guest
+// memory lazily and takes freed memory back (virtio-balloon free page
+// reporting), the first touch of a page the host took back costs a host
+// fault: 3.5-4.5 s per GiB here against 0.55 s for memory in use. Every
+// step but the read writes about twice the ledger into new page cache
+// (the store's parts, then the object it assembles from them: 2.4 GiB
+// taken at most for a 1 GiB ledger), and without priming the step that
+// follows a deletion (the copy's, the raw PUT's or Pulsar's objects)
+// reuses that memory while the others pay the host's faults, mostly in
+// the store's completion: the rotation of the steps then decides a
+// round's share. The caller primes twice what a step takes, plus 1 GiB.
+// TK_BENCH_PRIME_MEMORY=0 turns it off.
+func (be *bench) primeMemory(n int64) {
+	if !be.prime {
+		return
+	}
+	start := time.Now()
+	f, err := os.CreateTemp(filepath.Dir(be.s3.Dir), "prime-")
+	if err != nil {
+		be.b.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	buf := make([]byte, 8<<20)
+	for w := int64(0); w < n; w += int64(len(buf)) {
+		if _, err := f.Write(buf); err != nil {
+			be.b.Fatalf("prime memory: %v", err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		be.b.Fatalf("prime memory: %v", err)
+	}
+	be.primed += time.Since(start)
 }
 
 // bench is the set-up shared by the measurements.
@@ -147,6 +205,8 @@ type bench struct {
 	zkc     *tkzk.Session
 	parts   int
 	ledgers map[int]*testenv.WrittenLedger // by size in MiB
+	prime   bool                           // TK_BENCH_PRIME_MEMORY (default on): primeMemory before every step
+	primed  time.Duration                  // time spent in primeMemory
 }
 
 func BenchmarkOffload(b *testing.B) {
@@ -154,7 +214,8 @@ func BenchmarkOffload(b *testing.B) {
 	rounds := testenv.EnvInt(b, "TK_BENCH_ROUNDS", 3)
 	seeks := testenv.EnvInt(b, "TK_BENCH_SEEKS", 16)
 	seekBlocks := testenv.EnvInts(b, "TK_BENCH_SEEK_BLOCKS", []int{5, 8, 16, 64})
-	be := &bench{b: b, parts: testenv.EnvInt(b, "TK_BENCH_PARTS", 2), ledgers: map[int]*testenv.WrittenLedger{}}
+	be := &bench{b: b, parts: testenv.EnvInt(b, "TK_BENCH_PARTS", 2), ledgers: map[int]*testenv.WrittenLedger{},
+		prime: testenv.EnvInt(b, "TK_BENCH_PRIME_MEMORY", 1) != 0}
 	be.zk = testenv.StartZooKeeper(b)
 	be.bk = testenv.StartBookiesWith(b, be.zk, 3, testenv.BookieOptions{})
 	be.java = testenv.Java(b)
@@ -280,6 +341,7 @@ type copyCost struct {
 	UserSeconds     float64  `json:"userSeconds"`
 	SystemSeconds   float64  `json:"systemSeconds"`
 	CPUError        string   `json:"cpuError"`
+	PageFaults      float64  `json:"pageFaults"`
 	AllocBytes      float64  `json:"allocBytes"`
 	Allocs          float64  `json:"allocs"`
 	GCCycles        int      `json:"gcCycles"`
@@ -505,10 +567,12 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		var tk tkResult
 		var tkTL, rawTL, bkTL copytrace.Summary
 		var rawS, rawCPU, rawComplete, pulS, pulCPU, bkS, bkCPU, tkBusy, rawBusy float64
-		var tkIO, rawIO ioDelta
+		var tkIO, rawIO, bkIO ioDelta
 		var base tkResult
 		steps := []func(){
-			func() { bkTL = be.serversDuring(func() { bkS, bkCPU = be.bkRead(ctx, l) }) },
+			func() {
+				bkIO = ioDuring(func() { bkTL = be.serversDuring(func() { bkS, bkCPU = be.bkRead(ctx, l) }) })
+			},
 			func() {
 				path := filepath.Join(profDir, fmt.Sprintf("copy-timeline-round-%d.json", r+1))
 				tkIO = ioDuring(func() { tkBusy = busyDuring(func() { tk = be.offload(ctx, l, 0, be.timelineArgs(path)...) }) })
@@ -531,9 +595,11 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			})
 		}
 		for i := range steps {
-			// Every step starts with what the steps before it wrote on
+			// Every step starts with the same free memory (see
+			// primeMemory) and with what the steps before it wrote on
 			// disk (the store's objects and parts), so none pays for
 			// another's writeback.
+			be.primeMemory(4*warm.objectBytes + 1<<30)
 			syscall.Sync()
 			steps[(i+r)%len(steps)]()
 		}
@@ -546,10 +612,10 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		tkCPU, pulCPUg := c.CPUSeconds/g, pulCPU/g
 		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs; machine CPU %.0f%% busy), raw multipart %.1f MB/s (%.2fs; CPU %.0f%% busy), Pulsar offloader %.1f MB/s (%.2fs), bookie read alone %.1f MB/s (%.2fs); copy = %.2f of the limit 1/(1/read+1/put) = %.1f MB/s; load %s",
 			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, bkS, share, mbps(l.Length, bkS+rawS), testenv.LoadAvg())
-		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start), raw PUT %.2fs (dirty %.0f MiB at its start)",
-			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB)
-		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused); copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
-			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
+		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start), raw PUT %.2fs (dirty %.0f MiB at its start); most free memory taken (MemFree at the start minus its lowest): copy %.0f MiB, raw PUT %.0f MiB, read alone %.0f MiB",
+			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB, tkIO.tookFree, rawIO.tookFree, bkIO.tookFree)
+		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB; copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
+			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.PageFaults/g, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
 		b.Logf("round %d: timeline of the copy (every %s): %s", r+1, copytrace.DefaultInterval, tkTL)
 		b.Logf("round %d: servers alone: during the raw PUT %s; during the read alone %s", r+1, cores(rawTL), cores(bkTL))
 		// The store's completion (versitygw assembles the object on one
@@ -565,8 +631,8 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		if be.baseBin != "" {
 			bc := base.cost
 			bm, bshare, bcpu := mbps(l.Length, base.copySeconds), (bkS+rawS)/base.copySeconds, bc.CPUSeconds/g
-			b.Logf("round %d: base %s copy %.1f MB/s (%.2fs) = %.2f of the limit; CPU %.2f s/GiB (user %.2f, system %.2f; zero: the base does not report them) (%.2fx Pulsar's); allocated %.0f MiB/GiB, %d GCs (%.0f ms paused); waited %.2fs for the bookies, %.2fs in Add, %.2fs finishing",
-				r+1, be.baseRev, bm, base.copySeconds, bshare, bcpu, bc.UserSeconds/g, bc.SystemSeconds/g, bcpu/pulCPUg, bc.AllocBytes/(1<<20)/g, bc.GCCycles, 1000*bc.GCPauseSeconds, bc.ReadWaitSeconds, bc.AddSeconds, bc.FinishSeconds)
+			b.Logf("round %d: base %s copy %.1f MB/s (%.2fs) = %.2f of the limit; CPU %.2f s/GiB (user %.2f, system %.2f; zero: the base does not report them) (%.2fx Pulsar's); allocated %.0f MiB/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB; waited %.2fs for the bookies, %.2fs in Add, %.2fs finishing",
+				r+1, be.baseRev, bm, base.copySeconds, bshare, bcpu, bc.UserSeconds/g, bc.SystemSeconds/g, bcpu/pulCPUg, bc.AllocBytes/(1<<20)/g, bc.GCCycles, 1000*bc.GCPauseSeconds, bc.PageFaults/g, bc.ReadWaitSeconds, bc.AddSeconds, bc.FinishSeconds)
 			baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs = append(baseMBs, bm), append(baseShares, bshare), append(baseCPUs, bcpu), append(baseRatios, bcpu/pulCPUg), append(baseAllocs, bc.AllocBytes/g)
 		}
 		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)

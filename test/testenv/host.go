@@ -117,6 +117,8 @@ type IOState struct {
 	Stall time.Duration
 	// DirtyMiB and WritebackMiB are /proc/meminfo Dirty and Writeback.
 	DirtyMiB, WritebackMiB float64
+	// FreeMiB is /proc/meminfo MemFree: memory no process or cache holds.
+	FreeMiB float64
 }
 
 // IONow reads IOState (zero fields when /proc lacks them).
@@ -132,6 +134,9 @@ func IONow() IOState {
 	if m, err := fs.Meminfo(); err == nil {
 		if m.Dirty != nil {
 			s.DirtyMiB = float64(*m.Dirty) / 1024
+		}
+		if m.MemFree != nil {
+			s.FreeMiB = float64(*m.MemFree) / 1024
 		}
 		if m.Writeback != nil {
 			s.WritebackMiB = float64(*m.Writeback) / 1024
