@@ -34,8 +34,9 @@ package offloadbench
 // GiB and where it waited (for the bookies, for a free block, finishing);
 // its page faults per GiB; the I/O stall time (PSI) during the copy and
 // the raw PUT and the most free memory each step took. Every step starts
-// after a sync, with the same free memory (primeMemory). The warm-up copy is profiled (--profile-dir: CPU,
-// blocking, mutex, allocations; the tops are logged). Every measured copy
+// after a sync, with the same free memory (primeMemory). The warm-up copy
+// is profiled (--profile-dir: CPU, blocking, mutex, allocations; the tops
+// are logged). Every measured copy
 // writes its timeline (--timeline, with the bookies' and versitygw's CPU:
 // --timeline-procs), summed up per round (copytrace.Summarize: the copy's
 // time waiting for a free block, for the bookies, copying and finishing,
@@ -153,9 +154,10 @@ func ioDuring(fn func()) ioDelta {
 	return ioDelta{start: s, stall: e.Stall - s.Stall, tookFree: s.FreeMiB - min(lowest, e.FreeMiB)}
 }
 
-// primeMemory writes n bytes of page cache (on tmpfs, else on the store's
-// file system) and deletes them, so that the step that follows finds that much free memory
-// the guest has used recently. On a virtual machine whose host backs guest
+// primeMemory writes page cache (on tmpfs, else on the store's file
+// system) for a step whose object has objectBytes, and deletes it, so that
+// the step that follows finds that much free memory the guest has used
+// recently. On a virtual machine whose host backs guest
 // memory lazily and takes freed memory back (virtio-balloon free page
 // reporting), the first touch of a page the host took back costs a host
 // fault: 3.5-4.5 s per GiB here against 0.55 s for memory in use. Every
@@ -165,13 +167,14 @@ func ioDuring(fn func()) ioDelta {
 // follows a deletion (the copy's, the raw PUT's or Pulsar's objects)
 // reuses that memory while the others pay the host's faults, mostly in
 // the store's completion: the rotation of the steps then decides a
-// round's share. The caller primes twice what a step takes, plus 1 GiB.
+// round's share. It primes twice what a step takes (4 × the object,
+// whose parts and assembled copy a step writes), plus 1 GiB.
 // TK_BENCH_PRIME_MEMORY=0 turns it off.
-func (be *bench) primeMemory(n int64) {
+func (be *bench) primeMemory(objectBytes int64) {
 	if !be.prime {
 		return
 	}
-	start := time.Now()
+	n := 4*objectBytes + 1<<30
 	// tmpfs when there is one: its pages are never dirty, so priming
 	// writes nothing to disk and is not throttled by writeback.
 	dir := "/dev/shm"
@@ -192,7 +195,6 @@ func (be *bench) primeMemory(n int64) {
 	if err := f.Close(); err != nil {
 		be.b.Fatalf("prime memory: %v", err)
 	}
-	be.primed += time.Since(start)
 }
 
 // bench is the set-up shared by the measurements.
@@ -212,7 +214,6 @@ type bench struct {
 	parts   int
 	ledgers map[int]*testenv.WrittenLedger // by size in MiB
 	prime   bool                           // TK_BENCH_PRIME_MEMORY (default on): primeMemory before every step
-	primed  time.Duration                  // time spent in primeMemory
 }
 
 func BenchmarkOffload(b *testing.B) {
@@ -563,7 +564,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	}
 	// The warm-up starts like every measured step, so that round 1 does
 	// not start with the memory an unprimed warm-up left to the host.
-	be.primeMemory(4*l.Length + 1<<30)
+	be.primeMemory(l.Length)
 	syscall.Sync()
 	warm := be.offload(ctx, l, 0, "--profile-dir", profDir)
 	be.deleteObjects(ctx, warm.uuid, l.LedgerID)
@@ -609,7 +610,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			// primeMemory) and with what the steps before it wrote on
 			// disk (the store's objects and parts), so none pays for
 			// another's writeback.
-			be.primeMemory(4*warm.objectBytes + 1<<30)
+			be.primeMemory(warm.objectBytes)
 			syscall.Sync()
 			steps[(i+r)%len(steps)]()
 		}
