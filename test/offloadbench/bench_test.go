@@ -222,7 +222,7 @@ func BenchmarkOffload(b *testing.B) {
 	seeks := testenv.EnvInt(b, "TK_BENCH_SEEKS", 16)
 	seekBlocks := testenv.EnvInts(b, "TK_BENCH_SEEK_BLOCKS", []int{5, 8, 16, 64})
 	be := &bench{b: b, parts: testenv.EnvInt(b, "TK_BENCH_PARTS", 2), ledgers: map[int]*testenv.WrittenLedger{},
-		prime: testenv.EnvInt(b, "TK_BENCH_PRIME_MEMORY", 1) != 0}
+		prime: testenv.EnvBool(b, "TK_BENCH_PRIME_MEMORY", true)}
 	be.zk = testenv.StartZooKeeper(b)
 	be.bk = testenv.StartBookiesWith(b, be.zk, 3, testenv.BookieOptions{})
 	be.java = testenv.Java(b)

@@ -92,6 +92,23 @@ func EnvInt(t testing.TB, name string, def int) int {
 	return n
 }
 
+// EnvBool returns the switch in the environment variable name (a
+// benchmark's on/off knob: 1/0, true/false, as strconv.ParseBool reads
+// them), or def when it is unset or empty; t fails on any other value,
+// naming the variable.
+func EnvBool(t testing.TB, name string, def bool) bool {
+	t.Helper()
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return def
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		t.Fatalf("%s=%q: want 1 or 0 (true or false)", name, v)
+	}
+	return on
+}
+
 // EnvInts returns the comma-separated positive integers in the
 // environment variable name (a benchmark's list knob, "1024,2048"), or
 // def when it is unset or empty; t fails on any other value, naming the

@@ -12,3 +12,15 @@ func TestEnvInts(t *testing.T) {
 		t.Fatalf("5,8,64: %v", got)
 	}
 }
+
+func TestEnvBool(t *testing.T) {
+	for _, c := range []struct {
+		v         string
+		def, want bool
+	}{{"", true, true}, {"", false, false}, {"0", true, false}, {"1", false, true}, {" false ", true, false}, {"true", false, true}} {
+		t.Setenv("TK_TEST_ENVBOOL", c.v)
+		if got := EnvBool(t, "TK_TEST_ENVBOOL", c.def); got != c.want {
+			t.Errorf("%q (default %v): %v, want %v", c.v, c.def, got, c.want)
+		}
+	}
+}
