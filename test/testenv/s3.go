@@ -197,8 +197,12 @@ func startS3Process(private bool) (*S3, error) {
 		LogPath:       filepath.Join(base, "versitygw.log"),
 		private:       private,
 	}
+	// --keep-alive: as every production store (S3, COS) does, a client's
+	// connection serves request after request. Without it versitygw closes
+	// the connection after every response, so each part upload or ranged
+	// GET pays a new connection and starts with small TCP buffers.
 	args := []string{"--access", s.AccessKey, "--secret", s.SecretKey, "--region", s.Region,
-		"--virtual-domain", S3VirtualDomain, "posix"}
+		"--virtual-domain", S3VirtualDomain, "--keep-alive", "posix"}
 	// The posix backend keeps metadata in xattrs; use a sidecar directory
 	// where the file system has none.
 	if err := unix.Setxattr(root, "user.tierkeeper-probe", []byte("1"), 0); err != nil {
