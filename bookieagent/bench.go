@@ -457,15 +457,6 @@ func (pt benchPoint) lanes() int {
 	return pt.writers
 }
 
-// joinCounts renders counts as "1/2/4".
-func joinCounts(v []int) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = fmt.Sprint(x)
-	}
-	return strings.Join(parts, "/")
-}
-
 // alternationLayout is the turn and the cycles per batch of an alternating
 // point of kind k with n counts at measurement m: each batch about m long,
 // whole cycles of n turns, at least one.
@@ -535,7 +526,7 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 			// cache in different states and their paired ratio moved more
 			// than the counts' difference.
 			counts := []int{1, 2, 4}
-			alt := j(fmt.Sprintf("journals %s × 64KiB entries in turns of %v, Pulsar's journal settings", joinCounts(counts), journalTurn), 1, 4, 0, 0, 0)
+			alt := j(fmt.Sprintf("journals %s × 64KiB entries in turns of %v, Pulsar's journal settings", diskbench.CountsLabel(counts), journalTurn), 1, 4, 0, 0, 0)
 			alt.alternate, alt.once, alt.batches = counts, true, p.o.Rounds
 			eight := j("journals 8 × 64KiB entries (a turn of the alternating run)", 2, 8, 0, 0, 0)
 			eight.joins, eight.joinsTo, eight.once, eight.batches = 8, len(counts), true, p.o.Rounds
@@ -556,7 +547,7 @@ func (p *PreparedBench) points(probe map[int]diskbench.Result) []benchPoint {
 			// right after the probe, past the host cache's burst, and with
 			// no pause between turns in which it could refill.
 			counts := []int{1, 2}
-			alt := e(fmt.Sprintf("entry log %s writers × 1MiB writes in turns of %v", joinCounts(counts), ledgerTurn), 1, 2, MiB)
+			alt := e(fmt.Sprintf("entry log %s writers × 1MiB writes in turns of %v", diskbench.CountsLabel(counts), ledgerTurn), 1, 2, MiB)
 			alt.alternate, alt.once, alt.batches = counts, true, p.o.Rounds
 			four := e("entry log 4 writers × 1MiB writes (a turn of the alternating run)", 2, 4, MiB)
 			four.joins, four.joinsTo, four.once, four.batches = 4, len(counts), true, p.o.Rounds
@@ -841,9 +832,9 @@ func (p *PreparedBench) Run(ctx context.Context) (res *BenchResult, err error) {
 		}
 		for i := range pts {
 			if a := pts[i].alternate; len(a) > 0 && pts[i].disk == pt.disk && pts[i].kind == pt.kind {
-				old := joinCounts(a)
+				old := diskbench.CountsLabel(a)
 				pts[i].alternate = append(slices.Clone(a), pt.joins)
-				pts[i].name = strings.Replace(pts[i].name, old, joinCounts(pts[i].alternate), 1)
+				pts[i].name = strings.Replace(pts[i].name, old, diskbench.CountsLabel(pts[i].alternate), 1)
 			}
 		}
 	}

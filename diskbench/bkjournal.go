@@ -255,7 +255,7 @@ func (r *runner) runBKJournal(ctx context.Context, wp writeParams, writers int, 
 	}
 	label := fmt.Sprintf("writers=%d bs=%s in-flight=%d", writers, units.FormatBytes(es), bp.inFlight)
 	if al != nil {
-		label = fmt.Sprintf("writers=%s alternating bs=%s in-flight=%d", joinInts(al.counts, "/"), units.FormatBytes(es), bp.inFlight)
+		label = fmt.Sprintf("writers=%s alternating bs=%s in-flight=%d", CountsLabel(al.counts), units.FormatBytes(es), bp.inFlight)
 	}
 	spec := &pointSpec{
 		alt:         al,
@@ -325,13 +325,14 @@ func (r *runner) runBKJournal(ctx context.Context, wp writeParams, writers int, 
 	return al.results(res, r.opts.LatencyBuckets)
 }
 
-// joinInts renders counts as "1/2/4".
-func joinInts(v []int, sep string) string {
+// CountsLabel renders the counts of an alternating point as its label
+// shows them: "1/2/4".
+func CountsLabel(v []int) string {
 	parts := make([]string, len(v))
 	for i, x := range v {
 		parts[i] = strconv.Itoa(x)
 	}
-	return strings.Join(parts, sep)
+	return strings.Join(parts, "/")
 }
 
 // cleanup closes and removes every journal file of the point.

@@ -169,7 +169,7 @@ func (r *runner) sweep(ctx context.Context, o Options, tb time.Duration, wps []w
 	for _, wp := range wps {
 		if wp.alternate != nil {
 			for _, bs := range wp.blockSizes {
-				label := fmt.Sprintf("%s writers=%s alternating bs=%s", wp.workload, joinInts(wp.writers, "/"), units.FormatBytes(bs))
+				label := fmt.Sprintf("%s writers=%s alternating bs=%s", wp.workload, CountsLabel(wp.writers), units.FormatBytes(bs))
 				if err := writePoint(wp, bs, label, func(d, w time.Duration, share int64) ([]Result, error) {
 					return r.runAlternation(ctx, wp, bs, d, w, share)
 				}); err != nil {

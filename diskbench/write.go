@@ -263,7 +263,7 @@ func (r *runner) runWrite(ctx context.Context, wp writeParams, writers int, bs i
 	d, warm time.Duration, share int64, al *alternation) ([]Result, error) {
 	label := fmt.Sprintf("writers=%d bs=%s", writers, units.FormatBytes(bs))
 	if al != nil {
-		label = fmt.Sprintf("writers=%s alternating bs=%s", joinInts(al.counts, "/"), units.FormatBytes(bs))
+		label = fmt.Sprintf("writers=%s alternating bs=%s", CountsLabel(al.counts), units.FormatBytes(bs))
 	}
 	syncBytes := wp.flushEvery
 	if wp.workload == WorkloadJournal {
