@@ -27,6 +27,10 @@ import (
 //     bumped by every acquisition, in the same multi that creates the owner
 //     node: multi(Create(owner), SetData(owner, v0), SetData(epoch, any)).
 //
+// The epoch node is never deleted: re-created, it would start again at
+// version 0, and a stale holder's Check(epoch, E) could pass against a
+// later generation that reached the same E.
+//
 // One acquisition is one generation, fenced by
 // Fence{Check(owner, 1), Check(epoch, E)} with E the epoch version the
 // acquiring multi produced. Every ZooKeeper write of a job (the managed
