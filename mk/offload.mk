@@ -20,7 +20,7 @@ BENCH_BASE_ENV       ?=
 # key=value,... added to the S3 store's config (offloader and raw PUT alike),
 # e.g. checksum=md5 or payload_signing=unsigned.
 BENCH_OFFLOAD_STORE_OPTIONS ?=
-# 1: before every step of a round, write and delete 4x the object plus
+# 1: before every step of a round, write and delete 4x the ledger plus
 # 1 GiB of page cache (on /dev/shm), so every step finds the same recently used free
 # memory (on a VM whose host takes freed memory back, a step that follows
 # a deletion would otherwise find it and the others pay the host's faults);

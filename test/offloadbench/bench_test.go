@@ -155,7 +155,8 @@ func ioDuring(fn func()) ioDelta {
 }
 
 // primeMemory writes page cache (on tmpfs, else on the store's file
-// system) for a step whose object has objectBytes, and deletes it, so that
+// system) for a step on a ledger of ledgerBytes (its object is ~1 % more),
+// and deletes it, so that
 // the step that follows finds that much free memory the guest has used
 // recently. On a virtual machine whose host backs guest
 // memory lazily and takes freed memory back (virtio-balloon free page
@@ -167,14 +168,14 @@ func ioDuring(fn func()) ioDelta {
 // follows a deletion (the copy's, the raw PUT's or Pulsar's objects)
 // reuses that memory while the others pay the host's faults, mostly in
 // the store's completion: the rotation of the steps then decides a
-// round's share. It primes twice what a step takes (4 × the object,
+// round's share. It primes twice what a step takes (4 × the ledger,
 // whose parts and assembled copy a step writes), plus 1 GiB.
 // TK_BENCH_PRIME_MEMORY=0 turns it off.
-func (be *bench) primeMemory(objectBytes int64) {
+func (be *bench) primeMemory(ledgerBytes int64) {
 	if !be.prime {
 		return
 	}
-	n := 4*objectBytes + 1<<30
+	n := 4*ledgerBytes + 1<<30
 	// tmpfs when there is one: its pages are never dirty, so priming
 	// writes nothing to disk and is not throttled by writeback.
 	dir := "/dev/shm"
@@ -610,7 +611,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			// primeMemory) and with what the steps before it wrote on
 			// disk (the store's objects and parts), so none pays for
 			// another's writeback.
-			be.primeMemory(warm.objectBytes)
+			be.primeMemory(l.Length)
 			syscall.Sync()
 			steps[(i+r)%len(steps)]()
 		}
