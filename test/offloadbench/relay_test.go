@@ -1,0 +1,212 @@
+package offloadbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// The relay is the floor of the copy's CPU on the machine of the round:
+// the least a Go process can do to move the ledger's bytes from one
+// loopback socket to another, at the rate the copy moved them. A source
+// in the benchmark's process writes the bytes in entry-sized writes, paced
+// to the copy's MB/s (as the bookies answer one read per entry); a child
+// process reads them into one block-sized buffer at a time (the copy's
+// part) and writes every full buffer to a sink that discards it. No
+// parsing, no digest, no HTTP: only the two socket copies per byte, the
+// loopback TCP path and the Go runtime's waits, whose kernel side is most
+// of the copy's CPU. Its CPU is the child's over its loop (getrusage).
+// The machine is otherwise idle (no bookie and no store run meanwhile),
+// so it is a lower bound for a copy that shares the cores with them.
+
+const relayChildEnv = "TK_OFFLOADBENCH_RELAY"
+
+type relayConfig struct {
+	Source, Sink string
+	Block        int
+}
+
+// relay runs the relay over total bytes written in chunk-sized writes at
+// rate MB/s with a block-sized buffer in the child and returns its seconds
+// and CPU seconds (of its loop, as the copy's are of its step: the
+// process's start is left out).
+func (be *bench) relay(total int64, chunk, block int, rate float64) (seconds, cpuSeconds float64) {
+	b := be.b
+	if chunk <= 0 || rate <= 0 {
+		b.Fatalf("relay: chunk %d bytes, rate %.1f MB/s", chunk, rate)
+	}
+	// Bounded: three times the paced time plus a minute.
+	paced := time.Duration(float64(total) / (rate * 1e6) * float64(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*paced+time.Minute)
+	defer cancel()
+	src, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	sink, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sink.Close()
+	srcErr, sinkErr := make(chan error, 1), make(chan error, 1)
+	go func() { srcErr <- pacedSource(ctx, src, total, chunk, rate) }()
+	go func() { sinkErr <- discardSink(ctx, sink, total) }()
+
+	cfg, _ := json.Marshal(relayConfig{Source: src.Addr().String(), Sink: sink.Addr().String(), Block: block})
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), relayChildEnv+"="+string(cfg))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("relay child: %v\n%s", err, errb.String())
+	}
+	if err := <-srcErr; err != nil {
+		b.Fatalf("relay source: %v", err)
+	}
+	if err := <-sinkErr; err != nil {
+		b.Fatalf("relay sink: %v", err)
+	}
+	var r struct {
+		Bytes      int64   `json:"bytes"`
+		Seconds    float64 `json:"seconds"`
+		CPUSeconds float64 `json:"cpuSeconds"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &r); err != nil {
+		b.Fatalf("relay child output %q: %v", out.String(), err)
+	}
+	if r.Bytes != total {
+		b.Fatalf("relay child moved %d bytes, want %d", r.Bytes, total)
+	}
+	return r.Seconds, r.CPUSeconds
+}
+
+// pacedSource accepts one connection and writes total bytes to it in
+// chunk-sized writes, each not before its share of the time at rate MB/s.
+func pacedSource(ctx context.Context, ln net.Listener, total int64, chunk int, rate float64) error {
+	c, err := accept(ctx, ln)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	buf := make([]byte, chunk)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	start := time.Now()
+	for sent := int64(0); sent < total; {
+		n := int(min(int64(chunk), total-sent))
+		if _, err := c.Write(buf[:n]); err != nil {
+			return fmt.Errorf("write after %d bytes: %w", sent, err)
+		}
+		sent += int64(n)
+		due := start.Add(time.Duration(float64(sent) / (rate * 1e6) * float64(time.Second)))
+		if d := time.Until(due); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// discardSink accepts one connection and reads it to its end, which must
+// come after total bytes.
+func discardSink(ctx context.Context, ln net.Listener, total int64) error {
+	c, err := accept(ctx, ln)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	n, err := io.Copy(io.Discard, c)
+	if err != nil {
+		return fmt.Errorf("read after %d bytes: %w", n, err)
+	}
+	if n != total {
+		return fmt.Errorf("got %d bytes, want %d", n, total)
+	}
+	return nil
+}
+
+// accept waits for one connection on ln until ctx ends.
+func accept(ctx context.Context, ln net.Listener) (net.Conn, error) {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	c, err := ln.Accept()
+	if err != nil {
+		return nil, fmt.Errorf("accept on %s: %w", ln.Addr(), errors.Join(err, ctx.Err()))
+	}
+	// Closing the connection when ctx ends bounds its reads and writes.
+	context.AfterFunc(ctx, func() { c.Close() })
+	return c, nil
+}
+
+// relayChild is the relay's process: it reads the source into a
+// block-sized buffer, writes every full (or last) buffer to the sink, and
+// prints the bytes and the seconds.
+func relayChild() int {
+	var c relayConfig
+	if err := json.Unmarshal([]byte(os.Getenv(relayChildEnv)), &c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	d := net.Dialer{Timeout: 10 * time.Second}
+	src, err := d.Dial("tcp", c.Source)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dst, err := d.Dial("tcp", c.Sink)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	buf := make([]byte, c.Block)
+	var r0 syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r0); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	start := time.Now()
+	var total int64
+	for {
+		n, rerr := io.ReadFull(src, buf)
+		if n > 0 {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			total += int64(n)
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if rerr != nil {
+			fmt.Fprintln(os.Stderr, rerr)
+			return 1
+		}
+	}
+	if err := dst.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	secs := time.Since(start).Seconds()
+	var r1 syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r1); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cpu := time.Duration(syscall.TimevalToNsec(r1.Utime) - syscall.TimevalToNsec(r0.Utime) + syscall.TimevalToNsec(r1.Stime) - syscall.TimevalToNsec(r0.Stime))
+	fmt.Printf(`{"bytes": %d, "seconds": %f, "cpuSeconds": %f}`+"\n", total, secs, cpu.Seconds())
+	return 0
+}
