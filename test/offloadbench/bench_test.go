@@ -424,25 +424,36 @@ func (be *bench) deleteObjects(ctx context.Context, id uuid.UUID, ledgerID int64
 // the seconds of its CompleteMultipartUpload (the store's assembly of the
 // object).
 func (be *bench) raw(size int64, part int) (seconds, cpuSeconds, complete float64) {
-	cfg, _ := json.Marshal(rawConfig{Store: be.store, Bytes: size, Part: part, Parts: be.parts})
 	// Bounded: the child uploads size bytes to a local server (minutes at most).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), rawChildEnv+"="+string(cfg))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		be.b.Fatalf("raw child: %v\n%s", err, errb.String())
-	}
 	var r struct {
 		Seconds         float64 `json:"seconds"`
 		CompleteSeconds float64 `json:"completeSeconds"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &r); err != nil {
-		be.b.Fatalf("raw child output %q: %v", out.String(), err)
-	}
+	cmd := be.child(ctx, rawChildEnv, rawConfig{Store: be.store, Bytes: size, Part: part, Parts: be.parts}, &r)
 	return r.Seconds, processCPU(cmd), r.CompleteSeconds
+}
+
+// child runs this test binary as the child that env selects (TestMain),
+// with cfg as its JSON configuration, and decodes the JSON line it prints
+// into out.
+func (be *bench) child(ctx context.Context, env string, cfg, out any) *exec.Cmd {
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		be.b.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env+"="+string(js))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		be.b.Fatalf("child %s: %v\n%s", env, err, stderr.String())
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), out); err != nil {
+		be.b.Fatalf("child %s output %q: %v", env, stdout.String(), err)
+	}
+	return cmd
 }
 
 // processCPU is the user+system CPU seconds of a finished child (its whole

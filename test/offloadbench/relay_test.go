@@ -1,7 +1,6 @@
 package offloadbench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"syscall"
 	"time"
 )
@@ -61,27 +59,17 @@ func (be *bench) relay(total int64, chunk, block int, rate float64) (seconds, cp
 	go func() { srcErr <- pacedSource(ctx, src, total, chunk, rate) }()
 	go func() { sinkErr <- discardSink(ctx, sink, total) }()
 
-	cfg, _ := json.Marshal(relayConfig{Source: src.Addr().String(), Sink: sink.Addr().String(), Block: block})
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), relayChildEnv+"="+string(cfg))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("relay child: %v\n%s", err, errb.String())
-	}
-	if err := <-srcErr; err != nil {
-		b.Fatalf("relay source: %v", err)
-	}
-	if err := <-sinkErr; err != nil {
-		b.Fatalf("relay sink: %v", err)
-	}
 	var r struct {
 		Bytes      int64   `json:"bytes"`
 		Seconds    float64 `json:"seconds"`
 		CPUSeconds float64 `json:"cpuSeconds"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &r); err != nil {
-		b.Fatalf("relay child output %q: %v", out.String(), err)
+	be.child(ctx, relayChildEnv, relayConfig{Source: src.Addr().String(), Sink: sink.Addr().String(), Block: block}, &r)
+	if err := <-srcErr; err != nil {
+		b.Fatalf("relay source: %v", err)
+	}
+	if err := <-sinkErr; err != nil {
+		b.Fatalf("relay sink: %v", err)
 	}
 	if r.Bytes != total {
 		b.Fatalf("relay child moved %d bytes, want %d", r.Bytes, total)
