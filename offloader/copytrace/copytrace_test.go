@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,6 +94,45 @@ func TestSamplerReadsProcAndMetrics(t *testing.T) {
 	}
 }
 
+// The sampler counts the CPU its own samples take (here 40 samples of this
+// process's real /proc/self/stat, /proc/stat and PSI): more than nothing,
+// and no more than the whole process spent meanwhile (rusage, which the
+// kernel keeps to the microsecond); a process's CPU figure over a
+// timeline can then leave the sampling out.
+func TestSamplerCountsItsOwnCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc here:", err)
+	}
+	var r0, r1 syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r0); err != nil {
+		t.Fatal(err)
+	}
+	s := Start(Options{Interval: time.Millisecond, Procs: []Proc{{Name: "self", PID: os.Getpid()}}})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		n := len(s.tl.Samples)
+		s.mu.Unlock()
+		if n >= 40 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tl := s.Stop()
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r1); err != nil {
+		t.Fatal(err)
+	}
+	whole := time.Duration(syscall.TimevalToNsec(r1.Utime) - syscall.TimevalToNsec(r0.Utime) +
+		syscall.TimevalToNsec(r1.Stime) - syscall.TimevalToNsec(r0.Stime)).Seconds()
+	if len(tl.Samples) < 40 || len(tl.Errors) > 0 {
+		t.Fatalf("%d samples, errors %v; want at least 40 and none", len(tl.Samples), tl.Errors)
+	}
+	if tl.SamplerCPUSeconds <= 0 || tl.SamplerCPUSeconds > whole+0.001 {
+		t.Fatalf("the samples took %.6f CPU-s, the process %.6f; want more than 0 and no more than the process", tl.SamplerCPUSeconds, whole)
+	}
+	t.Logf("%d samples took %.2f ms of CPU (%.0f us each); the process %.2f ms", len(tl.Samples), 1000*tl.SamplerCPUSeconds, 1e6*tl.SamplerCPUSeconds/float64(len(tl.Samples)), 1000*whole)
+}
+
 func TestSeriesKeySortsLabels(t *testing.T) {
 	if got := SeriesKey("m", map[string]string{"b": "2", "a": "1"}); got != `m{a="1",b="2"}` {
 		t.Errorf("got %s", got)
@@ -155,9 +195,14 @@ func TestSummarizeStates(t *testing.T) {
 		steps = append(steps, store)
 	}
 	steps = append(steps, bk, bk, fin, fin)
-	s := Summarize(timeline(steps), 2)
+	tl := timeline(steps)
+	tl.SamplerCPUSeconds = 0.125
+	s := Summarize(tl, 2)
 	if len(s.Missing) != 0 {
 		t.Errorf("missing %v", s.Missing)
+	}
+	if s.SamplerCPUSeconds != 0.125 || !strings.Contains(s.String(), "The samples took 0.125 CPU-s") {
+		t.Errorf("the samples' CPU %v s; summary %q", s.SamplerCPUSeconds, s.String())
 	}
 	if !near(s.Whole.Seconds, 2.9) || !near(s.Finish, 0.4) {
 		t.Errorf("whole %v s, finish %v s; want 2.9 and 0.4", s.Whole.Seconds, s.Finish)

@@ -116,6 +116,9 @@ type Summary struct {
 	Missing []string `json:"missing,omitempty"`
 	// Procs are the process names, in the timeline's order.
 	Procs []string `json:"procs"`
+	// SamplerCPUSeconds is the timeline's Timeline.SamplerCPUSeconds:
+	// the CPU its samples took in the sampled process.
+	SamplerCPUSeconds float64 `json:"samplerCpuSeconds"`
 }
 
 // SlowWindow is the length of Summary.Slowest, in seconds.
@@ -132,7 +135,7 @@ type interval struct {
 // Summarize sums up a copy's timeline; parts is the pipeline's parts in
 // flight (for PartsFull).
 func Summarize(tl *Timeline, parts int) Summary {
-	var s Summary
+	s := Summary{SamplerCPUSeconds: tl.SamplerCPUSeconds}
 	for _, p := range tl.Procs {
 		s.Procs = append(s.Procs, p.Name)
 	}
@@ -295,6 +298,7 @@ func (s Summary) String() string {
 	if len(s.Missing) > 0 {
 		fmt.Fprintf(&b, ". Not in the timeline: %s", strings.Join(s.Missing, ", "))
 	}
+	fmt.Fprintf(&b, ". The samples took %.3f CPU-s of the copy's process", s.SamplerCPUSeconds)
 	return b.String()
 }
 

@@ -32,7 +32,9 @@ package offloadbench
 // /proc/self/stat, reported as copyCost) against those of the JVM running
 // Pulsar's offloader over its offload call; the copy's Go allocations per
 // GiB and where it waited (for the bookies, for a free block, finishing);
-// its page faults per GiB; the floor of that CPU on the round's machine
+// its page faults per GiB; that CPU without what the copy's timeline
+// samples took (copytrace's SamplerCPUSeconds: the benchmark's instrument,
+// which a production copy does not run); the floor of that CPU on the round's machine
 // (a bare relay of the same bytes at the copy's rate through two loopback
 // sockets, relay_test.go); the I/O stall time (PSI) during the copy and
 // the raw PUT and the most free memory each step took. Every step starts
@@ -590,7 +592,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	var tks, tkWalls, raws, pulsars, bks, shares, tkCPUs, tkUsers, tkSystems, pulCPUs, cpuRatios, allocs []float64
 	var baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs []float64
 	var roundStates []string
-	var overlaps, relays, relayRatios []float64
+	var overlaps, relays, relayRatios, unsampleds []float64
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
 		var tkTL, rawTL, bkTL copytrace.Summary
@@ -643,15 +645,18 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		share := (bkS + rawS) / tk.copySeconds
 		c := tk.cost
 		tkCPU, pulCPUg := c.CPUSeconds/g, pulCPU/g
+		// The copy's CPU without its timeline's samples (the benchmark's
+		// instrument, which a production copy does not run).
+		unsampled := tkCPU - tkTL.SamplerCPUSeconds/g
 		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs; machine CPU %.0f%% busy), raw multipart %.1f MB/s (%.2fs; CPU %.0f%% busy), Pulsar offloader %.1f MB/s (%.2fs), bookie read alone %.1f MB/s (%.2fs); copy = %.2f of the limit 1/(1/read+1/put) = %.1f MB/s; load %s",
 			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, bkS, share, mbps(l.Length, bkS+rawS), testenv.LoadAvg())
 		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start), raw PUT %.2fs (dirty %.0f MiB at its start); most free memory taken (MemFree at the start minus its lowest): copy %.0f MiB, raw PUT %.0f MiB, read alone %.0f MiB",
 			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB, tkIO.tookFree, rawIO.tookFree, bkIO.tookFree)
-		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB; copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
-			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.PageFaults/g, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
-		b.Logf("round %d: a bare relay of the same bytes at the copy's rate (%.1f MB/s reached; entry-sized writes from one loopback socket, a block-sized buffer, writes to another; the machine otherwise idle) took %.2f CPU-s/GiB: the copy took %.2fx that",
-			r+1, mbps(l.Length, relayS), relayCPU/g, tkCPU/(relayCPU/g))
-		relays, relayRatios = append(relays, relayCPU/g), append(relayRatios, tkCPU/(relayCPU/g))
+		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f; its timeline's samples took %.3f of it: %.2f s without them), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB; copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
+			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, tkTL.SamplerCPUSeconds/g, unsampled, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.PageFaults/g, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
+		b.Logf("round %d: a bare relay of the same bytes at the copy's rate (%.1f MB/s reached; entry-sized writes from one loopback socket, a block-sized buffer, writes to another; the machine otherwise idle) took %.2f CPU-s/GiB: the copy without its timeline's samples took %.2fx that",
+			r+1, mbps(l.Length, relayS), relayCPU/g, unsampled/(relayCPU/g))
+		relays, relayRatios, unsampleds = append(relays, relayCPU/g), append(relayRatios, unsampled/(relayCPU/g)), append(unsampleds, unsampled)
 		b.Logf("round %d: timeline of the copy (every %s): %s", r+1, copytrace.DefaultInterval, tkTL)
 		b.Logf("round %d: servers alone: during the raw PUT %s; during the read alone %s", r+1, cores(rawTL), cores(bkTL))
 		// The store's completion (versitygw assembles the object on one
@@ -690,8 +695,10 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b.Logf("RESULT where the copy's time went (timeline states, share of the copy): %s", strings.Join(roundStates, "; "))
 	b.Logf("RESULT CPU per GiB (median): tierkeeper copy %.2f s (per round %s; user %s, system %s), Pulsar's JVM %.2f s, ratio %.2f (per round %s; goals <= 0.25 and <= 1 s/GiB); copy allocations %.1f MiB/GiB",
 		stats.Median(tkCPUs), fmtList(tkCPUs), fmtList(tkUsers), fmtList(tkSystems), stats.Median(pulCPUs), stats.Median(cpuRatios), fmtList(cpuRatios), stats.Median(allocs)/(1<<20))
+	b.ReportMetric(stats.Median(unsampleds), "tk-unsampled-CPU-s/GiB")
+	b.Logf("RESULT CPU per GiB of the copy without its timeline's samples (median): %.2f s (per round %s)", stats.Median(unsampleds), fmtList(unsampleds))
 	b.ReportMetric(stats.Median(relays), "relay-CPU-s/GiB")
-	b.Logf("RESULT the floor: a bare relay at the copy's rate took %.2f CPU-s/GiB (per round %s); the copy took %.2fx that (per round %s)",
+	b.Logf("RESULT the floor: a bare relay at the copy's rate took %.2f CPU-s/GiB (per round %s); the copy without its timeline's samples took %.2fx that (per round %s)",
 		stats.Median(relays), fmtList(relays), stats.Median(relayRatios), fmtList(relayRatios))
 	if be.baseBin != "" {
 		b.Logf("RESULT base %s (median): copy %.1f MB/s, share of the limit per round %s, CPU %.2f s/GiB (%.2fx Pulsar's), allocations %.1f MiB/GiB",
