@@ -635,9 +635,8 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		}
 		tkm, rawm, pulm, bkm := mbps(l.Length, tk.copySeconds), mbps(tk.objectBytes, rawS), mbps(l.Length, pulS), mbps(l.Length, bkS)
 		// The floor of the copy's CPU on this round's machine: a bare
-		// relay of the same bytes at the copy's rate (relay_test.go).
-		be.primeMemory(l.Length)
-		syscall.Sync()
+		// relay of the same bytes at the copy's rate (relay_test.go). It
+		// writes no page cache, so it needs no priming.
 		relayS, relayCPU := be.relay(l.Length, int(l.Length/(l.LastEntryID+1)), pipeline.DefaultBlockSize, tkm)
 		// The co-located limit: reading alone, then uploading alone, one
 		// after the other (the copy overlaps them, but on shared cores

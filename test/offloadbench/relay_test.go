@@ -8,8 +8,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
 	"time"
+
+	"github.com/tierkeeper/tierkeeper/internal/proccost"
 )
 
 // The relay is the floor of the copy's CPU on the machine of the round:
@@ -21,7 +22,8 @@ import (
 // part) and writes every full buffer to a sink that discards it. No
 // parsing, no digest, no HTTP: only the two socket copies per byte, the
 // loopback TCP path and the Go runtime's waits, whose kernel side is most
-// of the copy's CPU. Its CPU is the child's over its loop (getrusage).
+// of the copy's CPU. Its CPU is the child's over its loop, measured as
+// the copy's step is (proccost: /proc/self/stat).
 // The machine is otherwise idle (no bookie and no store run meanwhile),
 // so it is a lower bound for a copy that shares the cores with them.
 
@@ -160,12 +162,7 @@ func relayChild() int {
 		return 1
 	}
 	buf := make([]byte, c.Block)
-	var r0 syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r0); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	start := time.Now()
+	start := proccost.Now()
 	var total int64
 	for {
 		n, rerr := io.ReadFull(src, buf)
@@ -188,13 +185,11 @@ func relayChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	secs := time.Since(start).Seconds()
-	var r1 syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r1); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	cost := proccost.Now().Since(start)
+	if cost.CPUErr != nil {
+		fmt.Fprintln(os.Stderr, cost.CPUErr)
 		return 1
 	}
-	cpu := time.Duration(syscall.TimevalToNsec(r1.Utime) - syscall.TimevalToNsec(r0.Utime) + syscall.TimevalToNsec(r1.Stime) - syscall.TimevalToNsec(r0.Stime))
-	fmt.Printf(`{"bytes": %d, "seconds": %f, "cpuSeconds": %f}`+"\n", total, secs, cpu.Seconds())
+	fmt.Printf(`{"bytes": %d, "seconds": %f, "cpuSeconds": %f}`+"\n", total, cost.Wall.Seconds(), cost.CPU.Seconds())
 	return 0
 }

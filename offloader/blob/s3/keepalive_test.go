@@ -41,7 +41,7 @@ func TestRequestsShareOneConnection(t *testing.T) {
 	if err := mp.UploadPart(ctx, 1, part); err != nil {
 		t.Fatal(err)
 	}
-	if err := mp.(*multipart).UploadPartVector(ctx, 2, [][]byte{part[:1<<20], part[1<<20:]}); err != nil {
+	if err := blob.UploadPartVector(ctx, mp, 2, [][]byte{part[:1<<20], part[1<<20:]}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mp.Complete(ctx); err != nil {
