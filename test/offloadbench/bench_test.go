@@ -60,7 +60,9 @@ package offloadbench
 // (2), TK_BENCH_SEEKS (16), TK_BENCH_SEEK_BLOCKS (block sizes in MiB for
 // the seek table, default "5,8,16,64"), TK_BENCH_ONLY (a comma list of
 // throughput, rss, seeks: run only those), TK_BENCH_PRIME_MEMORY (1; 0:
-// the steps start without primeMemory).
+// the steps start without primeMemory), TK_BENCH_TLS (0; 1: the store
+// speaks HTTPS only, and the copy, the raw PUT and Pulsar's offloader
+// encrypt what they upload; the bare relay stays plain).
 
 import (
 	"bytes"
@@ -222,6 +224,7 @@ type bench struct {
 	parts   int
 	ledgers map[int]*testenv.WrittenLedger // by size in MiB
 	prime   bool                           // TK_BENCH_PRIME_MEMORY (default on): primeMemory before every step
+	tls     bool                           // TK_BENCH_TLS: the store over HTTPS
 }
 
 func BenchmarkOffload(b *testing.B) {
@@ -235,7 +238,19 @@ func BenchmarkOffload(b *testing.B) {
 	be.bk = testenv.StartBookiesWith(b, be.zk, 3, testenv.BookieOptions{})
 	be.java = testenv.Java(b)
 	be.java.Timeout = 20 * time.Minute
-	be.s3 = testenv.StartS3(b)
+	if testenv.EnvBool(b, "TK_BENCH_TLS", false) {
+		// The store over HTTPS, as production stores are: the copy and
+		// the raw PUT trust its CA through AWS_CA_BUNDLE (inherited by
+		// their processes), Pulsar's JVM through a trust store.
+		ca := testenv.NewCA(b, "bench")
+		be.s3 = testenv.StartPrivateS3TLS(b, ca)
+		b.Setenv("AWS_CA_BUNDLE", be.s3.CAFile)
+		be.java.JVMArgs = append(be.java.JVMArgs, be.java.Build.TrustStoreArgs(b, be.s3.CAFile)...)
+		be.tls = true
+		b.Logf("the store speaks HTTPS only (%s)", be.s3.Endpoint)
+	} else {
+		be.s3 = testenv.StartS3(b)
+	}
 	be.bucket = be.s3.NewBucket(b)
 	be.store = be.storeFile(be.bucket)
 	be.bin = testenv.BuiltCommand(b, "offloader")

@@ -574,3 +574,25 @@ func PayloadSize(entryID int64) int {
 	sizes := [...]int{0, 1, 13, 100, 1024, 4095, 65536, 1 << 20, 257, 31, 8191, 300000}
 	return sizes[entryID%int64(len(sizes))]
 }
+
+// TrustStoreArgs are the JVM options that make a Java tool trust caFile
+// (PEM) for HTTPS, e.g. a TLS S3 server's CA (StartPrivateS3TLS): a
+// PKCS12 trust store made by the JDK's keytool in a temporary directory
+// of t.
+func (b *JavaBuild) TrustStoreArgs(t testing.TB, caFile string) []string {
+	t.Helper()
+	java, err := filepath.EvalSymlinks(b.Java)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "truststore.p12")
+	const pass = "tierkeeper"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(filepath.Dir(java), "keytool"), "-importcert", "-noprompt",
+		"-alias", "ca", "-file", caFile, "-keystore", store, "-storetype", "PKCS12", "-storepass", pass).CombinedOutput()
+	if err != nil {
+		t.Fatalf("keytool: %v\n%s", err, out)
+	}
+	return []string{"-Djavax.net.ssl.trustStore=" + store, "-Djavax.net.ssl.trustStoreType=PKCS12", "-Djavax.net.ssl.trustStorePassword=" + pass}
+}

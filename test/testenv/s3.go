@@ -9,10 +9,13 @@ package testenv
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +40,13 @@ const S3VirtualDomain = "s3.tierkeeper.test"
 
 // S3 is a running versitygw S3 server.
 type S3 struct {
-	// Endpoint is "http://127.0.0.1:<port>" (path-style addressing).
+	// Endpoint is "http://127.0.0.1:<port>" (path-style addressing), or
+	// "https://..." for a server of StartPrivateS3TLS.
 	Endpoint string
+	// CAFile is the CA certificate (PEM) that signed a TLS server's
+	// certificate; "" for plain HTTP. Clients trust it through
+	// AWS_CA_BUNDLE (the s3 provider) or as their RootCAs.
+	CAFile string
 	// Addr is "127.0.0.1:<port>".
 	Addr string
 	// AccessKey and SecretKey are the root credentials (random per server).
@@ -81,7 +89,7 @@ var errVersitygwMissing = errors.New("versitygw not installed")
 func StartS3(t testing.TB) *S3 {
 	t.Helper()
 	sharedS3Once.Do(func() {
-		sharedS3, sharedS3Err = startS3Process(false)
+		sharedS3, sharedS3Err = startS3Process(false, nil, nil)
 	})
 	if errors.Is(sharedS3Err, errVersitygwMissing) {
 		Unavailable(t, "%v (make deps installs %s)", sharedS3Err, Versitygw())
@@ -120,7 +128,25 @@ func StopSharedS3() {
 // to kill or restart the server.
 func StartPrivateS3(t testing.TB) *S3 {
 	t.Helper()
-	s, err := startS3Process(true)
+	return startPrivateS3(t, nil)
+}
+
+// StartPrivateS3TLS starts a server owned by t, as StartPrivateS3, that
+// speaks HTTPS only, with a certificate ca issues for 127.0.0.1 and
+// *.s3.tierkeeper.test (virtual-host addressing).
+func StartPrivateS3TLS(t testing.TB, ca *CA) *S3 {
+	t.Helper()
+	return startPrivateS3(t, ca)
+}
+
+func startPrivateS3(t testing.TB, ca *CA) *S3 {
+	t.Helper()
+	var cert *Cert
+	if ca != nil {
+		c := ca.Issue(t, "versitygw", "127.0.0.1", "*."+S3VirtualDomain, S3VirtualDomain)
+		cert = &c
+	}
+	s, err := startS3Process(true, ca, cert)
 	if errors.Is(err, errVersitygwMissing) {
 		Unavailable(t, "%v (make deps installs %s)", err, Versitygw())
 		return nil
@@ -175,7 +201,7 @@ func (s *S3) Restart() error {
 	return nil
 }
 
-func startS3Process(private bool) (*S3, error) {
+func startS3Process(private bool, ca *CA, cert *Cert) (*S3, error) {
 	bin := Versitygw()
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%w: %s", errVersitygwMissing, bin)
@@ -202,7 +228,13 @@ func startS3Process(private bool) (*S3, error) {
 	// the connection after every response, so each part upload or ranged
 	// GET pays a new connection and starts with small TCP buffers.
 	args := []string{"--access", s.AccessKey, "--secret", s.SecretKey, "--region", s.Region,
-		"--virtual-domain", S3VirtualDomain, "--keep-alive", "posix"}
+		"--virtual-domain", S3VirtualDomain, "--keep-alive"}
+	scheme := "http"
+	if cert != nil {
+		args = append(args, "--cert", cert.CertFile, "--key", cert.KeyFile)
+		scheme, s.CAFile = "https", ca.CertFile
+	}
+	args = append(args, "posix")
 	// The posix backend keeps metadata in xattrs; use a sidecar directory
 	// where the file system has none.
 	if err := unix.Setxattr(root, "user.tierkeeper-probe", []byte("1"), 0); err != nil {
@@ -234,11 +266,14 @@ func startS3Process(private bool) (*S3, error) {
 			continue
 		}
 		s.Addr = addr
-		s.Endpoint = "http://" + addr
-		s.VirtualEndpoint = fmt.Sprintf("http://%s:%d", S3VirtualDomain, port)
+		s.Endpoint = scheme + "://" + addr
+		s.VirtualEndpoint = fmt.Sprintf("%s://%s:%d", scheme, S3VirtualDomain, port)
 		s.proc = p
 		s.argv = full
-		s.client = s.newClient()
+		if s.client, err = s.newClient(); err != nil {
+			p.Stop()
+			return nil, err
+		}
 		return s, nil
 	}
 	return nil, lastErr
@@ -302,8 +337,20 @@ func (s *S3) DialContext(ctx context.Context, network, _ string) (net.Conn, erro
 // credentials).
 func (s *S3) Client() *s3.Client { return s.client }
 
-func (s *S3) newClient() *s3.Client {
-	return s3.New(s3.Options{
+func (s *S3) newClient() (*s3.Client, error) {
+	var hc *http.Client
+	if s.CAFile != "" {
+		pem, err := os.ReadFile(s.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("testenv: no certificate in %s", s.CAFile)
+		}
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	}
+	opts := s3.Options{
 		Region:       s.Region,
 		BaseEndpoint: aws.String(s.Endpoint),
 		UsePathStyle: true,
@@ -312,7 +359,11 @@ func (s *S3) newClient() *s3.Client {
 		// requests plain.
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	})
+	}
+	if hc != nil {
+		opts.HTTPClient = hc
+	}
+	return s3.New(opts), nil
 }
 
 // NewBucket creates a fresh, empty bucket named after the test and returns

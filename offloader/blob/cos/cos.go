@@ -105,8 +105,9 @@ func New(cfg Config, opts Options) (*Store, error) {
 			t.DialContext = opts.DialContext
 		}
 		// A part's body goes to the socket without net/http's 32 KiB
-		// copies where the SDK passes it through unwrapped.
-		t.DialContext = blob.WholeBodyWrites(t.DialContext)
+		// copies where the SDK passes it through unwrapped, over TLS
+		// too.
+		blob.BodyWrites(t)
 		tr = t
 	}
 	client := cossdk.NewClient(&cossdk.BaseURL{BucketURL: u}, &http.Client{Transport: &cossdk.AuthorizationTransport{

@@ -17,9 +17,19 @@ import (
 // a ranged GET) go over one connection to a keep-alive server. A new
 // connection per request (a body left unread, a wrapper that breaks the
 // transport's pool, a server that closes) costs every part a connect and
-// TCP buffers that start small.
+// TCP buffers that start small. Over TLS too, where the connection is
+// blob.BodyWrites's own (a new one would also cost a handshake).
 func TestRequestsShareOneConnection(t *testing.T) {
-	srv := testenv.StartS3(t)
+	t.Run("http", func(t *testing.T) { requestsShareOneConnection(t, testenv.StartS3(t)) })
+	t.Run("https", func(t *testing.T) {
+		ca := testenv.NewCA(t, "s3")
+		srv := testenv.StartPrivateS3TLS(t, ca)
+		t.Setenv("AWS_CA_BUNDLE", srv.CAFile)
+		requestsShareOneConnection(t, srv)
+	})
+}
+
+func requestsShareOneConnection(t *testing.T, srv *testenv.S3) {
 	var dials atomic.Int64
 	d := &net.Dialer{}
 	st := newTestStore(t, staticConfig(srv, srv.NewBucket(t)), Options{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -163,8 +163,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
 				t.DialContext = opts.DialContext
 			}
 			// A part's body goes to the socket without net/http's 32 KiB
-			// copies: a gather list in one writev.
-			t.DialContext = blob.WholeBodyWrites(t.DialContext)
+			// copies: a gather list in one writev, or over TLS encrypted
+			// from its slices and sent 256 KiB of records at a time.
+			blob.BodyWrites(t)
 		})
 		tr = bc.GetTransport()
 	}

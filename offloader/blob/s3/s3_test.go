@@ -32,6 +32,22 @@ func TestAcceptancePathStyle(t *testing.T) {
 	blobtest.AcceptanceTest(t, newTestStore(t, staticConfig(srv, srv.NewBucket(t)), Options{ListPageSize: 3}))
 }
 
+// Over https, with the server's CA from AWS_CA_BUNDLE as a deployment
+// with a private CA gives it: bodies take blob.BodyWrites's TLS path.
+func TestAcceptanceTLS(t *testing.T) {
+	ca := testenv.NewCA(t, "s3")
+	srv := testenv.StartPrivateS3TLS(t, ca)
+	t.Setenv("AWS_CA_BUNDLE", srv.CAFile)
+	t.Run("path", func(t *testing.T) {
+		blobtest.AcceptanceTest(t, newTestStore(t, staticConfig(srv, srv.NewBucket(t)), Options{ListPageSize: 3}))
+	})
+	t.Run("virtual", func(t *testing.T) {
+		cfg := staticConfig(srv, srv.NewBucket(t))
+		cfg.Endpoint, cfg.Addressing = srv.VirtualEndpoint, "virtual"
+		blobtest.AcceptanceTest(t, newTestStore(t, cfg, Options{DialContext: srv.DialContext}))
+	})
+}
+
 func TestAcceptanceVirtualHost(t *testing.T) {
 	srv := testenv.StartS3(t)
 	cfg := staticConfig(srv, srv.NewBucket(t))
