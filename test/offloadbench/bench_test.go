@@ -712,8 +712,12 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b.ReportMetric(stats.Median(unsampleds), "tk-unsampled-CPU-s/GiB")
 	b.Logf("RESULT CPU per GiB of the copy without its timeline's samples (median): %.2f s (per round %s)", stats.Median(unsampleds), fmtList(unsampleds))
 	b.ReportMetric(stats.Median(relays), "relay-CPU-s/GiB")
-	b.Logf("RESULT the floor: a bare relay at the copy's rate took %.2f CPU-s/GiB (per round %s); the copy without its timeline's samples took %.2fx that (per round %s)",
-		stats.Median(relays), fmtList(relays), stats.Median(relayRatios), fmtList(relayRatios))
+	plain := ""
+	if be.tls {
+		plain = " (the relay speaks plain TCP; the copy encrypts what it uploads)"
+	}
+	b.Logf("RESULT the floor: a bare relay at the copy's rate took %.2f CPU-s/GiB (per round %s); the copy without its timeline's samples took %.2fx that (per round %s)%s",
+		stats.Median(relays), fmtList(relays), stats.Median(relayRatios), fmtList(relayRatios), plain)
 	if be.baseBin != "" {
 		b.Logf("RESULT base %s (median): copy %.1f MB/s, share of the limit per round %s, CPU %.2f s/GiB (%.2fx Pulsar's), allocations %.1f MiB/GiB",
 			be.baseRev, stats.Median(baseMBs), fmtList(baseShares), stats.Median(baseCPUs), stats.Median(baseRatios), stats.Median(baseAllocs)/(1<<20))
