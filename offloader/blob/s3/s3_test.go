@@ -2,7 +2,9 @@ package s3
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/blobtest"
@@ -46,6 +48,27 @@ func TestAcceptanceTLS(t *testing.T) {
 		cfg.Endpoint, cfg.Addressing = srv.VirtualEndpoint, "virtual"
 		blobtest.AcceptanceTest(t, newTestStore(t, cfg, Options{DialContext: srv.DialContext}))
 	})
+}
+
+// A server whose certificate no trusted CA signed: the request fails
+// (after the SDK's retries) naming the handshake, the server and the
+// reason.
+func TestTLSUntrustedServerIsAClearError(t *testing.T) {
+	srv := testenv.StartPrivateS3TLS(t, testenv.NewCA(t, "s3"))
+	t.Setenv("AWS_CA_BUNDLE", "")
+	st := newTestStore(t, staticConfig(srv, "some-bucket"), Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := st.Head(ctx, "x")
+	if err == nil {
+		t.Fatal("Head over TLS to a server signed by an unknown CA succeeded")
+	}
+	t.Logf("error: %v", err)
+	for _, want := range []string{"TLS handshake with " + srv.Addr, "certificate signed by unknown authority"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
 }
 
 func TestAcceptanceVirtualHost(t *testing.T) {
