@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // countingConn counts the writes that reach the socket and their sizes.
@@ -25,6 +26,30 @@ func (c *countingConn) Write(p []byte) (int, error) {
 	c.writes = append(c.writes, len(p))
 	c.mu.Unlock()
 	return c.Conn.Write(p)
+}
+
+// countingDialer dials TCP and keeps every connection as a countingConn.
+type countingDialer struct {
+	mu    sync.Mutex
+	conns []*countingConn
+}
+
+func (d *countingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	cc := &countingConn{Conn: c}
+	d.mu.Lock()
+	d.conns = append(d.conns, cc)
+	d.mu.Unlock()
+	return cc, nil
+}
+
+func (d *countingDialer) all() []*countingConn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*countingConn(nil), d.conns...)
 }
 
 func (c *countingConn) largest() int {
@@ -60,22 +85,10 @@ func TestWholeBodyWritesSendsTheBodyInOneWrite(t *testing.T) {
 	}))
 	defer srv.Close()
 	for _, whole := range []bool{false, true} {
-		var conns []*countingConn
-		var mu sync.Mutex
-		count := func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			cc := &countingConn{Conn: c}
-			mu.Lock()
-			conns = append(conns, cc)
-			mu.Unlock()
-			return cc, nil
-		}
-		dial := DialFunc(count)
+		d := &countingDialer{}
+		dial := DialFunc(d.DialContext)
 		if whole {
-			dial = WholeBodyWrites(count)
+			dial = WholeBodyWrites(d.DialContext)
 		}
 		tr := &http.Transport{DialContext: dial}
 		req, err := http.NewRequest(http.MethodPut, srv.URL+"/x", bytes.NewReader(body))
@@ -91,6 +104,7 @@ func TestWholeBodyWritesSendsTheBodyInOneWrite(t *testing.T) {
 		if resp.StatusCode != 200 || gotLen != len(body) || got != want {
 			t.Fatalf("whole=%v: status %d, server got %d bytes (sha256 match %v)", whole, resp.StatusCode, gotLen, got == want)
 		}
+		conns := d.all()
 		if len(conns) != 1 {
 			t.Fatalf("whole=%v: %d connections", whole, len(conns))
 		}
@@ -113,6 +127,17 @@ func tcpPair(t *testing.T) (client net.Conn, received func() []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	drained := drainOne(t, ln)
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, func() []byte { c.Close(); return drained() }
+}
+
+// drainOne accepts one connection on ln and reads it to its end (30 s at
+// most); drained waits for that and returns what was read.
+func drainOne(t *testing.T, ln net.Listener) (drained func() []byte) {
 	// The listener is closed only once the connection is accepted: closing
 	// it with the connection still in the accept queue resets it.
 	t.Cleanup(func() { ln.Close() })
@@ -126,13 +151,10 @@ func tcpPair(t *testing.T) (client net.Conn, received func() []byte) {
 			return
 		}
 		defer s.Close()
-		io.Copy(&buf, s)
+		_ = s.SetDeadline(time.Now().Add(30 * time.Second))
+		_, _ = io.Copy(&buf, s)
 	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, func() []byte { c.Close(); <-done; return buf.Bytes() }
+	return func() []byte { <-done; return buf.Bytes() }
 }
 
 func TestWholeWriteConnLimitsAndFallsBack(t *testing.T) {

@@ -71,20 +71,8 @@ func TestBodyWritesOverTLSBatchesRecords(t *testing.T) {
 	}
 	for name, body := range bodies {
 		for _, batched := range []bool{false, true} {
-			var mu sync.Mutex
-			var conns []*countingConn
-			tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true,
-				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-					if err != nil {
-						return nil, err
-					}
-					cc := &countingConn{Conn: c}
-					mu.Lock()
-					conns = append(conns, cc)
-					mu.Unlock()
-					return cc, nil
-				}}
+			d := &countingDialer{}
+			tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true, DialContext: d.DialContext}
 			if batched {
 				BodyWrites(tr)
 			}
@@ -105,6 +93,7 @@ func TestBodyWritesOverTLSBatchesRecords(t *testing.T) {
 			if resp.StatusCode != 200 || n != len(all) || sum != want {
 				t.Fatalf("%s, batched=%v: status %d, server got %d bytes of %d (sha256 match %v)", name, batched, resp.StatusCode, n, len(all), sum == want)
 			}
+			conns := d.all()
 			if len(conns) != 1 {
 				t.Fatalf("%s, batched=%v: %d connections, want 1", name, batched, len(conns))
 			}
@@ -140,20 +129,7 @@ func tlsPeer(t *testing.T) (net.Conn, func() []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	var buf bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s, err := ln.Accept()
-		ln.Close()
-		if err != nil {
-			return
-		}
-		defer s.Close()
-		_ = s.SetDeadline(time.Now().Add(30 * time.Second))
-		_, _ = io.Copy(&buf, s)
-	}()
+	drained := drainOne(t, ln)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "example.com"}}
 	BodyWrites(tr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -162,7 +138,7 @@ func tlsPeer(t *testing.T) (net.Conn, func() []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, func() []byte { c.Close(); <-done; return buf.Bytes() }
+	return c, func() []byte { c.Close(); return drained() }
 }
 
 func TestTLSBodyConnLimitsAndFallsBack(t *testing.T) {
