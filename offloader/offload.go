@@ -157,7 +157,8 @@ type OffloadedLedger struct {
 
 // CopyCost is what a ledger's copy step cost and where its time went. The
 // waits come from the pipeline; the process figures (CPU from
-// /proc/self/stat, Go allocations, GCs) from a caller that measures the
+// /proc/self/stat, system calls from /proc/self/io, Go allocations, GCs)
+// from a caller that measures the
 // copy step (offloader offload, which copies one ledger at a time).
 type CopyCost struct {
 	CPUSeconds      float64  `json:"cpuSeconds"`
@@ -165,6 +166,9 @@ type CopyCost struct {
 	SystemSeconds   float64  `json:"systemSeconds"`
 	CPUError        string   `json:"cpuError,omitempty"`
 	PageFaults      uint64   `json:"pageFaults"`
+	ReadCalls       uint64   `json:"readCalls"`
+	WriteCalls      uint64   `json:"writeCalls"`
+	IOError         string   `json:"ioError,omitempty"`
 	AllocBytes      uint64   `json:"allocBytes"`
 	Allocs          uint64   `json:"allocs"`
 	GCCycles        uint32   `json:"gcCycles"`

@@ -13,7 +13,7 @@ import (
 )
 
 // costObserver measures every copy step (process CPU from /proc/self/stat,
-// Go allocations) and, with a profile directory, records its CPU, block,
+// system calls from /proc/self/io, Go allocations) and, with a profile directory, records its CPU, block,
 // mutex and allocation profiles; the rest goes to the wrapped observer.
 type costObserver struct {
 	pipeline.Observer
@@ -51,9 +51,12 @@ func (o *costObserver) StepDone(t mledger.LedgerRef, s pipeline.Step, d time.Dur
 		o.mu.Lock()
 		c := proccost.Now().Since(o.start)
 		doc := &offloader.CopyCost{CPUSeconds: c.CPU.Seconds(), UserSeconds: c.User.Seconds(), SystemSeconds: c.System.Seconds(), PageFaults: c.PageFaults, AllocBytes: c.AllocBytes, Allocs: c.Allocs,
-			GCCycles: c.GCCycles, GCPauseSeconds: c.GCPause.Seconds()}
+			GCCycles: c.GCCycles, GCPauseSeconds: c.GCPause.Seconds(), ReadCalls: c.ReadCalls, WriteCalls: c.WriteCalls}
 		if c.CPUErr != nil {
 			doc.CPUError = c.CPUErr.Error()
+		}
+		if c.IOErr != nil {
+			doc.IOError = c.IOErr.Error()
 		}
 		if o.prof != nil {
 			files, perr := o.prof.Stop()

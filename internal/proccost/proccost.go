@@ -1,6 +1,7 @@
 // Package proccost measures what a stretch of work costs the running
-// process: user+system CPU seconds from /proc/self/stat and Go heap
-// allocations from runtime.MemStats, and, on request, CPU, blocking, mutex
+// process: user+system CPU seconds from /proc/self/stat, read and write
+// system calls from /proc/self/io, and Go heap allocations from
+// runtime.MemStats, and, on request, CPU, blocking, mutex
 // and allocation profiles of the same stretch. The offloader's copy step is
 // measured this way (offloader offload reports it per ledger); the figures
 // are the whole process's, so they describe one step only while nothing
@@ -33,6 +34,12 @@ type Sample struct {
 	// backs guest memory lazily a fault on a page the guest returned to the
 	// host costs the host's fault too, charged here as system time).
 	PageFaults uint64
+	// ReadCalls and WriteCalls are the read-like and write-like system
+	// calls so far (/proc/self/io syscr and syscw: read, readv, write,
+	// writev on files, pipes and sockets); zero when it could not be read
+	// (IOErr says why).
+	ReadCalls, WriteCalls uint64
+	IOErr                 error
 	// AllocBytes and Allocs are runtime.MemStats.TotalAlloc and Mallocs.
 	AllocBytes, Allocs uint64
 	// GCCycles is runtime.MemStats.NumGC.
@@ -50,7 +57,21 @@ func Now() Sample {
 	s := Sample{AllocBytes: ms.TotalAlloc, Allocs: ms.Mallocs, GCCycles: ms.NumGC, GCPause: time.Duration(ms.PauseTotalNs), At: time.Now()}
 	s.User, s.System, s.PageFaults, s.CPUErr = selfStat()
 	s.CPU = s.User + s.System
+	s.ReadCalls, s.WriteCalls, s.IOErr = selfIO()
 	return s
+}
+
+// selfIO is the process's read-like and write-like system calls so far.
+func selfIO() (reads, writes uint64, err error) {
+	p, err := procfs.Self()
+	if err != nil {
+		return 0, 0, fmt.Errorf("proccost: /proc/self: %w", err)
+	}
+	io, err := p.IO()
+	if err != nil {
+		return 0, 0, fmt.Errorf("proccost: /proc/self/io: %w", err)
+	}
+	return io.SyscR, io.SyscW, nil
 }
 
 // selfStat is the process's user and system CPU time and page faults.
@@ -109,6 +130,11 @@ type Cost struct {
 	User, System time.Duration
 	// PageFaults is the number of page faults taken (zero with CPUErr).
 	PageFaults uint64
+	// ReadCalls and WriteCalls are the read-like and write-like system
+	// calls made; IOErr is set (and they are zero) when either sample
+	// could not read /proc/self/io.
+	ReadCalls, WriteCalls uint64
+	IOErr                 error
 	// AllocBytes and Allocs are the heap bytes and objects allocated.
 	AllocBytes, Allocs uint64
 	// GCCycles is the number of garbage collections that ended, GCPause
@@ -124,6 +150,9 @@ func (s Sample) Since(start Sample) Cost {
 	if c.CPUErr = errors.Join(start.CPUErr, s.CPUErr); c.CPUErr == nil {
 		c.CPU, c.User, c.System = s.CPU-start.CPU, s.User-start.User, s.System-start.System
 		c.PageFaults = s.PageFaults - start.PageFaults
+	}
+	if c.IOErr = errors.Join(start.IOErr, s.IOErr); c.IOErr == nil {
+		c.ReadCalls, c.WriteCalls = s.ReadCalls-start.ReadCalls, s.WriteCalls-start.WriteCalls
 	}
 	return c
 }

@@ -49,6 +49,35 @@ func TestCostCountsCPUAndAllocations(t *testing.T) {
 	}
 }
 
+// 100 writes and 100 reads through a pipe are counted as at least that
+// many system calls, and no more than they plus what the runtime made
+// meanwhile.
+func TestCostCountsSystemCalls(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	start := Now()
+	buf := make([]byte, 64)
+	for range 100 {
+		if _, err := w.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := Now().Since(start)
+	if c.IOErr != nil {
+		t.Fatal(c.IOErr)
+	}
+	if c.WriteCalls < 100 || c.ReadCalls < 100 || c.WriteCalls > 1000 || c.ReadCalls > 1000 {
+		t.Errorf("%d read and %d write calls counted for 100 of each", c.ReadCalls, c.WriteCalls)
+	}
+}
+
 func TestProfileWritesEveryKind(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "prof")
 	p, err := StartProfile(dir, "copy-1")

@@ -372,6 +372,8 @@ type copyCost struct {
 	SystemSeconds   float64  `json:"systemSeconds"`
 	CPUError        string   `json:"cpuError"`
 	PageFaults      float64  `json:"pageFaults"`
+	ReadCalls       float64  `json:"readCalls"`
+	WriteCalls      float64  `json:"writeCalls"`
 	AllocBytes      float64  `json:"allocBytes"`
 	Allocs          float64  `json:"allocs"`
 	GCCycles        int      `json:"gcCycles"`
@@ -666,8 +668,8 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, bkS, share, mbps(l.Length, bkS+rawS), testenv.LoadAvg())
 		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start), raw PUT %.2fs (dirty %.0f MiB at its start); most free memory taken (MemFree at the start minus its lowest): copy %.0f MiB, raw PUT %.0f MiB, read alone %.0f MiB",
 			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB, tkIO.tookFree, rawIO.tookFree, bkIO.tookFree)
-		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f; its timeline's samples took %.3f of it: %.2f s without them), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB; copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
-			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, tkTL.SamplerCPUSeconds/g, unsampled, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.PageFaults/g, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
+		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f; its timeline's samples took %.3f of it: %.2f s without them), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB, %.0f read and %.0f write system calls/GiB; copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
+			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, tkTL.SamplerCPUSeconds/g, unsampled, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.PageFaults/g, c.ReadCalls/g, c.WriteCalls/g, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
 		b.Logf("round %d: a bare relay of the same bytes at the copy's rate (%.1f MB/s reached; entry-sized writes from one loopback socket, a block-sized buffer, writes to another; the machine otherwise idle) took %.2f CPU-s/GiB: the copy without its timeline's samples took %.2fx that",
 			r+1, mbps(l.Length, relayS), relayCPU/g, unsampled/(relayCPU/g))
 		relays, relayRatios, unsampleds = append(relays, relayCPU/g), append(relayRatios, unsampled/(relayCPU/g)), append(unsampleds, unsampled)
@@ -686,8 +688,8 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		if be.baseBin != "" {
 			bc := base.cost
 			bm, bshare, bcpu := mbps(l.Length, base.copySeconds), (bkS+rawS)/base.copySeconds, bc.CPUSeconds/g
-			b.Logf("round %d: base %s copy %.1f MB/s (%.2fs) = %.2f of the limit; CPU %.2f s/GiB (user %.2f, system %.2f; zero: the base does not report them) (%.2fx Pulsar's); allocated %.0f MiB/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB; waited %.2fs for the bookies, %.2fs in Add, %.2fs finishing",
-				r+1, be.baseRev, bm, base.copySeconds, bshare, bcpu, bc.UserSeconds/g, bc.SystemSeconds/g, bcpu/pulCPUg, bc.AllocBytes/(1<<20)/g, bc.GCCycles, 1000*bc.GCPauseSeconds, bc.PageFaults/g, bc.ReadWaitSeconds, bc.AddSeconds, bc.FinishSeconds)
+			b.Logf("round %d: base %s copy %.1f MB/s (%.2fs) = %.2f of the limit; CPU %.2f s/GiB (user %.2f, system %.2f) (%.2fx Pulsar's); allocated %.0f MiB/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB, %.0f read and %.0f write system calls/GiB (a figure the base does not report is zero); waited %.2fs for the bookies, %.2fs in Add, %.2fs finishing",
+				r+1, be.baseRev, bm, base.copySeconds, bshare, bcpu, bc.UserSeconds/g, bc.SystemSeconds/g, bcpu/pulCPUg, bc.AllocBytes/(1<<20)/g, bc.GCCycles, 1000*bc.GCPauseSeconds, bc.PageFaults/g, bc.ReadCalls/g, bc.WriteCalls/g, bc.ReadWaitSeconds, bc.AddSeconds, bc.FinishSeconds)
 			baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs = append(baseMBs, bm), append(baseShares, bshare), append(baseCPUs, bcpu), append(baseRatios, bcpu/pulCPUg), append(baseAllocs, bc.AllocBytes/g)
 		}
 		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)
