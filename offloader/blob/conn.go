@@ -19,9 +19,13 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // request body holds more bytes than its Content-Length.
 var ErrBodyTooLong = errors.New("request body longer than its Content-Length")
 
-// tlsBatchBytes bounds the TLS records a connection of BodyWrites gathers
-// before one system call: 16 records of 16 KiB.
+// tlsBatchBytes is the plaintext a connection of BodyWrites gathers, as
+// TLS records, before one system call: 16 records of 16 KiB.
 const tlsBatchBytes = 256 << 10
+
+// tlsBatchCap holds tlsBatchBytes of plaintext as records: each adds a
+// header, a tag and (TLS 1.3) its type, under 64 bytes.
+const tlsBatchCap = tlsBatchBytes + tlsBatchBytes/(16<<10)*64
 
 // defaultTLSHandshakeTimeout bounds a handshake of BodyWrites when the
 // transport sets none (net/http's DefaultTransport's value).
@@ -177,16 +181,22 @@ func (c *tlsBodyConn) WriteBuffers(bufs net.Buffers) (int64, error) {
 }
 
 // ReadFrom lets a body that can write itself do so (see wholeWriteConn);
-// any other body is copied through a 32 KiB buffer, each piece one Write.
+// any other body (the COS SDK's, which computes its CRC-64 as it is read)
+// is copied through a buffer of up to tlsBatchBytes, each piece one Write
+// and so one system call.
 func (c *tlsBodyConn) ReadFrom(r io.Reader) (int64, error) {
 	if n, ok, err := writeWholeBody(c, r); ok {
 		return n, err
 	}
-	return io.Copy(writerOnly{c}, r)
+	size := int64(tlsBatchBytes)
+	if lr, ok := r.(*io.LimitedReader); ok && lr.N < size {
+		size = max(lr.N, 1)
+	}
+	return io.CopyBuffer(writerOnly{c}, r, make([]byte, size))
 }
 
 // recordBatcher sits under a tls.Conn. Between gather and release it
-// keeps the records written to it and sends them tlsBatchBytes at a time;
+// keeps the records written to it and sends them tlsBatchCap at a time;
 // otherwise (the handshake, alerts, close_notify) writes go straight
 // through. A failed send fails every later write: records were reported
 // sent that were not.
@@ -202,7 +212,7 @@ func (b *recordBatcher) gather() {
 	b.mu.Lock()
 	b.on = true
 	if b.buf == nil {
-		b.buf = make([]byte, 0, tlsBatchBytes)
+		b.buf = make([]byte, 0, tlsBatchCap)
 	}
 	b.mu.Unlock()
 }
