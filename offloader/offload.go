@@ -158,8 +158,8 @@ type OffloadedLedger struct {
 // CopyCost is what a ledger's copy step cost and where its time went. The
 // waits come from the pipeline; the process figures (CPU from
 // /proc/self/stat, system calls from /proc/self/io, Go allocations, GCs)
-// from a caller that measures the
-// copy step (offloader offload, which copies one ledger at a time).
+// from a caller that measures the copy step (offloader offload, which
+// copies one ledger at a time).
 type CopyCost struct {
 	CPUSeconds      float64  `json:"cpuSeconds"`
 	UserSeconds     float64  `json:"userSeconds"`

@@ -13,8 +13,9 @@ import (
 )
 
 // costObserver measures every copy step (process CPU from /proc/self/stat,
-// system calls from /proc/self/io, Go allocations) and, with a profile directory, records its CPU, block,
-// mutex and allocation profiles; the rest goes to the wrapped observer.
+// system calls from /proc/self/io, Go allocations) and, with a profile
+// directory, records its CPU, block, mutex and allocation profiles; the
+// rest goes to the wrapped observer.
 type costObserver struct {
 	pipeline.Observer
 	profileDir string

@@ -1,8 +1,8 @@
 // Package proccost measures what a stretch of work costs the running
 // process: user+system CPU seconds from /proc/self/stat, read and write
-// system calls from /proc/self/io, and Go heap allocations from
-// runtime.MemStats, and, on request, CPU, blocking, mutex
-// and allocation profiles of the same stretch. The offloader's copy step is
+// system calls from /proc/self/io, Go heap allocations from
+// runtime.MemStats and, on request, CPU, blocking, mutex and allocation
+// profiles of the same stretch. The offloader's copy step is
 // measured this way (offloader offload reports it per ledger); the figures
 // are the whole process's, so they describe one step only while nothing
 // else runs in it.
@@ -55,18 +55,20 @@ func Now() Sample {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s := Sample{AllocBytes: ms.TotalAlloc, Allocs: ms.Mallocs, GCCycles: ms.NumGC, GCPause: time.Duration(ms.PauseTotalNs), At: time.Now()}
-	s.User, s.System, s.PageFaults, s.CPUErr = selfStat()
+	p, err := procfs.Self()
+	if err != nil {
+		err = fmt.Errorf("proccost: /proc/self: %w", err)
+		s.CPUErr, s.IOErr = err, err
+		return s
+	}
+	s.User, s.System, s.PageFaults, s.CPUErr = selfStat(p)
 	s.CPU = s.User + s.System
-	s.ReadCalls, s.WriteCalls, s.IOErr = selfIO()
+	s.ReadCalls, s.WriteCalls, s.IOErr = selfIO(p)
 	return s
 }
 
 // selfIO is the process's read-like and write-like system calls so far.
-func selfIO() (reads, writes uint64, err error) {
-	p, err := procfs.Self()
-	if err != nil {
-		return 0, 0, fmt.Errorf("proccost: /proc/self: %w", err)
-	}
+func selfIO(p procfs.Proc) (reads, writes uint64, err error) {
 	io, err := p.IO()
 	if err != nil {
 		return 0, 0, fmt.Errorf("proccost: /proc/self/io: %w", err)
@@ -75,11 +77,7 @@ func selfIO() (reads, writes uint64, err error) {
 }
 
 // selfStat is the process's user and system CPU time and page faults.
-func selfStat() (user, system time.Duration, faults uint64, err error) {
-	p, err := procfs.Self()
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("proccost: /proc/self: %w", err)
-	}
+func selfStat(p procfs.Proc) (user, system time.Duration, faults uint64, err error) {
 	st, err := p.Stat()
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("proccost: /proc/self/stat: %w", err)

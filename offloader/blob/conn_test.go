@@ -28,6 +28,18 @@ func (c *countingConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
+// partSlices is a part as a gather list of slices of very different
+// sizes (a block header, payloads, an entry header, the padding), and
+// their concatenation.
+func partSlices() (slices [][]byte, all []byte) {
+	slices = [][]byte{bytes.Repeat([]byte{1}, 140), bytes.Repeat([]byte{2}, 1<<20), bytes.Repeat([]byte{3}, 12),
+		bytes.Repeat([]byte{4}, 3<<20), bytes.Repeat([]byte{5}, 7)}
+	for _, s := range slices {
+		all = append(all, s...)
+	}
+	return slices, all
+}
+
 // countingDialer dials TCP and keeps every connection as a countingConn.
 type countingDialer struct {
 	mu    sync.Mutex
@@ -201,12 +213,7 @@ func TestWholeWriteConnLimitsAndFallsBack(t *testing.T) {
 // gets their concatenation. Without WholeBodyWrites the same body leaves in
 // 32 KiB writes.
 func TestWholeBodyWritesSendsAVectorAsItsSlices(t *testing.T) {
-	slices := [][]byte{bytes.Repeat([]byte{1}, 140), bytes.Repeat([]byte{2}, 1<<20), bytes.Repeat([]byte{3}, 12),
-		bytes.Repeat([]byte{4}, 3<<20), bytes.Repeat([]byte{5}, 7)}
-	var all []byte
-	for _, s := range slices {
-		all = append(all, s...)
-	}
+	slices, all := partSlices()
 	want := sha256.Sum256(all)
 	var got [32]byte
 	var gotLen int

@@ -58,12 +58,7 @@ func (s *tlsServer) got() ([32]byte, int) {
 func TestBodyWritesOverTLSBatchesRecords(t *testing.T) {
 	srv := newTLSServer(t)
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	slices := [][]byte{bytes.Repeat([]byte{1}, 140), bytes.Repeat([]byte{2}, 1<<20), bytes.Repeat([]byte{3}, 12),
-		bytes.Repeat([]byte{4}, 3<<20), bytes.Repeat([]byte{5}, 7)}
-	var all []byte
-	for _, s := range slices {
-		all = append(all, s...)
-	}
+	slices, all := partSlices()
 	want := sha256.Sum256(all)
 	bodies := map[string]func() (io.Reader, int64){
 		"gather list": func() (io.Reader, int64) { v := NewVectorReader(slices); return v, v.Size() },

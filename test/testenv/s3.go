@@ -348,7 +348,11 @@ func (s *S3) newClient() (*s3.Client, error) {
 		if !roots.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("testenv: no certificate in %s", s.CAFile)
 		}
-		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+		// DefaultTransport's dial and handshake timeouts, as the SDK's
+		// own client has.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots}
+		hc = &http.Client{Transport: tr}
 	}
 	opts := s3.Options{
 		Region:       s.Region,
