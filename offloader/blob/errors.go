@@ -1,6 +1,10 @@
 package blob
 
-import "errors"
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+)
 
 // Sentinel errors shared by every provider. Providers wrap them with the
 // operation and key; test with errors.Is. ErrNotFound is declared in blob.go.
@@ -33,3 +37,21 @@ var (
 	// or the request (HTTP 403). Retrying does not help.
 	ErrAccessDenied = errors.New("blob: access denied")
 )
+
+// UntrustedServer reports whether err says the store's endpoint failed
+// TLS verification: a certificate from a CA the client does not trust,
+// for another name, expired or otherwise invalid, or an endpoint that
+// does not speak TLS at all. The same connection fails the same way
+// until the operator changes the trust store, the endpoint or the
+// server's certificate, so the providers do not retry it.
+func UntrustedServer(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		host      x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+	)
+	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &host) ||
+		errors.As(err, &invalid) || errors.As(err, &record)
+}

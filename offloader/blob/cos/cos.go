@@ -147,7 +147,8 @@ func (s *Store) do(ctx context.Context, op, key string, call func(ctx context.Co
 }
 
 // retryable: 5xx, 429, SlowDown, RequestTimeout, checksum mismatches and
-// transport errors; not 4xx, not cancellation.
+// transport errors; not 4xx, not cancellation, not an endpoint that fails
+// TLS verification (blob.UntrustedServer).
 func retryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
@@ -168,7 +169,7 @@ func retryable(err error) bool {
 		}
 		return st >= 500 || st == http.StatusTooManyRequests
 	}
-	if strings.Contains(err.Error(), "invalid bucket format") {
+	if strings.Contains(err.Error(), "invalid bucket format") || blob.UntrustedServer(err) {
 		return false
 	}
 	return true // transport errors, CRC "verification failed", truncated bodies

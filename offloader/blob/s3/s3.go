@@ -106,6 +106,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = cfg.Retry.MaxAttempts
 				o.MaxBackoff = cfg.Retry.MaxBackoff.D()
+				// First: an endpoint that fails TLS verification fails
+				// every attempt the same way (the SDK retries every
+				// failed send).
+				o.Retryables = append([]retry.IsErrorRetryable{untrustedServerIsFinal{}}, o.Retryables...)
 				o.Retryables = append(o.Retryables, retry.RetryableErrorCode{Codes: map[string]struct{}{
 					"BadDigest": {}, "XAmzContentSHA256Mismatch": {}, "InternalError": {}, "ServiceUnavailable": {},
 				}})
@@ -212,6 +216,17 @@ func New(ctx context.Context, cfg Config, opts Options) (*Store, error) {
 	}
 	return &Store{client: client, http: httpClient, bucket: cfg.Bucket, sse: cfg.SSE, log: log, pageSize: ps,
 		checksum: cfg.Checksum, signing: payloadSigning(cfg.PayloadSigning)}, nil
+}
+
+// untrustedServerIsFinal stops the retries of a call whose endpoint
+// failed TLS verification (blob.UntrustedServer).
+type untrustedServerIsFinal struct{}
+
+func (untrustedServerIsFinal) IsErrorRetryable(err error) aws.Ternary {
+	if blob.UntrustedServer(err) {
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
 }
 
 // payloadSigning returns the per-call option that makes the SigV4

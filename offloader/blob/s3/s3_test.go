@@ -2,7 +2,9 @@ package s3
 
 import (
 	"context"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,18 +58,34 @@ func TestAcceptanceTLS(t *testing.T) {
 func TestTLSUntrustedServerIsAClearError(t *testing.T) {
 	srv := testenv.StartPrivateS3TLS(t, testenv.NewCA(t, "s3"))
 	t.Setenv("AWS_CA_BUNDLE", "")
-	st := newTestStore(t, staticConfig(srv, "some-bucket"), Options{})
+	var dials atomic.Int32
+	var d net.Dialer
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}
+	// The production retry policy: 5 attempts, backoff up to 20 s.
+	cfg := staticConfig(srv, "some-bucket")
+	cfg.Retry = Retry{}
+	st := newTestStore(t, cfg, Options{DialContext: dial})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	start := time.Now()
 	_, err := st.Head(ctx, "x")
+	took := time.Since(start)
 	if err == nil {
 		t.Fatal("Head over TLS to a server signed by an unknown CA succeeded")
 	}
-	t.Logf("error: %v", err)
+	t.Logf("error after %v and %d connections: %v", took, dials.Load(), err)
 	for _, want := range []string{"TLS handshake with " + srv.Addr, "certificate signed by unknown authority"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+	// A certificate the client does not trust stays untrusted: retrying
+	// only delays the error the operator has to act on.
+	if n := dials.Load(); n != 1 {
+		t.Errorf("%d connections for one Head: a certificate error was retried", n)
 	}
 }
 
