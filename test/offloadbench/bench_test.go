@@ -62,7 +62,10 @@ package offloadbench
 // throughput, rss, seeks: run only those), TK_BENCH_PRIME_MEMORY (1; 0:
 // the steps start without primeMemory), TK_BENCH_TLS (0; 1: the store
 // speaks HTTPS only, and the copy, the raw PUT and Pulsar's offloader
-// encrypt what they upload; the bare relay stays plain).
+// encrypt what they upload; the bare relay stays plain), TK_BENCH_STORE_FS
+// (tmp: the store's data in the temporary directory; xfs-reflink: on a
+// testenv.ReflinkFS, where completing a multipart upload clones the parts
+// instead of copying the object's bytes through this host's memory again).
 
 import (
 	"bytes"
@@ -238,18 +241,33 @@ func BenchmarkOffload(b *testing.B) {
 	be.bk = testenv.StartBookiesWith(b, be.zk, 3, testenv.BookieOptions{})
 	be.java = testenv.Java(b)
 	be.java.Timeout = 20 * time.Minute
+	var s3opts testenv.S3Options
+	switch fs := os.Getenv("TK_BENCH_STORE_FS"); fs {
+	case "", "tmp":
+	case "xfs-reflink":
+		// The store completes a multipart upload by cloning the parts,
+		// not by copying the object's bytes into new page cache.
+		s3opts.Dir = testenv.ReflinkFS(b, 32<<30)
+		b.Logf("the store's data is on XFS with reflink (%s): a completion clones the parts", s3opts.Dir)
+	default:
+		b.Fatalf("TK_BENCH_STORE_FS=%q: want tmp or xfs-reflink", fs)
+	}
 	if testenv.EnvBool(b, "TK_BENCH_TLS", false) {
 		// The store over HTTPS, as production stores are: the copy and
 		// the raw PUT trust its CA through AWS_CA_BUNDLE (inherited by
 		// their processes), Pulsar's JVM through a trust store.
-		ca := testenv.NewCA(b, "bench")
-		be.s3 = testenv.StartPrivateS3TLS(b, ca)
+		s3opts.CA = testenv.NewCA(b, "bench")
+		be.tls = true
+	}
+	if s3opts == (testenv.S3Options{}) {
+		be.s3 = testenv.StartS3(b)
+	} else {
+		be.s3 = testenv.StartPrivateS3With(b, s3opts)
+	}
+	if be.tls {
 		b.Setenv("AWS_CA_BUNDLE", be.s3.CAFile)
 		be.java.JVMArgs = append(be.java.JVMArgs, be.java.Build.TrustStoreArgs(b, be.s3.CAFile)...)
-		be.tls = true
 		b.Logf("the store speaks HTTPS only (%s)", be.s3.Endpoint)
-	} else {
-		be.s3 = testenv.StartS3(b)
 	}
 	be.bucket = be.s3.NewBucket(b)
 	be.store = be.storeFile(be.bucket)

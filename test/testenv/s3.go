@@ -89,7 +89,7 @@ var errVersitygwMissing = errors.New("versitygw not installed")
 func StartS3(t testing.TB) *S3 {
 	t.Helper()
 	sharedS3Once.Do(func() {
-		sharedS3, sharedS3Err = startS3Process(false, nil, nil)
+		sharedS3, sharedS3Err = startS3Process(false, nil, nil, "")
 	})
 	if errors.Is(sharedS3Err, errVersitygwMissing) {
 		Unavailable(t, "%v (make deps installs %s)", sharedS3Err, Versitygw())
@@ -128,7 +128,7 @@ func StopSharedS3() {
 // to kill or restart the server.
 func StartPrivateS3(t testing.TB) *S3 {
 	t.Helper()
-	return startPrivateS3(t, nil)
+	return startPrivateS3(t, S3Options{})
 }
 
 // StartPrivateS3TLS starts a server owned by t, as StartPrivateS3, that
@@ -136,17 +136,35 @@ func StartPrivateS3(t testing.TB) *S3 {
 // *.s3.tierkeeper.test (virtual-host addressing).
 func StartPrivateS3TLS(t testing.TB, ca *CA) *S3 {
 	t.Helper()
-	return startPrivateS3(t, ca)
+	return startPrivateS3(t, S3Options{CA: ca})
 }
 
-func startPrivateS3(t testing.TB, ca *CA) *S3 {
+// S3Options configure a private server (StartPrivateS3With).
+type S3Options struct {
+	// CA makes the server speak HTTPS only, as StartPrivateS3TLS.
+	CA *CA
+	// Dir is the directory the server's data and log go under (default
+	// os.TempDir()); e.g. a ReflinkFS, where completing a multipart upload
+	// clones the parts instead of copying them.
+	Dir string
+}
+
+// StartPrivateS3With starts a server owned by t, as StartPrivateS3, with
+// opts.
+func StartPrivateS3With(t testing.TB, opts S3Options) *S3 {
+	t.Helper()
+	return startPrivateS3(t, opts)
+}
+
+func startPrivateS3(t testing.TB, opts S3Options) *S3 {
 	t.Helper()
 	var cert *Cert
+	ca := opts.CA
 	if ca != nil {
 		c := ca.Issue(t, "versitygw", "127.0.0.1", "*."+S3VirtualDomain, S3VirtualDomain)
 		cert = &c
 	}
-	s, err := startS3Process(true, ca, cert)
+	s, err := startS3Process(true, ca, cert, opts.Dir)
 	if errors.Is(err, errVersitygwMissing) {
 		Unavailable(t, "%v (make deps installs %s)", err, Versitygw())
 		return nil
@@ -201,12 +219,18 @@ func (s *S3) Restart() error {
 	return nil
 }
 
-func startS3Process(private bool, ca *CA, cert *Cert) (*S3, error) {
+func startS3Process(private bool, ca *CA, cert *Cert, parent string) (*S3, error) {
 	bin := Versitygw()
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%w: %s", errVersitygwMissing, bin)
 	}
-	base, err := ownedTempDir("tierkeeper-s3-")
+	var base string
+	var err error
+	if parent == "" {
+		base, err = ownedTempDir("tierkeeper-s3-")
+	} else {
+		base, err = os.MkdirTemp(parent, "tierkeeper-s3-")
+	}
 	if err != nil {
 		return nil, err
 	}
