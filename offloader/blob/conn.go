@@ -50,7 +50,6 @@ func BodyWrites(t *http.Transport) {
 		dial = (&net.Dialer{}).DialContext
 	}
 	t.DialContext = WholeBodyWrites(dial)
-	bufs := &batchBuffers{}
 	t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		cfg := &tls.Config{}
 		if t.TLSClientConfig != nil {
@@ -74,7 +73,7 @@ func BodyWrites(t *http.Transport) {
 		if err != nil {
 			return nil, err
 		}
-		b := &recordBatcher{Conn: raw, bufs: bufs}
+		b := &recordBatcher{Conn: raw}
 		tc := tls.Client(b, cfg)
 		hctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -189,82 +188,50 @@ func (c *tlsBodyConn) ReadFrom(r io.Reader) (int64, error) {
 	if n, ok, err := writeWholeBody(c, r); ok {
 		return n, err
 	}
-	buf := c.batch.bufs.get()
-	defer c.batch.bufs.put(buf)
 	size := int64(tlsBatchBytes)
 	if lr, ok := r.(*io.LimitedReader); ok && lr.N < size {
 		size = max(lr.N, 1)
 	}
-	return io.CopyBuffer(writerOnly{c}, r, (*buf)[:size])
-}
-
-// batchBuffers are the buffers of one transport's TLS connections
-// (tlsBatchCap bytes each), held only while a connection writes: idle
-// connections keep none, so the transport's memory follows the bodies
-// being sent, not its connections.
-type batchBuffers struct{ pool sync.Pool }
-
-func (p *batchBuffers) get() *[]byte {
-	if p != nil {
-		if b, ok := p.pool.Get().(*[]byte); ok {
-			return b
-		}
-	}
-	b := make([]byte, 0, tlsBatchCap)
-	return &b
-}
-
-func (p *batchBuffers) put(b *[]byte) {
-	if p != nil {
-		*b = (*b)[:0]
-		p.pool.Put(b)
-	}
+	return io.CopyBuffer(writerOnly{c}, r, make([]byte, size))
 }
 
 // recordBatcher sits under a tls.Conn. Between gather and release it
-// keeps the records written to it in a buffer taken from bufs and sends
-// them tlsBatchCap at a time; otherwise (the handshake, alerts,
-// close_notify) writes go straight through. A failed send fails every
-// later write: records were reported sent that were not.
+// keeps the records written to it and sends them tlsBatchCap at a time;
+// otherwise (the handshake, alerts, close_notify) writes go straight
+// through. A failed send fails every later write: records were reported
+// sent that were not.
 type recordBatcher struct {
 	net.Conn
-	bufs *batchBuffers // nil: a buffer of its own
-	mu   sync.Mutex
-	on   bool
-	buf  *[]byte // held between gather and release
-	err  error
+	mu  sync.Mutex
+	on  bool
+	buf []byte
+	err error
 }
 
 func (b *recordBatcher) gather() {
 	b.mu.Lock()
 	b.on = true
 	if b.buf == nil {
-		b.buf = b.bufs.get()
+		b.buf = make([]byte, 0, tlsBatchCap)
 	}
 	b.mu.Unlock()
 }
 
-// release sends what is kept, gives the buffer back and writes straight
-// through again.
+// release sends what is kept and writes straight through again.
 func (b *recordBatcher) release() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.on = false
-	err := b.sendLocked()
-	if b.buf != nil {
-		b.bufs.put(b.buf)
-		b.buf = nil
-	}
-	return err
+	return b.sendLocked()
 }
 
 func (b *recordBatcher) sendLocked() error {
 	if b.err != nil {
 		return b.err
 	}
-	for buf := *b.buf; len(buf) > 0; buf = *b.buf {
-		n, err := b.Conn.Write(buf)
-		*b.buf = buf[:copy(buf, buf[n:])]
+	for len(b.buf) > 0 {
+		n, err := b.Conn.Write(b.buf)
+		b.buf = b.buf[:copy(b.buf, b.buf[n:])]
 		if err != nil {
 			b.err = err
 			return err
@@ -282,19 +249,19 @@ func (b *recordBatcher) Write(p []byte) (int, error) {
 	if !b.on {
 		return b.Conn.Write(p)
 	}
-	if len(*b.buf)+len(p) > cap(*b.buf) {
+	if len(b.buf)+len(p) > cap(b.buf) {
 		if err := b.sendLocked(); err != nil {
 			return 0, err
 		}
 	}
-	if len(p) > cap(*b.buf) {
+	if len(p) > cap(b.buf) {
 		n, err := b.Conn.Write(p)
 		if err != nil {
 			b.err = err
 		}
 		return n, err
 	}
-	*b.buf = append(*b.buf, p...)
+	b.buf = append(b.buf, p...)
 	return len(p), nil
 }
 

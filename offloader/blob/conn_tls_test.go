@@ -240,30 +240,3 @@ func TestRecordBatcherFailsAfterALostBatch(t *testing.T) {
 		t.Fatalf("a write after the lost batch = %v, want the send's error", err)
 	}
 }
-
-// A connection holds a batch buffer only while it writes: after the
-// write the buffer goes back to the transport's pool, empty, for the next
-// write of any connection.
-func TestRecordBatcherHoldsItsBufferOnlyWhileWriting(t *testing.T) {
-	bufs := &batchBuffers{}
-	conn := &failingConn{ok: 1 << 20}
-	a := &recordBatcher{Conn: conn, bufs: bufs}
-	for i := range 3 {
-		a.gather()
-		if a.buf == nil || cap(*a.buf) != tlsBatchCap || len(*a.buf) != 0 {
-			t.Fatalf("write %d: gathering into %v, want an empty buffer of %d bytes", i, a.buf, tlsBatchCap)
-		}
-		if _, err := a.Write(make([]byte, 1000)); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.release(); err != nil {
-			t.Fatal(err)
-		}
-		if a.buf != nil {
-			t.Fatalf("write %d: the connection kept its buffer after the write", i)
-		}
-	}
-	if sent := 1<<20 - conn.ok; sent != 3000 {
-		t.Fatalf("sent %d bytes, want 3000", sent)
-	}
-}
