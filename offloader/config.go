@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	bkclient "github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/internal/tlsfiles"
 	tzk "github.com/tierkeeper/tierkeeper/internal/zk"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
@@ -116,6 +117,9 @@ type BookKeeper struct {
 	Password blob.Secret `yaml:"password"`
 	// TLS secures the connections to the bookies (START_TLS, then TLS).
 	TLS BookKeeperTLS `yaml:"tls"`
+	// WireProtocol is the protocol of the reads: v2 (the default, as
+	// Pulsar's brokers read with useV2WireProtocol) or v3.
+	WireProtocol string `yaml:"wire_protocol"`
 }
 
 // BookKeeperTLS is TLS to the bookies with the settings Pulsar's broker
@@ -567,6 +571,9 @@ func (c *Config) Validate() error {
 		}
 	} else if bt.TrustCertsFile != "" || bt.CertificateFile != "" || bt.KeyFile != "" {
 		bad("bookkeeper.tls: files are set but enabled is false")
+	}
+	if w := c.BookKeeper.WireProtocol; w != "" && w != bkclient.WireV2 && w != bkclient.WireV3 {
+		bad("bookkeeper.wire_protocol %q: want %s or %s", w, bkclient.WireV2, bkclient.WireV3)
 	}
 	if m := c.ZooKeeper.MaxBufferSize; m < 1<<20 || m > 1<<30 {
 		bad("zookeeper.max_buffer_size %s: want 1MiB to 1GiB", m)

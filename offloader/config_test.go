@@ -156,7 +156,8 @@ pressure: {threshold: 85}
 sweeper: {grace: 1s}
 scrub: {ledger_timeout: -1m}
 discovery: {sessions: 17}
-`, ParseOptions{}, []string{"discovery.sessions 17: want 1 to 16", "scrub.ledger_timeout must be positive", "zookeeper.servers is required", "zookeeper.max_buffer_size 64KiB: want 1MiB to 1GiB", "store is required", "scheduler.ledgers_in_flight -1",
+bookkeeper: {wire_protocol: v4}
+`, ParseOptions{}, []string{"discovery.sessions 17: want 1 to 16", `bookkeeper.wire_protocol "v4": want v2 or v3`, "scrub.ledger_timeout must be positive", "zookeeper.servers is required", "zookeeper.max_buffer_size 64KiB: want 1MiB to 1GiB", "store is required", "scheduler.ledgers_in_flight -1",
 			"scheduler.retry_max 1m0s is below scheduler.retry_initial 1h0m0s", `admin.url "ftp://x"`,
 			"pressure.threshold 85: want a usage ratio", "sweeper.grace 1s"}},
 		{"pressure without a source", minimal + "pressure: {threshold: 0.9}\n", ParseOptions{},

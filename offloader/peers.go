@@ -46,6 +46,10 @@ type PeersConfig struct {
 	Layout metadata.Manager
 	// BookieTLS secures the bookie connections (nil: plain).
 	BookieTLS *tls.Config
+	// BookieWire is the bookie client's wire protocol (bkclient.WireV2
+	// or WireV3; "": the client's default, v2), unless PeersOptions.Bookies
+	// sets one.
+	BookieWire string
 	// Store is the object store (nil: none).
 	Store *client.Config
 	// StoreName names the store in errors (default "store").
@@ -215,6 +219,9 @@ func (pc *PeersConfig) openBookies(ledgers *metadata.Store, o PeersOptions) (*bk
 		bo = *o.Bookies
 	}
 	bo.Resolver, bo.TLS, bo.Logger, bo.Registerer = ledgers, pc.BookieTLS, o.Logger, o.Registerer
+	if bo.WireProtocol == "" {
+		bo.WireProtocol = pc.BookieWire
+	}
 	return bkclient.New(bo)
 }
 
@@ -282,7 +289,8 @@ func (c *Config) peersBase() (PeersConfig, error) {
 	if err != nil {
 		return PeersConfig{}, err
 	}
-	pc := PeersConfig{ZKServers: servers, ZKRoot: root, MLChroot: c.ZooKeeper.MLChroot, LedgersRoot: c.BookKeeper.LedgersRoot}
+	pc := PeersConfig{ZKServers: servers, ZKRoot: root, MLChroot: c.ZooKeeper.MLChroot, LedgersRoot: c.BookKeeper.LedgersRoot,
+		BookieWire: c.BookKeeper.WireProtocol}
 	if c.Store.IsSet() {
 		sc := c.Store.Client()
 		pc.Store = &sc

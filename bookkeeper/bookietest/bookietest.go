@@ -257,14 +257,19 @@ func (b *Bookie) serve(c net.Conn) {
 			return
 		}
 		var pr bkproto.Request
-		if err := proto.Unmarshal(body, &pr); err != nil {
-			return // a real bookie would switch to v2; the reader never sends it
-		}
-		req := Request{
-			TxnID: pr.GetHeader().GetTxnId(), Version: pr.GetHeader().GetVersion(), Operation: pr.GetHeader().GetOperation(),
-			LedgerID: pr.GetReadRequest().GetLedgerId(), EntryID: pr.GetReadRequest().GetEntryId(),
-			HasFlag: pr.GetReadRequest() != nil && pr.GetReadRequest().Flag != nil, Flag: pr.GetReadRequest().GetFlag(),
-			MasterKey: pr.GetReadRequest().GetMasterKey(), Raw: body,
+		var req Request
+		if err := proto.Unmarshal(body, &pr); err == nil {
+			req = Request{
+				TxnID: pr.GetHeader().GetTxnId(), Version: pr.GetHeader().GetVersion(), Operation: pr.GetHeader().GetOperation(),
+				LedgerID: pr.GetReadRequest().GetLedgerId(), EntryID: pr.GetReadRequest().GetEntryId(),
+				HasFlag: pr.GetReadRequest() != nil && pr.GetReadRequest().Flag != nil, Flag: pr.GetReadRequest().GetFlag(),
+				MasterKey: pr.GetReadRequest().GetMasterKey(), Raw: body,
+			}
+		} else if r, ok := decodeV2Read(body); ok {
+			// As a real bookie: what is not a v3 Request is read as v2.
+			req = r
+		} else {
+			return
 		}
 		b.mu.Lock()
 		b.requests = append(b.requests, req)
@@ -307,7 +312,7 @@ func (b *Bookie) handle(write func([]byte) error, stall func(), pr *bkproto.Requ
 	}
 	status := bkproto.StatusCode_EOK
 	var body []byte
-	if req.Operation != bkproto.OperationType_READ_ENTRY || pr.GetHeader().GetVersion() != bkproto.ProtocolVersion_VERSION_THREE {
+	if req.Operation != bkproto.OperationType_READ_ENTRY || (req.Version != bkproto.ProtocolVersion_VERSION_THREE && req.Version != bkproto.ProtocolVersion_VERSION_TWO) {
 		status = bkproto.StatusCode_EBADREQ
 	} else {
 		want := req.EntryID
@@ -332,6 +337,9 @@ func (b *Bookie) handle(write func([]byte) error, stall func(), pr *bkproto.Requ
 			}
 		}
 	}
+	if req.Version == bkproto.ProtocolVersion_VERSION_TWO {
+		return b.send(write, stall, appendV2Response(nil, status, req.LedgerID, req.EntryID, body), act)
+	}
 	resp := &bkproto.Response{
 		Header: &bkproto.BKPacketHeader{Version: bkproto.ProtocolVersion_VERSION_THREE.Enum(),
 			Operation: pr.GetHeader().GetOperation().Enum(), TxnId: proto.Uint64(req.TxnID)},
@@ -352,7 +360,12 @@ func (b *Bookie) handle(write func([]byte) error, stall func(), pr *bkproto.Requ
 	if err != nil {
 		return false
 	}
-	frame := wire.AppendFrame(nil, msg)
+	return b.send(write, stall, wire.AppendFrame(nil, msg), act)
+}
+
+// send writes one response frame as act says (mutated, cut in half, ...);
+// false closes the connection.
+func (b *Bookie) send(write func([]byte) error, stall func(), frame []byte, act Action) bool {
 	if act.Mutate != nil {
 		out, closeAfter := act.Mutate(frame)
 		if err := write(out); err != nil || closeAfter {
@@ -465,4 +478,51 @@ func (c *Cluster) Write(l Ledger, payloads [][]byte) (*metadata.LedgerMetadata, 
 	}
 	md.Length = length
 	return md, nil
+}
+
+// decodeV2Read decodes a v2 READENTRY request (header, ledgerId, entryId,
+// then the master key when it fences), as a real bookie does after a
+// frame fails to parse as v3.
+func decodeV2Read(b []byte) (Request, bool) {
+	if len(b) < 20 {
+		return Request{}, false
+	}
+	hdr := binary.BigEndian.Uint32(b)
+	if hdr>>24 != 2 || hdr>>16&0xff != 2 {
+		return Request{}, false
+	}
+	flags := uint16(hdr)
+	r := Request{
+		Version: bkproto.ProtocolVersion_VERSION_TWO, Operation: bkproto.OperationType_READ_ENTRY,
+		LedgerID: int64(binary.BigEndian.Uint64(b[4:])), EntryID: int64(binary.BigEndian.Uint64(b[12:])),
+		HasFlag: flags != 0, Flag: bkproto.ReadRequest_Flag(flags), Raw: b,
+	}
+	if len(b) > 20 {
+		r.MasterKey = b[20:]
+	}
+	return r, true
+}
+
+// appendV2Response appends a framed v2 read response: header, the v2
+// return code of status, the ids, and the entry when status is EOK.
+func appendV2Response(dst []byte, status bkproto.StatusCode, ledger, entry int64, body []byte) []byte {
+	rc := int32(status)
+	switch {
+	case status == bkproto.StatusCode_EOK:
+		rc = 0
+	case status == bkproto.StatusCode_ENOLEDGER:
+		rc = 1
+	case status == bkproto.StatusCode_ENOENTRY:
+		rc = 2
+	case status == bkproto.StatusCode_EBADREQ:
+		rc = 100
+	case status >= bkproto.StatusCode_EIO && status <= bkproto.StatusCode_ETOOMANYREQUESTS:
+		rc = int32(status) - 400
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(24+len(body)))
+	dst = binary.BigEndian.AppendUint32(dst, 2<<24|2<<16)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(rc))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(ledger))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(entry))
+	return append(dst, body...)
 }

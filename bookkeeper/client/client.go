@@ -60,6 +60,14 @@ type Options struct {
 	// MaxFrameSize bounds response frames. Default wire.DefaultMaxFrameSize
 	// (a bookie's default 5 MiB nettyMaxFrameSizeBytes plus headers).
 	MaxFrameSize int
+	// WireProtocol is the protocol of the read requests: WireV2 (the
+	// default, as Pulsar's brokers read: useV2WireProtocol) or WireV3. A
+	// bookie answers a v2 read with the stored entry straight from its
+	// buffers and a v3 read with a protobuf message it serializes into a
+	// new heap buffer first: a copy of every entry and garbage for its
+	// collector, on bookies that share their cores with the offloader.
+	// Over TLS the START_TLS exchange is v3 either way.
+	WireProtocol string
 	// MaxInFlightPerBookie bounds requests outstanding on one connection.
 	// Default 512.
 	MaxInFlightPerBookie int
@@ -92,7 +100,16 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
+// The wire protocols of Options.WireProtocol.
+const (
+	WireV2 = "v2"
+	WireV3 = "v3"
+)
+
 func (o *Options) defaults() {
+	if o.WireProtocol == "" {
+		o.WireProtocol = WireV2
+	}
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 5 * time.Second
 	}
@@ -197,6 +214,9 @@ func New(opts Options) (*Client, error) {
 		return nil, errors.New("client: Options.Resolver is required")
 	}
 	opts.defaults()
+	if opts.WireProtocol != WireV2 && opts.WireProtocol != WireV3 {
+		return nil, fmt.Errorf("client: Options.WireProtocol %q: want %q or %q", opts.WireProtocol, WireV2, WireV3)
+	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)

@@ -58,8 +58,12 @@ func newEnv(t *testing.T, bookies int, opts Options) *env {
 			if r.HasFlag || r.MasterKey != nil {
 				t.Errorf("request %+v carries a flag (%v) or master key: the reader must never fence", r, r.Flag)
 			}
-			if r.Version != bkproto.ProtocolVersion_VERSION_THREE || r.Operation != bkproto.OperationType_READ_ENTRY {
-				t.Errorf("unexpected request %+v", r)
+			want := bkproto.ProtocolVersion_VERSION_TWO
+			if c.opts.WireProtocol == WireV3 {
+				want = bkproto.ProtocolVersion_VERSION_THREE
+			}
+			if r.Version != want || r.Operation != bkproto.OperationType_READ_ENTRY {
+				t.Errorf("unexpected request %+v (wire protocol %s)", r, c.opts.WireProtocol)
 			}
 		}
 	})
@@ -754,5 +758,41 @@ func TestPayloadSum(t *testing.T) {
 	}
 	if n := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_digest_errors_total"); n == 0 {
 		t.Fatal("the corrupting replica was never caught")
+	}
+}
+
+// Both wire protocols read a ledger whole, answers coming out of order,
+// some busy and some corrupt: a v2 answer, which carries no txnId, goes to
+// the call for its entry. The bookies see the protocol asked for (newEnv's
+// check), and an unknown protocol is refused.
+func TestWireProtocols(t *testing.T) {
+	for _, wp := range []string{WireV2, WireV3} {
+		t.Run(wp, func(t *testing.T) {
+			e := newEnv(t, 3, Options{WireProtocol: wp, BusyBackoff: time.Millisecond, BusyBackoffMax: 2 * time.Millisecond})
+			data := payloads(300, 21)
+			l := e.write(bookietest.Ledger{LedgerID: 31, Ensemble: 3, WriteQuorum: 3}, data)
+			var n atomic.Int64
+			for _, id := range e.cluster.IDs {
+				e.cluster.Bookies[id].SetFault(func(r bookietest.Request) bookietest.Action {
+					switch n.Add(1) % 11 {
+					case 0:
+						return bookietest.Action{Status: bkproto.StatusCode_ETOOMANYREQUESTS}
+					case 5:
+						return bookietest.Action{Corrupt: true}
+					}
+					return bookietest.Action{Delay: time.Duration(rand.IntN(4)) * time.Millisecond}
+				})
+			}
+			readAll(t, l, data, StreamOptions{Window: 64})
+			if b := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_busy_retries_total"); b == 0 {
+				t.Error("no busy answer was retried")
+			}
+			if d := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_digest_errors_total"); d == 0 {
+				t.Error("no corrupt answer was caught")
+			}
+		})
+	}
+	if _, err := New(Options{Resolver: bookietest.StartCluster(t, 1), WireProtocol: "v4"}); err == nil || !strings.Contains(err.Error(), `"v4"`) {
+		t.Fatalf("WireProtocol v4: %v", err)
 	}
 }

@@ -36,8 +36,13 @@ type conn struct {
 	sendq chan *call    // to the writer; capacity = slots
 	slots chan struct{} // in-flight bound
 
+	v2 bool // Options.WireProtocol is WireV2
+
 	mu      sync.Mutex
 	pending map[uint64]*call
+	// byEntry (v2, whose responses carry no txnId) lists the txns of the
+	// pending calls for each entry, oldest first.
+	byEntry map[entryKey][]uint64
 	nextTxn uint64
 	err     error         // set once when the connection fails
 	dead    chan struct{} // closed with err
@@ -45,13 +50,18 @@ type conn struct {
 	lastFrame atomic.Int64 // UnixNano when the last complete frame arrived
 }
 
+// entryKey names an entry in a v2 response.
+type entryKey struct{ ledger, entry int64 }
+
 func newConn(c *Client, bookie, addr string, nc net.Conn) *conn {
 	n := c.opts.MaxInFlightPerBookie
 	k := &conn{
 		c: c, bookie: bookie, addr: addr, nc: nc,
+		v2:      c.opts.WireProtocol == WireV2,
 		sendq:   make(chan *call, n),
 		slots:   make(chan struct{}, n),
 		pending: make(map[uint64]*call),
+		byEntry: make(map[entryKey][]uint64),
 		dead:    make(chan struct{}),
 	}
 	go k.writeLoop()
@@ -123,6 +133,10 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (resp *wire.Respon
 	k.nextTxn++
 	cl.txn = k.nextTxn
 	k.pending[cl.txn] = cl
+	if k.v2 {
+		key := entryKey{ledger, entry}
+		k.byEntry[key] = append(k.byEntry[key], cl.txn)
+	}
 	k.mu.Unlock()
 	k.c.m.inFlight.Inc()
 	defer k.c.m.inFlight.Dec()
@@ -168,6 +182,9 @@ func (k *conn) forget(cl *call) {
 	k.mu.Lock()
 	_, pending := k.pending[cl.txn]
 	delete(k.pending, cl.txn)
+	if pending && k.v2 {
+		k.dropTxnLocked(entryKey{cl.ledger, cl.entry}, cl.txn)
+	}
 	k.mu.Unlock()
 	if !pending {
 		<-cl.done
@@ -193,7 +210,11 @@ func (k *conn) writeLoop() {
 		if cl.abandoned.Load() {
 			continue
 		}
-		buf = wire.AppendReadRequest(buf[:0], cl.txn, cl.ledger, cl.entry)
+		if k.v2 {
+			buf = wire.AppendReadRequestV2(buf[:0], cl.ledger, cl.entry)
+		} else {
+			buf = wire.AppendReadRequest(buf[:0], cl.txn, cl.ledger, cl.entry)
+		}
 		if _, err := bw.Write(buf); err != nil {
 			k.fail(fmt.Errorf("write: %w", err))
 			return
@@ -227,21 +248,40 @@ func (k *conn) readLoop() {
 			return
 		}
 		k.lastFrame.Store(time.Now().UnixNano())
-		resp, err := wire.DecodeResponse(frame)
+		var resp *wire.Response
+		if k.v2 {
+			resp, err = wire.DecodeReadResponseV2(frame)
+		} else {
+			resp, err = wire.DecodeResponse(frame)
+		}
 		if err != nil {
-			// Without a txnId the response can not be matched; the stream
-			// can not be trusted any more.
+			// Without a txnId (v3) or the entry's ids (v2) the response
+			// can not be matched; the stream can not be trusted any more.
 			k.fail(err)
 			return
 		}
 		k.mu.Lock()
-		cl, ok := k.pending[resp.TxnID]
+		txn := resp.TxnID
+		if k.v2 {
+			// The oldest pending call for the entry: a bookie answers
+			// one entry's reads alike, whichever it answers first.
+			key := entryKey{resp.Read.LedgerID, resp.Read.EntryID}
+			if q := k.byEntry[key]; len(q) > 0 {
+				txn = q[0]
+				k.dropTxnLocked(key, txn)
+			}
+		}
+		cl, ok := k.pending[txn]
 		if ok {
-			delete(k.pending, resp.TxnID)
+			delete(k.pending, txn)
 		}
 		k.mu.Unlock()
 		if !ok {
-			k.c.log.Debug("dropping response to a request that timed out", "bookie", k.bookie, "txn", resp.TxnID)
+			if k.v2 {
+				k.c.log.Debug("dropping response to a request that timed out", "bookie", k.bookie, "ledger", resp.Read.LedgerID, "entry", resp.Read.EntryID)
+			} else {
+				k.c.log.Debug("dropping response to a request that timed out", "bookie", k.bookie, "txn", resp.TxnID)
+			}
 			k.c.frames.put(frame)
 			continue
 		}
@@ -252,5 +292,21 @@ func (k *conn) readLoop() {
 			cl.resp, cl.frame = resp, frame
 		}
 		close(cl.done)
+	}
+}
+
+// dropTxnLocked removes txn from the v2 calls pending for key.
+func (k *conn) dropTxnLocked(key entryKey, txn uint64) {
+	q := k.byEntry[key]
+	for i, t := range q {
+		if t == txn {
+			q = append(q[:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(k.byEntry, key)
+	} else {
+		k.byEntry[key] = q
 	}
 }

@@ -1,6 +1,7 @@
-// Package wire encodes and decodes the BookKeeper v3 protocol frames a
-// reader exchanges with a bookie (port 3181 by default): length-prefixed
-// frames, READ_ENTRY requests and Response messages.
+// Package wire encodes and decodes the BookKeeper protocol frames a reader
+// exchanges with a bookie (port 3181 by default): length-prefixed frames,
+// READ_ENTRY requests and their responses, in the v3 (protobuf) protocol
+// and in the v2 one (a packed header; v2.go, at the end).
 //
 // # Frames
 //
@@ -43,4 +44,26 @@
 // (no copy of entry payloads), unknown fields are skipped, and malformed
 // input yields an error, never a panic. Its results are checked against the
 // generated protobuf code (internal/bkproto) in tests and fuzzing.
+//
+// # v2
+//
+// A bookie reads a frame it cannot parse as a v3 Request as v2, and keeps
+// to v2 on that connection. The v2 read request (20 bytes after the frame
+// length; AppendReadRequestV2):
+//
+//	int32 header = version 2 << 24 | READENTRY 2 << 16 | flags (none)
+//	int64 ledgerId
+//	int64 entryId
+//
+// (with the fencing flag a 20-byte master key would follow; this package
+// never sets it). The response (DecodeReadResponseV2):
+//
+//	int32 header (version 2, READENTRY) | int32 rc | int64 ledgerId |
+//	int64 entryId | the stored entry, when rc is EOK
+//
+// rc is BookieProtocol's: EOK 0, ENOLEDGER 1, ENOENTRY 2, EBADREQ 100,
+// EIO 101 ... ETOOMANYREQUESTS 106, given as the v3 status codes. A v2
+// response carries no txnId: the reader matches it by ledger and entry.
+// The bookie writes the entry after the header from its own buffers; a v3
+// answer is first serialized into a new heap buffer, entry included.
 package wire

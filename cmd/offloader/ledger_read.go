@@ -254,7 +254,7 @@ func (o *ledgerReadOptions) run(cmd *cobra.Command, g *globalOptions) error {
 func (o *ledgerReadOptions) open(ctx context.Context, g *globalOptions, log *slog.Logger) (*offloader.LedgerSource, error) {
 	var pc offloader.PeersConfig
 	so := offloader.LedgerSourceOptions{Logger: log, FromStore: o.store.path != "", Topic: o.topic,
-		Bookies: client.Options{ReadTimeout: o.readTimeout, Window: o.window, MaxFrameSize: o.maxFrame}}
+		Bookies: client.Options{ReadTimeout: o.readTimeout, Window: o.window, MaxFrameSize: o.maxFrame, WireProtocol: o.bk.Wire}}
 	var err error
 	if !so.FromStore {
 		if o.digest != "" {

@@ -134,6 +134,7 @@ func (o *envOptions) peersConfig(g *globalOptions) (offloader.PeersConfig, error
 	if pc.BookieTLS, err = o.bk.Config(); err != nil {
 		return pc, err
 	}
+	pc.BookieWire = o.bk.Wire
 	if err := o.zk.apply(g, &pc); err != nil {
 		return pc, err
 	}

@@ -119,6 +119,8 @@ type BookKeeper struct {
 	CAFile   string
 	CertFile string
 	KeyFile  string
+	// Wire is --bk-wire, the reads' wire protocol (v2 or v3).
+	Wire string
 }
 
 // AddFlags adds the flags to f.
@@ -127,6 +129,7 @@ func (b *BookKeeper) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&b.CAFile, "bk-tls-ca", "", "PEM `file` of the CAs that signed the bookies' certificates (bookkeeperTLSTrustCertsFilePath; default: system roots)")
 	f.StringVar(&b.CertFile, "bk-tls-cert", "", "PEM client certificate `file` for bookies with tlsClientAuthentication (bookkeeperTLSCertificateFilePath)")
 	f.StringVar(&b.KeyFile, "bk-tls-key", "", "PEM client key `file` for the bookies (bookkeeperTLSKeyFilePath)")
+	f.StringVar(&b.Wire, "bk-wire", "v2", "wire `protocol` of the bookie reads: v2 (as Pulsar's brokers read; the bookie sends each entry from its own buffers) or v3 (protobuf; the bookie copies each entry into a message first)")
 }
 
 // Config returns the bookie TLS configuration, nil without TLS.

@@ -115,9 +115,30 @@ func readAndCompare(t *testing.T, c *client.Client, md *metadata.LedgerMetadata,
 	}
 }
 
+// TestBKReadJavaWrittenLedgersOverV3 reads every shared ledger over the v3
+// wire protocol (TestBKReadJavaWrittenLedgers: the default, v2), entry for
+// entry as BookKeeper's Java client wrote it.
+func TestBKReadJavaWrittenLedgersOverV3(t *testing.T) {
+	m := sharedLedgers(t)
+	s := bkStore(t, sharedBookies(t))
+	cl, err := client.New(client.Options{Resolver: s, ReadTimeout: 10 * time.Second, WireProtocol: client.WireV3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, w := range m.Ledgers {
+		md, err := s.ReadLedger(context.Background(), w.LedgerID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAndCompare(t, cl, md, w)
+	}
+}
+
 // TestBKReadJavaWrittenLedgers reads every shared ledger (one per digest
 // type, and one with an ensemble change) written by BookKeeper's Java
-// client, checking the metadata and every entry's bytes.
+// client, checking the metadata and every entry's bytes, over the
+// default wire protocol (v2).
 func TestBKReadJavaWrittenLedgers(t *testing.T) {
 	m := sharedLedgers(t)
 	c := sharedBookies(t)
