@@ -12,11 +12,18 @@ package compat
 //     over v3 (openLedgerNoRecovery + readAsync batches of 16, 4 batches
 //     outstanding = 64 entries in flight, digests verified; two reads per
 //     JVM, the second, warm one counts), then the Go reader
-//     (`offloader ledger read --verify-only`: v3, digests and cumulative
-//     lengths verified, default window) in its own process, so its peak RSS
-//     and CPU time are the reader's alone.
+//     (`offloader ledger read --verify-only`: digests and cumulative
+//     lengths verified, default window) over v2 (its default) and over v3
+//     (`--bk-wire v3`), each in its own process, so its peak RSS and CPU
+//     time are the reader's alone.
 //   - Reported: the median MB/s (10^6 payload bytes/s) of each, Go/Java
-//     ratios, Go's peak RSS and CPU seconds.
+//     ratios, Go's peak RSS and CPU seconds, and for every reader the CPU
+//     seconds the three bookie processes used per GiB it read (from
+//     /proc/PID/stat over the reader's run: what a reader costs the
+//     bookies, which share their cores with the offloader).
+//
+// TIERKEEPER_BENCH_BK_CONF adds bookie settings (key=value,...; e.g.
+// readBufferSizeBytes=4096, Pulsar's bookkeeper.conf value).
 //
 // Runs only with -bench; `make test` does not run it. The machine's other
 // load shows in the figures: compare within one run.
@@ -25,12 +32,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
+
+	"github.com/tierkeeper/tierkeeper/internal/proccost"
 	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -42,6 +54,23 @@ type bkBenchRun struct {
 	MBPerSec float64 `json:"mbPerSec"`
 	RSSMiB   float64 `json:"-"`
 	CPUSec   float64 `json:"-"`
+	// BookieCPUPerGiB is the bookies' CPU seconds over the run per GiB
+	// read (Java's: over the whole process, both of its reads).
+	BookieCPUPerGiB float64 `json:"-"`
+}
+
+// bookieCPU is the user + system CPU seconds the cluster's bookie
+// processes have used so far.
+func bookieCPU(b *testing.B, fs procfs.FS, c *testenv.BookKeeperCluster) float64 {
+	var sum time.Duration
+	for _, bk := range c.Bookies() {
+		u, s, err := proccost.ProcessCPU(fs, bk.PID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += u + s
+	}
+	return sum.Seconds()
 }
 
 func BenchmarkBKLedgerRead(b *testing.B) {
@@ -49,7 +78,12 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 	rounds := testenv.EnvInt(b, "TIERKEEPER_BENCH_BK_ROUNDS", 3)
 	ctx := context.Background()
 	zkSrv := testenv.StartZooKeeper(b)
-	cluster := testenv.StartBookiesWith(b, zkSrv, 3, testenv.BookieOptions{Heap: "256m"})
+	bo := testenv.BookieOptions{Heap: "256m"}
+	if conf := os.Getenv("TIERKEEPER_BENCH_BK_CONF"); conf != "" {
+		bo.Extra = strings.Split(conf, ",")
+		b.Logf("bookie settings: %s", conf)
+	}
+	cluster := testenv.StartBookiesWith(b, zkSrv, 3, bo)
 	java := testenv.Java(b)
 	java.Timeout = 30 * time.Minute
 
@@ -60,8 +94,13 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 	w := man.Ledgers[0]
 	b.Logf("Java wrote ledger %d: %d entries, %d bytes in %s", w.LedgerID, w.EntryCount, w.Length, time.Since(start).Round(time.Second))
 
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		b.Fatal(err)
+	}
 	runJava := func(proto ...string) bkBenchRun {
 		var r bkBenchRun
+		before := bookieCPU(b, fs, cluster)
 		args := append([]string{"--metadata-uri", cluster.MetadataServiceURI(), "--ledger", fmt.Sprint(w.LedgerID),
 			"--repeat", "2", "--batch", "16", "--outstanding", "4"}, proto...)
 		if err := java.RunJSON(ctx, &r, "read-ledger-bench", args...); err != nil {
@@ -71,11 +110,13 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 			b.Fatalf("Java read %d entries, %d bytes in %f s; ledger has %d entries, %d bytes", r.Entries, r.Bytes, r.Seconds, w.EntryCount, w.Length)
 		}
 		r.MBPerSec = float64(r.Bytes) / 1e6 / r.Seconds
+		r.BookieCPUPerGiB = (bookieCPU(b, fs, cluster) - before) / (2 * float64(r.Bytes) / (1 << 30)) // --repeat 2
 		return r
 	}
-	runGo := func() bkBenchRun {
+	runGo := func(wire string) bkBenchRun {
 		cmd := exec.Command(bin, "ledger", "read", "--zk", cluster.MetadataServiceURI(), "--ledger", fmt.Sprint(w.LedgerID),
-			"--verify-only", "-o", "json")
+			"--verify-only", "--bk-wire", wire, "-o", "json")
+		before := bookieCPU(b, fs, cluster)
 		out, err := cmd.Output()
 		if err != nil {
 			b.Fatalf("go reader: %v", err)
@@ -87,6 +128,7 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 		if r.Bytes != w.Length || r.Entries != w.EntryCount {
 			b.Fatalf("Go read %d entries %d bytes, ledger has %d / %d", r.Entries, r.Bytes, w.EntryCount, w.Length)
 		}
+		r.BookieCPUPerGiB = (bookieCPU(b, fs, cluster) - before) / (float64(r.Bytes) / (1 << 30))
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			r.RSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
 			r.CPUSec = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
@@ -95,14 +137,28 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 	}
 
 	b.ResetTimer()
-	var jv2, jv3, gmb, grss, gcpu []float64
+	var jv2, jv3, gmb, g3mb, grss, gcpu, g3cpu []float64
+	var bkj2, bkj3, bkg, bkg3 []float64
 	for i := 0; i < b.N; i++ {
-		runGo() // warm the page cache and the bookies' read paths like Java's first run does
+		runGo("v2") // warm the page cache and the bookies' read paths like Java's first run does
 		for r := 0; r < rounds; r++ {
-			jv2 = append(jv2, runJava().MBPerSec)
-			jv3 = append(jv3, runJava("--v3").MBPerSec)
-			g := runGo()
-			gmb, grss, gcpu = append(gmb, g.MBPerSec), append(grss, g.RSSMiB), append(gcpu, g.CPUSec)
+			j := runJava()
+			jv2, bkj2 = append(jv2, j.MBPerSec), append(bkj2, j.BookieCPUPerGiB)
+			j = runJava("--v3")
+			jv3, bkj3 = append(jv3, j.MBPerSec), append(bkj3, j.BookieCPUPerGiB)
+			// Go over v2 and v3, in turns first.
+			wires := []string{"v2", "v3"}
+			if r%2 == 1 {
+				wires = []string{"v3", "v2"}
+			}
+			for _, wire := range wires {
+				g := runGo(wire)
+				if wire == "v2" {
+					gmb, grss, gcpu, bkg = append(gmb, g.MBPerSec), append(grss, g.RSSMiB), append(gcpu, g.CPUSec), append(bkg, g.BookieCPUPerGiB)
+				} else {
+					g3mb, g3cpu, bkg3 = append(g3mb, g.MBPerSec), append(g3cpu, g.CPUSec), append(bkg3, g.BookieCPUPerGiB)
+				}
+			}
 		}
 	}
 	b.StopTimer()
@@ -115,11 +171,18 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 	b.ReportMetric(g/j3, "go/java-v3")
 	b.ReportMetric(rss, "go-peak-RSS-MiB")
 	b.ReportMetric(stats.Median(gcpu), "go-cpu-s")
+	b.ReportMetric(stats.Median(g3mb), "go-v3-MB/s")
+	b.ReportMetric(stats.Median(bkg), "bookie-cpu-s/GiB-go-v2")
+	b.ReportMetric(stats.Median(bkg3), "bookie-cpu-s/GiB-go-v3")
 	fmt.Printf("\nBookKeeper ledger read: %d MiB ledger (%d entries of %d B, CRC32C, E3/W2/A2), 3 local bookies, median of %d rounds\n",
 		mib, w.EntryCount, w.Length/max(w.EntryCount, 1), len(gmb))
-	fmt.Printf("  %-36s %8.1f MB/s   runs %.0f\n", "Java BookKeeper client, v2 wire", j2, jv2)
-	fmt.Printf("  %-36s %8.1f MB/s   runs %.0f\n", "Java BookKeeper client, v3 wire", j3, jv3)
-	fmt.Printf("  %-36s %8.1f MB/s   runs %.0f\n", "Go tierkeeper reader, v3 wire", g, gmb)
-	fmt.Printf("  ratio Go/Java: %.2f vs v2, %.2f vs v3; Go peak RSS %.0f MiB, Go CPU %.2f s per read\n\n",
-		g/j2, g/j3, rss, stats.Median(gcpu))
+	line := func(name string, mb, bk []float64) {
+		fmt.Printf("  %-36s %8.1f MB/s   runs %.0f   bookies %.2f CPU-s/GiB (runs %.2f)\n", name, stats.Median(mb), mb, stats.Median(bk), bk)
+	}
+	line("Java BookKeeper client, v2 wire", jv2, bkj2)
+	line("Java BookKeeper client, v3 wire", jv3, bkj3)
+	line("Go tierkeeper reader, v2 wire", gmb, bkg)
+	line("Go tierkeeper reader, v3 wire", g3mb, bkg3)
+	fmt.Printf("  ratio Go v2 / Java: %.2f vs v2, %.2f vs v3; Go peak RSS %.0f MiB, Go CPU %.2f s per read (v3: %.2f)\n\n",
+		g/j2, g/j3, rss, stats.Median(gcpu), stats.Median(g3cpu))
 }
