@@ -1,12 +1,14 @@
 // Package client reads entries of closed BookKeeper ledgers straight from
-// the bookies over the v3 protocol, verifying every entry's digest.
+// the bookies over the v2 protocol (as Pulsar's brokers read) or the v3
+// one (Options.WireProtocol), verifying every entry's digest.
 //
 // # Connections
 //
 // The Client keeps one connection per bookie. Many reads are in flight on a
-// connection at once; each request carries a txnId unique on that
-// connection and responses, which bookies may send in any order, are
-// matched by it. A writer goroutine batches requests into few syscalls; a
+// connection at once; responses, which bookies may send in any order, are
+// matched to their requests by the txnId each v3 request carries (unique
+// on that connection), or over v2, whose responses carry none, by ledger
+// and entry (the oldest pending read of that entry). A writer goroutine batches requests into few syscalls; a
 // reader goroutine decodes frames (length bounded before allocating). A
 // protocol violation (garbage, an oversized frame, a truncated frame) closes
 // the connection and fails every read pending on it over to other replicas;

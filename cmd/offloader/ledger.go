@@ -26,8 +26,9 @@ func newLedgerCmd(g *globalOptions) *cobra.Command {
 		Long: strings.TrimSpace(`
 Commands that read BookKeeper ledgers directly: their metadata from
 ZooKeeper (all ledger layouts, metadata formats v1-v3) and their entries from
-the bookies over the v3 protocol, verifying every entry's digest. Only closed
-ledgers are read, and reads never fence a ledger.`),
+the bookies over the v2 protocol (--bk-wire v3 for v3), verifying every
+entry's digest. Only closed ledgers are read, and reads never fence a
+ledger.`),
 	}
 	cmd.AddCommand(newLedgerInfoCmd(g), newLedgerListCmd(g), newLedgerReadCmd(g))
 	return cmd
