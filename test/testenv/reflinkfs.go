@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,23 +84,12 @@ func ReflinkFS(t testing.TB, size int64) string {
 	return mnt
 }
 
-// runBounded runs a command for at most reflinkCmdTimeout and returns its
-// trimmed standard output; the error names the command and says what it
-// printed, or that it did not end in time.
+// runBounded runs a command through RunTool, for at most
+// reflinkCmdTimeout, and returns its trimmed standard output.
 func runBounded(name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), reflinkCmdTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).Output()
-	line := name + " " + strings.Join(args, " ")
-	if ctx.Err() != nil {
-		return "", fmt.Errorf("%s: did not end within %s", line, reflinkCmdTimeout)
-	}
+	out, err := RunTool(context.Background(), reflinkCmdTimeout, exec.Command(name, args...))
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return "", fmt.Errorf("%s: %w: %s", line, err, strings.TrimSpace(string(ee.Stderr)))
-		}
-		return "", fmt.Errorf("%s: %w", line, err)
+		return "", fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
