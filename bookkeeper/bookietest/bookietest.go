@@ -338,7 +338,7 @@ func (b *Bookie) handle(write func([]byte) error, stall func(), pr *bkproto.Requ
 		}
 	}
 	if req.Version == bkproto.ProtocolVersion_VERSION_TWO {
-		return b.send(write, stall, appendV2Response(nil, status, req.LedgerID, req.EntryID, body), act)
+		return b.send(write, stall, wire.AppendReadResponseV2(nil, status, req.LedgerID, req.EntryID, body), act)
 	}
 	resp := &bkproto.Response{
 		Header: &bkproto.BKPacketHeader{Version: bkproto.ProtocolVersion_VERSION_THREE.Enum(),
@@ -501,28 +501,4 @@ func decodeV2Read(b []byte) (Request, bool) {
 		r.MasterKey = b[20:]
 	}
 	return r, true
-}
-
-// appendV2Response appends a framed v2 read response: header, the v2
-// return code of status, the ids, and the entry when status is EOK.
-func appendV2Response(dst []byte, status bkproto.StatusCode, ledger, entry int64, body []byte) []byte {
-	rc := int32(status)
-	switch {
-	case status == bkproto.StatusCode_EOK:
-		rc = 0
-	case status == bkproto.StatusCode_ENOLEDGER:
-		rc = 1
-	case status == bkproto.StatusCode_ENOENTRY:
-		rc = 2
-	case status == bkproto.StatusCode_EBADREQ:
-		rc = 100
-	case status >= bkproto.StatusCode_EIO && status <= bkproto.StatusCode_ETOOMANYREQUESTS:
-		rc = int32(status) - 400
-	}
-	dst = binary.BigEndian.AppendUint32(dst, uint32(24+len(body)))
-	dst = binary.BigEndian.AppendUint32(dst, 2<<24|2<<16)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(rc))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(ledger))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(entry))
-	return append(dst, body...)
 }

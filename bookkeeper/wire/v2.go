@@ -47,6 +47,41 @@ func v2Status(rc int32) (st bkproto.StatusCode, ok bool) {
 	return 0, false
 }
 
+// v2ReturnCodes are the return codes of BookieProtocol, in v2Status's
+// order: V2ReturnCode inverts v2Status over them.
+func v2ReturnCodes() [10]int32 { return [...]int32{0, 1, 2, 100, 101, 102, 103, 104, 105, 106} }
+
+// V2ReturnCode is the v2 return code of a v3 status; ok is false for a
+// status v2 does not have.
+func V2ReturnCode(st bkproto.StatusCode) (rc int32, ok bool) {
+	for _, rc := range v2ReturnCodes() {
+		if s, _ := v2Status(rc); s == st {
+			return rc, true
+		}
+	}
+	return 0, false
+}
+
+// AppendReadResponseV2 appends one framed v2 read response to dst: the
+// header, st as its v2 return code (EIO for a status v2 does not have),
+// the ids and, with EOK, the stored entry. The reader never sends one; a
+// fake bookie does (package bookietest).
+func AppendReadResponseV2(dst []byte, st bkproto.StatusCode, ledgerID, entryID int64, entry []byte) []byte {
+	rc, ok := V2ReturnCode(st)
+	if !ok {
+		rc, _ = V2ReturnCode(bkproto.StatusCode_EIO)
+	}
+	if st != bkproto.StatusCode_EOK {
+		entry = nil
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(ReadResponseV2Header+len(entry)))
+	dst = binary.BigEndian.AppendUint32(dst, Version2<<24|opReadEntryV2<<16)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(rc))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(ledgerID))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(entryID))
+	return append(dst, entry...)
+}
+
 // AppendReadRequestV2 appends one framed v2 READENTRY request for entryID
 // of ledgerID to dst: version 2, no flag (neither fencing, which would
 // carry the master key and fence the ledger, nor high priority).

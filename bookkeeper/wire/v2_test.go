@@ -112,3 +112,31 @@ func FuzzDecodeReadResponseV2(f *testing.F) {
 		}
 	})
 }
+
+// A response appended by AppendReadResponseV2 decodes to what went in, for
+// every status v2 has; a status it does not have goes out as EIO, and an
+// entry goes out only with EOK.
+func TestReadResponseV2RoundTrip(t *testing.T) {
+	for _, rc := range v2ReturnCodes() {
+		st, _ := v2Status(rc)
+		frame := AppendReadResponseV2(nil, st, 9, 4, []byte("stored entry"))
+		if got, ok := V2ReturnCode(st); !ok || got != rc {
+			t.Errorf("V2ReturnCode(%v) = %d, %v; want %d", st, got, ok, rc)
+		}
+		r, err := DecodeReadResponseV2(frame[4:])
+		if err != nil || int(binary.BigEndian.Uint32(frame)) != len(frame)-4 {
+			t.Fatalf("%v: %v (frame length %d for %d bytes)", st, err, binary.BigEndian.Uint32(frame), len(frame)-4)
+		}
+		wantBody := st == bkproto.StatusCode_EOK
+		if r.EffectiveStatus() != st || r.Read.LedgerID != 9 || r.Read.EntryID != 4 || (r.Read.Body != nil) != wantBody {
+			t.Errorf("%v: decoded %+v", st, r.Read)
+		}
+	}
+	if _, ok := V2ReturnCode(bkproto.StatusCode_EUNKNOWNLEDGERSTATE); ok {
+		t.Error("a status v2 does not have has a v2 return code")
+	}
+	r, err := DecodeReadResponseV2(AppendReadResponseV2(nil, bkproto.StatusCode_EUNKNOWNLEDGERSTATE, 9, 4, nil)[4:])
+	if err != nil || r.EffectiveStatus() != bkproto.StatusCode_EIO {
+		t.Errorf("an unknown status went out as %+v, %v; want EIO", r, err)
+	}
+}
