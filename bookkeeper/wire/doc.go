@@ -62,7 +62,9 @@
 //	int64 entryId | the stored entry, when rc is EOK
 //
 // rc is BookieProtocol's: EOK 0, ENOLEDGER 1, ENOENTRY 2, EBADREQ 100,
-// EIO 101 ... ETOOMANYREQUESTS 106, given as the v3 status codes. A v2
+// EIO 101 ... ETOOMANYREQUESTS 106, given as the v3 status codes
+// (V2ReturnCode maps back; AppendReadResponseV2 builds a response, for a
+// fake bookie). A v2
 // response carries no txnId: the reader matches it by ledger and entry.
 // The bookie writes the entry after the header from its own buffers; a v3
 // answer is first serialized into a new heap buffer, entry included.

@@ -128,7 +128,7 @@ func StopSharedS3() {
 // to kill or restart the server.
 func StartPrivateS3(t testing.TB) *S3 {
 	t.Helper()
-	return startPrivateS3(t, S3Options{})
+	return StartPrivateS3With(t, S3Options{})
 }
 
 // StartPrivateS3TLS starts a server owned by t, as StartPrivateS3, that
@@ -136,7 +136,7 @@ func StartPrivateS3(t testing.TB) *S3 {
 // *.s3.tierkeeper.test (virtual-host addressing).
 func StartPrivateS3TLS(t testing.TB, ca *CA) *S3 {
 	t.Helper()
-	return startPrivateS3(t, S3Options{CA: ca})
+	return StartPrivateS3With(t, S3Options{CA: ca})
 }
 
 // S3Options configure a private server (StartPrivateS3With).
@@ -152,11 +152,6 @@ type S3Options struct {
 // StartPrivateS3With starts a server owned by t, as StartPrivateS3, with
 // opts.
 func StartPrivateS3With(t testing.TB, opts S3Options) *S3 {
-	t.Helper()
-	return startPrivateS3(t, opts)
-}
-
-func startPrivateS3(t testing.TB, opts S3Options) *S3 {
 	t.Helper()
 	var cert *Cert
 	ca := opts.CA
