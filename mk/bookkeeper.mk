@@ -6,6 +6,11 @@
 # Size of the benchmark ledger (MiB) and rounds of Java-vs-Go reads.
 BENCH_BK_MIB    ?= 512
 BENCH_BK_ROUNDS ?= 3
+# 1: the bookies of the benchmarks that measure what reading costs them
+# (bench-bk, bench-offload) run in Pulsar's JVM settings (fixed heap, G1,
+# both JIT compilers: testenv.BookieOptions.PulsarJVM); 0: the test
+# suite's quick-start JVM (C1 only, serial GC).
+BENCH_BOOKIE_PULSAR_JVM ?= 1
 
 .PHONY: test-bk bench-bk
 
@@ -16,7 +21,7 @@ test-bk: compat-prepare
 
 ## bench-bk: Go reader (v2 and v3 wire) vs BookKeeper's Java client (v2 and v3) reading the same 512 MiB ledger from 3 real bookies (MB/s, ratios, Go peak RSS, the bookies' CPU seconds per GiB each reader costs).
 bench-bk: compat-prepare
-	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_BENCH_BK_MIB=$(BENCH_BK_MIB) TIERKEEPER_BENCH_BK_ROUNDS=$(BENCH_BK_ROUNDS) \
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_BENCH_BK_MIB=$(BENCH_BK_MIB) TIERKEEPER_BENCH_BK_ROUNDS=$(BENCH_BK_ROUNDS) TK_BENCH_BOOKIE_PULSAR_JVM=$(BENCH_BOOKIE_PULSAR_JVM) \
 	  $(GO) test -run '^$$' -bench '^BenchmarkBKLedgerRead$$' -benchtime 1x -timeout 60m ./test/compat/ \
 	  | grep -v '^\[compat\]'
 bench: bench-bk

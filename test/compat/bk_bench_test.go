@@ -24,6 +24,10 @@ package compat
 //
 // TIERKEEPER_BENCH_BK_CONF adds bookie settings (key=value,...; e.g.
 // readBufferSizeBytes=4096, Pulsar's bookkeeper.conf value).
+// TK_BENCH_BOOKIE_PULSAR_JVM (default 1) runs the bookies in Pulsar's JVM
+// settings (testenv.BookieOptions.PulsarJVM), and every reader reads the
+// ledger twice before the rounds so that the bookies have compiled its
+// path; 0 gives them the test suite's quick-start JVM and one warm-up read.
 //
 // Runs only with -bench; `make test` does not run it. The machine's other
 // load shows in the figures: compare within one run.
@@ -78,7 +82,11 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 	rounds := testenv.EnvInt(b, "TIERKEEPER_BENCH_BK_ROUNDS", 3)
 	ctx := context.Background()
 	zkSrv := testenv.StartZooKeeper(b)
-	bo := testenv.BookieOptions{Heap: "256m"}
+	bo := testenv.BookieOptions{PulsarJVM: testenv.EnvBool(b, "TK_BENCH_BOOKIE_PULSAR_JVM", true)}
+	if !bo.PulsarJVM {
+		bo.Heap = "256m"
+	}
+	b.Logf("bookie JVM: %s", testenv.BookieJVMName(bo))
 	if conf := os.Getenv("TIERKEEPER_BENCH_BK_CONF"); conf != "" {
 		bo.Extra = strings.Split(conf, ",")
 		b.Logf("bookie settings: %s", conf)
@@ -140,7 +148,19 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 	var jv2, jv3, gmb, g3mb, grss, gcpu, g3cpu []float64
 	var bkj2, bkj3, bkg, bkg3 []float64
 	for i := 0; i < b.N; i++ {
-		runGo("v2") // warm the page cache and the bookies' read paths like Java's first run does
+		// Warm the page cache and the bookies' read paths like Java's
+		// first run does. Bookies in Pulsar's JVM compile each path
+		// again with C2 (the Java client's batched v2 reads take one of
+		// their own), which takes a few reads of each reader.
+		runGo("v2")
+		if bo.PulsarJVM {
+			for range 2 {
+				runJava()
+				runJava("--v3")
+				runGo("v2")
+				runGo("v3")
+			}
+		}
 		for r := 0; r < rounds; r++ {
 			j := runJava()
 			jv2, bkj2 = append(jv2, j.MBPerSec), append(bkj2, j.BookieCPUPerGiB)

@@ -65,7 +65,9 @@ package offloadbench
 // encrypt what they upload; the bare relay stays plain), TK_BENCH_STORE_FS
 // (tmp: the store's data in the temporary directory; xfs-reflink: on a
 // testenv.ReflinkFS, where completing a multipart upload clones the parts
-// instead of copying the object's bytes through this host's memory again).
+// instead of copying the object's bytes through this host's memory again),
+// TK_BENCH_BOOKIE_PULSAR_JVM (1: the bookies in Pulsar's JVM settings,
+// testenv.BookieOptions.PulsarJVM; 0: the test suite's quick-start JVM).
 
 import (
 	"bytes"
@@ -238,7 +240,9 @@ func BenchmarkOffload(b *testing.B) {
 	be := &bench{b: b, parts: testenv.EnvInt(b, "TK_BENCH_PARTS", 2), ledgers: map[int]*testenv.WrittenLedger{},
 		prime: testenv.EnvBool(b, "TK_BENCH_PRIME_MEMORY", true)}
 	be.zk = testenv.StartZooKeeper(b)
-	be.bk = testenv.StartBookiesWith(b, be.zk, 3, testenv.BookieOptions{})
+	bo := testenv.BookieOptions{PulsarJVM: testenv.EnvBool(b, "TK_BENCH_BOOKIE_PULSAR_JVM", true)}
+	b.Logf("bookie JVM: %s", testenv.BookieJVMName(bo))
+	be.bk = testenv.StartBookiesWith(b, be.zk, 3, bo)
 	be.java = testenv.Java(b)
 	be.java.Timeout = 20 * time.Minute
 	var s3opts testenv.S3Options

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,32 @@ func TestBookiesStartStopAdd(t *testing.T) {
 	avail, _ = c.AvailableBookies()
 	if len(avail) != 4 {
 		t.Fatalf("available after kill+restart = %v", avail)
+	}
+}
+
+// TestBookiePulsarJVM starts a bookie with Pulsar's JVM settings and finds
+// their threads in the process: G1's and the C2 compiler's, which the
+// harness's quick-start JVM (serial GC, C1 only) does not have.
+func TestBookiePulsarJVM(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := testenv.StartBookiesWith(t, z, 1, testenv.BookieOptions{PulsarJVM: true})
+	pid := c.Bookie(0).PID
+	tasks, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "comm"))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("threads of bookie pid %d: %v (%d)", pid, err, len(tasks))
+	}
+	var g1, c2, c1 bool
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		name := strings.TrimSpace(string(b))
+		g1 = g1 || strings.HasPrefix(name, "G1 ")
+		c2 = c2 || strings.HasPrefix(name, "C2 Compiler")
+		c1 = c1 || strings.HasPrefix(name, "C1 Compiler")
+	}
+	if !g1 || !c2 || !c1 {
+		t.Fatalf("bookie with PulsarJVM: G1 threads %v, C2 compiler %v, C1 compiler %v; want all", g1, c2, c1)
 	}
 }

@@ -102,9 +102,20 @@ func requireJavaBuild(t testing.TB) *JavaBuild {
 // on JDK 11+, and quick start-up. fastStart trades peak JIT speed for start-up
 // time (C1 only); use it for servers whose CPU use is low.
 func JVMOptions(heap string, fastStart bool) []string {
-	opts := []string{
+	opts := append([]string{
 		"-Xms16m", "-Xmx" + heap, "-XX:MaxDirectMemorySize=" + heap,
 		"-XX:+UseSerialGC", "-XX:-UsePerfData", "-Xss512k",
+	}, jvmCommonOptions()...)
+	if fastStart {
+		opts = append(opts, "-XX:TieredStopAtLevel=1")
+	}
+	return opts
+}
+
+// jvmCommonOptions are the options of every harness JVM that do not
+// size or tune it: IPv4, the --add-opens, no JMX for the loggers.
+func jvmCommonOptions() []string {
+	return []string{
 		"-Djava.net.preferIPv4Stack=true",
 		"-Dio.netty.tryReflectionSetAccessible=true",
 		"--add-opens", "java.base/java.nio=ALL-UNNAMED",
@@ -115,10 +126,6 @@ func JVMOptions(heap string, fastStart bool) []string {
 		"-Dlog4j2.disable.jmx=true",
 		"-Dzookeeper.jmx.log4j.disable=true",
 	}
-	if fastStart {
-		opts = append(opts, "-XX:TieredStopAtLevel=1")
-	}
-	return opts
 }
 
 // Command returns an exec.Cmd running mainClass with the build's classpath.
