@@ -46,11 +46,10 @@ type BookieOptions struct {
 	// conf/bkenv.sh and its Helm chart's bookkeeper PULSAR_GC): the heap
 	// fixed at Heap (-Xms = -Xmx) and touched at start, G1 with a 10 ms
 	// pause goal and 4 GC threads, both JIT compilers, Netty's leak
-	// detection off. Without it
-	// a bookie gets the harness's quick-start JVM (C1 only, serial GC, a
-	// heap that grows from 16 MiB), which starts in half the time and
-	// suits tests; benchmarks whose figures include what the bookies cost
-	// use PulsarJVM.
+	// detection off. Without it a bookie gets the harness's quick-start
+	// JVM (C1 only, serial GC, a heap that grows from 16 MiB), which
+	// starts in half the time and suits tests; benchmarks whose figures
+	// include what the bookies cost use PulsarJVM.
 	PulsarJVM bool
 	// DirectMemory is -XX:MaxDirectMemorySize (Netty buffers, read and
 	// write caches); default "256m".
