@@ -45,8 +45,8 @@ type BookieOptions struct {
 	// PulsarJVM runs each bookie's JVM as Pulsar runs a bookie (its
 	// conf/bkenv.sh and its Helm chart's bookkeeper PULSAR_GC): the heap
 	// fixed at Heap (-Xms = -Xmx) and touched at start, G1 with a 10 ms
-	// pause goal and 4 GC threads, both JIT compilers, Netty's leak
-	// detection off. Without it a bookie gets the harness's quick-start
+	// pause goal (its GC threads sized to the machine), both JIT
+	// compilers, Netty's leak detection off. Without it a bookie gets the harness's quick-start
 	// JVM (C1 only, serial GC, a heap that grows from 16 MiB), which
 	// starts in half the time and suits tests; benchmarks whose figures
 	// include what the bookies cost use PulsarJVM.
@@ -537,7 +537,10 @@ func bookieJVMOptions(o BookieOptions) []string {
 			"-Xms" + o.Heap, "-Xmx" + o.Heap, "-Xss512k", "-XX:-UsePerfData",
 			"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=10", "-XX:+ParallelRefProcEnabled",
 			"-XX:+UnlockExperimentalVMOptions", "-XX:+DoEscapeAnalysis",
-			"-XX:ParallelGCThreads=4", "-XX:ConcGCThreads=4", "-XX:G1NewSizePercent=50",
+			// No GC thread counts: Pulsar's bkenv.sh sets 32 and its
+			// Helm chart 4, each for a bookie with cores of its own;
+			// the JVM sizes them to the machine.
+			"-XX:G1NewSizePercent=50",
 			"-XX:+DisableExplicitGC", "-XX:-ResizePLAB",
 			// A bookie that has run for a while has touched all of
 			// its heap; a new one would pay for first touches while
