@@ -771,14 +771,19 @@ func TestWireProtocols(t *testing.T) {
 			e := newEnv(t, 3, Options{WireProtocol: wp, BusyBackoff: time.Millisecond, BusyBackoffMax: 2 * time.Millisecond})
 			data := payloads(300, 21)
 			l := e.write(bookietest.Ledger{LedgerID: 31, Ensemble: 3, WriteQuorum: 3}, data)
-			var n atomic.Int64
-			for _, id := range e.cluster.IDs {
+			for i, id := range e.cluster.IDs {
+				var n atomic.Int64
 				e.cluster.Bookies[id].SetFault(func(r bookietest.Request) bookietest.Action {
-					switch n.Add(1) % 11 {
-					case 0:
-						return bookietest.Action{Status: bkproto.StatusCode_ETOOMANYREQUESTS}
-					case 5:
+					// Two of the three replicas of every 11th entry answer
+					// corrupt and the third (a different one each time)
+					// does not: the reader must catch the corrupt answers
+					// and read the good one. (Corrupting by a counter
+					// shared by the bookies could corrupt all three.)
+					if r.EntryID%11 == 5 && int(r.EntryID/11)%3 != i {
 						return bookietest.Action{Corrupt: true}
+					}
+					if n.Add(1)%11 == 0 {
+						return bookietest.Action{Status: bkproto.StatusCode_ETOOMANYREQUESTS}
 					}
 					return bookietest.Action{Delay: time.Duration(rand.IntN(4)) * time.Millisecond}
 				})
