@@ -82,11 +82,10 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 	rounds := testenv.EnvInt(b, "TIERKEEPER_BENCH_BK_ROUNDS", 3)
 	ctx := context.Background()
 	zkSrv := testenv.StartZooKeeper(b)
-	bo := testenv.BookieOptions{PulsarJVM: testenv.EnvBool(b, "TK_BENCH_BOOKIE_PULSAR_JVM", true)}
+	bo := testenv.BenchBookieOptions(b)
 	if !bo.PulsarJVM {
 		bo.Heap = "256m"
 	}
-	b.Logf("bookie JVM: %s", testenv.BookieJVMName(bo))
 	if conf := os.Getenv("TIERKEEPER_BENCH_BK_CONF"); conf != "" {
 		bo.Extra = strings.Split(conf, ",")
 		b.Logf("bookie settings: %s", conf)

@@ -240,9 +240,7 @@ func BenchmarkOffload(b *testing.B) {
 	be := &bench{b: b, parts: testenv.EnvInt(b, "TK_BENCH_PARTS", 2), ledgers: map[int]*testenv.WrittenLedger{},
 		prime: testenv.EnvBool(b, "TK_BENCH_PRIME_MEMORY", true)}
 	be.zk = testenv.StartZooKeeper(b)
-	bo := testenv.BookieOptions{PulsarJVM: testenv.EnvBool(b, "TK_BENCH_BOOKIE_PULSAR_JVM", true)}
-	b.Logf("bookie JVM: %s", testenv.BookieJVMName(bo))
-	be.bk = testenv.StartBookiesWith(b, be.zk, 3, bo)
+	be.bk = testenv.StartBookiesWith(b, be.zk, 3, testenv.BenchBookieOptions(b))
 	be.java = testenv.Java(b)
 	be.java.Timeout = 20 * time.Minute
 	var s3opts testenv.S3Options

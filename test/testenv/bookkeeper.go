@@ -46,10 +46,11 @@ type BookieOptions struct {
 	// conf/bkenv.sh and its Helm chart's bookkeeper PULSAR_GC): the heap
 	// fixed at Heap (-Xms = -Xmx) and touched at start, G1 with a 10 ms
 	// pause goal (its GC threads sized to the machine), both JIT
-	// compilers, Netty's leak detection off. Without it a bookie gets the harness's quick-start
-	// JVM (C1 only, serial GC, a heap that grows from 16 MiB), which
-	// starts in half the time and suits tests; benchmarks whose figures
-	// include what the bookies cost use PulsarJVM.
+	// compilers, Netty's leak detection off. Without it a bookie gets
+	// the harness's quick-start JVM (C1 only, serial GC, a heap that
+	// grows from 16 MiB), which starts in half the time and suits tests;
+	// benchmarks whose figures include what the bookies cost use
+	// PulsarJVM (BenchBookieOptions).
 	PulsarJVM bool
 	// DirectMemory is -XX:MaxDirectMemorySize (Netty buffers, read and
 	// write caches); default "256m".
@@ -555,11 +556,16 @@ func bookieJVMOptions(o BookieOptions) []string {
 	return append(opts, "-XX:MaxDirectMemorySize="+o.DirectMemory, "-Dtk.loglevel=INFO")
 }
 
-// BookieJVMName says in a few words which JVM settings o gives the
-// bookies, for a benchmark's log.
-func BookieJVMName(o BookieOptions) string {
+// BenchBookieOptions are the bookie options of a benchmark that measures
+// what the bookies cost: PulsarJVM unless TK_BENCH_BOOKIE_PULSAR_JVM is 0
+// (make's BENCH_BOOKIE_PULSAR_JVM). It logs which JVM the bookies get.
+func BenchBookieOptions(tb testing.TB) BookieOptions {
+	tb.Helper()
+	o := BookieOptions{PulsarJVM: EnvBool(tb, "TK_BENCH_BOOKIE_PULSAR_JVM", true)}
 	if o.PulsarJVM {
-		return "Pulsar's (fixed heap, G1, both JIT compilers)"
+		tb.Logf("bookie JVM: Pulsar's (fixed heap, G1, both JIT compilers)")
+	} else {
+		tb.Logf("bookie JVM: the harness's quick-start JVM (C1 only, serial GC)")
 	}
-	return "the harness's quick-start JVM (C1 only, serial GC)"
+	return o
 }
