@@ -46,7 +46,11 @@ package offloadbench
 // time waiting for a free block, for the bookies, copying and finishing,
 // each with the processes' cores, the machine's busy share and PSI, and
 // the slowest second); the servers' and the machine's CPU are sampled
-// during the raw PUT and the read alone too.
+// during the raw PUT and the read alone too, and every round accounts
+// for the machine's CPU: the core-seconds the copy kept busy (its own
+// process, the bookies, versitygw, the rest) against those the read alone
+// and the raw PUT kept busy together, and the most of the limit the copy
+// could reach at their cost (all but the store's completion overlapped).
 //
 // Knobs: TK_BENCH_STORE_OPTIONS (key=value,... added to the s3 store's
 // config for the offloader and the raw PUT, e.g. checksum=md5),
@@ -83,6 +87,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -629,7 +634,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	var tks, tkWalls, raws, pulsars, bks, shares, tkCPUs, tkUsers, tkSystems, pulCPUs, cpuRatios, allocs []float64
 	var baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs []float64
 	var roundStates []string
-	var overlaps, relays, relayRatios, unsampleds []float64
+	var overlaps, relays, relayRatios, unsampleds, costRatios, ceilings []float64
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
 		var tkTL, rawTL, bkTL copytrace.Summary
@@ -703,6 +708,16 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		b.Logf("round %d: the copy finished in %.2fs (last parts, completion, index), the raw PUT's completion took %.2fs; without them the copy is %.2f of the limit",
 			r+1, tkFinish, rawComplete, overlap)
 		overlaps = append(overlaps, overlap)
+		// What the machine's CPU allowed: on shared cores the copy and
+		// both steps keep the machine busy, so the copy can beat the limit
+		// only by the CPU the steps alone left idle.
+		cores := float64(runtime.NumCPU())
+		tkA, bkA, rawA := accountOf(tkTL, "offloader", 0, cores), accountOf(bkTL, "", bkCPU, cores), accountOf(rawTL, "", rawCPU, cores)
+		both := bkA.plus(rawA)
+		ceiling := (bkS + rawS) / max(bkS, rawS, rawComplete+both.machine/cores)
+		b.Logf("round %d: CPU account (core-seconds): the copy kept the machine busy for %.2f (%s), the read alone and the raw PUT for %.2f + %.2f = %.2f (%s): the copy cost %.2fx their sum (bookies %.2fx, versitygw %.2fx, its own process %.2fx the reader's and the PUT client's); at their cost, overlapping all but the store's completion, the copy would be at most %.2f of the limit",
+			r+1, tkA.machine, tkA, bkA.machine, rawA.machine, both.machine, both, tkA.machine/both.machine, tkA.bookies/both.bookies, tkA.store/both.store, tkA.client/both.client, ceiling)
+		costRatios, ceilings = append(costRatios, tkA.machine/both.machine), append(ceilings, ceiling)
 		roundStates = append(roundStates, fmt.Sprintf("round %d %.2f (finish %.2fs against the raw PUT's completion %.2fs; %.2f without them): %s",
 			r+1, share, tkFinish, rawComplete, overlap, stateShares(tkTL)))
 		if be.baseBin != "" {
@@ -728,6 +743,9 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		rounds, stats.Median(tks), stats.Median(tkWalls), stats.Median(raws), stats.Median(bks), stats.Median(pulsars))
 	b.Logf("RESULT co-located limit: copy / (1/(1/read + 1/put)) per round %s (goal >= 0.95 in every round)", fmtList(shares))
 	b.ReportMetric(slices.Min(overlaps), "min-share-without-completion")
+	b.ReportMetric(stats.Median(costRatios), "copy-vs-steps-machine-CPU")
+	b.Logf("RESULT the machine's CPU: the copy cost %s x what the read alone and the raw PUT cost together (per round); at their cost it could reach at most %s of the limit (per round)",
+		fmtList(costRatios), fmtList(ceilings))
 	b.Logf("RESULT where the copy's time went (timeline states, share of the copy): %s", strings.Join(roundStates, "; "))
 	b.Logf("RESULT CPU per GiB (median): tierkeeper copy %.2f s (per round %s; user %s, system %s), Pulsar's JVM %.2f s, ratio %.2f (per round %s; goals <= 0.25 and <= 1 s/GiB); copy allocations %.1f MiB/GiB",
 		stats.Median(tkCPUs), fmtList(tkCPUs), fmtList(tkUsers), fmtList(tkSystems), stats.Median(pulCPUs), stats.Median(cpuRatios), fmtList(cpuRatios), stats.Median(allocs)/(1<<20))
@@ -744,6 +762,40 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		b.Logf("RESULT base %s (median): copy %.1f MB/s, share of the limit per round %s, CPU %.2f s/GiB (%.2fx Pulsar's), allocations %.1f MiB/GiB",
 			be.baseRev, stats.Median(baseMBs), fmtList(baseShares), stats.Median(baseCPUs), stats.Median(baseRatios), stats.Median(baseAllocs)/(1<<20))
 	}
+}
+
+// stepCPU is the CPU a step kept busy, in core-seconds: the machine's and
+// its processes' (client: the copy's offloader, the reader alone or the
+// raw PUT's client; the bookies' JVMs; the store).
+type stepCPU struct {
+	machine, client, bookies, store float64
+}
+
+// accountOf is the CPU of a step from its summary: client is the process
+// named so in the summary, or else clientCPU (a child's whole life, which
+// its summary spans).
+func accountOf(s copytrace.Summary, client string, clientCPU, cores float64) stepCPU {
+	w := s.Whole
+	a := stepCPU{machine: w.MachineBusy * cores * w.Seconds, client: clientCPU}
+	for p, c := range w.Cores {
+		switch {
+		case p == client:
+			a.client = c * w.Seconds
+		case strings.HasPrefix(p, "bookie-"):
+			a.bookies += c * w.Seconds
+		case p == "versitygw":
+			a.store += c * w.Seconds
+		}
+	}
+	return a
+}
+
+func (a stepCPU) plus(o stepCPU) stepCPU {
+	return stepCPU{machine: a.machine + o.machine, client: a.client + o.client, bookies: a.bookies + o.bookies, store: a.store + o.store}
+}
+
+func (a stepCPU) String() string {
+	return fmt.Sprintf("client %.2f, bookies %.2f, versitygw %.2f, the rest %.2f", a.client, a.bookies, a.store, a.machine-a.client-a.bookies-a.store)
 }
 
 // stateShares is a copy timeline's states and their shares, e.g.
