@@ -19,7 +19,7 @@ test-bk: compat-prepare
 	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 ./bookkeeper/... ./cmd/offloader/
 	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 -run '^TestBK' ./test/compat/
 
-## bench-bk: Go reader (v2 and v3 wire) vs BookKeeper's Java client (v2 and v3) reading the same 512 MiB ledger from 3 real bookies (MB/s, ratios, Go peak RSS, the bookies' CPU seconds per GiB each reader costs).
+## bench-bk: Go reader (v2 and v3 wire) vs BookKeeper's Java client (v2 and v3) reading the same 512 MiB ledger from 3 real bookies (MB/s, ratios, Go peak RSS, the bookies' CPU seconds per GiB each reader costs), after the bookies' read path is warmed until their CPU per GiB settles.
 bench-bk: compat-prepare
 	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_BENCH_BK_MIB=$(BENCH_BK_MIB) TIERKEEPER_BENCH_BK_ROUNDS=$(BENCH_BK_ROUNDS) TK_BENCH_BOOKIE_PULSAR_JVM=$(BENCH_BOOKIE_PULSAR_JVM) \
 	  $(GO) test -run '^$$' -bench '^BenchmarkBKLedgerRead$$' -benchtime 1x -timeout 60m ./test/compat/ \

@@ -44,9 +44,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/procfs"
-
-	"github.com/tierkeeper/tierkeeper/internal/proccost"
 	"github.com/tierkeeper/tierkeeper/internal/stats"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -61,20 +58,6 @@ type bkBenchRun struct {
 	// BookieCPUPerGiB is the bookies' CPU seconds over the run per GiB
 	// read (Java's: over the whole process, both of its reads).
 	BookieCPUPerGiB float64 `json:"-"`
-}
-
-// bookieCPU is the user + system CPU seconds the cluster's bookie
-// processes have used so far.
-func bookieCPU(b *testing.B, fs procfs.FS, c *testenv.BookKeeperCluster) float64 {
-	var sum time.Duration
-	for _, bk := range c.Bookies() {
-		u, s, err := proccost.ProcessCPU(fs, bk.PID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sum += u + s
-	}
-	return sum.Seconds()
 }
 
 func BenchmarkBKLedgerRead(b *testing.B) {
@@ -101,13 +84,9 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 	w := man.Ledgers[0]
 	b.Logf("Java wrote ledger %d: %d entries, %d bytes in %s", w.LedgerID, w.EntryCount, w.Length, time.Since(start).Round(time.Second))
 
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		b.Fatal(err)
-	}
 	runJava := func(proto ...string) bkBenchRun {
 		var r bkBenchRun
-		before := bookieCPU(b, fs, cluster)
+		before := cluster.BookiesCPU(b)
 		args := append([]string{"--metadata-uri", cluster.MetadataServiceURI(), "--ledger", fmt.Sprint(w.LedgerID),
 			"--repeat", "2", "--batch", "16", "--outstanding", "4"}, proto...)
 		if err := java.RunJSON(ctx, &r, "read-ledger-bench", args...); err != nil {
@@ -117,13 +96,13 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 			b.Fatalf("Java read %d entries, %d bytes in %f s; ledger has %d entries, %d bytes", r.Entries, r.Bytes, r.Seconds, w.EntryCount, w.Length)
 		}
 		r.MBPerSec = float64(r.Bytes) / 1e6 / r.Seconds
-		r.BookieCPUPerGiB = (bookieCPU(b, fs, cluster) - before) / (2 * float64(r.Bytes) / (1 << 30)) // --repeat 2
+		r.BookieCPUPerGiB = (cluster.BookiesCPU(b) - before) / (2 * float64(r.Bytes) / (1 << 30)) // --repeat 2
 		return r
 	}
 	runGo := func(wire string) bkBenchRun {
 		cmd := exec.Command(bin, "ledger", "read", "--zk", cluster.MetadataServiceURI(), "--ledger", fmt.Sprint(w.LedgerID),
 			"--verify-only", "--bk-wire", wire, "-o", "json")
-		before := bookieCPU(b, fs, cluster)
+		before := cluster.BookiesCPU(b)
 		out, err := cmd.Output()
 		if err != nil {
 			b.Fatalf("go reader: %v", err)
@@ -135,7 +114,7 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 		if r.Bytes != w.Length || r.Entries != w.EntryCount {
 			b.Fatalf("Go read %d entries %d bytes, ledger has %d / %d", r.Entries, r.Bytes, w.EntryCount, w.Length)
 		}
-		r.BookieCPUPerGiB = (bookieCPU(b, fs, cluster) - before) / (float64(r.Bytes) / (1 << 30))
+		r.BookieCPUPerGiB = (cluster.BookiesCPU(b) - before) / (float64(r.Bytes) / (1 << 30))
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			r.RSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
 			r.CPUSec = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
@@ -153,6 +132,10 @@ func BenchmarkBKLedgerRead(b *testing.B) {
 		// their own), which takes a few reads of each reader.
 		runGo("v2")
 		if bo.PulsarJVM {
+			// Until the bookies' CPU per GiB settles (C2 compiles their
+			// read path over ~20 GiB of reads).
+			wr := testenv.WarmBookieReads(b, cluster, testenv.WarmReads{}, func() int64 { return runGo("v2").Bytes })
+			b.Logf("bookies warmed with the Go reader: %s", wr)
 			for range 2 {
 				runJava()
 				runJava("--v3")
