@@ -3,7 +3,6 @@ package testenv
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,9 +56,12 @@ type WarmReads struct {
 type WarmResult struct {
 	// CPUPerGiB is the bookies' CPU seconds per GiB of every read, in order.
 	CPUPerGiB []float64
-	Bytes     int64
-	Seconds   float64
-	Settled   bool
+	// Level is the median of the last WarmReads.Settled reads' figures:
+	// what the bookies cost per GiB when the warm-up ended.
+	Level   float64
+	Bytes   int64
+	Seconds float64
+	Settled bool
 }
 
 // String is the warm-up in one line, e.g. "24 reads (24.0 GiB, 38 s),
@@ -73,9 +75,8 @@ func (w WarmResult) String() string {
 	if !w.Settled {
 		state = "had not settled (bound reached)"
 	}
-	last := w.CPUPerGiB[max(len(w.CPUPerGiB)-5, 0):]
 	return fmt.Sprintf("%d reads (%.1f GiB, %.0f s), the bookies' CPU-s per GiB %s at %.2f: %s",
-		len(w.CPUPerGiB), float64(w.Bytes)/(1<<30), w.Seconds, state, stats.Median(last), strings.Join(per, " "))
+		len(w.CPUPerGiB), float64(w.Bytes)/(1<<30), w.Seconds, state, w.Level, strings.Join(per, " "))
 }
 
 // WarmBookieReads reads through read (one whole read of a ledger,
@@ -83,8 +84,8 @@ func (w WarmResult) String() string {
 // steady CPU cost: bookies in Pulsar's JVM compile their read path with
 // C2 only after many reads (1 MiB entries: the bookies' CPU per GiB
 // fell from 2.1 to 0.8 over the first ~20 GiB on the project's 2-core
-// VM, in steps), and a benchmark that measures before that measures the JIT, read
-// by read, not the bookies a production cluster runs for days.
+// VM, in steps), and a benchmark that measures before that measures the
+// JIT, read by read, not the bookies a production cluster runs for days.
 func WarmBookieReads(tb testing.TB, c *BookKeeperCluster, o WarmReads, read func() int64) WarmResult {
 	tb.Helper()
 	if o.Settled <= 0 {
@@ -118,6 +119,7 @@ func WarmBookieReads(tb testing.TB, c *BookKeeperCluster, o WarmReads, read func
 		}
 	}
 	w.Seconds = time.Since(start).Seconds()
+	w.Level = stats.Median(w.CPUPerGiB[max(len(w.CPUPerGiB)-o.Settled, 0):])
 	return w
 }
 
@@ -127,8 +129,8 @@ func settled(v []float64, n int, spread float64) bool {
 	if len(v) < n {
 		return false
 	}
-	last := slices.Clone(v[len(v)-n:])
-	m := stats.Median(last)
+	last := v[len(v)-n:]
+	m := stats.Median(last) // does not reorder last
 	for _, x := range last {
 		if math.Abs(x-m) > spread*m {
 			return false
