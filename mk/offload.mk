@@ -84,10 +84,12 @@ BENCH_CATCHUP_LEDGER_MIB ?= 256
 BENCH_CATCHUP_BLOCKS     ?= 10,64
 BENCH_CATCHUP_ROUNDS     ?= 3
 BENCH_CATCHUP_WARM_MIB   ?= 1024
+# a file: one line per GET the broker sends to the store (the store's time, the body's, and how long the broker was quiet before it)
+BENCH_CATCHUP_TRACE      ?=
 .PHONY: bench-catchup
 bench-catchup: deps compat-prepare
 	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_CATCHUP_MIB=$(BENCH_CATCHUP_MIB) TK_BENCH_CATCHUP_MSG=$(BENCH_CATCHUP_MSG) \
-	  TK_BENCH_CATCHUP_LEDGER_MIB=$(BENCH_CATCHUP_LEDGER_MIB) TK_BENCH_CATCHUP_BLOCKS=$(BENCH_CATCHUP_BLOCKS) TK_BENCH_ROUNDS=$(BENCH_CATCHUP_ROUNDS) TK_BENCH_CATCHUP_WARM_MIB=$(BENCH_CATCHUP_WARM_MIB) \
+	  TK_BENCH_CATCHUP_LEDGER_MIB=$(BENCH_CATCHUP_LEDGER_MIB) TK_BENCH_CATCHUP_BLOCKS=$(BENCH_CATCHUP_BLOCKS) TK_BENCH_ROUNDS=$(BENCH_CATCHUP_ROUNDS) TK_BENCH_CATCHUP_WARM_MIB=$(BENCH_CATCHUP_WARM_MIB) TK_BENCH_CATCHUP_TRACE=$(BENCH_CATCHUP_TRACE) \
 	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkCatchup$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \
 	  | grep -E '^(Benchmark|    catchup_test|ok|FAIL|---)' | sed 's/^    catchup_test.go:[0-9]*: //'
 bench: bench-catchup

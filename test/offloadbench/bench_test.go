@@ -94,6 +94,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -872,10 +873,24 @@ func (be *bench) rss(ctx context.Context, sizes []int) {
 }
 
 // counter is a reverse proxy in front of versitygw that counts the bytes
-// of GET answers: index objects and data objects apart.
+// of GET answers: index objects and data objects apart. With trace set,
+// it also writes one line per GET to it: the object, the range, and
+// where the GET's time went (see getTiming).
 type counter struct {
 	data, index, gets atomic.Int64
+	trace             io.Writer
+	traceMu           sync.Mutex
 }
+
+// getTiming is one GET through the counting proxy: when the request came
+// in (from the start of the trace), how long the store took to answer with
+// headers, how long the body took to pass through, and how long the client
+// had been quiet before the request (since the end of the previous GET).
+type getTiming struct {
+	start, headers time.Time
+}
+
+type getTimingKey struct{}
 
 func (c *counter) proxy(target string) *httptest.Server {
 	u, _ := url.Parse(target)
@@ -888,10 +903,36 @@ func (c *counter) proxy(target string) *httptest.Server {
 				n = &c.index
 			}
 			resp.Body = &countingBody{ReadCloser: resp.Body, n: n}
+			if t, ok := resp.Request.Context().Value(getTimingKey{}).(*getTiming); ok {
+				t.headers = time.Now()
+			}
 		}
 		return nil
 	}
-	return httptest.NewServer(rp)
+	if c.trace == nil {
+		return httptest.NewServer(rp)
+	}
+	epoch := time.Now()
+	fmt.Fprintf(c.trace, "# seconds since %s\tobject\trange\tstore_ms\tbody_ms\tidle_before_ms\n", epoch.UTC().Format(time.RFC3339Nano))
+	var lastEnd time.Time
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := &getTiming{start: time.Now()}
+		rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), getTimingKey{}, t)))
+		end := time.Now()
+		if r.Method != http.MethodGet || t.headers.IsZero() {
+			return
+		}
+		c.traceMu.Lock()
+		defer c.traceMu.Unlock()
+		gap := -1.0
+		if !lastEnd.IsZero() {
+			gap = t.start.Sub(lastEnd).Seconds() * 1000
+		}
+		lastEnd = end
+		fmt.Fprintf(c.trace, "%.3f\t%s\t%s\tstore_ms=%.2f\tbody_ms=%.2f\tidle_before_ms=%.2f\n",
+			t.start.Sub(epoch).Seconds(), r.URL.Path, r.Header.Get("Range"),
+			t.headers.Sub(t.start).Seconds()*1000, end.Sub(t.headers).Seconds()*1000, gap)
+	}))
 }
 
 type countingBody struct {

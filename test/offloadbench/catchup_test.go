@@ -40,7 +40,9 @@ package offloadbench
 // (the warm-up read after each restart, 1024, at most the topic's),
 // TK_BENCH_CATCHUP_BLOCKS
 // (tierkeeper block sizes in MiB, "10,64"), TK_BENCH_ROUNDS (reads per
-// variant, 3).
+// variant, 3), TK_BENCH_CATCHUP_TRACE (a file: one line per GET through
+// the counting proxy, with the store's time to answer, the body's time
+// and the time the broker was quiet before it).
 
 import (
 	"bytes"
@@ -48,6 +50,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -96,6 +99,14 @@ func BenchmarkCatchup(b *testing.B) {
 	count := (mib<<20/msg+perLedger-1)/perLedger*perLedger + 1
 
 	var c counter
+	if f := os.Getenv("TK_BENCH_CATCHUP_TRACE"); f != "" {
+		tf, err := os.Create(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = tf.Close() })
+		c.trace = tf
+	}
 	s3 := testenv.StartS3(b)
 	px := c.proxy(s3.Endpoint)
 	b.Cleanup(px.Close)

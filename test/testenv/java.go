@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -110,6 +112,40 @@ func JVMOptions(heap string, fastStart bool) []string {
 		opts = append(opts, "-XX:TieredStopAtLevel=1")
 	}
 	return opts
+}
+
+// shaStubWorkaround returns -XX:UseAVX=2 on x86-64 CPUs with both the SHA
+// extensions and AVX-512, for the client tool's JVMs (produce, read), which
+// take the SHA-256 of every payload. JDK 17's SHA-256 stub runs the SHA
+// extensions' legacy-SSE instructions without clearing the upper halves
+// of the vector registers first (JDK-8346653): once some compiled code has
+// left 512-bit state dirty, every block takes microcode assists, and the
+// digest fell from ~1.2 GB/s to ~10-30 MB/s part-way through a read (the
+// Reader's thread 95 % in sha256_implCompressMB, the broker idle, waiting
+// for it). Capped at AVX2, the reads stayed at the broker's speed. Other
+// JVMs (bookies, broker, Pulsar's offloader) keep their defaults.
+func shaStubWorkaround() []string {
+	raw, _ := os.ReadFile("/proc/cpuinfo") // none: no flags, no workaround
+	return shaStubFlags(runtime.GOARCH, string(raw))
+}
+
+// shaStubFlags is shaStubWorkaround's choice for a GOARCH and the text of
+// /proc/cpuinfo.
+func shaStubFlags(goarch, cpuinfo string) []string {
+	if goarch != "amd64" {
+		return nil
+	}
+	for line := range strings.Lines(cpuinfo) {
+		if !strings.HasPrefix(line, "flags") {
+			continue
+		}
+		flags := strings.Fields(line)
+		if slices.Contains(flags, "sha_ni") && slices.Contains(flags, "avx512f") {
+			return []string{"-XX:UseAVX=2"}
+		}
+		return nil
+	}
+	return nil
 }
 
 // jvmCommonOptions are the options of every harness JVM that do not
@@ -339,8 +375,12 @@ func (j *JavaTools) command(subcommand string, args ...string) (*exec.Cmd, func(
 		"-Dtk.offloadersDir="+j.Build.NarDir,
 		"-Dtk.narExtractDir="+filepath.Join(j.Build.Dir, "target", "nar-extract"),
 	)
+	role := toolRole(subcommand)
+	if role == "tool-client" {
+		opts = append(opts, shaStubWorkaround()...)
+	}
 	opts = append(opts, j.JVMArgs...)
-	cds, done := j.Build.CDS(toolRole(subcommand))
+	cds, done := j.Build.CDS(role)
 	opts = append(opts, cds...)
 	return j.Build.Command(opts, ToolMainClass, append([]string{subcommand}, args...)...), done
 }
