@@ -882,10 +882,12 @@ type counter struct {
 	traceMu           sync.Mutex
 }
 
-// getTiming is one GET through the counting proxy: when the request came
-// in (from the start of the trace), how long the store took to answer with
-// headers, how long the body took to pass through, and how long the client
-// had been quiet before the request (since the end of the previous GET).
+// getTiming holds when a GET came into the counting proxy and when the
+// store's headers for it arrived. Its trace line gives the request's time
+// from the start of the trace, the store's time to answer (headers), the
+// body's time through the proxy, and how long the client had been quiet
+// before the request (since the end of the previous GET; negative when
+// GETs overlap).
 type getTiming struct {
 	start, headers time.Time
 }
