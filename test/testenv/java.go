@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shirou/gopsutil/v4/cpu"
 )
 
 // The compat Maven project (test/compat/java) built by `make compat-prepare`.
@@ -125,25 +127,18 @@ func JVMOptions(heap string, fastStart bool) []string {
 // for it). Capped at AVX2, the reads stayed at the broker's speed. Other
 // JVMs (bookies, broker, Pulsar's offloader) keep their defaults.
 func shaStubWorkaround() []string {
-	raw, _ := os.ReadFile("/proc/cpuinfo") // none: no flags, no workaround
-	return shaStubFlags(runtime.GOARCH, string(raw))
+	var flags []string
+	if infos, err := cpu.Info(); err == nil && len(infos) > 0 { // none: no workaround
+		flags = infos[0].Flags
+	}
+	return shaStubFlags(runtime.GOARCH, flags)
 }
 
-// shaStubFlags is shaStubWorkaround's choice for a GOARCH and the text of
-// /proc/cpuinfo.
-func shaStubFlags(goarch, cpuinfo string) []string {
-	if goarch != "amd64" {
-		return nil
-	}
-	for line := range strings.Lines(cpuinfo) {
-		if !strings.HasPrefix(line, "flags") {
-			continue
-		}
-		flags := strings.Fields(line)
-		if slices.Contains(flags, "sha_ni") && slices.Contains(flags, "avx512f") {
-			return []string{"-XX:UseAVX=2"}
-		}
-		return nil
+// shaStubFlags is shaStubWorkaround's choice for a GOARCH and the CPU's
+// flags (as /proc/cpuinfo names them).
+func shaStubFlags(goarch string, flags []string) []string {
+	if goarch == "amd64" && slices.Contains(flags, "sha_ni") && slices.Contains(flags, "avx512f") {
+		return []string{"-XX:UseAVX=2"}
 	}
 	return nil
 }
