@@ -8,9 +8,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
-	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
-	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 	"github.com/tierkeeper/tierkeeper/internal/retry"
 )
 
@@ -161,7 +159,7 @@ func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (En
 		if err != nil {
 			return Entry{}, err
 		}
-		resp, frame, sum, err := k.read(ctx, l.md.LedgerID, entryID)
+		resp, frame, err := k.read(ctx, l.md.LedgerID, entryID)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -169,7 +167,7 @@ func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (En
 			c.frames.put(frame)
 			return Entry{}, &StatusError{Bookie: bookie, Status: st}
 		}
-		e, err := l.verify(bookie, entryID, resp.Read.LedgerID, resp.Read.EntryID, resp.Read.Body, entrySum(frame, resp.Read.Body, sum))
+		e, err := l.verify(bookie, entryID, resp.Read.LedgerID, resp.Read.EntryID, resp.Read.Body)
 		if err != nil {
 			c.frames.put(frame)
 			return Entry{}, err
@@ -179,19 +177,7 @@ func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (En
 	})
 }
 
-// entrySum is the CRC-32C of body, a tail of frame, from the frame's
-// (wire.ReadFrameSum) and that of the bytes before body; not OK when the
-// frame's was not taken or body does not end the frame (a v3 response may
-// carry fields after it).
-func entrySum(frame, body []byte, sum wire.FrameSum) wire.FrameSum {
-	if !sum.OK || len(body) < wire.SumMin || len(frame) < len(body) || &frame[len(frame)-1] != &body[len(body)-1] {
-		return wire.FrameSum{}
-	}
-	head := frame[:len(frame)-len(body)]
-	return wire.FrameSum{CRC32C: crc32c.Suffix(sum.CRC32C, crc32c.Checksum(head), int64(len(body))), OK: true}
-}
-
-func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, body []byte, sum wire.FrameSum) (Entry, error) {
+func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, body []byte) (Entry, error) {
 	if respLedger != l.md.LedgerID || respEntry != entryID {
 		return Entry{}, fmt.Errorf("%w: bookie %s answered ledger %d entry %d for ledger %d entry %d",
 			ErrBadResponse, bookie, respLedger, respEntry, l.md.LedgerID, entryID)
@@ -199,15 +185,7 @@ func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, bod
 	if body == nil {
 		return Entry{}, fmt.Errorf("%w: bookie %s sent no body for ledger %d entry %d", ErrBadResponse, bookie, l.md.LedgerID, entryID)
 	}
-	var h digest.Header
-	var payload []byte
-	var ps digest.PayloadSum
-	var err error
-	if sum.OK {
-		h, payload, ps, err = l.d.VerifyKnownSum(l.md.LedgerID, entryID, body, sum.CRC32C)
-	} else {
-		h, payload, ps, err = l.d.VerifySum(l.md.LedgerID, entryID, body)
-	}
+	h, payload, sum, err := l.d.VerifySum(l.md.LedgerID, entryID, body)
 	if err != nil {
 		l.c.m.digestErrors.Inc()
 		return Entry{}, fmt.Errorf("bookie %s: %w", bookie, err)
@@ -216,7 +194,7 @@ func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, bod
 	l.c.m.bytes.Add(float64(len(payload)))
 	l.c.markHealthy(bookie)
 	return Entry{LedgerID: h.LedgerID, EntryID: h.EntryID, LastAddConfirmed: h.LastAddConfirmed, Length: h.Length,
-		Payload: payload, Bookie: bookie, PayloadSum: ps}, nil
+		Payload: payload, Bookie: bookie, PayloadSum: sum}, nil
 }
 
 // reason is err's label in the replica-errors counter; other bookie
