@@ -66,7 +66,8 @@ package offloadbench
 // the first is the throughput ledger), TK_BENCH_ROUNDS (3), TK_BENCH_PARTS
 // (2), TK_BENCH_SEEKS (16), TK_BENCH_SEEK_BLOCKS (block sizes in MiB for
 // the seek table, default "5,8,16,64"), TK_BENCH_ONLY (a comma list of
-// throughput, rss, seeks: run only those), TK_BENCH_PRIME_MEMORY (1; 0:
+// throughput, rss, seeks: run only those, default all three; or reads:
+// the read alone against the base, alternated, see reads), TK_BENCH_PRIME_MEMORY (1; 0:
 // the steps start without primeMemory), TK_BENCH_TLS (0; 1: the store
 // speaks HTTPS only, and the copy, the raw PUT and Pulsar's offloader
 // encrypt what they upload; the bare relay stays plain), TK_BENCH_STORE_FS
@@ -80,6 +81,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -309,10 +311,17 @@ func BenchmarkOffload(b *testing.B) {
 		b.Logf("wrote a %d MiB ledger (%d) with BookKeeper's Java client in %s", mib, m.Ledgers[0].LedgerID, time.Since(start).Round(time.Second))
 	}
 	only := os.Getenv("TK_BENCH_ONLY")
-	want := func(part string) bool { return only == "" || strings.Contains(only, part) }
+	if only == "" {
+		// reads needs a base; the default run is the other three.
+		only = "throughput,rss,seeks"
+	}
+	want := func(part string) bool { return strings.Contains(only, part) }
 	for i := 0; i < b.N; i++ {
 		if want("throughput") {
 			be.throughput(ctx, sizes[0], rounds)
+		}
+		if want("reads") {
+			be.reads(ctx, sizes[0], rounds)
 		}
 		if want("rss") {
 			be.rss(ctx, sizes)
@@ -428,6 +437,9 @@ func (be *bench) offloadWith(ctx context.Context, bin string, env []string, l *t
 		args = append(args, "--block-size", fmt.Sprintf("%dMiB", blockMiB))
 	}
 	args = append(args, extra...)
+	limit := childLimit(l.Length)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
@@ -436,7 +448,7 @@ func (be *bench) offloadWith(ctx context.Context, bin string, env []string, l *t
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		be.b.Fatalf("offloader: %v\n%s", err, errb.String())
+		be.b.Fatalf("offloader (limit %s for %d MiB): %v%s\n%s", limit, l.Length>>20, err, timedOut(ctx), errb.String())
 	}
 	wall := time.Since(start).Seconds()
 	var doc struct {
@@ -595,11 +607,19 @@ func (be *bench) pulsar(ctx context.Context, l *testenv.WrittenLedger) (seconds,
 // --verify-only: digests checked, nothing stored) and returns the seconds
 // and the process's CPU seconds.
 func (be *bench) bkRead(ctx context.Context, l *testenv.WrittenLedger) (seconds, cpuSeconds float64) {
-	cmd := exec.CommandContext(ctx, be.bin, "ledger", "read", "--verify-only", "-o", "json", "--zk", be.zk.Addr, "--ledger", strconv.FormatInt(l.LedgerID, 10))
+	return be.bkReadWith(ctx, be.bin, l)
+}
+
+// bkReadWith is bkRead with the offloader binary bin.
+func (be *bench) bkReadWith(ctx context.Context, bin string, l *testenv.WrittenLedger) (seconds, cpuSeconds float64) {
+	limit := childLimit(l.Length)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "ledger", "read", "--verify-only", "-o", "json", "--zk", be.zk.Addr, "--ledger", strconv.FormatInt(l.LedgerID, 10))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		be.b.Fatalf("ledger read: %v\n%s", err, errb.String())
+		be.b.Fatalf("ledger read (limit %s for %d MiB): %v%s\n%s", limit, l.Length>>20, err, timedOut(ctx), errb.String())
 	}
 	var r struct {
 		Seconds float64 `json:"seconds"`
@@ -608,6 +628,22 @@ func (be *bench) bkRead(ctx context.Context, l *testenv.WrittenLedger) (seconds,
 		be.b.Fatalf("ledger read output: %v %s", err, out.String())
 	}
 	return r.Seconds, processCPU(cmd)
+}
+
+// childLimit bounds one offloader child (a copy or a read alone) of a
+// ledger of n bytes: two minutes plus 5 MB/s, 30x slower than the slowest
+// copy measured here, so that a child stuck on a server fails the bench
+// instead of hanging it.
+func childLimit(n int64) time.Duration {
+	return 2*time.Minute + time.Duration(n/5e6)*time.Second
+}
+
+// timedOut says so when ctx's deadline ended a child.
+func timedOut(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return " (killed: it did not finish within its limit)"
+	}
+	return ""
 }
 
 func mbps(bytes int64, seconds float64) float64 { return float64(bytes) / 1e6 / max(seconds, 1e-9) }
@@ -774,6 +810,56 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		b.Logf("RESULT base %s (median): copy %.1f MB/s, share of the limit per round %s, CPU %.2f s/GiB (%.2fx Pulsar's), allocations %.1f MiB/GiB",
 			be.baseRev, stats.Median(baseMBs), fmtList(baseShares), stats.Median(baseCPUs), stats.Median(baseRatios), stats.Median(baseAllocs)/(1<<20))
 	}
+}
+
+// reads times the read alone (ledger read --verify-only: the bookie
+// client, its digest checks, nothing stored) of this tree against the
+// base's (TK_BENCH_BASE_REV / TK_BENCH_BASE_ENV), alternated and each
+// round in a rotated order: on shared cores a round's CPU per GiB moves
+// by tens of per cent with the neighbours, so a change in the client is
+// judged by the ratio within each pair (its median and a 95 % bootstrap
+// interval), not by the runs' own figures.
+func (be *bench) reads(ctx context.Context, mib, rounds int) {
+	b := be.b
+	if be.baseBin == "" {
+		b.Fatal("BENCH_OFFLOAD_ONLY=reads compares with a base: set BENCH_BASE_REV or BENCH_BASE_ENV")
+	}
+	l := be.ledgers[mib]
+	g := gib(l.Length)
+	// Warm the bookies' JIT and page cache with this tree's reads first.
+	wr := testenv.WarmBookieReads(b, be.bk, testenv.WarmReads{}, func() int64 {
+		be.bkRead(ctx, l)
+		return l.Length
+	})
+	b.Logf("bookies warmed with the read alone: %s", wr)
+	pairs := max(rounds, 1) * 5
+	var tks, bases, ratios, tkMBs, baseMBs []float64
+	for i := 0; i < pairs; i++ {
+		var tkS, tkCPU, baseS, baseCPU float64
+		steps := []func(){
+			func() { tkS, tkCPU = be.bkRead(ctx, l) },
+			func() { baseS, baseCPU = be.bkReadWith(ctx, be.baseBin, l) },
+		}
+		for j := range steps {
+			steps[(i+j)%len(steps)]()
+		}
+		tks, bases = append(tks, tkCPU/g), append(bases, baseCPU/g)
+		ratios = append(ratios, (tkCPU/g)/(baseCPU/g))
+		tkMBs, baseMBs = append(tkMBs, mbps(l.Length, tkS)), append(baseMBs, mbps(l.Length, baseS))
+		b.Logf("pair %d: read alone %.3f CPU-s/GiB (%.0f MB/s), base %s %.3f (%.0f MB/s): ratio %.3f; load %s",
+			i+1, tkCPU/g, mbps(l.Length, tkS), be.baseRev, baseCPU/g, mbps(l.Length, baseS), ratios[i], testenv.LoadAvg())
+	}
+	lo, hi := stats.BootstrapInterval(len(ratios), 2000, 0.95, 1, func(idx []int) float64 {
+		v := make([]float64, len(idx))
+		for k, j := range idx {
+			v[k] = ratios[j]
+		}
+		return stats.Median(v)
+	})
+	b.ReportMetric(stats.Median(tks), "read-CPU-s/GiB")
+	b.ReportMetric(stats.Median(ratios), "read-CPU-vs-base")
+	b.Logf("RESULT read alone, %d pairs: this tree %.3f CPU-s/GiB (median; %.0f MB/s), base %s %.3f (%.0f MB/s); paired ratio median %.3f (95 %% interval %.3f-%.3f)",
+		pairs, stats.Median(tks), stats.Median(tkMBs), be.baseRev, stats.Median(bases), stats.Median(baseMBs), stats.Median(ratios), lo, hi)
 }
 
 // stepCPU is the CPU a step kept busy, in core-seconds: the machine's and
