@@ -66,8 +66,9 @@ package offloadbench
 // the first is the throughput ledger), TK_BENCH_ROUNDS (3), TK_BENCH_PARTS
 // (2), TK_BENCH_SEEKS (16), TK_BENCH_SEEK_BLOCKS (block sizes in MiB for
 // the seek table, default "5,8,16,64"), TK_BENCH_ONLY (a comma list of
-// throughput, rss, seeks: run only those, default all three; or reads:
-// the read alone against the base, alternated, see reads), TK_BENCH_PRIME_MEMORY (1; 0:
+// throughput, rss, seeks: run only those, default all three; or reads,
+// copies: the read alone or the copy against the base, alternated, see
+// paired), TK_BENCH_PRIME_MEMORY (1; 0:
 // the steps start without primeMemory), TK_BENCH_TLS (0; 1: the store
 // speaks HTTPS only, and the copy, the raw PUT and Pulsar's offloader
 // encrypt what they upload; the bare relay stays plain), TK_BENCH_STORE_FS
@@ -312,7 +313,8 @@ func BenchmarkOffload(b *testing.B) {
 	}
 	only := os.Getenv("TK_BENCH_ONLY")
 	if only == "" {
-		// reads needs a base; the default run is the other three.
+		// reads and copies need a base; the default run is the other
+		// three.
 		only = "throughput,rss,seeks"
 	}
 	want := func(part string) bool { return strings.Contains(only, part) }
@@ -322,6 +324,9 @@ func BenchmarkOffload(b *testing.B) {
 		}
 		if want("reads") {
 			be.reads(ctx, sizes[0], rounds)
+		}
+		if want("copies") {
+			be.copies(ctx, sizes[0], rounds)
 		}
 		if want("rss") {
 			be.rss(ctx, sizes)
@@ -607,15 +612,19 @@ func (be *bench) pulsar(ctx context.Context, l *testenv.WrittenLedger) (seconds,
 // --verify-only: digests checked, nothing stored) and returns the seconds
 // and the process's CPU seconds.
 func (be *bench) bkRead(ctx context.Context, l *testenv.WrittenLedger) (seconds, cpuSeconds float64) {
-	return be.bkReadWith(ctx, be.bin, l)
+	return be.bkReadWith(ctx, be.bin, nil, l)
 }
 
-// bkReadWith is bkRead with the offloader binary bin.
-func (be *bench) bkReadWith(ctx context.Context, bin string, l *testenv.WrittenLedger) (seconds, cpuSeconds float64) {
+// bkReadWith is bkRead with the offloader binary bin, env added to its
+// environment.
+func (be *bench) bkReadWith(ctx context.Context, bin string, env []string, l *testenv.WrittenLedger) (seconds, cpuSeconds float64) {
 	limit := childLimit(l.Length)
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "ledger", "read", "--verify-only", "-o", "json", "--zk", be.zk.Addr, "--ledger", strconv.FormatInt(l.LedgerID, 10))
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -814,21 +823,44 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 
 // reads times the read alone (ledger read --verify-only: the bookie
 // client, its digest checks, nothing stored) of this tree against the
-// base's (TK_BENCH_BASE_REV / TK_BENCH_BASE_ENV), alternated and each
-// round in a rotated order: on shared cores a round's CPU per GiB moves
-// by tens of per cent with the neighbours, so a change in the client is
-// judged by the ratio within each pair (its median and a 95 % bootstrap
-// interval), not by the runs' own figures.
+// base's (TK_BENCH_BASE_REV / TK_BENCH_BASE_ENV); see paired.
 func (be *bench) reads(ctx context.Context, mib, rounds int) {
+	l := be.ledgers[mib]
+	be.paired(l, rounds, "read alone", "read", func(bin string, env []string) (float64, float64) {
+		s, cpu := be.bkReadWith(ctx, bin, env, l)
+		return s, cpu
+	})
+}
+
+// copies times the copy (offloader offload's copy step, nothing else of
+// the throughput rounds: no raw PUT, no Pulsar, no priming) of this tree
+// against the base's; see paired.
+func (be *bench) copies(ctx context.Context, mib, rounds int) {
+	l := be.ledgers[mib]
+	be.paired(l, rounds, "copy", "copy", func(bin string, env []string) (float64, float64) {
+		syscall.Sync()
+		r := be.offloadWith(ctx, bin, env, l, 0)
+		be.deleteObjects(ctx, r.uuid, l.LedgerID)
+		return r.copySeconds, r.cost.CPUSeconds
+	})
+}
+
+// paired runs step (seconds and CPU seconds of one run of the offloader
+// binary bin with env added) with this tree and with the base
+// (TK_BENCH_BASE_REV / TK_BENCH_BASE_ENV), 5 pairs per round, each pair
+// in a rotated order, after the bookies' read path is warmed. On shared
+// cores a run's CPU per GiB moves by tens of per cent with the
+// neighbours, so a change is judged by the ratio within each pair (its
+// median and a 95 % bootstrap interval over the pairs), not by the runs'
+// own figures.
+func (be *bench) paired(l *testenv.WrittenLedger, rounds int, what, metric string, step func(bin string, env []string) (seconds, cpuSeconds float64)) {
 	b := be.b
 	if be.baseBin == "" {
-		b.Fatal("BENCH_OFFLOAD_ONLY=reads compares with a base: set BENCH_BASE_REV or BENCH_BASE_ENV")
+		b.Fatalf("the paired %s compares with a base: set BENCH_BASE_REV or BENCH_BASE_ENV", what)
 	}
-	l := be.ledgers[mib]
 	g := gib(l.Length)
-	// Warm the bookies' JIT and page cache with this tree's reads first.
 	wr := testenv.WarmBookieReads(b, be.bk, testenv.WarmReads{}, func() int64 {
-		be.bkRead(ctx, l)
+		be.bkRead(context.Background(), l)
 		return l.Length
 	})
 	b.Logf("bookies warmed with the read alone: %s", wr)
@@ -837,17 +869,17 @@ func (be *bench) reads(ctx context.Context, mib, rounds int) {
 	for i := 0; i < pairs; i++ {
 		var tkS, tkCPU, baseS, baseCPU float64
 		steps := []func(){
-			func() { tkS, tkCPU = be.bkRead(ctx, l) },
-			func() { baseS, baseCPU = be.bkReadWith(ctx, be.baseBin, l) },
+			func() { tkS, tkCPU = step(be.bin, nil) },
+			func() { baseS, baseCPU = step(be.baseBin, be.baseEnv) },
 		}
 		for j := range steps {
 			steps[(i+j)%len(steps)]()
 		}
 		tks, bases = append(tks, tkCPU/g), append(bases, baseCPU/g)
-		ratios = append(ratios, (tkCPU/g)/(baseCPU/g))
+		ratios = append(ratios, tkCPU/baseCPU)
 		tkMBs, baseMBs = append(tkMBs, mbps(l.Length, tkS)), append(baseMBs, mbps(l.Length, baseS))
-		b.Logf("pair %d: read alone %.3f CPU-s/GiB (%.0f MB/s), base %s %.3f (%.0f MB/s): ratio %.3f; load %s",
-			i+1, tkCPU/g, mbps(l.Length, tkS), be.baseRev, baseCPU/g, mbps(l.Length, baseS), ratios[i], testenv.LoadAvg())
+		b.Logf("pair %d: %s %.3f CPU-s/GiB (%.0f MB/s), base %s %.3f (%.0f MB/s): ratio %.3f; load %s",
+			i+1, what, tkCPU/g, mbps(l.Length, tkS), be.baseRev, baseCPU/g, mbps(l.Length, baseS), ratios[i], testenv.LoadAvg())
 	}
 	lo, hi := stats.BootstrapInterval(len(ratios), 2000, 0.95, 1, func(idx []int) float64 {
 		v := make([]float64, len(idx))
@@ -856,10 +888,10 @@ func (be *bench) reads(ctx context.Context, mib, rounds int) {
 		}
 		return stats.Median(v)
 	})
-	b.ReportMetric(stats.Median(tks), "read-CPU-s/GiB")
-	b.ReportMetric(stats.Median(ratios), "read-CPU-vs-base")
-	b.Logf("RESULT read alone, %d pairs: this tree %.3f CPU-s/GiB (median; %.0f MB/s), base %s %.3f (%.0f MB/s); paired ratio median %.3f (95 %% interval %.3f-%.3f)",
-		pairs, stats.Median(tks), stats.Median(tkMBs), be.baseRev, stats.Median(bases), stats.Median(baseMBs), stats.Median(ratios), lo, hi)
+	b.ReportMetric(stats.Median(tks), metric+"-CPU-s/GiB")
+	b.ReportMetric(stats.Median(ratios), metric+"-CPU-vs-base")
+	b.Logf("RESULT %s, %d pairs: this tree %.3f CPU-s/GiB (median; %.0f MB/s), base %s %.3f (%.0f MB/s); paired ratio median %.3f (95 %% interval %.3f-%.3f)",
+		what, pairs, stats.Median(tks), stats.Median(tkMBs), be.baseRev, stats.Median(bases), stats.Median(baseMBs), stats.Median(ratios), lo, hi)
 }
 
 // stepCPU is the CPU a step kept busy, in core-seconds: the machine's and
