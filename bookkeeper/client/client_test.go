@@ -22,6 +22,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/bookkeeper/bookietest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
 	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 	"github.com/tierkeeper/tierkeeper/internal/metrics/metricstest"
@@ -732,12 +733,19 @@ func TestStartTLSRefused(t *testing.T) {
 }
 
 // TestPayloadSum reads CRC32C entries of both sides of crc32c.MinCombine
-// (and a CRC32 ledger): large CRC32C entries come with their payload's
-// CRC-32C, the others without; a replica corrupting a large entry is
-// still caught by the combined digest check and the entry read from
-// another one, with the right CRC.
+// (and a CRC32 ledger) over both wire protocols: large CRC32C entries come
+// with their payload's CRC-32C, the others without; a replica corrupting a
+// large entry is still caught by the digest check made from the CRC the
+// frame was read with (wire.ReadFrameSum) and the entry read from another
+// one, with the right CRC.
 func TestPayloadSum(t *testing.T) {
-	e := newEnv(t, 3, Options{})
+	for _, wp := range []string{WireV2, WireV3} {
+		t.Run(wp, func(t *testing.T) { testPayloadSum(t, wp) })
+	}
+}
+
+func testPayloadSum(t *testing.T, wp string) {
+	e := newEnv(t, 3, Options{WireProtocol: wp})
 	data := [][]byte{bytes.Repeat([]byte{1}, crc32c.MinCombine), []byte("small"), bytes.Repeat([]byte("xy"), 70000), bytes.Repeat([]byte{3}, crc32c.MinCombine-1)}
 	l := e.write(bookietest.Ledger{LedgerID: 21, DigestType: digest.CRC32C}, data)
 	l32 := e.write(bookietest.Ledger{LedgerID: 22, DigestType: digest.CRC32}, data)
@@ -799,5 +807,29 @@ func TestWireProtocols(t *testing.T) {
 	}
 	if _, err := New(Options{Resolver: bookietest.StartCluster(t, 1), WireProtocol: "v4"}); err == nil || !strings.Contains(err.Error(), `"v4"`) {
 		t.Fatalf("WireProtocol v4: %v", err)
+	}
+}
+
+// TestEntrySum: the CRC of an entry that ends its frame comes from the
+// frame's; one that does not end it (a v3 response with fields after the
+// body), a small one, or a frame read without its sum gives none.
+func TestEntrySum(t *testing.T) {
+	frame := make([]byte, 200_000)
+	for i := range frame {
+		frame[i] = byte(i * 13)
+	}
+	sum := wire.FrameSum{CRC32C: crc32c.Checksum(frame), OK: true}
+	body := frame[123:]
+	if got := entrySum(frame, body, sum); !got.OK || got.CRC32C != crc32c.Checksum(body) {
+		t.Fatalf("tail entry: %+v, want crc %08x", got, crc32c.Checksum(body))
+	}
+	if got := entrySum(frame, frame[:len(frame)-1], sum); got.OK {
+		t.Errorf("entry short of the frame's end: %+v", got)
+	}
+	if got := entrySum(frame, frame[len(frame)-wire.SumMin+1:], sum); got.OK {
+		t.Errorf("entry under wire.SumMin: %+v", got)
+	}
+	if got := entrySum(frame, body, wire.FrameSum{}); got.OK {
+		t.Errorf("frame without a sum: %+v", got)
 	}
 }

@@ -22,6 +22,7 @@ type call struct {
 	done          chan struct{} // closed when resp or err is set
 	resp          *wire.Response
 	frame         []byte // the frame resp aliases
+	sum           wire.FrameSum
 	err           error
 	abandoned     atomic.Bool // the caller gave up: do not send it
 }
@@ -109,17 +110,17 @@ func (k *conn) fail(err error) {
 // read sends one read request and waits for its response, the timeout,
 // ctx, or the connection's failure. The response aliases frame, which the
 // caller may hand back to the frame pool once nothing refers to it.
-func (k *conn) read(ctx context.Context, ledger, entry int64) (resp *wire.Response, frame []byte, err error) {
+func (k *conn) read(ctx context.Context, ledger, entry int64) (resp *wire.Response, frame []byte, sum wire.FrameSum, err error) {
 	timer := time.NewTimer(k.c.opts.ReadTimeout)
 	defer timer.Stop()
 	select {
 	case k.slots <- struct{}{}:
 	case <-timer.C:
-		return nil, nil, fmt.Errorf("%w: bookie %s: no free request slot within %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
+		return nil, nil, wire.FrameSum{}, fmt.Errorf("%w: bookie %s: no free request slot within %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return nil, nil, wire.FrameSum{}, ctx.Err()
 	case <-k.dead:
-		return nil, nil, k.err
+		return nil, nil, wire.FrameSum{}, k.err
 	}
 	defer func() { <-k.slots }()
 
@@ -128,7 +129,7 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (resp *wire.Respon
 	k.mu.Lock()
 	if k.err != nil {
 		k.mu.Unlock()
-		return nil, nil, k.err
+		return nil, nil, wire.FrameSum{}, k.err
 	}
 	k.nextTxn++
 	cl.txn = k.nextTxn
@@ -146,17 +147,17 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (resp *wire.Respon
 	case k.sendq <- cl:
 	case <-timer.C:
 		k.forget(cl)
-		return nil, nil, fmt.Errorf("%w: bookie %s: request not sent within %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
+		return nil, nil, wire.FrameSum{}, fmt.Errorf("%w: bookie %s: request not sent within %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
 	case <-ctx.Done():
 		k.forget(cl)
-		return nil, nil, ctx.Err()
+		return nil, nil, wire.FrameSum{}, ctx.Err()
 	case <-k.dead:
-		return nil, nil, k.err
+		return nil, nil, wire.FrameSum{}, k.err
 	}
 
 	select {
 	case <-cl.done:
-		return cl.resp, cl.frame, cl.err
+		return cl.resp, cl.frame, cl.sum, cl.err
 	case <-timer.C:
 		k.forget(cl)
 		if k.lastFrame.Load() < sent {
@@ -165,10 +166,10 @@ func (k *conn) read(ctx context.Context, ledger, entry int64) (resp *wire.Respon
 			// it; the next read re-dials.
 			k.fail(fmt.Errorf("no response frame for %s", k.c.opts.ReadTimeout))
 		}
-		return nil, nil, fmt.Errorf("%w: bookie %s after %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
+		return nil, nil, wire.FrameSum{}, fmt.Errorf("%w: bookie %s after %s", ErrTimeout, k.bookie, k.c.opts.ReadTimeout)
 	case <-ctx.Done():
 		k.forget(cl)
-		return nil, nil, ctx.Err()
+		return nil, nil, wire.FrameSum{}, ctx.Err()
 	}
 }
 
@@ -239,7 +240,7 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 func (k *conn) readLoop() {
 	br := bufio.NewReaderSize(k.nc, 64*1024)
 	for {
-		frame, err := wire.ReadFrame(br, k.c.opts.MaxFrameSize, k.c.frames.get)
+		frame, sum, err := wire.ReadFrameSum(br, k.c.opts.MaxFrameSize, k.c.frames.get)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) && k.broken() {
 				return
@@ -289,7 +290,7 @@ func (k *conn) readLoop() {
 			cl.err = fmt.Errorf("%w: bookie %s answered operation %d to a read", ErrBadResponse, k.bookie, resp.Operation)
 			k.c.frames.put(frame)
 		} else {
-			cl.resp, cl.frame = resp, frame
+			cl.resp, cl.frame, cl.sum = resp, frame, sum
 		}
 		close(cl.done)
 	}

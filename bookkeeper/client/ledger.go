@@ -8,7 +8,9 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/bookkeeper/digest"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/bookkeeper/wire"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 	"github.com/tierkeeper/tierkeeper/internal/retry"
 )
 
@@ -159,7 +161,7 @@ func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (En
 		if err != nil {
 			return Entry{}, err
 		}
-		resp, frame, err := k.read(ctx, l.md.LedgerID, entryID)
+		resp, frame, sum, err := k.read(ctx, l.md.LedgerID, entryID)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -167,7 +169,7 @@ func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (En
 			c.frames.put(frame)
 			return Entry{}, &StatusError{Bookie: bookie, Status: st}
 		}
-		e, err := l.verify(bookie, entryID, resp.Read.LedgerID, resp.Read.EntryID, resp.Read.Body)
+		e, err := l.verify(bookie, entryID, resp.Read.LedgerID, resp.Read.EntryID, resp.Read.Body, entrySum(frame, resp.Read.Body, sum))
 		if err != nil {
 			c.frames.put(frame)
 			return Entry{}, err
@@ -177,7 +179,19 @@ func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (En
 	})
 }
 
-func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, body []byte) (Entry, error) {
+// entrySum is the CRC-32C of body, a tail of frame, from the frame's
+// (wire.ReadFrameSum) and that of the bytes before body; not OK when the
+// frame's was not taken or body does not end the frame (a v3 response may
+// carry fields after it).
+func entrySum(frame, body []byte, sum wire.FrameSum) wire.FrameSum {
+	if !sum.OK || len(body) < wire.SumMin || len(frame) < len(body) || &frame[len(frame)-1] != &body[len(body)-1] {
+		return wire.FrameSum{}
+	}
+	head := frame[:len(frame)-len(body)]
+	return wire.FrameSum{CRC32C: crc32c.Suffix(sum.CRC32C, crc32c.Checksum(head), int64(len(body))), OK: true}
+}
+
+func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, body []byte, sum wire.FrameSum) (Entry, error) {
 	if respLedger != l.md.LedgerID || respEntry != entryID {
 		return Entry{}, fmt.Errorf("%w: bookie %s answered ledger %d entry %d for ledger %d entry %d",
 			ErrBadResponse, bookie, respLedger, respEntry, l.md.LedgerID, entryID)
@@ -185,7 +199,15 @@ func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, bod
 	if body == nil {
 		return Entry{}, fmt.Errorf("%w: bookie %s sent no body for ledger %d entry %d", ErrBadResponse, bookie, l.md.LedgerID, entryID)
 	}
-	h, payload, sum, err := l.d.VerifySum(l.md.LedgerID, entryID, body)
+	var h digest.Header
+	var payload []byte
+	var ps digest.PayloadSum
+	var err error
+	if sum.OK {
+		h, payload, ps, err = l.d.VerifyKnownSum(l.md.LedgerID, entryID, body, sum.CRC32C)
+	} else {
+		h, payload, ps, err = l.d.VerifySum(l.md.LedgerID, entryID, body)
+	}
 	if err != nil {
 		l.c.m.digestErrors.Inc()
 		return Entry{}, fmt.Errorf("bookie %s: %w", bookie, err)
@@ -194,7 +216,7 @@ func (l *Ledger) verify(bookie string, entryID, respLedger, respEntry int64, bod
 	l.c.m.bytes.Add(float64(len(payload)))
 	l.c.markHealthy(bookie)
 	return Entry{LedgerID: h.LedgerID, EntryID: h.EntryID, LastAddConfirmed: h.LastAddConfirmed, Length: h.Length,
-		Payload: payload, Bookie: bookie, PayloadSum: sum}, nil
+		Payload: payload, Bookie: bookie, PayloadSum: ps}, nil
 }
 
 // reason is err's label in the replica-errors counter; other bookie

@@ -199,6 +199,20 @@ type PayloadSum struct {
 // the payload's CRC (for the part checksum of the block the payload is
 // copied into).
 func (d *Digester) VerifySum(ledgerID, entryID int64, entry []byte) (Header, []byte, PayloadSum, error) {
+	return d.verifySum(ledgerID, entryID, entry, 0, false)
+}
+
+// VerifyKnownSum is VerifySum for an entry whose own CRC-32C (of all its
+// bytes: header, digest, payload) is already known, taken as the entry
+// arrived (wire.ReadFrameSum): with CRC32C digests and a payload of at
+// least crc32c.MinCombine bytes the digest is checked from that CRC and
+// those of the header and the digest, without a pass over the payload.
+// Otherwise entrySum is not used.
+func (d *Digester) VerifyKnownSum(ledgerID, entryID int64, entry []byte, entrySum uint32) (Header, []byte, PayloadSum, error) {
+	return d.verifySum(ledgerID, entryID, entry, entrySum, true)
+}
+
+func (d *Digester) verifySum(ledgerID, entryID int64, entry []byte, entrySum uint32, known bool) (Header, []byte, PayloadSum, error) {
 	if len(entry) < HeaderSize+d.size {
 		return Header{}, nil, PayloadSum{}, fmt.Errorf("%w: %d bytes, need at least %d for %s", ErrShortEntry, len(entry), HeaderSize+d.size, d.typ)
 	}
@@ -208,7 +222,11 @@ func (d *Digester) VerifySum(ledgerID, entryID int64, entry []byte) (Header, []b
 	var ps PayloadSum
 	var ok bool
 	if d.typ == CRC32C && len(payload) >= crc32c.MinCombine {
-		ps = PayloadSum{CRC32C: crc32c.Checksum(payload), OK: true}
+		if known {
+			ps = PayloadSum{CRC32C: crc32c.Suffix(entrySum, crc32c.Checksum(entry[:HeaderSize+d.size]), int64(len(payload))), OK: true}
+		} else {
+			ps = PayloadSum{CRC32C: crc32c.Checksum(payload), OK: true}
+		}
 		ok = crc32c.Combine(crc32c.Checksum(header), ps.CRC32C, int64(len(payload))) == binary.BigEndian.Uint32(stored)
 	} else {
 		var buf [sha1.Size]byte

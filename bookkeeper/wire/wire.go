@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 )
 
 // DefaultMaxFrameSize bounds response frames: a bookie's default
@@ -101,20 +102,55 @@ const frameChunk = 64 << 10
 // allocated as without alloc, but with capacity ReuseCap(n), so that the
 // caller can read a later, slightly longer frame into it.
 func ReadFrame(r io.Reader, maxSize int, alloc func(n int) []byte) ([]byte, error) {
+	body, _, err := readFrame(r, maxSize, alloc, false)
+	return body, err
+}
+
+// SumMin is the body size from which ReadFrameSum takes a frame's
+// CRC-32C as it arrives: below it, hashing the few bytes again later costs
+// less than the combines that reuse the sum (crc32c.MinCombine).
+const SumMin = crc32c.MinCombine
+
+// sumChunk is how much of a frame ReadFrameSum reads before it hashes what
+// arrived: small enough to be hashed while it is still in this core's
+// cache, large enough not to add system calls (a read returns what the
+// socket holds, up to this).
+const sumChunk = 256 << 10
+
+// FrameSum is the CRC-32C of a whole frame body, when ReadFrameSum took
+// it.
+type FrameSum struct {
+	CRC32C uint32
+	OK     bool // false: not taken (a body under SumMin)
+}
+
+// ReadFrameSum is ReadFrame that also returns the CRC-32C of a body of at
+// least SumMin bytes, hashed piece by piece as the pieces arrive: on the
+// core that has just received them, from its cache, instead of in a later
+// pass from memory. With crc32c.Suffix it gives the CRC of any tail of the
+// body (a read response's entry, then its payload) without hashing it
+// again.
+func ReadFrameSum(r io.Reader, maxSize int, alloc func(n int) []byte) ([]byte, FrameSum, error) {
+	return readFrame(r, maxSize, alloc, true)
+}
+
+func readFrame(r io.Reader, maxSize int, alloc func(n int) []byte, summed bool) ([]byte, FrameSum, error) {
 	var lb [4]byte
 	if _, err := io.ReadFull(r, lb[:]); err != nil {
-		return nil, err
+		return nil, FrameSum{}, err
 	}
 	n := int(binary.BigEndian.Uint32(lb[:]))
 	if uint64(n) > uint64(maxSize) {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, maxSize)
+		return nil, FrameSum{}, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, maxSize)
 	}
+	summed = summed && n >= SumMin
 	var body []byte
 	c := n
 	if alloc != nil {
 		body = alloc(n)
 		c = ReuseCap(n)
 	}
+	off := 0
 	switch {
 	case body != nil:
 	case n <= frameChunk:
@@ -122,19 +158,27 @@ func ReadFrame(r io.Reader, maxSize int, alloc func(n int) []byte) ([]byte, erro
 	default:
 		head := make([]byte, frameChunk)
 		if _, err := io.ReadFull(r, head); err != nil {
-			return nil, unexpectedEOF(err)
+			return nil, FrameSum{}, unexpectedEOF(err)
 		}
 		body = make([]byte, n, c)
-		copy(body, head)
-		if _, err := io.ReadFull(r, body[frameChunk:]); err != nil {
-			return nil, unexpectedEOF(err)
+		off = copy(body, head)
+	}
+	if !summed {
+		if _, err := io.ReadFull(r, body[off:]); err != nil {
+			return nil, FrameSum{}, unexpectedEOF(err)
 		}
-		return body, nil
+		return body, FrameSum{}, nil
 	}
-	if _, err := io.ReadFull(r, body); err != nil {
-		return nil, unexpectedEOF(err)
+	sum := crc32c.Checksum(body[:off])
+	for off < n {
+		k, err := io.ReadAtLeast(r, body[off:min(off+sumChunk, n)], 1)
+		sum = crc32c.Update(sum, body[off:off+k])
+		off += k
+		if err != nil {
+			return nil, FrameSum{}, unexpectedEOF(err)
+		}
 	}
-	return body, nil
+	return body, FrameSum{CRC32C: sum, OK: true}, nil
 }
 
 // ReuseCap is the capacity ReadFrame gives a body of n bytes that is to

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierkeeper/tierkeeper/internal/allocs"
 	"github.com/tierkeeper/tierkeeper/internal/bkproto"
+	"github.com/tierkeeper/tierkeeper/internal/crc32c"
 )
 
 func TestReadRequestGolden(t *testing.T) {
@@ -276,6 +277,11 @@ func FuzzReadFrame(f *testing.F) {
 			if err == nil && (len(body) > limit || len(b) < 4+len(body)) {
 				t.Fatalf("frame of %d bytes from %d input bytes (limit %d)", len(body), len(b), limit)
 			}
+			// ReadFrameSum reads the same, and sums what it read.
+			sbody, sum, serr := ReadFrameSum(bytes.NewReader(b), limit, nil)
+			if (serr == nil) != (err == nil) || !bytes.Equal(sbody, body) || (sum.OK && sum.CRC32C != crc32c.Checksum(sbody)) || sum.OK != (serr == nil && len(sbody) >= SumMin) {
+				t.Fatalf("ReadFrameSum: %d bytes, sum %+v, %v; ReadFrame: %d bytes, %v", len(sbody), sum, serr, len(body), err)
+			}
 		}
 		got := allocs.Bytes(3, func() { _, _ = ReadFrame(bytes.NewReader(b), DefaultMaxFrameSize, nil) })
 		bound := uint64(frameChunk + 4096)
@@ -323,5 +329,45 @@ func TestStartTLSRequestGolden(t *testing.T) {
 	want, _ := hex.DecodeString("0000000b" + "0a06080310091807" + "d20600")
 	if got := AppendStartTLSRequest(nil, 7); !bytes.Equal(got, want) {
 		t.Fatalf("got %x, want %x", got, want)
+	}
+}
+
+// chunkReader returns at most n bytes a read, like a socket.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
+
+// TestReadFrameSum: a body of at least SumMin bytes comes with the CRC-32C
+// of all of it, however the input is cut, into a provided buffer or not;
+// a smaller one with none; a truncated one fails as ReadFrame does.
+func TestReadFrameSum(t *testing.T) {
+	for _, n := range []int{SumMin - 1, SumMin, 100_000, 1<<20 + 3, 3 << 20} {
+		big := make([]byte, n)
+		for i := range big {
+			big[i] = byte(i*7 + i>>11)
+		}
+		frame := AppendFrame(nil, big)
+		for _, piece := range []int{1000, 64 << 10, 1 << 30} {
+			for _, provided := range []bool{false, true} {
+				var alloc func(int) []byte
+				if provided {
+					alloc = func(n int) []byte { return make([]byte, n, ReuseCap(n)) }
+				}
+				body, sum, err := ReadFrameSum(chunkReader{bytes.NewReader(frame), piece}, DefaultMaxFrameSize, alloc)
+				if err != nil || !bytes.Equal(body, big) {
+					t.Fatalf("%d bytes in pieces of %d: %v, equal %t", n, piece, err, bytes.Equal(body, big))
+				}
+				wantOK := n >= SumMin
+				if sum.OK != wantOK || (wantOK && sum.CRC32C != crc32c.Checksum(big)) {
+					t.Fatalf("%d bytes in pieces of %d (provided %t): sum %+v, want ok=%t crc %08x", n, piece, provided, sum, wantOK, crc32c.Checksum(big))
+				}
+			}
+		}
+		if _, _, err := ReadFrameSum(bytes.NewReader(frame[:len(frame)-1]), DefaultMaxFrameSize, nil); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("%d bytes, one short: %v", n, err)
+		}
 	}
 }
