@@ -140,7 +140,10 @@ func FuzzVerify(f *testing.F) {
 // TestVerifySumLargePayloads checks the combined path (CRC32C, payloads of
 // at least crc32c.MinCombine bytes): a sealed entry verifies and gives its
 // payload's own CRC-32C; a flipped bit anywhere (header, digest, payload)
-// is refused; smaller payloads and other digest types give no sum.
+// is refused; smaller payloads and other digest types give no sum. The
+// same holds for VerifyKnownSum given the CRC-32C the bytes arrived with
+// (the flipped ones hashed as they arrived), which small payloads and
+// other digest types do not use.
 func TestVerifySumLargePayloads(t *testing.T) {
 	castagnoli := crc32.MakeTable(crc32.Castagnoli)
 	for _, n := range []int{crc32c.MinCombine - 1, crc32c.MinCombine, 1<<20 + 3} {
@@ -152,55 +155,33 @@ func TestVerifySumLargePayloads(t *testing.T) {
 		for _, typ := range []Type{CRC32C, CRC32, HMAC} {
 			d, _ := New(typ, []byte("pw"))
 			entry := d.Seal(h, payload)
-			gotH, p, sum, err := d.VerifySum(7, 3, entry)
-			if err != nil || gotH != h || !bytes.Equal(p, payload) {
-				t.Fatalf("%s %d bytes: VerifySum = %+v, %d bytes, %v", typ, n, gotH, len(p), err)
-			}
 			wantOK := typ == CRC32C && n >= crc32c.MinCombine
-			if sum.OK != wantOK || (wantOK && sum.CRC32C != crc32.Checksum(payload, castagnoli)) {
-				t.Fatalf("%s %d bytes: sum %+v, want ok=%v crc %08x", typ, n, sum, wantOK, crc32.Checksum(payload, castagnoli))
+			verifiers := map[string]func(entry []byte) (Header, []byte, PayloadSum, error){
+				"VerifySum": func(e []byte) (Header, []byte, PayloadSum, error) { return d.VerifySum(7, 3, e) },
+				"VerifyKnownSum": func(e []byte) (Header, []byte, PayloadSum, error) {
+					return d.VerifyKnownSum(7, 3, e, crc32c.Checksum(e))
+				},
 			}
-			for _, i := range []int{0, 12, HeaderSize, HeaderSize + typ.Size(), len(entry) / 2, len(entry) - 1} {
-				bad := bytes.Clone(entry)
-				bad[i] ^= 0x01
-				if _, _, _, err := d.VerifySum(7, 3, bad); !errors.Is(err, ErrMismatch) {
-					t.Fatalf("%s %d bytes: flip at byte %d: err = %v, want ErrMismatch", typ, n, i, err)
+			for name, verify := range verifiers {
+				gotH, p, sum, err := verify(entry)
+				if err != nil || gotH != h || !bytes.Equal(p, payload) {
+					t.Fatalf("%s %s %d bytes: %+v, %d bytes, %v", name, typ, n, gotH, len(p), err)
+				}
+				if sum.OK != wantOK || (wantOK && sum.CRC32C != crc32.Checksum(payload, castagnoli)) {
+					t.Fatalf("%s %s %d bytes: sum %+v, want ok=%v crc %08x", name, typ, n, sum, wantOK, crc32.Checksum(payload, castagnoli))
+				}
+				for _, i := range []int{0, 12, HeaderSize, HeaderSize + typ.Size(), len(entry) / 2, len(entry) - 1} {
+					bad := bytes.Clone(entry)
+					bad[i] ^= 0x01
+					if _, _, _, err := verify(bad); !errors.Is(err, ErrMismatch) {
+						t.Fatalf("%s %s %d bytes: flip at byte %d: err = %v, want ErrMismatch", name, typ, n, i, err)
+					}
 				}
 			}
-		}
-	}
-}
-
-// TestVerifyKnownSum: given the CRC-32C its bytes arrived with, a large
-// CRC32C entry verifies like VerifySum and gives the same payload CRC; a
-// flipped bit anywhere, hashed as it arrived, is refused; small payloads
-// and other digest types ignore the sum and hash the bytes.
-func TestVerifyKnownSum(t *testing.T) {
-	for _, n := range []int{crc32c.MinCombine - 1, crc32c.MinCombine, 1<<20 + 3} {
-		payload := make([]byte, n)
-		for i := range payload {
-			payload[i] = byte(i*17 + i>>9)
-		}
-		h := Header{LedgerID: 9, EntryID: 4, LastAddConfirmed: 3, Length: int64(n)}
-		for _, typ := range []Type{CRC32C, CRC32, HMAC} {
-			d, _ := New(typ, []byte("pw"))
-			entry := d.Seal(h, payload)
-			_, _, want, _ := d.VerifySum(9, 4, entry)
-			gotH, p, sum, err := d.VerifyKnownSum(9, 4, entry, crc32c.Checksum(entry))
-			if err != nil || gotH != h || !bytes.Equal(p, payload) || sum != want {
-				t.Fatalf("%s %d bytes: VerifyKnownSum = %+v, %d bytes, sum %+v (VerifySum's %+v), %v", typ, n, gotH, len(p), sum, want, err)
-			}
-			if typ != CRC32C || n < crc32c.MinCombine {
-				// The sum is not used: a wrong one changes nothing.
-				if _, _, _, err := d.VerifyKnownSum(9, 4, entry, 0); err != nil {
+			if !wantOK {
+				// The known sum is not used: a wrong one changes nothing.
+				if _, _, _, err := d.VerifyKnownSum(7, 3, entry, 0); err != nil {
 					t.Fatalf("%s %d bytes: a sum it must not use failed it: %v", typ, n, err)
-				}
-			}
-			for _, i := range []int{0, 12, HeaderSize, HeaderSize + typ.Size(), len(entry) / 2, len(entry) - 1} {
-				bad := bytes.Clone(entry)
-				bad[i] ^= 0x01
-				if _, _, _, err := d.VerifyKnownSum(9, 4, bad, crc32c.Checksum(bad)); !errors.Is(err, ErrMismatch) {
-					t.Fatalf("%s %d bytes: flip at byte %d: err = %v, want ErrMismatch", typ, n, i, err)
 				}
 			}
 		}
