@@ -21,8 +21,8 @@ type call struct {
 	ledger, entry int64
 	done          chan struct{} // closed when resp or err is set
 	resp          *wire.Response
-	frame         []byte // the frame resp aliases
-	sum           wire.FrameSum
+	frame         []byte        // the frame resp aliases
+	sum           wire.FrameSum // frame's CRC-32C, taken as it arrived
 	err           error
 	abandoned     atomic.Bool // the caller gave up: do not send it
 }
