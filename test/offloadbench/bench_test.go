@@ -640,7 +640,7 @@ func (be *bench) bkReadWith(ctx context.Context, bin string, env []string, l *te
 }
 
 // childLimit bounds one offloader child (a copy or a read alone) of a
-// ledger of n bytes: two minutes plus 5 MB/s, 30x slower than the slowest
+// ledger of n bytes: two minutes plus 5 MB/s, 25x slower than the slowest
 // copy measured here, so that a child stuck on a server fails the bench
 // instead of hanging it.
 func childLimit(n int64) time.Duration {
@@ -826,9 +826,8 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 // base's (TK_BENCH_BASE_REV / TK_BENCH_BASE_ENV); see paired.
 func (be *bench) reads(ctx context.Context, mib, rounds int) {
 	l := be.ledgers[mib]
-	be.paired(l, rounds, "read alone", "read", func(bin string, env []string) (float64, float64) {
-		s, cpu := be.bkReadWith(ctx, bin, env, l)
-		return s, cpu
+	be.paired(ctx, l, rounds, "read alone", "read", func(bin string, env []string) (float64, float64) {
+		return be.bkReadWith(ctx, bin, env, l)
 	})
 }
 
@@ -837,7 +836,7 @@ func (be *bench) reads(ctx context.Context, mib, rounds int) {
 // against the base's; see paired.
 func (be *bench) copies(ctx context.Context, mib, rounds int) {
 	l := be.ledgers[mib]
-	be.paired(l, rounds, "copy", "copy", func(bin string, env []string) (float64, float64) {
+	be.paired(ctx, l, rounds, "copy", "copy", func(bin string, env []string) (float64, float64) {
 		syscall.Sync()
 		r := be.offloadWith(ctx, bin, env, l, 0)
 		be.deleteObjects(ctx, r.uuid, l.LedgerID)
@@ -853,14 +852,14 @@ func (be *bench) copies(ctx context.Context, mib, rounds int) {
 // neighbours, so a change is judged by the ratio within each pair (its
 // median and a 95 % bootstrap interval over the pairs), not by the runs'
 // own figures.
-func (be *bench) paired(l *testenv.WrittenLedger, rounds int, what, metric string, step func(bin string, env []string) (seconds, cpuSeconds float64)) {
+func (be *bench) paired(ctx context.Context, l *testenv.WrittenLedger, rounds int, what, metric string, step func(bin string, env []string) (seconds, cpuSeconds float64)) {
 	b := be.b
 	if be.baseBin == "" {
 		b.Fatalf("the paired %s compares with a base: set BENCH_BASE_REV or BENCH_BASE_ENV", what)
 	}
 	g := gib(l.Length)
 	wr := testenv.WarmBookieReads(b, be.bk, testenv.WarmReads{}, func() int64 {
-		be.bkRead(context.Background(), l)
+		be.bkRead(ctx, l)
 		return l.Length
 	})
 	b.Logf("bookies warmed with the read alone: %s", wr)
