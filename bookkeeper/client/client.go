@@ -365,7 +365,7 @@ func (c *Client) Probe(ctx context.Context, bookie string) (bkproto.StatusCode, 
 	if err != nil {
 		return 0, err
 	}
-	resp, _, _, err := k.read(ctx, 0, 0)
+	resp, _, _, err := k.read(ctx, 0, 0, false)
 	if err != nil {
 		return 0, err
 	}

@@ -751,7 +751,9 @@ func testPayloadSum(t *testing.T, wp string) {
 	l32 := e.write(bookietest.Ledger{LedgerID: 22, DigestType: digest.CRC32}, data)
 	e.cluster.Bookies["bookie-0"].SetFault(func(bookietest.Request) bookietest.Action { return bookietest.Action{Corrupt: true} })
 	for _, led := range []*Ledger{l, l32} {
+		served := map[string]bool{}
 		err := led.ReadRange(context.Background(), 0, -1, StreamOptions{ReuseBuffers: true}, func(en Entry) error {
+			served[en.Bookie] = true
 			p := data[en.EntryID]
 			wantOK := led == l && len(p) >= crc32c.MinCombine
 			if !bytes.Equal(en.Payload, p) || en.PayloadSum.OK != wantOK || (wantOK && en.PayloadSum.CRC32C != crc32c.Checksum(p)) {
@@ -762,6 +764,17 @@ func testPayloadSum(t *testing.T, wp string) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// A connection hashes frames as they arrive only for the digest
+		// type that uses it: the ledger it last served decides.
+		for id := range served {
+			k, err := e.client.getConn(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := k.sumFrames.Load(), led == l; got != want {
+				t.Errorf("after reading ledger %d, bookie %s's connection hashes frames: %v, want %v", led.md.LedgerID, id, got, want)
+			}
 		}
 	}
 	if n := metricstest.CounterSum(t, e.reg, "tierkeeper_bookkeeper_digest_errors_total"); n == 0 {

@@ -49,6 +49,13 @@ type conn struct {
 	dead    chan struct{} // closed with err
 
 	lastFrame atomic.Int64 // UnixNano when the last complete frame arrived
+	// sumFrames: the latest read was of a CRC32C ledger, whose digests
+	// are checked from the CRC-32C its frames arrive with
+	// (wire.ReadFrameSum); frames of other digest types would be hashed
+	// for nothing. A connection shared by ledgers of both kinds follows
+	// the latest read: a frame read the other way is checked the slow way
+	// or hashed once too often, never checked wrongly.
+	sumFrames atomic.Bool
 }
 
 // entryKey names an entry in a v2 response.
@@ -110,7 +117,11 @@ func (k *conn) fail(err error) {
 // read sends one read request and waits for its response, the timeout,
 // ctx, or the connection's failure. The response aliases frame, which the
 // caller may hand back to the frame pool once nothing refers to it.
-func (k *conn) read(ctx context.Context, ledger, entry int64) (resp *wire.Response, frame []byte, sum wire.FrameSum, err error) {
+// wantSum asks for the frame's CRC-32C (see conn.sumFrames).
+func (k *conn) read(ctx context.Context, ledger, entry int64, wantSum bool) (resp *wire.Response, frame []byte, sum wire.FrameSum, err error) {
+	if k.sumFrames.Load() != wantSum {
+		k.sumFrames.Store(wantSum)
+	}
 	timer := time.NewTimer(k.c.opts.ReadTimeout)
 	defer timer.Stop()
 	select {
@@ -240,7 +251,14 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 func (k *conn) readLoop() {
 	br := bufio.NewReaderSize(k.nc, 64*1024)
 	for {
-		frame, sum, err := wire.ReadFrameSum(br, k.c.opts.MaxFrameSize, k.c.frames.get)
+		var frame []byte
+		var sum wire.FrameSum
+		var err error
+		if k.sumFrames.Load() {
+			frame, sum, err = wire.ReadFrameSum(br, k.c.opts.MaxFrameSize, k.c.frames.get)
+		} else {
+			frame, err = wire.ReadFrame(br, k.c.opts.MaxFrameSize, k.c.frames.get)
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) && k.broken() {
 				return

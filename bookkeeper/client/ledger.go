@@ -161,7 +161,7 @@ func (l *Ledger) readFrom(ctx context.Context, bookie string, entryID int64) (En
 		if err != nil {
 			return Entry{}, err
 		}
-		resp, frame, sum, err := k.read(ctx, l.md.LedgerID, entryID)
+		resp, frame, sum, err := k.read(ctx, l.md.LedgerID, entryID, l.d.Type() == digest.CRC32C)
 		if err != nil {
 			return Entry{}, err
 		}
