@@ -31,7 +31,8 @@ BENCH_OFFLOAD_STORE_OPTIONS ?=
 # 0: no priming.
 BENCH_OFFLOAD_PRIME_MEMORY ?= 1
 # 1: the store speaks HTTPS only (a test CA), as production stores do: the
-# copy, the raw PUT and Pulsar's offloader encrypt what they upload.
+# copy, the raw PUT and Pulsar's offloader encrypt what they upload, and
+# the bare relay runs again with its sink behind TLS (the floor over TLS).
 BENCH_OFFLOAD_TLS ?= 0
 # Where the store (versitygw) keeps its data: tmp (the temporary directory,
 # ext4 here: completing a multipart upload copies the parts into the
@@ -62,7 +63,7 @@ test-offload: deps compat-prepare
 	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 ./offloader/pipeline/ ./offloader/brokeradmin/ ./cmd/offloader/
 	TIERKEEPER_REQUIRE_PEERS=1 $(GO) test -count=1 -run 'TestOffload|TestBrokerReadsGoOffload' ./test/compat/
 
-## bench-offload: pipeline MB/s vs a raw multipart PUT, the bookie read alone and Pulsar's offloader on a >= 1 GiB ledger, the copy's share of 1/(1/read + 1/put) per round and where its time went (a timeline of every copy: waiting for a free block, for the bookies, copying, finishing, with the bookies', versitygw's and the machine's CPU), the machine's CPU the copy cost against the read alone and the raw PUT together and the share it could reach at their cost, CPU seconds per GiB of the copy vs Pulsar's JVM and vs a bare relay of the same bytes at the copy's rate (the floor on that machine), allocations and page faults per GiB, the free memory each step took (every step starts with the same, BENCH_OFFLOAD_PRIME_MEMORY), a profile of the copy (after the bookies' read path is warmed until their CPU per GiB settles); BENCH_OFFLOAD_TLS=1 puts the store behind HTTPS, BENCH_OFFLOAD_STORE_FS=xfs-reflink its data on a reflink file system; BENCH_BASE_REV=<rev> adds that revision's copy to every round; peak RSS at 1 and 2 GiB, bytes Pulsar's reader fetches per random seek by block size (~15 min).
+## bench-offload: pipeline MB/s vs a raw multipart PUT, the bookie read alone and Pulsar's offloader on a >= 1 GiB ledger, the copy's share of 1/(1/read + 1/put) per round and where its time went (a timeline of every copy: waiting for a free block, for the bookies, copying, finishing, with the bookies', versitygw's and the machine's CPU), the machine's CPU the copy cost against the read alone and the raw PUT together and the share it could reach at their cost, CPU seconds per GiB of the copy vs Pulsar's JVM and vs a bare relay of the same bytes at the copy's rate (the floor on that machine; with BENCH_OFFLOAD_TLS=1 also through the store client's TLS connection), allocations and page faults per GiB, the free memory each step took (every step starts with the same, BENCH_OFFLOAD_PRIME_MEMORY), a profile of the copy (after the bookies' read path is warmed until their CPU per GiB settles); BENCH_OFFLOAD_TLS=1 puts the store behind HTTPS, BENCH_OFFLOAD_STORE_FS=xfs-reflink its data on a reflink file system; BENCH_BASE_REV=<rev> adds that revision's copy to every round; peak RSS at 1 and 2 GiB, bytes Pulsar's reader fetches per random seek by block size (~15 min).
 bench-offload: deps compat-prepare
 	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_OFFLOAD_MIB=$(BENCH_OFFLOAD_MIB) TK_BENCH_ROUNDS=$(BENCH_OFFLOAD_ROUNDS) TK_BENCH_BASE_REV=$(BENCH_BASE_REV) TK_BENCH_BASE_ENV=$(BENCH_BASE_ENV) \
 	  TK_BENCH_STORE_OPTIONS=$(BENCH_OFFLOAD_STORE_OPTIONS) TK_BENCH_PARTS=$(BENCH_OFFLOAD_PARTS) TK_BENCH_SEEKS=$(BENCH_OFFLOAD_SEEKS) TK_BENCH_SEEK_BLOCKS=$(BENCH_OFFLOAD_BLOCKS) TK_BENCH_ONLY=$(BENCH_OFFLOAD_ONLY) TK_BENCH_PRIME_MEMORY=$(BENCH_OFFLOAD_PRIME_MEMORY) TK_BENCH_TLS=$(BENCH_OFFLOAD_TLS) TK_BENCH_STORE_FS=$(BENCH_OFFLOAD_STORE_FS) TK_BENCH_BOOKIE_PULSAR_JVM=$(BENCH_BOOKIE_PULSAR_JVM) \

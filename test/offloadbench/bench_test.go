@@ -71,7 +71,8 @@ package offloadbench
 // paired), TK_BENCH_PRIME_MEMORY (1; 0:
 // the steps start without primeMemory), TK_BENCH_TLS (0; 1: the store
 // speaks HTTPS only, and the copy, the raw PUT and Pulsar's offloader
-// encrypt what they upload; the bare relay stays plain), TK_BENCH_STORE_FS
+// encrypt what they upload; the bare relay runs plain and again with its
+// sink behind TLS), TK_BENCH_STORE_FS
 // (tmp: the store's data in the temporary directory; xfs-reflink: on a
 // testenv.ReflinkFS, where completing a multipart upload clones the parts
 // instead of copying the object's bytes through this host's memory again),
@@ -242,6 +243,7 @@ type bench struct {
 	ledgers map[int]*testenv.WrittenLedger // by size in MiB
 	prime   bool                           // TK_BENCH_PRIME_MEMORY (default on): primeMemory before every step
 	tls     bool                           // TK_BENCH_TLS: the store over HTTPS
+	ca      *testenv.CA                    // the store's CA (TK_BENCH_TLS)
 }
 
 func BenchmarkOffload(b *testing.B) {
@@ -271,7 +273,7 @@ func BenchmarkOffload(b *testing.B) {
 		// the raw PUT trust its CA through AWS_CA_BUNDLE (inherited by
 		// their processes), Pulsar's JVM through a trust store.
 		s3opts.CA = testenv.NewCA(b, "bench")
-		be.tls = true
+		be.tls, be.ca = true, s3opts.CA
 	}
 	if s3opts == (testenv.S3Options{}) {
 		be.s3 = testenv.StartS3(b)
@@ -691,7 +693,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	var tks, tkWalls, raws, pulsars, bks, shares, tkCPUs, tkUsers, tkSystems, pulCPUs, cpuRatios, allocs []float64
 	var baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs []float64
 	var roundStates []string
-	var overlaps, relays, relayRatios, unsampleds, costRatios, ceilings []float64
+	var overlaps, relays, relayRatios, tlsRelays, tlsRelayRatios, unsampleds, costRatios, ceilings []float64
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
 		var tkTL, rawTL, bkTL copytrace.Summary
@@ -736,7 +738,13 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		// The floor of the copy's CPU on this round's machine: a bare
 		// relay of the same bytes at the copy's rate (relay_test.go). It
 		// writes no page cache, so it needs no priming.
-		relayS, relayCPU := be.relay(l.Length, int(l.Length/(l.LastEntryID+1)), pipeline.DefaultBlockSize, tkm)
+		relayS, relayCPU := be.relay(l.Length, int(l.Length/(l.LastEntryID+1)), pipeline.DefaultBlockSize, tkm, nil)
+		// Over HTTPS, the same relay with its sink behind TLS: the floor
+		// with the encryption every HTTPS copy pays.
+		var tlsRelayS, tlsRelayCPU float64
+		if be.ca != nil {
+			tlsRelayS, tlsRelayCPU = be.relay(l.Length, int(l.Length/(l.LastEntryID+1)), pipeline.DefaultBlockSize, tkm, be.ca)
+		}
 		// The co-located limit: reading alone, then uploading alone, one
 		// after the other (the copy overlaps them, but on shared cores
 		// the two compete for the same CPU).
@@ -755,6 +763,11 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		b.Logf("round %d: a bare relay of the same bytes at the copy's rate (%.1f MB/s reached; entry-sized writes from one loopback socket, a block-sized buffer, writes to another; the machine otherwise idle) took %.2f CPU-s/GiB: the copy without its timeline's samples took %.2fx that",
 			r+1, mbps(l.Length, relayS), relayCPU/g, unsampled/(relayCPU/g))
 		relays, relayRatios, unsampleds = append(relays, relayCPU/g), append(relayRatios, unsampled/(relayCPU/g)), append(unsampleds, unsampled)
+		if be.ca != nil {
+			b.Logf("round %d: the same relay with its sink behind TLS (the offloader's HTTPS connection: crypto/tls, records sent 256 KiB per system call; %.1f MB/s reached) took %.2f CPU-s/GiB: the copy without its timeline's samples took %.2fx that",
+				r+1, mbps(l.Length, tlsRelayS), tlsRelayCPU/g, unsampled/(tlsRelayCPU/g))
+			tlsRelays, tlsRelayRatios = append(tlsRelays, tlsRelayCPU/g), append(tlsRelayRatios, unsampled/(tlsRelayCPU/g))
+		}
 		b.Logf("round %d: timeline of the copy (every %s): %s", r+1, copytrace.DefaultInterval, tkTL)
 		b.Logf("round %d: servers alone: during the raw PUT %s; during the read alone %s", r+1, cores(rawTL), cores(bkTL))
 		// The store's completion (versitygw assembles the object on one
@@ -811,10 +824,15 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	b.ReportMetric(stats.Median(relays), "relay-CPU-s/GiB")
 	plain := ""
 	if be.tls {
-		plain = " (the relay speaks plain TCP; the copy encrypts what it uploads)"
+		plain = " (this relay speaks plain TCP; the copy encrypts what it uploads: see the floor over TLS)"
 	}
 	b.Logf("RESULT the floor: a bare relay at the copy's rate took %.2f CPU-s/GiB (per round %s); the copy without its timeline's samples took %.2fx that (per round %s)%s",
 		stats.Median(relays), fmtList(relays), stats.Median(relayRatios), fmtList(relayRatios), plain)
+	if be.ca != nil {
+		b.ReportMetric(stats.Median(tlsRelays), "tls-relay-CPU-s/GiB")
+		b.Logf("RESULT the floor over TLS: the same relay writing through the offloader's HTTPS connection took %.2f CPU-s/GiB (per round %s); the copy without its timeline's samples took %.2fx that (per round %s)",
+			stats.Median(tlsRelays), fmtList(tlsRelays), stats.Median(tlsRelayRatios), fmtList(tlsRelayRatios))
+	}
 	if be.baseBin != "" {
 		b.Logf("RESULT base %s (median): copy %.1f MB/s, share of the limit per round %s, CPU %.2f s/GiB (%.2fx Pulsar's), allocations %.1f MiB/GiB",
 			be.baseRev, stats.Median(baseMBs), fmtList(baseShares), stats.Median(baseCPUs), stats.Median(baseRatios), stats.Median(baseAllocs)/(1<<20))

@@ -2,15 +2,20 @@ package offloadbench
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/internal/proccost"
+	"github.com/tierkeeper/tierkeeper/offloader/blob"
+	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
 
 // The relay is the floor of the copy's CPU on the machine of the round:
@@ -26,19 +31,33 @@ import (
 // the copy's step is (proccost: /proc/self/stat).
 // The machine is otherwise idle (no bookie and no store run meanwhile),
 // so it is a lower bound for a copy that shares the cores with them.
+//
+// With a CA (the store speaks HTTPS) the relay runs a second time with its
+// sink behind TLS: the child writes each buffer through the connection
+// the offloader's store client makes for HTTPS (blob.BodyWrites: crypto/tls
+// with the TLS records sent 256 KiB per system call), so the floor counts
+// the encryption every HTTPS copy pays. Its buffer is reused for every
+// block, so the plaintext it encrypts is more often still in cache than a
+// copy's part (which waited in memory while its block filled): a floor,
+// not the copy's cost.
 
 const relayChildEnv = "TK_OFFLOADBENCH_RELAY"
 
 type relayConfig struct {
 	Source, Sink string
 	Block        int
+	// CAFile, when set, makes the sink a TLS server whose certificate
+	// this CA issued for 127.0.0.1: the child encrypts what it writes.
+	CAFile string
 }
 
 // relay runs the relay over total bytes written in chunk-sized writes at
 // rate MB/s with a block-sized buffer in the child and returns its seconds
 // and CPU seconds (of its loop, as the copy's are of its step: the
-// process's start is left out).
-func (be *bench) relay(total int64, chunk, block int, rate float64) (seconds, cpuSeconds float64) {
+// process's start is left out). With ca the sink speaks TLS (a certificate
+// ca issues for 127.0.0.1), and the child's CPU includes the handshake
+// and the encryption.
+func (be *bench) relay(total int64, chunk, block int, rate float64, ca *testenv.CA) (seconds, cpuSeconds float64) {
 	b := be.b
 	if chunk <= 0 || rate <= 0 {
 		b.Fatalf("relay: chunk %d bytes, rate %.1f MB/s", chunk, rate)
@@ -57,16 +76,26 @@ func (be *bench) relay(total int64, chunk, block int, rate float64) (seconds, cp
 		b.Fatal(err)
 	}
 	defer sink.Close()
+	cfg := relayConfig{Source: src.Addr().String(), Sink: sink.Addr().String(), Block: block}
+	var sinkTLS *tls.Config
+	if ca != nil {
+		c := ca.Issue(b, "relay-sink", "127.0.0.1")
+		kp, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sinkTLS, cfg.CAFile = &tls.Config{Certificates: []tls.Certificate{kp}}, ca.CertFile
+	}
 	srcErr, sinkErr := make(chan error, 1), make(chan error, 1)
 	go func() { srcErr <- pacedSource(ctx, src, total, chunk, rate) }()
-	go func() { sinkErr <- discardSink(ctx, sink, total) }()
+	go func() { sinkErr <- discardSink(ctx, sink, total, sinkTLS) }()
 
 	var r struct {
 		Bytes      int64   `json:"bytes"`
 		Seconds    float64 `json:"seconds"`
 		CPUSeconds float64 `json:"cpuSeconds"`
 	}
-	be.child(ctx, relayChildEnv, relayConfig{Source: src.Addr().String(), Sink: sink.Addr().String(), Block: block}, &r)
+	be.child(ctx, relayChildEnv, cfg, &r)
 	if err := <-srcErr; err != nil {
 		b.Fatalf("relay source: %v", err)
 	}
@@ -110,14 +139,17 @@ func pacedSource(ctx context.Context, ln net.Listener, total int64, chunk int, r
 	return nil
 }
 
-// discardSink accepts one connection and reads it to its end, which must
-// come after total bytes.
-func discardSink(ctx context.Context, ln net.Listener, total int64) error {
+// discardSink accepts one connection (with cfg: a TLS server's) and reads
+// it to its end, which must come after total bytes.
+func discardSink(ctx context.Context, ln net.Listener, total int64, cfg *tls.Config) error {
 	c, err := accept(ctx, ln)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if cfg != nil {
+		c = tls.Server(c, cfg)
+	}
 	n, err := io.Copy(io.Discard, c)
 	if err != nil {
 		return fmt.Errorf("read after %d bytes: %w", n, err)
@@ -156,13 +188,13 @@ func relayChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	dst, err := d.Dial("tcp", c.Sink)
+	start := proccost.Now()
+	dst, err := relayDial(&d, c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	buf := make([]byte, c.Block)
-	start := proccost.Now()
 	var total int64
 	for {
 		n, rerr := io.ReadFull(src, buf)
@@ -181,6 +213,7 @@ func relayChild() int {
 			return 1
 		}
 	}
+	// A TLS connection sends its close_notify: the sink reads a clean end.
 	if err := dst.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -192,4 +225,25 @@ func relayChild() int {
 	}
 	fmt.Printf(`{"bytes": %d, "seconds": %f, "cpuSeconds": %f}`+"\n", total, cost.Wall.Seconds(), cost.CPU.Seconds())
 	return 0
+}
+
+// relayDial connects to the sink: plain TCP, or with c.CAFile through
+// the offloader's HTTPS connection (blob.BodyWrites), handshake included.
+func relayDial(d *net.Dialer, c relayConfig) (net.Conn, error) {
+	if c.CAFile == "" {
+		return d.Dial("tcp", c.Sink)
+	}
+	pemCA, err := os.ReadFile(c.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pemCA) {
+		return nil, fmt.Errorf("no certificate in %s", c.CAFile)
+	}
+	t := &http.Transport{DialContext: d.DialContext, TLSClientConfig: &tls.Config{RootCAs: roots}}
+	blob.BodyWrites(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return t.DialTLSContext(ctx, "tcp", c.Sink)
 }
