@@ -882,7 +882,7 @@ func (be *bench) paired(ctx context.Context, l *testenv.WrittenLedger, rounds in
 	})
 	b.Logf("bookies warmed with the read alone: %s", wr)
 	pairs := max(rounds, 1) * 5
-	var tks, bases, ratios, tkMBs, baseMBs []float64
+	var tks, bases, ratios, tkMBs, baseMBs, speedRatios []float64
 	for i := 0; i < pairs; i++ {
 		var tkS, tkCPU, baseS, baseCPU float64
 		steps := []func(){
@@ -895,20 +895,26 @@ func (be *bench) paired(ctx context.Context, l *testenv.WrittenLedger, rounds in
 		tks, bases = append(tks, tkCPU/g), append(bases, baseCPU/g)
 		ratios = append(ratios, tkCPU/baseCPU)
 		tkMBs, baseMBs = append(tkMBs, mbps(l.Length, tkS)), append(baseMBs, mbps(l.Length, baseS))
+		speedRatios = append(speedRatios, baseS/tkS)
 		b.Logf("pair %d: %s %.3f CPU-s/GiB (%.0f MB/s), base %s %.3f (%.0f MB/s): ratio %.3f; load %s",
 			i+1, what, tkCPU/g, mbps(l.Length, tkS), be.baseRev, baseCPU/g, mbps(l.Length, baseS), ratios[i], testenv.LoadAvg())
 	}
-	lo, hi := stats.BootstrapInterval(len(ratios), 2000, 0.95, 1, func(idx []int) float64 {
-		v := make([]float64, len(idx))
-		for k, j := range idx {
-			v[k] = ratios[j]
-		}
-		return stats.Median(v)
-	})
+	medianInterval := func(xs []float64) (lo, hi float64) {
+		return stats.BootstrapInterval(len(xs), 2000, 0.95, 1, func(idx []int) float64 {
+			v := make([]float64, len(idx))
+			for k, j := range idx {
+				v[k] = xs[j]
+			}
+			return stats.Median(v)
+		})
+	}
+	lo, hi := medianInterval(ratios)
+	slo, shi := medianInterval(speedRatios)
 	b.ReportMetric(stats.Median(tks), metric+"-CPU-s/GiB")
 	b.ReportMetric(stats.Median(ratios), metric+"-CPU-vs-base")
-	b.Logf("RESULT %s, %d pairs: this tree %.3f CPU-s/GiB (median; %.0f MB/s), base %s %.3f (%.0f MB/s); paired ratio median %.3f (95 %% interval %.3f-%.3f)",
-		what, pairs, stats.Median(tks), stats.Median(tkMBs), be.baseRev, stats.Median(bases), stats.Median(baseMBs), stats.Median(ratios), lo, hi)
+	b.ReportMetric(stats.Median(speedRatios), metric+"-MB/s-vs-base")
+	b.Logf("RESULT %s, %d pairs: this tree %.3f CPU-s/GiB (median; %.0f MB/s), base %s %.3f (%.0f MB/s); paired CPU ratio median %.3f (95 %% interval %.3f-%.3f); paired MB/s ratio (this tree / base) median %.3f (95 %% interval %.3f-%.3f)",
+		what, pairs, stats.Median(tks), stats.Median(tkMBs), be.baseRev, stats.Median(bases), stats.Median(baseMBs), stats.Median(ratios), lo, hi, stats.Median(speedRatios), slo, shi)
 }
 
 // stepCPU is the CPU a step kept busy, in core-seconds: the machine's and
