@@ -454,59 +454,6 @@ func TestPartsInFlight(t *testing.T) {
 	}
 }
 
-// The part sent after LastPart starts at once, beside the InFlight parts
-// still uploading: here no part ends before all three have started, which
-// without LastPart part 3 could not (it would wait for a slot of the two).
-func TestPartsLastPartTakesNoSlot(t *testing.T) {
-	s := memblob.New()
-	all := make(chan struct{})
-	var entered atomic.Int32
-	var waitedOut atomic.Bool
-	s.Hook = func(op, _ string, part int) error {
-		if op != blob.OpUploadPart {
-			return nil
-		}
-		if entered.Add(1) == 3 {
-			close(all)
-		}
-		select {
-		case <-all:
-		case <-time.After(2 * time.Second):
-			waitedOut.Store(true)
-		}
-		return nil
-	}
-	ctx := context.Background()
-	p, err := blob.StartParts(ctx, s, "k", blob.PutOptions{}, blob.PartsOptions{InFlight: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []byte
-	var released atomic.Int32
-	for n := 1; n <= 3; n++ {
-		part := bytes.Repeat([]byte{byte(n)}, 100*n)
-		want = append(want, part...)
-		if n == 3 {
-			p.LastPart()
-		}
-		if err := p.Send(ctx, n, part, func() { released.Add(1) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := p.Complete(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if waitedOut.Load() {
-		t.Error("the last part did not start until a part in flight had ended")
-	}
-	if peak := s.PeakPartsInFlight(); peak != 3 {
-		t.Errorf("peak parts in flight = %d, want 3 (2 + the last)", peak)
-	}
-	if got, _, _ := s.Object("k"); !bytes.Equal(got, want) || released.Load() != 3 {
-		t.Errorf("stored %d bytes, want %d in part order; %d of 3 released", len(got), len(want), released.Load())
-	}
-}
-
 // The first failed part cancels the others and fails Send and Complete;
 // Abort then leaves nothing, and every buffer is released once.
 func TestPartsFirstFailureStopsTheRest(t *testing.T) {

@@ -40,7 +40,6 @@ type PartsOptions struct {
 //
 //	p, err := blob.StartParts(ctx, store, key, blob.PutOptions{...}, blob.PartsOptions{InFlight: 2})
 //	for each part n = 1, 2, ...: err = p.Send(ctx, n, buf, release)  // blocks while InFlight parts upload
-//	p.LastPart(); err = p.Send(ctx, last, buf, release)                // optional: the last one starts at once
 //	attrs, err := p.Complete(ctx)                                       // waits for the parts, then completes
 //	on any error: p.Abort(ctx)                                          // cancels parts in flight, aborts the upload
 //
@@ -52,9 +51,6 @@ type Parts struct {
 	key  string
 	opts PartsOptions
 	sem  chan struct{}
-	// last: the next part sent is the last one and takes no slot (the
-	// sending goroutine's alone, like Send).
-	last bool
 
 	ctx    context.Context // the parts' context: cancelled on failure or Abort
 	cancel context.CancelCauseFunc
@@ -148,44 +144,21 @@ func (p *Parts) SendVector(ctx context.Context, part int, data [][]byte, crc32c 
 	return p.send(ctx, part, nil, data, crc32c, summed, release)
 }
 
-// LastPart says that the next part sent (by Send, SendSummed or
-// SendVector) is the upload's last: it starts at once, beside the InFlight
-// parts still uploading, instead of waiting for one of them to end. Its
-// buffer is filled already, so this takes no more memory, only one more
-// request (and connection) for the time it overlaps them; the upload's
-// tail is then the slowest of those parts, not their sum. Nothing may be
-// sent after it.
-func (p *Parts) LastPart() { p.last = true }
-
 func (p *Parts) send(ctx context.Context, part int, data []byte, vec [][]byte, crc32c uint32, summed bool, release func()) error {
 	if release == nil {
 		release = func() {}
 	}
-	slot := !p.last
-	if p.last {
-		p.last = false // the one part it was for
-		if err := ctx.Err(); err != nil {
-			release()
-			return context.Cause(ctx)
-		}
-	} else {
-		select {
-		case p.sem <- struct{}{}:
-		case <-ctx.Done():
-			release()
-			return context.Cause(ctx)
-		case <-p.ctx.Done():
-			release()
-			return p.stopped()
-		}
-	}
-	free := func() {
-		if slot {
-			<-p.sem
-		}
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		release()
+		return context.Cause(ctx)
+	case <-p.ctx.Done():
+		release()
+		return p.stopped()
 	}
 	if err := p.ctx.Err(); err != nil {
-		free()
+		<-p.sem
 		release()
 		return p.stopped()
 	}
@@ -210,7 +183,7 @@ func (p *Parts) send(ctx context.Context, part int, data []byte, vec [][]byte, c
 		}
 		took := time.Since(start)
 		release()
-		free()
+		<-p.sem
 		if p.opts.OnDone != nil {
 			p.opts.OnDone(part, size, took, err)
 		}

@@ -37,8 +37,7 @@ type Options struct {
 	// (64 MiB, Pulsar's default); at least format.MinPartSize (5 MiB).
 	MaxBlockSize int
 	// PartsInFlight is how many parts upload concurrently per ledger while
-	// the next block is filled (default 2); the last part starts beside
-	// them (blob.Parts.LastPart).
+	// the next block is filled (default 2).
 	PartsInFlight int
 	// Pool supplies block buffers. Share one Pool between Uploaders to bound
 	// the memory of concurrent uploads; its BlockSize must be at least
@@ -357,8 +356,7 @@ func (s *Session) stage() string {
 }
 
 // emit receives finished blocks from the encoder: one part each, through
-// the multipart pipeline (which blocks while PartsInFlight parts upload,
-// except for the ledger's last part),
+// the multipart pipeline (which blocks while PartsInFlight parts upload),
 // with the block's CRC-32C (a store sending CRC-32C part checksums sends
 // it rather than hashing the block again; a store that does not use one gets
 // none, and no block CRC is computed). The block's buffer goes back to the
@@ -367,12 +365,6 @@ func (s *Session) emit(ctx context.Context, blk format.Block) error {
 	if s.single {
 		s.held = &blk
 		return nil
-	}
-	if blk.LastEntryID == s.req.Ledger.LastEntryID {
-		// The last part (its block sized to the ledger's end, emitted by
-		// the last Add): it uploads beside the parts still in flight
-		// instead of after one of them.
-		s.parts.LastPart()
 	}
 	if blk.Vector != nil {
 		return s.parts.SendVector(ctx, blk.PartNumber, blk.Vector, blk.CRC32C, s.crc, func() {

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,9 +138,8 @@ func TestUploadMultiBlock(t *testing.T) {
 	if !res.Multipart || res.Blocks < 4 {
 		t.Fatalf("multipart %v with %d blocks", res.Multipart, res.Blocks)
 	}
-	// 2, and 3 when the last part started beside two (TestUploadLastPartBeside).
-	if p := store.PeakPartsInFlight(); p < 2 || p > 3 {
-		t.Fatalf("peak parts in flight %d, want 2 (3 with the last part)", p)
+	if p := store.PeakPartsInFlight(); p != 2 {
+		t.Fatalf("peak parts in flight %d, want 2", p)
 	}
 	// The stored object is exactly the reference encoding.
 	want, layout, err := format.Encode(l.ledger(), format.EncoderOptions{MaxBlockSize: 5 * mib}, l.payloads)
@@ -200,57 +198,6 @@ func TestUploadMultiBlock(t *testing.T) {
 	}
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
-	}
-}
-
-// The last block uploads beside the parts still in flight, not after one
-// of them: here none of the last three parts ends before all three have
-// started.
-func TestUploadLastPartBeside(t *testing.T) {
-	l := newLedger(3, 400, func(r *rand.Rand) int { return 1 + r.IntN(100<<10) }) // ~20 MiB
-	_, layout, err := format.Encode(l.ledger(), format.EncoderOptions{MaxBlockSize: 5 * mib}, l.payloads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := len(layout.Blocks)
-	if last < 4 {
-		t.Fatalf("%d blocks, want >= 4", last)
-	}
-	store := memblob.New()
-	store.MinPartSize = format.MinPartSize
-	all := make(chan struct{})
-	var entered atomic.Int32
-	var waitedOut atomic.Bool
-	store.Hook = func(op string, _ string, part int) error {
-		if op != blob.OpUploadPart || part < last-2 {
-			return nil
-		}
-		if entered.Add(1) == 3 {
-			close(all)
-		}
-		select {
-		case <-all:
-		case <-time.After(2 * time.Second):
-			waitedOut.Store(true)
-		}
-		return nil
-	}
-	u := mustNew(t, store, &Options{MaxBlockSize: 5 * mib, PartsInFlight: 2})
-	res, err := u.Upload(context.Background(), l.request(), l.src())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Blocks != last {
-		t.Fatalf("%d blocks, the reference has %d", res.Blocks, last)
-	}
-	if waitedOut.Load() {
-		t.Error("the last part started only after a part in flight had ended")
-	}
-	if p := store.PeakPartsInFlight(); p != 3 {
-		t.Errorf("peak parts in flight %d, want 3 (2 + the last)", p)
-	}
-	if err := Verify(context.Background(), store, res, &VerifyOptions{BlockHeaders: true}); err != nil {
-		t.Fatal(err)
 	}
 }
 
