@@ -3,7 +3,6 @@ package offloadbench
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tierkeeper/tierkeeper/internal/proccost"
+	"github.com/tierkeeper/tierkeeper/internal/tlsfiles"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	"github.com/tierkeeper/tierkeeper/test/testenv"
 )
@@ -233,15 +233,11 @@ func relayDial(d *net.Dialer, c relayConfig) (net.Conn, error) {
 	if c.CAFile == "" {
 		return d.Dial("tcp", c.Sink)
 	}
-	pemCA, err := os.ReadFile(c.CAFile)
+	cfg, err := tlsfiles.Files{CAFile: c.CAFile}.Config()
 	if err != nil {
 		return nil, err
 	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pemCA) {
-		return nil, fmt.Errorf("no certificate in %s", c.CAFile)
-	}
-	t := &http.Transport{DialContext: d.DialContext, TLSClientConfig: &tls.Config{RootCAs: roots}}
+	t := &http.Transport{DialContext: d.DialContext, TLSClientConfig: cfg}
 	blob.BodyWrites(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
