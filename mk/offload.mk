@@ -12,8 +12,9 @@ BENCH_OFFLOAD_BLOCKS ?= 5,8,10,12,16,64
 # Run only some parts: a comma list of throughput, rss, seeks (default all),
 # or reads / copies: the read alone / the copy of this tree against
 # BENCH_BASE_REV's (or BENCH_BASE_ENV's), 5 alternated pairs per round, the
-# paired CPU ratio's median and 95 % interval (not in the default run: they
-# need a base).
+# paired CPU and MB/s ratios' medians and 95 % intervals (not in the default
+# run: they need a base; one run's interval understates the noise between
+# runs: confirm a change the other way round too).
 BENCH_OFFLOAD_ONLY   ?=
 # A git revision whose offloader is measured too (before/after; also used by
 # bench-offload-producing). bench-offload needs one that reports copyCost.

@@ -867,9 +867,11 @@ func (be *bench) copies(ctx context.Context, mib, rounds int) {
 // (TK_BENCH_BASE_REV / TK_BENCH_BASE_ENV), 5 pairs per round, each pair
 // in a rotated order, after the bookies' read path is warmed. On shared
 // cores a run's CPU per GiB moves by tens of per cent with the
-// neighbours, so a change is judged by the ratio within each pair (its
-// median and a 95 % bootstrap interval over the pairs), not by the runs'
-// own figures.
+// neighbours, so a change is judged by the ratios within each pair (CPU
+// and MB/s: their medians and 95 % bootstrap intervals over the pairs),
+// not by the runs' own figures. Runs move by a few per cent between them,
+// more than one run's interval admits: a change is confirmed by a second
+// run the other way round (the base as the tree).
 func (be *bench) paired(ctx context.Context, l *testenv.WrittenLedger, rounds int, what, metric string, step func(bin string, env []string) (seconds, cpuSeconds float64)) {
 	b := be.b
 	if be.baseBin == "" {
