@@ -87,6 +87,7 @@ func (o *costObserver) fill(rep *offloader.OffloadReport) {
 			waits := *l.CopyCost
 			c := *m
 			c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds = waits.ReadWaitSeconds, waits.AddSeconds, waits.FinishSeconds
+			c.FinishPartsSeconds, c.FinishCompleteSeconds, c.FinishIndexSeconds = waits.FinishPartsSeconds, waits.FinishCompleteSeconds, waits.FinishIndexSeconds
 			l.CopyCost = &c
 		}
 	}

@@ -454,6 +454,31 @@ func TestPartsInFlight(t *testing.T) {
 	}
 }
 
+// Timings splits Complete into the wait for the parts still uploading and
+// the store's completion.
+func TestPartsTimings(t *testing.T) {
+	s := memblob.New()
+	s.PartDelay = 30 * time.Millisecond
+	ctx := context.Background()
+	p, err := blob.StartParts(ctx, s, "k", blob.PutOptions{}, blob.PartsOptions{InFlight: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Send(ctx, 1, []byte("part"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if w, c := p.Timings(); w != 0 || c != 0 {
+		t.Fatalf("before Complete: %v, %v; want zeros", w, c)
+	}
+	if _, err := p.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The part sleeps 30 ms from its start, which comes right after Send.
+	if w, c := p.Timings(); w < 15*time.Millisecond || w > 10*time.Second || c <= 0 {
+		t.Errorf("parts wait %v, completion %v; want the part's delay and a completion", w, c)
+	}
+}
+
 // The first failed part cancels the others and fails Send and Complete;
 // Abort then leaves nothing, and every buffer is released once.
 func TestPartsFirstFailureStopsTheRest(t *testing.T) {

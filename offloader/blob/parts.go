@@ -62,6 +62,9 @@ type Parts struct {
 
 	abortOnce sync.Once
 	abortErr  error
+
+	// waited and completing time Complete (the sending goroutine's).
+	waited, completing time.Duration
 }
 
 // StartParts creates a multipart upload of key on w and returns its
@@ -207,7 +210,9 @@ func (p *Parts) stopped() error {
 // was one. On error the upload is left for Abort.
 func (p *Parts) Complete(ctx context.Context) (Attrs, error) {
 	stop := context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })
+	start := time.Now()
 	p.wg.Wait()
+	p.waited = time.Since(start)
 	stop()
 	if err := p.Err(); err != nil {
 		return Attrs{}, err
@@ -218,7 +223,9 @@ func (p *Parts) Complete(ctx context.Context) (Attrs, error) {
 	if err := ctx.Err(); err != nil {
 		return Attrs{}, fmt.Errorf("complete %s: %w", p.key, context.Cause(ctx))
 	}
+	start = time.Now()
 	a, err := p.mp.Complete(ctx)
+	p.completing = time.Since(start)
 	if err != nil {
 		return Attrs{}, fmt.Errorf("complete %s: %w", p.key, err)
 	}
@@ -228,6 +235,12 @@ func (p *Parts) Complete(ctx context.Context) (Attrs, error) {
 	p.cancel(errCompleted)
 	return a, nil
 }
+
+// Timings says where the last Complete's time went: waiting for the parts
+// still uploading, then the store's completion (zero for what it did not
+// reach). For the caller's figures; call it from the goroutine that
+// called Complete.
+func (p *Parts) Timings() (partsWait, complete time.Duration) { return p.waited, p.completing }
 
 var (
 	errCompleted = errors.New("multipart upload completed")

@@ -39,8 +39,10 @@ type CopyStats struct {
 	// still uploading, waiting for a free block buffer.
 	Add time.Duration
 	// Finish is the time from the last entry to the index written: the
-	// last parts uploading, the multipart completion and the index PUT.
-	Finish time.Duration
+	// last parts uploading, the multipart completion and the index PUT,
+	// which FinishParts, FinishComplete and FinishIndex split it into.
+	Finish                                   time.Duration
+	FinishParts, FinishComplete, FinishIndex time.Duration
 }
 
 // writeTracker records whether any write reached the store: a copy that
@@ -152,6 +154,7 @@ func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.L
 		return nil, err
 	}
 	st.Finish = time.Since(fin)
+	st.FinishParts, st.FinishComplete, st.FinishIndex = res.Finish.LastParts, res.Finish.Complete, res.Finish.Index
 	p.m.finish.Add(st.Finish.Seconds())
 	return &copied{res: res, dg: dg, stats: st}, nil
 }

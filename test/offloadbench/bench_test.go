@@ -112,6 +112,7 @@ import (
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/internal/stats"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
+	"github.com/tierkeeper/tierkeeper/offloader"
 	"github.com/tierkeeper/tierkeeper/offloader/blob"
 	blobclient "github.com/tierkeeper/tierkeeper/offloader/blob/client"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/s3/s3test"
@@ -410,24 +411,9 @@ type tkResult struct {
 
 // copyCost is the offloader's own account of its copy step (copyCost in
 // its JSON output): process CPU from /proc/self/stat, Go allocations, and
-// where the time went.
-type copyCost struct {
-	CPUSeconds      float64  `json:"cpuSeconds"`
-	UserSeconds     float64  `json:"userSeconds"`
-	SystemSeconds   float64  `json:"systemSeconds"`
-	CPUError        string   `json:"cpuError"`
-	PageFaults      float64  `json:"pageFaults"`
-	ReadCalls       float64  `json:"readCalls"`
-	WriteCalls      float64  `json:"writeCalls"`
-	AllocBytes      float64  `json:"allocBytes"`
-	Allocs          float64  `json:"allocs"`
-	GCCycles        int      `json:"gcCycles"`
-	GCPauseSeconds  float64  `json:"gcPauseSeconds"`
-	ReadWaitSeconds float64  `json:"readWaitSeconds"`
-	AddSeconds      float64  `json:"addSeconds"`
-	FinishSeconds   float64  `json:"finishSeconds"`
-	Profiles        []string `json:"profiles"`
-}
+// where the time went. A base revision's output decodes into it too
+// (fields it lacks stay zero).
+type copyCost = offloader.CopyCost
 
 // offload runs `offloader offload` on a fresh managed ledger of l; extra
 // are more flags (e.g. --profile-dir).
@@ -487,19 +473,27 @@ func (be *bench) deleteObjects(ctx context.Context, id uuid.UUID, ledgerID int64
 	}
 }
 
-// raw runs the raw multipart baseline in a child process; complete is
-// the seconds of its CompleteMultipartUpload (the store's assembly of the
-// object).
-func (be *bench) raw(size int64, part int) (seconds, cpuSeconds, complete float64) {
+// rawFinish is the raw PUT's completion: from its last part handed over
+// to the object complete (Seconds), split into waiting for the parts
+// still uploading and the store's CompleteMultipartUpload (its assembly
+// of the object).
+type rawFinish struct {
+	Seconds         float64 `json:"completeSeconds"`
+	PartsSeconds    float64 `json:"partsWaitSeconds"`
+	CompleteSeconds float64 `json:"storeCompleteSeconds"`
+}
+
+// raw runs the raw multipart baseline in a child process.
+func (be *bench) raw(size int64, part int) (seconds, cpuSeconds float64, fin rawFinish) {
 	// Bounded: the child uploads size bytes to a local server (minutes at most).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	var r struct {
-		Seconds         float64 `json:"seconds"`
-		CompleteSeconds float64 `json:"completeSeconds"`
+		Seconds float64 `json:"seconds"`
+		rawFinish
 	}
 	cmd := be.child(ctx, rawChildEnv, rawConfig{Store: be.store, Bytes: size, Part: part, Parts: be.parts}, &r)
-	return r.Seconds, processCPU(cmd), r.CompleteSeconds
+	return r.Seconds, processCPU(cmd), r.rawFinish
 }
 
 // child runs this test binary as the child that env selects (TestMain),
@@ -697,7 +691,8 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	for r := 0; r < rounds; r++ {
 		var tk tkResult
 		var tkTL, rawTL, bkTL copytrace.Summary
-		var rawS, rawCPU, rawComplete, pulS, pulCPU, bkS, bkCPU, tkBusy, rawBusy float64
+		var rawS, rawCPU, pulS, pulCPU, bkS, bkCPU, tkBusy, rawBusy float64
+		var rawFin rawFinish
 		var tkIO, rawIO, bkIO ioDelta
 		var base tkResult
 		steps := []func(){
@@ -713,7 +708,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			func() {
 				rawIO = ioDuring(func() {
 					rawTL = be.serversDuring(func() {
-						rawBusy = busyDuring(func() { rawS, rawCPU, rawComplete = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) })
+						rawBusy = busyDuring(func() { rawS, rawCPU, rawFin = be.raw(warm.objectBytes, pipeline.DefaultBlockSize) })
 					})
 				})
 			},
@@ -759,7 +754,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start), raw PUT %.2fs (dirty %.0f MiB at its start); most free memory taken (MemFree at the start minus its lowest): copy %.0f MiB, raw PUT %.0f MiB, read alone %.0f MiB",
 			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB, tkIO.tookFree, rawIO.tookFree, bkIO.tookFree)
 		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f; its timeline's samples took %.3f of it: %.2f s without them), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB, %.0f read and %.0f write system calls/GiB; copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
-			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, tkTL.SamplerCPUSeconds/g, unsampled, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, c.AllocBytes/(1<<20)/g, c.Allocs/g, c.GCCycles, 1000*c.GCPauseSeconds, c.PageFaults/g, c.ReadCalls/g, c.WriteCalls/g, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
+			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, tkTL.SamplerCPUSeconds/g, unsampled, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, float64(c.AllocBytes)/(1<<20)/g, float64(c.Allocs)/g, c.GCCycles, 1000*c.GCPauseSeconds, float64(c.PageFaults)/g, float64(c.ReadCalls)/g, float64(c.WriteCalls)/g, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
 		b.Logf("round %d: a bare relay of the same bytes at the copy's rate (%.1f MB/s reached; entry-sized writes from one loopback socket, a block-sized buffer, writes to another; the machine otherwise idle) took %.2f CPU-s/GiB: the copy without its timeline's samples took %.2fx that",
 			r+1, mbps(l.Length, relayS), relayCPU/g, unsampled/(relayCPU/g))
 		relays, relayRatios, unsampleds = append(relays, relayCPU/g), append(relayRatios, unsampled/(relayCPU/g)), append(unsampleds, unsampled)
@@ -773,10 +768,10 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		// The store's completion (versitygw assembles the object on one
 		// core) ends both the copy and the raw PUT and overlaps nothing:
 		// the share without it says how well reading and uploading overlap.
-		tkFinish := tk.cost.FinishSeconds
+		tkFinish, rawComplete := tk.cost.FinishSeconds, rawFin.Seconds
 		overlap := (bkS + rawS - rawComplete) / (tk.copySeconds - tkFinish)
-		b.Logf("round %d: the copy finished in %.2fs (last parts, completion, index), the raw PUT's completion took %.2fs; without them the copy is %.2f of the limit",
-			r+1, tkFinish, rawComplete, overlap)
+		b.Logf("round %d: the copy finished in %.2fs (last parts %.2fs, completion %.2fs, index %.3fs), the raw PUT's completion took %.2fs (last parts %.2fs, completion %.2fs); without them the copy is %.2f of the limit",
+			r+1, tkFinish, tk.cost.FinishPartsSeconds, tk.cost.FinishCompleteSeconds, tk.cost.FinishIndexSeconds, rawComplete, rawFin.PartsSeconds, rawFin.CompleteSeconds, overlap)
 		overlaps = append(overlaps, overlap)
 		// What the machine's CPU allowed: on shared cores the copy and
 		// both steps keep the machine busy, so the copy can beat the limit
@@ -794,12 +789,12 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			bc := base.cost
 			bm, bshare, bcpu := mbps(l.Length, base.copySeconds), (bkS+rawS)/base.copySeconds, bc.CPUSeconds/g
 			b.Logf("round %d: base %s copy %.1f MB/s (%.2fs) = %.2f of the limit; CPU %.2f s/GiB (user %.2f, system %.2f) (%.2fx Pulsar's); allocated %.0f MiB/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB, %.0f read and %.0f write system calls/GiB (a figure the base does not report is zero); waited %.2fs for the bookies, %.2fs in Add, %.2fs finishing",
-				r+1, be.baseRev, bm, base.copySeconds, bshare, bcpu, bc.UserSeconds/g, bc.SystemSeconds/g, bcpu/pulCPUg, bc.AllocBytes/(1<<20)/g, bc.GCCycles, 1000*bc.GCPauseSeconds, bc.PageFaults/g, bc.ReadCalls/g, bc.WriteCalls/g, bc.ReadWaitSeconds, bc.AddSeconds, bc.FinishSeconds)
-			baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs = append(baseMBs, bm), append(baseShares, bshare), append(baseCPUs, bcpu), append(baseRatios, bcpu/pulCPUg), append(baseAllocs, bc.AllocBytes/g)
+				r+1, be.baseRev, bm, base.copySeconds, bshare, bcpu, bc.UserSeconds/g, bc.SystemSeconds/g, bcpu/pulCPUg, float64(bc.AllocBytes)/(1<<20)/g, bc.GCCycles, 1000*bc.GCPauseSeconds, float64(bc.PageFaults)/g, float64(bc.ReadCalls)/g, float64(bc.WriteCalls)/g, bc.ReadWaitSeconds, bc.AddSeconds, bc.FinishSeconds)
+			baseMBs, baseShares, baseCPUs, baseRatios, baseAllocs = append(baseMBs, bm), append(baseShares, bshare), append(baseCPUs, bcpu), append(baseRatios, bcpu/pulCPUg), append(baseAllocs, float64(bc.AllocBytes)/g)
 		}
 		tks, tkWalls, raws, pulsars, bks = append(tks, tkm), append(tkWalls, mbps(l.Length, tk.wall)), append(raws, rawm), append(pulsars, pulm), append(bks, bkm)
 		tkUsers, tkSystems = append(tkUsers, c.UserSeconds/g), append(tkSystems, c.SystemSeconds/g)
-		shares, tkCPUs, pulCPUs, cpuRatios, allocs = append(shares, share), append(tkCPUs, tkCPU), append(pulCPUs, pulCPUg), append(cpuRatios, tkCPU/pulCPUg), append(allocs, c.AllocBytes/g)
+		shares, tkCPUs, pulCPUs, cpuRatios, allocs = append(shares, share), append(tkCPUs, tkCPU), append(pulCPUs, pulCPUg), append(cpuRatios, tkCPU/pulCPUg), append(allocs, float64(c.AllocBytes)/g)
 	}
 	b.ReportMetric(stats.Median(tks), "tk-copy-MB/s")
 	b.ReportMetric(stats.Median(raws), "raw-MB/s")
@@ -1216,7 +1211,8 @@ func rawChild() int {
 		return 1
 	}
 	secs, complete := time.Since(start).Seconds(), time.Since(fin).Seconds()
+	parts, store := up.Timings()
 	_ = st.Delete(ctx, key)
-	fmt.Printf(`{"seconds": %f, "completeSeconds": %f}`+"\n", secs, complete)
+	fmt.Printf(`{"seconds": %f, "completeSeconds": %f, "partsWaitSeconds": %f, "storeCompleteSeconds": %f}`+"\n", secs, complete, parts.Seconds(), store.Seconds())
 	return 0
 }

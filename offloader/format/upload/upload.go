@@ -141,6 +141,15 @@ type Result struct {
 	// DataMetadata and IndexMetadata are the user metadata sent.
 	DataMetadata  map[string]string
 	IndexMetadata map[string]string
+	// Finish says where Finish's time went: waiting for the parts still
+	// uploading (a single block: its PUT), the store's completion of the
+	// multipart upload, the index PUT.
+	Finish FinishTimes
+}
+
+// FinishTimes are the parts of a Session's Finish, for the caller's figures.
+type FinishTimes struct {
+	LastParts, Complete, Index time.Duration
 }
 
 // EntrySource yields a ledger's entries in order; Next returns io.EOF after
@@ -420,12 +429,14 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 			s.abort(ctx, stagePut, err)
 			return nil, err
 		}
-		s.u.m.partDuration.Observe(time.Since(start).Seconds())
+		s.res.Finish.LastParts = time.Since(start)
+		s.u.m.partDuration.Observe(s.res.Finish.LastParts.Seconds())
 		s.u.m.bytes.Add(float64(layout.DataObjectLength))
 	} else {
 		// Waits for the parts in flight (given up if ctx ends), then
 		// completes.
 		attrs, err = s.parts.Complete(ctx)
+		s.res.Finish.LastParts, s.res.Finish.Complete = s.parts.Timings()
 		if err != nil {
 			err = fmt.Errorf("upload ledger %d: %w", id, err)
 			if s.partErr() != nil {
@@ -450,8 +461,10 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	ix := layout.Index(s.req.Metadata)
 	raw, err := ix.Marshal()
 	if err == nil {
+		start := time.Now()
 		_, err = s.u.store.Put(ctx, s.res.IndexKey, bytes.NewReader(raw), int64(len(raw)),
 			blob.PutOptions{Metadata: s.res.IndexMetadata, ContentType: "application/octet-stream"})
+		s.res.Finish.Index = time.Since(start)
 	}
 	if err != nil {
 		err = fmt.Errorf("upload ledger %d: put index %s: %w", id, s.res.IndexKey, err)

@@ -138,6 +138,12 @@ func TestUploadMultiBlock(t *testing.T) {
 	if !res.Multipart || res.Blocks < 4 {
 		t.Fatalf("multipart %v with %d blocks", res.Multipart, res.Blocks)
 	}
+	// Finish's time split: the last part still uploading (>= most of its
+	// 5 ms delay: nothing waits for it before Finish), the completion,
+	// the index PUT.
+	if f := res.Finish; f.LastParts < 2*time.Millisecond || f.Complete <= 0 || f.Index <= 0 {
+		t.Errorf("finish times %+v: want all three timed", f)
+	}
 	if p := store.PeakPartsInFlight(); p != 2 {
 		t.Fatalf("peak parts in flight %d, want 2", p)
 	}
@@ -214,6 +220,10 @@ func TestUploadSingleBlockUsesPut(t *testing.T) {
 	}
 	if res.DataObjectLength != 128+10*(12+100) || res.Index.Blocks[0].PartID != 1 {
 		t.Fatalf("result %+v", res)
+	}
+	// The single PUT counts as the last part; there is no completion.
+	if f := res.Finish; f.LastParts <= 0 || f.Complete != 0 || f.Index <= 0 {
+		t.Errorf("finish times %+v: want the PUT and the index timed, no completion", f)
 	}
 	if err := Verify(context.Background(), store, res, &VerifyOptions{BlockHeaders: true}); err != nil {
 		t.Fatal(err)
