@@ -161,27 +161,34 @@ type OffloadedLedger struct {
 // from a caller that measures the copy step (offloader offload, which
 // copies one ledger at a time).
 type CopyCost struct {
-	CPUSeconds      float64 `json:"cpuSeconds"`
-	UserSeconds     float64 `json:"userSeconds"`
-	SystemSeconds   float64 `json:"systemSeconds"`
-	CPUError        string  `json:"cpuError,omitempty"`
-	PageFaults      uint64  `json:"pageFaults"`
-	ReadCalls       uint64  `json:"readCalls"`
-	WriteCalls      uint64  `json:"writeCalls"`
-	IOError         string  `json:"ioError,omitempty"`
-	AllocBytes      uint64  `json:"allocBytes"`
-	Allocs          uint64  `json:"allocs"`
-	GCCycles        uint32  `json:"gcCycles"`
-	GCPauseSeconds  float64 `json:"gcPauseSeconds"`
-	ReadWaitSeconds float64 `json:"readWaitSeconds"`
-	AddSeconds      float64 `json:"addSeconds"`
-	FinishSeconds   float64 `json:"finishSeconds"`
-	// The finish split: waiting for the last parts, the store's
-	// completion, the index PUT.
-	FinishPartsSeconds    float64  `json:"finishPartsSeconds"`
-	FinishCompleteSeconds float64  `json:"finishCompleteSeconds"`
-	FinishIndexSeconds    float64  `json:"finishIndexSeconds"`
-	Profiles              []string `json:"profiles,omitempty"`
+	CPUSeconds     float64 `json:"cpuSeconds"`
+	UserSeconds    float64 `json:"userSeconds"`
+	SystemSeconds  float64 `json:"systemSeconds"`
+	CPUError       string  `json:"cpuError,omitempty"`
+	PageFaults     uint64  `json:"pageFaults"`
+	ReadCalls      uint64  `json:"readCalls"`
+	WriteCalls     uint64  `json:"writeCalls"`
+	IOError        string  `json:"ioError,omitempty"`
+	AllocBytes     uint64  `json:"allocBytes"`
+	Allocs         uint64  `json:"allocs"`
+	GCCycles       uint32  `json:"gcCycles"`
+	GCPauseSeconds float64 `json:"gcPauseSeconds"`
+	// Where the copy step's time went.
+	CopyTimes
+	Profiles []string `json:"profiles,omitempty"`
+}
+
+// CopyTimes says where a copy step's time went (pipeline.CopyStats, in
+// seconds): waiting for the bookies, handing entries to the encoder, and
+// the finish, split into waiting for the last parts, the store's
+// completion and the index PUT.
+type CopyTimes struct {
+	ReadWaitSeconds       float64 `json:"readWaitSeconds"`
+	AddSeconds            float64 `json:"addSeconds"`
+	FinishSeconds         float64 `json:"finishSeconds"`
+	FinishPartsSeconds    float64 `json:"finishPartsSeconds"`
+	FinishCompleteSeconds float64 `json:"finishCompleteSeconds"`
+	FinishIndexSeconds    float64 `json:"finishIndexSeconds"`
 }
 
 // TrimReport is a ledger's BookKeeper deletion.
@@ -358,8 +365,8 @@ func offloadedLedger(lr *pipeline.LedgerResult) OffloadedLedger {
 		Bytes: lr.Bytes, ObjectBytes: lr.ObjectBytes, Blocks: lr.Blocks, DataKey: lr.DataKey, IndexKey: lr.IndexKey,
 		Leftovers: lr.Leftovers, Steps: map[string]float64{}}
 	if c := lr.Copy; c != (pipeline.CopyStats{}) {
-		d.CopyCost = &CopyCost{ReadWaitSeconds: c.ReadWait.Seconds(), AddSeconds: c.Add.Seconds(), FinishSeconds: c.Finish.Seconds(),
-			FinishPartsSeconds: c.FinishParts.Seconds(), FinishCompleteSeconds: c.FinishComplete.Seconds(), FinishIndexSeconds: c.FinishIndex.Seconds()}
+		d.CopyCost = &CopyCost{CopyTimes: CopyTimes{ReadWaitSeconds: c.ReadWait.Seconds(), AddSeconds: c.Add.Seconds(), FinishSeconds: c.Finish.Seconds(),
+			FinishPartsSeconds: c.FinishSplit.LastParts.Seconds(), FinishCompleteSeconds: c.FinishSplit.Complete.Seconds(), FinishIndexSeconds: c.FinishSplit.Index.Seconds()}}
 	}
 	if lr.UUID != uuid.Nil {
 		d.UUID = lr.UUID.String()

@@ -84,10 +84,8 @@ func (o *costObserver) fill(rep *offloader.OffloadReport) {
 			if m == nil || l.CopyCost == nil {
 				continue
 			}
-			waits := *l.CopyCost
 			c := *m
-			c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds = waits.ReadWaitSeconds, waits.AddSeconds, waits.FinishSeconds
-			c.FinishPartsSeconds, c.FinishCompleteSeconds, c.FinishIndexSeconds = waits.FinishPartsSeconds, waits.FinishCompleteSeconds, waits.FinishIndexSeconds
+			c.CopyTimes = l.CopyCost.CopyTimes
 			l.CopyCost = &c
 		}
 	}

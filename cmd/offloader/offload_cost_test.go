@@ -35,7 +35,7 @@ func TestCostObserverMeasuresTheCopyStep(t *testing.T) {
 	}
 	o.StepDone(ref, pipeline.StepCopy, time.Second, nil)
 	rep := &offloader.OffloadReport{ManagedLedgers: []offloader.OffloadedML{{Name: ref.ML,
-		Ledgers: []offloader.OffloadedLedger{{LedgerID: 7, CopyCost: &offloader.CopyCost{ReadWaitSeconds: 1.5}}}}}}
+		Ledgers: []offloader.OffloadedLedger{{LedgerID: 7, CopyCost: &offloader.CopyCost{CopyTimes: offloader.CopyTimes{ReadWaitSeconds: 1.5}}}}}}}
 	o.fill(rep)
 	c := rep.ManagedLedgers[0].Ledgers[0].CopyCost
 	if c.CPUError != "" || c.IOError != "" {

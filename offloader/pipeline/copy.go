@@ -40,9 +40,9 @@ type CopyStats struct {
 	Add time.Duration
 	// Finish is the time from the last entry to the index written: the
 	// last parts uploading, the multipart completion and the index PUT,
-	// which FinishParts, FinishComplete and FinishIndex split it into.
-	Finish                                   time.Duration
-	FinishParts, FinishComplete, FinishIndex time.Duration
+	// which FinishSplit (the upload's own account) splits it into.
+	Finish      time.Duration
+	FinishSplit upload.FinishTimes
 }
 
 // writeTracker records whether any write reached the store: a copy that
@@ -154,7 +154,7 @@ func (p *Pipeline) copy(ctx context.Context, t mledger.LedgerRef, md *metadata.L
 		return nil, err
 	}
 	st.Finish = time.Since(fin)
-	st.FinishParts, st.FinishComplete, st.FinishIndex = res.Finish.LastParts, res.Finish.Complete, res.Finish.Index
+	st.FinishSplit = res.Finish
 	p.m.finish.Add(st.Finish.Seconds())
 	return &copied{res: res, dg: dg, stats: st}, nil
 }
