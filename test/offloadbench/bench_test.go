@@ -37,7 +37,9 @@ package offloadbench
 // which a production copy does not run); the floor of that CPU on the round's machine
 // (a bare relay of the same bytes at the copy's rate through two loopback
 // sockets, relay_test.go); the I/O stall time (PSI) during the copy and
-// the raw PUT and the most free memory each step took. Every step starts
+// the raw PUT, the most free memory each step took and the most page
+// cache it held dirty or under writeback (what the store's completion
+// writes back on XFS with reflink: MiB per second of completion). Every step starts
 // after a sync, with the same free memory (primeMemory). Before the
 // rounds the bookies serve the read alone until their CPU per GiB settles
 // (testenv.WarmBookieReads: their JIT compiles the read path over the
@@ -156,11 +158,16 @@ type ioDelta struct {
 	start    testenv.IOState
 	stall    time.Duration
 	tookFree float64 // MiB
+	// peakDirty is the most page cache dirty or under writeback at once
+	// (MiB): for an upload, what the store had written and not yet on its
+	// disk when it came to complete the object.
+	peakDirty float64
 }
 
+// ioDuring runs fn and reads the machine's I/O state every 50 ms meanwhile.
 func ioDuring(fn func()) ioDelta {
 	s := testenv.IONow()
-	lowest := s.FreeMiB
+	lowest, peak := s.FreeMiB, s.DirtyMiB+s.WritebackMiB
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -171,7 +178,8 @@ func ioDuring(fn func()) ioDelta {
 			case <-stop:
 				return
 			case <-t.C:
-				lowest = min(lowest, testenv.IONow().FreeMiB)
+				n := testenv.IONow()
+				lowest, peak = min(lowest, n.FreeMiB), max(peak, n.DirtyMiB+n.WritebackMiB)
 			}
 		}
 	}()
@@ -179,7 +187,7 @@ func ioDuring(fn func()) ioDelta {
 	close(stop)
 	<-done
 	e := testenv.IONow()
-	return ioDelta{start: s, stall: e.Stall - s.Stall, tookFree: s.FreeMiB - min(lowest, e.FreeMiB)}
+	return ioDelta{start: s, stall: e.Stall - s.Stall, tookFree: s.FreeMiB - min(lowest, e.FreeMiB), peakDirty: max(peak, e.DirtyMiB+e.WritebackMiB)}
 }
 
 // primeMemory writes page cache (on tmpfs, else on the store's file
@@ -751,8 +759,8 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		unsampled := tkCPU - tkTL.SamplerCPUSeconds/g
 		b.Logf("round %d: tierkeeper copy %.1f MB/s (%.2fs; whole run incl. verify+commit %.2fs; machine CPU %.0f%% busy), raw multipart %.1f MB/s (%.2fs; CPU %.0f%% busy), Pulsar offloader %.1f MB/s (%.2fs), bookie read alone %.1f MB/s (%.2fs); copy = %.2f of the limit 1/(1/read+1/put) = %.1f MB/s; load %s",
 			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, bkS, share, mbps(l.Length, bkS+rawS), testenv.LoadAvg())
-		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start), raw PUT %.2fs (dirty %.0f MiB at its start); most free memory taken (MemFree at the start minus its lowest): copy %.0f MiB, raw PUT %.0f MiB, read alone %.0f MiB",
-			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, rawIO.stall.Seconds(), rawIO.start.DirtyMiB, tkIO.tookFree, rawIO.tookFree, bkIO.tookFree)
+		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start, at most %.0f MiB dirty or under writeback), raw PUT %.2fs (dirty %.0f MiB at its start, at most %.0f MiB); most free memory taken (MemFree at the start minus its lowest): copy %.0f MiB, raw PUT %.0f MiB, read alone %.0f MiB",
+			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, tkIO.peakDirty, rawIO.stall.Seconds(), rawIO.start.DirtyMiB, rawIO.peakDirty, tkIO.tookFree, rawIO.tookFree, bkIO.tookFree)
 		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f; its timeline's samples took %.3f of it: %.2f s without them), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB, %.0f read and %.0f write system calls/GiB; copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
 			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, tkTL.SamplerCPUSeconds/g, unsampled, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, float64(c.AllocBytes)/(1<<20)/g, float64(c.Allocs)/g, c.GCCycles, 1000*c.GCPauseSeconds, float64(c.PageFaults)/g, float64(c.ReadCalls)/g, float64(c.WriteCalls)/g, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
 		b.Logf("round %d: a bare relay of the same bytes at the copy's rate (%.1f MB/s reached; entry-sized writes from one loopback socket, a block-sized buffer, writes to another; the machine otherwise idle) took %.2f CPU-s/GiB: the copy without its timeline's samples took %.2fx that",
@@ -765,13 +773,19 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		}
 		b.Logf("round %d: timeline of the copy (every %s): %s", r+1, copytrace.DefaultInterval, tkTL)
 		b.Logf("round %d: servers alone: during the raw PUT %s; during the read alone %s", r+1, cores(rawTL), cores(bkTL))
-		// The store's completion (versitygw assembles the object on one
-		// core) ends both the copy and the raw PUT and overlaps nothing:
-		// the share without it says how well reading and uploading overlap.
+		// The store's completion ends both the copy and the raw PUT and
+		// overlaps nothing: the share without it says how well reading
+		// and uploading overlap. versitygw assembles the object: on ext4
+		// it copies the parts' bytes; on XFS with reflink it clones them,
+		// and the clone first writes the parts' dirty pages back and
+		// waits for them (xfs_reflink_remap_prep), so its time is the
+		// disk's: the figure per second of it is the most page cache the
+		// step held dirty or under writeback, over that time.
 		tkFinish, rawComplete := tk.cost.FinishSeconds, rawFin.Seconds
 		overlap := (bkS + rawS - rawComplete) / (tk.copySeconds - tkFinish)
-		b.Logf("round %d: the copy finished in %.2fs (last parts %.2fs, completion %.2fs, index %.3fs), the raw PUT's completion took %.2fs (last parts %.2fs, completion %.2fs); without them the copy is %.2f of the limit",
-			r+1, tkFinish, tk.cost.FinishPartsSeconds, tk.cost.FinishCompleteSeconds, tk.cost.FinishIndexSeconds, rawComplete, rawFin.PartsSeconds, rawFin.CompleteSeconds, overlap)
+		b.Logf("round %d: the copy finished in %.2fs (last parts %.2fs, completion %.2fs, index %.3fs), the raw PUT's completion took %.2fs (last parts %.2fs, completion %.2fs); at most %.0f and %.0f MiB dirty or under writeback: %.0f and %.0f MiB per second of completion; without them the copy is %.2f of the limit",
+			r+1, tkFinish, tk.cost.FinishPartsSeconds, tk.cost.FinishCompleteSeconds, tk.cost.FinishIndexSeconds, rawComplete, rawFin.PartsSeconds, rawFin.CompleteSeconds,
+			tkIO.peakDirty, rawIO.peakDirty, tkIO.peakDirty/max(tk.cost.FinishCompleteSeconds, 1e-3), rawIO.peakDirty/max(rawFin.CompleteSeconds, 1e-3), overlap)
 		overlaps = append(overlaps, overlap)
 		// What the machine's CPU allowed: on shared cores the copy and
 		// both steps keep the machine busy, so the copy can beat the limit
