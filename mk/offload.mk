@@ -40,6 +40,13 @@ BENCH_OFFLOAD_TLS ?= 0
 # object), or xfs-reflink (an XFS loop file system with reflink, made and
 # removed by the benchmark, root only: the completion clones the parts).
 BENCH_OFFLOAD_STORE_FS ?= tmp
+# 1: the warm-up copy is also recorded with Linux perf (every CPU, kernel
+# stacks included) and the offloader's samples are split by what they were
+# doing (encryption, socket reads and writes, loopback receive, page
+# faults, ...); needs perf (Debian: linux-perf, not installed by make deps)
+# and root or kernel.perf_event_paranoid <= 0. The data stays in
+# TK_BENCH_PROFILE_DIR when that is set.
+BENCH_OFFLOAD_PERF ?= 0
 # mkfs.xfs for BENCH_OFFLOAD_STORE_FS=xfs-reflink (testenv.ReflinkFS).
 APT_PACKAGES += xfsprogs
 
@@ -67,9 +74,9 @@ test-offload: deps compat-prepare
 ## bench-offload: pipeline MB/s vs a raw multipart PUT, the bookie read alone and Pulsar's offloader on a >= 1 GiB ledger, the copy's share of 1/(1/read + 1/put) per round and where its time went (a timeline of every copy: waiting for a free block, for the bookies, copying, finishing, with the bookies', versitygw's and the machine's CPU), the machine's CPU the copy cost against the read alone and the raw PUT together and the share it could reach at their cost, CPU seconds per GiB of the copy vs Pulsar's JVM and vs a bare relay of the same bytes at the copy's rate (the floor on that machine; with BENCH_OFFLOAD_TLS=1 also through the store client's TLS connection), allocations and page faults per GiB, the free memory each step took (every step starts with the same, BENCH_OFFLOAD_PRIME_MEMORY) and the most page cache it held dirty (what the store's completion writes back), a profile of the copy (after the bookies' read path is warmed until their CPU per GiB settles); BENCH_OFFLOAD_TLS=1 puts the store behind HTTPS, BENCH_OFFLOAD_STORE_FS=xfs-reflink its data on a reflink file system; BENCH_BASE_REV=<rev> adds that revision's copy to every round; peak RSS at 1 and 2 GiB, bytes Pulsar's reader fetches per random seek by block size (~15 min).
 bench-offload: deps compat-prepare
 	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TK_BENCH_OFFLOAD_MIB=$(BENCH_OFFLOAD_MIB) TK_BENCH_ROUNDS=$(BENCH_OFFLOAD_ROUNDS) TK_BENCH_BASE_REV=$(BENCH_BASE_REV) TK_BENCH_BASE_ENV=$(BENCH_BASE_ENV) \
-	  TK_BENCH_STORE_OPTIONS=$(BENCH_OFFLOAD_STORE_OPTIONS) TK_BENCH_PARTS=$(BENCH_OFFLOAD_PARTS) TK_BENCH_SEEKS=$(BENCH_OFFLOAD_SEEKS) TK_BENCH_SEEK_BLOCKS=$(BENCH_OFFLOAD_BLOCKS) TK_BENCH_ONLY=$(BENCH_OFFLOAD_ONLY) TK_BENCH_PRIME_MEMORY=$(BENCH_OFFLOAD_PRIME_MEMORY) TK_BENCH_TLS=$(BENCH_OFFLOAD_TLS) TK_BENCH_STORE_FS=$(BENCH_OFFLOAD_STORE_FS) TK_BENCH_BOOKIE_PULSAR_JVM=$(BENCH_BOOKIE_PULSAR_JVM) \
+	  TK_BENCH_STORE_OPTIONS=$(BENCH_OFFLOAD_STORE_OPTIONS) TK_BENCH_PARTS=$(BENCH_OFFLOAD_PARTS) TK_BENCH_SEEKS=$(BENCH_OFFLOAD_SEEKS) TK_BENCH_SEEK_BLOCKS=$(BENCH_OFFLOAD_BLOCKS) TK_BENCH_ONLY=$(BENCH_OFFLOAD_ONLY) TK_BENCH_PRIME_MEMORY=$(BENCH_OFFLOAD_PRIME_MEMORY) TK_BENCH_TLS=$(BENCH_OFFLOAD_TLS) TK_BENCH_STORE_FS=$(BENCH_OFFLOAD_STORE_FS) TK_BENCH_BOOKIE_PULSAR_JVM=$(BENCH_BOOKIE_PULSAR_JVM) TK_BENCH_PERF=$(BENCH_OFFLOAD_PERF) \
 	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkOffload$$' -benchtime 1x -timeout 90m -v ./test/offloadbench/ \
-	  | grep -E '^(Benchmark|    bench_test|ok|FAIL|---)' | sed 's/^    bench_test.go:[0-9]*: //'
+	  | grep -E '^(Benchmark|    (bench|perf)_test|ok|FAIL|---)' | sed -E 's/^    (bench|perf)_test.go:[0-9]*: //'
 
 bench: bench-offload
 

@@ -78,6 +78,11 @@ package offloadbench
 // (tmp: the store's data in the temporary directory; xfs-reflink: on a
 // testenv.ReflinkFS, where completing a multipart upload clones the parts
 // instead of copying the object's bytes through this host's memory again),
+// TK_BENCH_PERF (0; 1: the warm-up copy is recorded with Linux perf
+// too, every CPU with kernel stacks, and its samples are split by what
+// the stacks were doing: encryption, socket reads and writes, loopback
+// receive, page faults, ...: perf_test.go; needs perf and root or
+// perf_event_paranoid <= 0; the data stays in TK_BENCH_PROFILE_DIR),
 // TK_BENCH_BOOKIE_PULSAR_JVM (1: the bookies in Pulsar's JVM settings,
 // testenv.BookieOptions.PulsarJVM; 0: the test suite's quick-start JVM).
 
@@ -688,7 +693,22 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	// not start with the memory an unprimed warm-up left to the host.
 	be.primeMemory(l.Length)
 	syscall.Sync()
+	const perfHz = 999
+	var rec *perfRecording
+	if testenv.EnvBool(b, "TK_BENCH_PERF", false) {
+		var err error
+		if rec, err = startPerf(ctx, profDir, perfHz); err != nil {
+			b.Fatal(err)
+		}
+	}
 	warm := be.offload(ctx, l, 0, "--profile-dir", profDir)
+	if rec != nil {
+		file, err := rec.stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		be.summarizePerf(ctx, file, perfHz)
+	}
 	be.deleteObjects(ctx, warm.uuid, l.LedgerID)
 	be.summarizeProfiles(warm.cost.Profiles)
 	g := gib(l.Length)
