@@ -700,6 +700,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		if rec, err = startPerf(ctx, profDir, perfHz); err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(rec.kill)
 	}
 	warm := be.offload(ctx, l, 0, "--profile-dir", profDir)
 	if rec != nil {

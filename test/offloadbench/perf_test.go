@@ -23,13 +23,26 @@ import (
 
 // perfRecording is a perf record running over the whole machine.
 type perfRecording struct {
-	cmd    *exec.Cmd
-	file   string
-	stderr bytes.Buffer
+	cmd     *exec.Cmd
+	file    string
+	stderr  bytes.Buffer
+	stopped bool
+}
+
+// kill ends a recording that stop did not (a benchmark that failed
+// meanwhile), so that no perf outlives it.
+func (p *perfRecording) kill() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
 }
 
 // startPerf starts perf record -a -g at hz samples per second into dir,
 // and returns once perf is sampling (its output file exists), within 10 s.
+// The caller ends it with stop, or kill if it fails before.
 func startPerf(ctx context.Context, dir string, hz int) (*perfRecording, error) {
 	bin, err := exec.LookPath("perf")
 	if err != nil {
@@ -62,6 +75,7 @@ func startPerf(ctx context.Context, dir string, hz int) (*perfRecording, error) 
 // stop ends the recording (SIGINT, at most 60 s for perf to write its
 // data) and returns the data file.
 func (p *perfRecording) stop() (string, error) {
+	p.stopped = true
 	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		return "", fmt.Errorf("perf record: interrupt: %w", err)
 	}
