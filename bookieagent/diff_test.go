@@ -111,8 +111,14 @@ func TestDiff(t *testing.T) {
 	if l := line(d.OnRestart, "isThrottleByBytes"); !l.Changed || l.Current != "FALSE" {
 		t.Errorf("isThrottleByBytes: %+v", l)
 	}
-	if l := line(d.OnRestart, "readBufferSizeBytes"); l.Current != "512" || !strings.Contains(l.CurrentSource, "BookKeeper default") || !l.Changed {
+	if l := line(d.OnRestart, "readBufferSizeBytes"); l.Current != "512" || !strings.Contains(l.CurrentSource, "BookKeeper default") || !l.Changed ||
+		!strings.Contains(l.Note, "512-byte preads, so a 1 MiB entry takes 2048") {
 		t.Errorf("readBufferSizeBytes from the default: %+v", l)
+	}
+	for cur, warn := range map[string]bool{"512": true, "1024": true, "4095": true, "4096": false, "65536": false, "junk": false, "": false} {
+		if got := smallReadBufferNote(cur) != ""; got != warn {
+			t.Errorf("readBufferSizeBytes %q: note %v, want %v", cur, got, warn)
+		}
 	}
 	if l := line(d.OnRestart, "dbStorage_writeCacheMaxSizeMb"); l.Current != "2048" || !strings.Contains(l.CurrentSource, "25%") {
 		t.Errorf("write cache default: %+v", l)
@@ -133,7 +139,7 @@ func TestDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"Applies on restart:", "New or re-formatted bookies only", "isThrottleByBytes", "CHANGE", "evidence: "} {
+	for _, want := range []string{"Applies on restart:", "New or re-formatted bookies only", "isThrottleByBytes", "CHANGE", "evidence: ", "note: 512 bytes is below Pulsar's 4096"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
