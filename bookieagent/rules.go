@@ -128,7 +128,9 @@ const (
 	// ReadBufferDefault is readBufferSizeBytes for unknown entry sizes
 	// (Pulsar's value), ReadBufferMax its ceiling: BookKeeper allocates one
 	// heap buffer of this size per reading thread per entry log it reads
-	// (DefaultEntryLogger's thread-local BufferedReadChannel map).
+	// (DefaultEntryLogger's thread-local BufferedReadChannel map, which
+	// holds them weakly: a GC frees them, and the next read of that log
+	// allocates another; make bench-bk-read-buffers counts them).
 	ReadBufferDefault = 4096
 	ReadBufferMax     = 16 * KiB
 	// ReadThreads are the threads that read entry logs with Pulsar's

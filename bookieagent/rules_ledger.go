@@ -518,7 +518,7 @@ func (rc *recommender) entryLogRules() error {
 		rbEv = []string{fmt.Sprintf("median entry size %d B: rounded up to 4 KiB, at most %s (a larger entry is read through the buffer in several preads of the page cache)", in.EntrySizeBytes, units.FormatBytes(ReadBufferMax))}
 	}
 	threads := ReadThreads + rc.runDirs
-	rbEv = append(rbEv, fmt.Sprintf("heap cost: one buffer per reading thread per entry log it reads (DefaultEntryLogger keeps a thread-local BufferedReadChannel per log): %d threads (numReadWorkerThreads 8 + numHighPriorityWorkerThreads 8 + %d GC threads) × %d entry logs of a catch-up burst × %s = %s of heap",
+	rbEv = append(rbEv, fmt.Sprintf("heap allocated between two GCs: one buffer per reading thread per entry log it reads (DefaultEntryLogger's thread-local BufferedReadChannel map holds them weakly: a GC frees them and the next read of the log allocates a new one), at most %d threads (numReadWorkerThreads 8 + numHighPriorityWorkerThreads 8 + %d GC threads) × %d entry logs of a catch-up burst × %s = %s",
 		threads, rc.runDirs, CatchUpLogs, units.FormatBytes(rb), units.HumanBytes(float64(int64(threads)*CatchUpLogs*rb))))
 	rc.add(Setting{
 		File: FileBookKeeper, Key: "writeBufferSizeBytes", Value: strconv.FormatInt(rc.wb, 10), PulsarDefault: "65536",

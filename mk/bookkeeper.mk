@@ -25,3 +25,13 @@ bench-bk: compat-prepare
 	  $(GO) test -run '^$$' -bench '^BenchmarkBKLedgerRead$$' -benchtime 1x -timeout 60m ./test/compat/ \
 	  | grep -v '^\[compat\]'
 bench: bench-bk
+
+## bench-bk-read-buffers: how many BufferedReadChannel (readBufferSizeBytes heap buffers) 3 real bookies hold after reading a ledger spread over tens of small entry logs: on the heap and live after a full GC (jcmd GC.class_histogram), after one read, a second and 4 at once (~1 min).
+BENCH_BK_HEAP_MIB ?= 256
+BENCH_BK_HEAP_LOG_MIB ?= 4
+.PHONY: bench-bk-read-buffers
+bench: bench-bk-read-buffers
+bench-bk-read-buffers: compat-prepare
+	@set -o pipefail; TIERKEEPER_REQUIRE_PEERS=1 TIERKEEPER_BENCH_BK_HEAP_MIB=$(BENCH_BK_HEAP_MIB) TIERKEEPER_BENCH_BK_HEAP_LOG_MIB=$(BENCH_BK_HEAP_LOG_MIB) TK_BENCH_BOOKIE_PULSAR_JVM=$(BENCH_BOOKIE_PULSAR_JVM) \
+	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkBKReadBufferHeap$$' -benchtime 1x -timeout 30m -v ./test/compat/ \
+	  | grep -E '^(Benchmark|    bk_heap_bench_test|ok|FAIL|---)' | sed 's/^    bk_heap_bench_test.go:[0-9]*: //'
