@@ -93,8 +93,8 @@ func smallReadBufferNote(current string) string {
 		return ""
 	}
 	return fmt.Sprintf("%d bytes is below Pulsar's %d: an entry larger than the buffer is read in %d-byte preads, "+
-		"so a 1 MiB entry takes %d; serving 1 MiB entries cost three bookies 5.2 CPU-s per GiB at 512 bytes "+
-		"against 1.9 at 4096 and 1.2 at 64 KiB (make bench-bk), and an offload reads every entry of a ledger once",
+		"so a 1 MiB entry takes %d; serving 1 MiB entries cost three bookies in Pulsar's JVM settings 1.8 CPU-s per GiB "+
+		"at 512 bytes against 1.05 at 4096 (make bench-bk), and an offload reads every entry of a ledger once",
 		n, ReadBufferDefault, n, (MiB+n-1)/n)
 }
 
