@@ -693,22 +693,20 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	// not start with the memory an unprimed warm-up left to the host.
 	be.primeMemory(l.Length)
 	syscall.Sync()
-	const perfHz = 999
 	var rec *perfRecording
 	if testenv.EnvBool(b, "TK_BENCH_PERF", false) {
 		var err error
-		if rec, err = startPerf(ctx, profDir, perfHz); err != nil {
+		if rec, err = startPerf(ctx, profDir, 999); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(rec.kill)
 	}
 	warm := be.offload(ctx, l, 0, "--profile-dir", profDir)
 	if rec != nil {
-		file, err := rec.stop()
-		if err != nil {
+		if err := rec.stop(); err != nil {
 			b.Fatal(err)
 		}
-		be.summarizePerf(ctx, file, perfHz)
+		be.summarizePerf(ctx, rec)
 	}
 	be.deleteObjects(ctx, warm.uuid, l.LedgerID)
 	be.summarizeProfiles(warm.cost.Profiles)

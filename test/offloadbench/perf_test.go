@@ -23,6 +23,8 @@ import (
 
 // perfRecording is a perf record running over the whole machine.
 type perfRecording struct {
+	bin     string // perf
+	hz      int    // samples per second and CPU
 	cmd     *exec.Cmd
 	file    string
 	stderr  bytes.Buffer
@@ -48,7 +50,7 @@ func startPerf(ctx context.Context, dir string, hz int) (*perfRecording, error) 
 	if err != nil {
 		return nil, fmt.Errorf("TK_BENCH_PERF needs perf on PATH (Debian: apt-get install linux-perf): %w", err)
 	}
-	p := &perfRecording{file: filepath.Join(dir, "copy.perf.data")}
+	p := &perfRecording{bin: bin, hz: hz, file: filepath.Join(dir, "copy.perf.data")}
 	// Not CommandContext: perf must end on SIGINT to write its data; stop
 	// sends it and bounds the wait.
 	p.cmd = exec.Command(bin, "record", "-a", "-g", "-F", fmt.Sprint(hz), "-o", p.file)
@@ -73,11 +75,11 @@ func startPerf(ctx context.Context, dir string, hz int) (*perfRecording, error) 
 }
 
 // stop ends the recording (SIGINT, at most 60 s for perf to write its
-// data) and returns the data file.
-func (p *perfRecording) stop() (string, error) {
+// data to p.file).
+func (p *perfRecording) stop() error {
 	p.stopped = true
 	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		return "", fmt.Errorf("perf record: interrupt: %w", err)
+		return fmt.Errorf("perf record: interrupt: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
@@ -86,14 +88,14 @@ func (p *perfRecording) stop() (string, error) {
 		// perf exits non-zero on SIGINT on some versions: its data is there.
 		var ee *exec.ExitError
 		if err != nil && !errors.As(err, &ee) {
-			return "", fmt.Errorf("perf record: %w", err)
+			return fmt.Errorf("perf record: %w", err)
 		}
 	case <-time.After(60 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-done
-		return "", fmt.Errorf("perf record: did not end within 60 s of SIGINT: %s", strings.TrimSpace(p.stderr.String()))
+		return fmt.Errorf("perf record: did not end within 60 s of SIGINT: %s", strings.TrimSpace(p.stderr.String()))
 	}
-	return p.file, nil
+	return nil
 }
 
 // perfSample is one sample's stack: frames[0] is where the CPU was.
@@ -241,11 +243,13 @@ func perfSplit(samples []perfSample) (pid string, n int, rows []perfRow) {
 	return pid, len(ss), rows
 }
 
-// summarizePerf logs the split of the offloader's samples in file.
-func (be *bench) summarizePerf(ctx context.Context, file string, hz int) {
+// summarizePerf logs the split of the offloader's samples in rec's data
+// (after stop).
+func (be *bench) summarizePerf(ctx context.Context, rec *perfRecording) {
+	file, hz := rec.file, rec.hz
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "perf", "script", "-i", file, "--comm", "offloader", "-F", "pid,tid,time,ip,sym,dso").Output()
+	out, err := exec.CommandContext(ctx, rec.bin, "script", "-i", file, "--comm", "offloader", "-F", "pid,tid,time,ip,sym,dso").Output()
 	if err != nil {
 		be.b.Fatalf("perf script %s (limit 5 min): %v", file, err)
 	}
