@@ -44,10 +44,11 @@ import (
 
 const readChannelClass = "org.apache.bookkeeper.bookie.BufferedReadChannel"
 
-// instances returns the objects of class in the JVM pid and their bytes
-// (jcmd GC.class_histogram, within a minute): with gc, the live ones after
-// a full GC; without, every one on the heap, garbage included.
-func instances(ctx context.Context, jcmd string, pid int, class string, gc bool) (n, bytesTotal int64, err error) {
+// instances returns how many objects of class the JVM pid has (jcmd
+// GC.class_histogram, within a minute): with gc, the live ones after a
+// full GC; without, every one on the heap, garbage included. An output
+// with no histogram row is an error, not zero.
+func instances(ctx context.Context, jcmd string, pid int, class string, gc bool) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	args := []string{strconv.Itoa(pid), "GC.class_histogram"}
@@ -56,19 +57,29 @@ func instances(ctx context.Context, jcmd string, pid int, class string, gc bool)
 	}
 	out, err := exec.CommandContext(ctx, jcmd, args...).Output()
 	if err != nil {
-		return 0, 0, fmt.Errorf("jcmd %s (limit 1 min): %w", strings.Join(args, " "), err)
+		return 0, fmt.Errorf("jcmd %s (limit 1 min): %w", strings.Join(args, " "), err)
 	}
+	rows := 0
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		// " 123:  45  6789  org.example.Class (java.base@17)"
 		f := strings.Fields(sc.Text())
-		if len(f) >= 4 && f[3] == class {
-			n, _ = strconv.ParseInt(f[1], 10, 64)
-			bytesTotal, _ = strconv.ParseInt(f[2], 10, 64)
-			return n, bytesTotal, nil
+		if len(f) < 4 || !strings.HasSuffix(f[0], ":") {
+			continue
+		}
+		n, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		rows++
+		if f[3] == class {
+			return n, nil
 		}
 	}
-	return 0, 0, nil
+	if rows == 0 {
+		return 0, fmt.Errorf("jcmd %s: no histogram row in its output: %.200q", strings.Join(args, " "), out)
+	}
+	return 0, nil
 }
 
 // entryLogs counts the entry log files (*.log) under dir.
@@ -120,11 +131,11 @@ func BenchmarkBKReadBufferHeap(b *testing.B) {
 		for _, bk := range cluster.Bookies() {
 			// First without a GC (what the reads left on the heap), then
 			// after one (what the bookie holds on to).
-			all, _, err := instances(ctx, jcmd, bk.PID, readChannelClass, false)
+			all, err := instances(ctx, jcmd, bk.PID, readChannelClass, false)
 			if err != nil {
 				b.Fatal(err)
 			}
-			live, _, err := instances(ctx, jcmd, bk.PID, readChannelClass, true)
+			live, err := instances(ctx, jcmd, bk.PID, readChannelClass, true)
 			if err != nil {
 				b.Fatal(err)
 			}
