@@ -19,9 +19,9 @@ bench-blob: $(CACHE)/bin/versitygw
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./offloader/blob/s3 ./offloader/blob/cos ./offloader/blob/fs
 
 .PHONY: bench-blob-cpu
-## bench-blob-cpu: MB/s and client CPU-s/GiB of 1 GiB of multipart upload per part checksum and payload signing (s3: md5|crc32c × signed|unsigned on versitygw; cos: md5|crc64 on cosfake in a child process), and one pass of each hash.
+## bench-blob-cpu: MB/s and client CPU-s/GiB of 1 GiB of multipart upload per part checksum and payload signing (s3: md5|crc32c × signed|unsigned on versitygw; cos: md5|crc64 on cosfake in a child process), one pass of each hash, and AES-128-GCM sealing of 16 KiB TLS records with and without TLS 1.3's plaintext copy.
 bench-blob-cpu: $(CACHE)/bin/versitygw
 	cat /proc/loadavg
-	$(GO) test -run '^$$' -bench 'UploadCPU|PartHash' -benchtime 4x ./offloader/blob ./offloader/blob/s3 ./offloader/blob/cos
+	$(GO) test -run '^$$' -bench 'UploadCPU|PartHash|TLSRecordSeal' -benchtime 4x ./offloader/blob ./offloader/blob/s3 ./offloader/blob/cos
 	cat /proc/loadavg
 bench: bench-blob bench-blob-cpu

@@ -45,7 +45,8 @@ BENCH_OFFLOAD_STORE_FS ?= tmp
 # doing (encryption, socket reads and writes, loopback receive, page
 # faults, ...); needs perf (Debian: linux-perf, not installed by make deps)
 # and root or kernel.perf_event_paranoid <= 0. The data stays in
-# TK_BENCH_PROFILE_DIR when that is set.
+# TK_BENCH_PROFILE_DIR when that is set. That warm-up runs without Go's
+# profiles, whose stack walks would count as the copy's user time.
 BENCH_OFFLOAD_PERF ?= 0
 # mkfs.xfs for BENCH_OFFLOAD_STORE_FS=xfs-reflink (testenv.ReflinkFS).
 APT_PACKAGES += xfsprogs

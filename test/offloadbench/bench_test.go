@@ -82,7 +82,9 @@ package offloadbench
 // too, every CPU with kernel stacks, and its samples are split by what
 // the stacks were doing: encryption, socket reads and writes, loopback
 // receive, page faults, ...: perf_test.go; needs perf and root or
-// perf_event_paranoid <= 0; the data stays in TK_BENCH_PROFILE_DIR),
+// perf_event_paranoid <= 0; the data stays in TK_BENCH_PROFILE_DIR; that
+// warm-up then runs without Go's profiles, whose stack walks would count
+// as the copy's user time),
 // TK_BENCH_BOOKIE_PULSAR_JVM (1: the bookies in Pulsar's JVM settings,
 // testenv.BookieOptions.PulsarJVM; 0: the test suite's quick-start JVM).
 
@@ -701,7 +703,15 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 		}
 		b.Cleanup(rec.kill)
 	}
-	warm := be.offload(ctx, l, 0, "--profile-dir", profDir)
+	// Under perf the warm-up runs without Go's profiles: their stack
+	// walks (blocking and mutex events) would land in perf's user-space
+	// samples as work the measured copies do not do.
+	warmArgs := []string{"--profile-dir", profDir}
+	if rec != nil {
+		warmArgs = nil
+		b.Logf("warm-up copy: recorded by perf, so not profiled by Go (no CPU or blocking profile tops below)")
+	}
+	warm := be.offload(ctx, l, 0, warmArgs...)
 	if rec != nil {
 		if err := rec.stop(); err != nil {
 			b.Fatal(err)
