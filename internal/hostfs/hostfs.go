@@ -185,6 +185,13 @@ type DiskStats struct {
 	IOsInProgress        uint64
 	IOTimeSeconds        float64
 	IOTimeWeightedSecond float64
+	// Discards and flushes: zero on kernels before 4.18 and 5.5, whose
+	// lines have 14 and 18 fields.
+	DiscardsCompleted  uint64
+	DiscardedBytes     uint64
+	DiscardTimeSeconds float64
+	FlushesCompleted   uint64
+	FlushTimeSeconds   float64
 }
 
 // Diskstats reads <procfs>/diskstats (lines of 14, 18 or 20 fields; procfs
@@ -207,6 +214,8 @@ func (h FS) Diskstats() ([]DiskStats, error) {
 			ReadsCompleted: d.ReadIOs, ReadsMerged: d.ReadMerges, ReadBytes: d.ReadSectors * sector, ReadTimeSeconds: ms(d.ReadTicks),
 			WritesCompleted: d.WriteIOs, WritesMerged: d.WriteMerges, WrittenBytes: d.WriteSectors * sector, WriteTimeSeconds: ms(d.WriteTicks),
 			IOsInProgress: d.IOsInProgress, IOTimeSeconds: ms(d.IOsTotalTicks), IOTimeWeightedSecond: ms(d.WeightedIOTicks),
+			DiscardsCompleted: d.DiscardIOs, DiscardedBytes: d.DiscardSectors * sector, DiscardTimeSeconds: ms(d.DiscardTicks),
+			FlushesCompleted: d.FlushRequestsCompleted, FlushTimeSeconds: ms(d.TimeSpentFlushing),
 		})
 	}
 	return out, nil

@@ -139,8 +139,16 @@ func TestDiskstatsFixture(t *testing.T) {
 		n.WriteTimeSeconds != 8.188 || n.IOsInProgress != 3 || n.IOTimeSeconds != 5.728 || n.IOTimeWeightedSecond != 20.219 {
 		t.Errorf("nvme0n1 = %+v", n)
 	}
+	if n.DiscardsCompleted != 5185 || n.DiscardedBytes != 802384*512 || n.DiscardTimeSeconds != 0.329 || n.FlushesCompleted != 686 || n.FlushTimeSeconds != 0.024 {
+		t.Errorf("nvme0n1 discards and flushes = %+v", n)
+	}
+	if d := ds[0]; d.FlushesCompleted != 30 || d.FlushTimeSeconds != 0.04 {
+		t.Errorf("sda flushes = %+v", d)
+	}
 	if d := ds[5]; d.Name != "dm-0" || d.WrittenBytes != 4800*512 {
 		t.Errorf("14-field line (no discard/flush counters): %+v", d)
+	} else if d.DiscardsCompleted != 0 || d.FlushesCompleted != 0 {
+		t.Errorf("14-field line has discards or flushes: %+v", d)
 	}
 	if _, err := procTree(t, "diskstats", "8 0 sda 1 2 3 4 5 6 7 8 9 10 x\n").Diskstats(); !errors.Is(err, ErrBadProcFile) {
 		t.Errorf("bad number: %v", err)

@@ -240,3 +240,90 @@ func TestRecordBatcherFailsAfterALostBatch(t *testing.T) {
 		t.Fatalf("a write after the lost batch = %v, want the send's error", err)
 	}
 }
+
+// A gather list of odd slices (entry headers, payloads with tails, a few
+// bytes of padding) leaves as full 16 KiB records but the last: the peer,
+// reading one record at a time as Go's TLS does, gets the body in pieces
+// of 16 KiB, the pieces a contiguous body gives it. Written slice by slice
+// (and with crypto/tls's small first records) the pieces would follow the
+// slices.
+func TestTLSBodyConnWritesFullRecords(t *testing.T) {
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS()
+	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	cfg := srv.TLS.Clone()
+	srv.Close()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var got []byte
+	var reads []int
+	done := make(chan error, 1)
+	go func() {
+		s, err := ln.Accept()
+		ln.Close()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer s.Close()
+		_ = s.SetDeadline(time.Now().Add(30 * time.Second))
+		buf := make([]byte, 256<<10)
+		for {
+			n, err := s.Read(buf)
+			if n > 0 {
+				reads = append(reads, n)
+				got = append(got, buf[:n]...)
+			}
+			if err == io.EOF {
+				done <- nil
+				return
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "example.com"}}
+	BodyWrites(tr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := tr.DialTLSContext(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := func(n int, v byte) []byte { return bytes.Repeat([]byte{v}, n) }
+	slices := net.Buffers{fill(40, 1), fill(12, 2), fill(1<<20+5, 3), fill(12, 4), fill(100<<10, 5), fill(3, 6),
+		fill(16<<10, 7), fill(0, 8), fill(12, 9), fill(40000, 10), fill(7, 11)}
+	var want []byte
+	for _, s := range slices {
+		want = append(want, s...)
+	}
+	bw, ok := c.(interface {
+		WriteBuffers(net.Buffers) (int64, error)
+	})
+	if !ok {
+		t.Fatalf("%T has no WriteBuffers", c)
+	}
+	if n, err := bw.WriteBuffers(slices); err != nil || n != int64(len(want)) {
+		t.Fatalf("WriteBuffers = %d, %v; want %d", n, err, len(want))
+	}
+	c.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("peer decrypted %d bytes, want %d (same bytes: false)", len(got), len(want))
+	}
+	for i, n := range reads[:len(reads)-1] {
+		if n != 16<<10 {
+			t.Fatalf("record %d of %d carried %d bytes, want %d (all: %v)", i, len(reads), n, 16<<10, reads)
+		}
+	}
+	if last, wantLast := reads[len(reads)-1], len(want)%(16<<10); last != wantLast {
+		t.Fatalf("last record carried %d bytes, want %d", last, wantLast)
+	}
+}

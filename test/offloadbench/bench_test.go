@@ -118,6 +118,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/internal/hostfs"
 	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/internal/stats"
 	tkzk "github.com/tierkeeper/tierkeeper/internal/zk"
@@ -169,10 +170,72 @@ type ioDelta struct {
 	// (MiB): for an upload, what the store had written and not yet on its
 	// disk when it came to complete the object.
 	peakDirty float64
+	// disks is what every block device that wrote, discarded or flushed
+	// did during the step (/proc/diskstats differences, by name): the
+	// store's loop device and the disk under its image.
+	disks []hostfs.DiskStats
+}
+
+// diskDelta is what each device of after did since before, for the
+// devices that wrote, discarded or flushed meanwhile; partitions are left
+// out (their disk counts them).
+func diskDelta(before, after []hostfs.DiskStats) []hostfs.DiskStats {
+	prev := make(map[string]hostfs.DiskStats, len(before))
+	for _, d := range before {
+		prev[d.Name] = d
+	}
+	var out []hostfs.DiskStats
+	for _, a := range after {
+		b, ok := prev[a.Name]
+		if !ok || (a.WrittenBytes == b.WrittenBytes && a.DiscardedBytes == b.DiscardedBytes && a.FlushesCompleted == b.FlushesCompleted) {
+			continue
+		}
+		out = append(out, hostfs.DiskStats{
+			Name:               a.Name,
+			WritesCompleted:    a.WritesCompleted - b.WritesCompleted,
+			WrittenBytes:       a.WrittenBytes - b.WrittenBytes,
+			WriteTimeSeconds:   a.WriteTimeSeconds - b.WriteTimeSeconds,
+			IOTimeSeconds:      a.IOTimeSeconds - b.IOTimeSeconds,
+			DiscardsCompleted:  a.DiscardsCompleted - b.DiscardsCompleted,
+			DiscardedBytes:     a.DiscardedBytes - b.DiscardedBytes,
+			DiscardTimeSeconds: a.DiscardTimeSeconds - b.DiscardTimeSeconds,
+			FlushesCompleted:   a.FlushesCompleted - b.FlushesCompleted,
+			FlushTimeSeconds:   a.FlushTimeSeconds - b.FlushTimeSeconds,
+		})
+	}
+	kept := out[:0]
+	for _, d := range out {
+		// A partition's writes are its disk's too.
+		if _, err := os.Stat(filepath.Join("/sys/class/block", d.Name, "partition")); err == nil {
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept
+}
+
+// diskLine renders the devices' differences for a log line.
+func (d ioDelta) diskLine() string {
+	if len(d.disks) == 0 {
+		return "no disk wrote"
+	}
+	var parts []string
+	for _, x := range d.disks {
+		p := fmt.Sprintf("%s wrote %.0f MiB in %d writes (%.2fs of writes, busy %.2fs)", x.Name, float64(x.WrittenBytes)/(1<<20), x.WritesCompleted, x.WriteTimeSeconds, x.IOTimeSeconds)
+		if x.DiscardsCompleted > 0 {
+			p += fmt.Sprintf(", discarded %.0f MiB in %d (%.2fs)", float64(x.DiscardedBytes)/(1<<20), x.DiscardsCompleted, x.DiscardTimeSeconds)
+		}
+		if x.FlushesCompleted > 0 {
+			p += fmt.Sprintf(", %d flushes (%.2fs)", x.FlushesCompleted, x.FlushTimeSeconds)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // ioDuring runs fn and reads the machine's I/O state every 50 ms meanwhile.
 func ioDuring(fn func()) ioDelta {
+	disks, _ := (hostfs.FS{}).Diskstats()
 	s := testenv.IONow()
 	lowest, peak := s.FreeMiB, s.DirtyMiB+s.WritebackMiB
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -194,7 +257,11 @@ func ioDuring(fn func()) ioDelta {
 	close(stop)
 	<-done
 	e := testenv.IONow()
-	return ioDelta{start: s, stall: e.Stall - s.Stall, tookFree: s.FreeMiB - min(lowest, e.FreeMiB), peakDirty: max(peak, e.DirtyMiB+e.WritebackMiB)}
+	d := ioDelta{start: s, stall: e.Stall - s.Stall, tookFree: s.FreeMiB - min(lowest, e.FreeMiB), peakDirty: max(peak, e.DirtyMiB+e.WritebackMiB)}
+	if after, err := (hostfs.FS{}).Diskstats(); err == nil && disks != nil {
+		d.disks = diskDelta(disks, after)
+	}
+	return d
 }
 
 // primeMemory writes page cache (on tmpfs, else on the store's file
@@ -790,6 +857,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 			r+1, tkm, tk.copySeconds, tk.wall, 100*tkBusy, rawm, rawS, 100*rawBusy, pulm, pulS, bkm, bkS, share, mbps(l.Length, bkS+rawS), testenv.LoadAvg())
 		b.Logf("round %d: I/O: copy stalled on I/O %.2fs (PSI io some; dirty %.0f MiB, writeback %.0f MiB at its start, at most %.0f MiB dirty or under writeback), raw PUT %.2fs (dirty %.0f MiB at its start, at most %.0f MiB); most free memory taken (MemFree at the start minus its lowest): copy %.0f MiB, raw PUT %.0f MiB, read alone %.0f MiB",
 			r+1, tkIO.stall.Seconds(), tkIO.start.DirtyMiB, tkIO.start.WritebackMiB, tkIO.peakDirty, rawIO.stall.Seconds(), rawIO.start.DirtyMiB, rawIO.peakDirty, tkIO.tookFree, rawIO.tookFree, bkIO.tookFree)
+		b.Logf("round %d: disks during the copy: %s; during the raw PUT: %s", r+1, tkIO.diskLine(), rawIO.diskLine())
 		b.Logf("round %d: CPU per GiB: tierkeeper copy %.2f s (user %.2f, system %.2f; its timeline's samples took %.3f of it: %.2f s without them), Pulsar's JVM %.2f s (%.2fx); read alone %.2f s, raw PUT alone %.2f s (whole processes); copy allocated %.0f MiB/GiB in %.0f objects/GiB, %d GCs (%.0f ms paused), %.0f page faults/GiB, %.0f read and %.0f write system calls/GiB; copy waited %.2fs for the bookies, %.2fs in Add (encode + waiting for a free block), %.2fs finishing (last parts, complete, index)",
 			r+1, tkCPU, c.UserSeconds/g, c.SystemSeconds/g, tkTL.SamplerCPUSeconds/g, unsampled, pulCPUg, tkCPU/pulCPUg, bkCPU/g, rawCPU/g, float64(c.AllocBytes)/(1<<20)/g, float64(c.Allocs)/g, c.GCCycles, 1000*c.GCPauseSeconds, float64(c.PageFaults)/g, float64(c.ReadCalls)/g, float64(c.WriteCalls)/g, c.ReadWaitSeconds, c.AddSeconds, c.FinishSeconds)
 		b.Logf("round %d: a bare relay of the same bytes at the copy's rate (%.1f MB/s reached; entry-sized writes from one loopback socket, a block-sized buffer, writes to another; the machine otherwise idle) took %.2f CPU-s/GiB: the copy without its timeline's samples took %.2fx that",
