@@ -40,7 +40,9 @@ package offloadbench
 // the raw PUT, the most free memory each step took and the most page
 // cache it held dirty or under writeback (what the store's completion
 // writes back on XFS with reflink: MiB per second of completion). Every step starts
-// after a sync, with the same free memory (primeMemory). Before the
+// after a sync (on the XFS store, once its disk is quiet: settleStoreDisk),
+// with the same free memory (primeMemory); the disks' writes, discards and
+// flushes during the copy and the raw PUT are printed. Before the
 // rounds the bookies serve the read alone until their CPU per GiB settles
 // (testenv.WarmBookieReads: their JIT compiles the read path over the
 // first ~20 GiB), then a warm-up copy runs. The warm-up copy
@@ -264,6 +266,54 @@ func ioDuring(fn func()) ioDelta {
 	return d
 }
 
+// settleStoreDisk waits, after a sync, until the store's disk has been
+// quiet for 250 ms (nothing in flight, no write or discard completed),
+// for at most 15 s, and returns how long it waited and what it discarded
+// meanwhile. On XFS mounted with online discard (testenv.ReflinkFS) the
+// discards of the objects an earlier step deleted run in the background
+// after the log commits: 1137 MiB took the loop device 0.5-1.1 s, inside
+// whichever step came next (the raw PUT, which follows the copy in most
+// rounds). Without a block device under the store (tmpfs) it returns at
+// once.
+func (be *bench) settleStoreDisk() (waited time.Duration, discarded uint64) {
+	if be.storeDev == "" {
+		return 0, 0
+	}
+	read := func() (hostfs.DiskStats, bool) {
+		ds, err := (hostfs.FS{}).Diskstats()
+		if err != nil {
+			return hostfs.DiskStats{}, false
+		}
+		for _, d := range ds {
+			if d.Name == be.storeDev {
+				return d, true
+			}
+		}
+		return hostfs.DiskStats{}, false
+	}
+	start := time.Now()
+	first, ok := read()
+	if !ok {
+		return 0, 0
+	}
+	last, quietSince := first, start
+	for time.Since(start) < 15*time.Second {
+		time.Sleep(50 * time.Millisecond)
+		d, ok := read()
+		if !ok {
+			break
+		}
+		if d.IOsInProgress > 0 || d.WritesCompleted != last.WritesCompleted || d.DiscardsCompleted != last.DiscardsCompleted {
+			quietSince = time.Now()
+		} else if time.Since(quietSince) >= 250*time.Millisecond {
+			last = d
+			break
+		}
+		last = d
+	}
+	return time.Since(start), last.DiscardedBytes - first.DiscardedBytes
+}
+
 // primeMemory writes page cache (on tmpfs, else on the store's file
 // system) for a step on a ledger of ledgerBytes (its object is ~1 % more),
 // and deletes it, so that
@@ -319,14 +369,17 @@ type bench struct {
 	store   string // blob config file
 	bin     string // offloader binary
 	baseBin string // TK_BENCH_BASE_REV's offloader binary, or ""
-	baseRev string
-	baseEnv []string // TK_BENCH_BASE_ENV: variables set for the base's process
-	zkc     *tkzk.Session
-	parts   int
-	ledgers map[int]*testenv.WrittenLedger // by size in MiB
-	prime   bool                           // TK_BENCH_PRIME_MEMORY (default on): primeMemory before every step
-	tls     bool                           // TK_BENCH_TLS: the store over HTTPS
-	ca      *testenv.CA                    // the store's CA (TK_BENCH_TLS)
+	// storeDev is the block device under the store's data (the
+	// ReflinkFS's loop device), or "" (tmpfs); see settleStoreDisk.
+	storeDev string
+	baseRev  string
+	baseEnv  []string // TK_BENCH_BASE_ENV: variables set for the base's process
+	zkc      *tkzk.Session
+	parts    int
+	ledgers  map[int]*testenv.WrittenLedger // by size in MiB
+	prime    bool                           // TK_BENCH_PRIME_MEMORY (default on): primeMemory before every step
+	tls      bool                           // TK_BENCH_TLS: the store over HTTPS
+	ca       *testenv.CA                    // the store's CA (TK_BENCH_TLS)
 }
 
 func BenchmarkOffload(b *testing.B) {
@@ -347,7 +400,12 @@ func BenchmarkOffload(b *testing.B) {
 		// The store completes a multipart upload by cloning the parts,
 		// not by copying the object's bytes into new page cache.
 		s3opts.Dir = testenv.ReflinkFS(b, 32<<30)
-		b.Logf("the store's data is on XFS with reflink (%s): a completion clones the parts", s3opts.Dir)
+		dev, err := (hostfs.FS{}).DeviceOf(s3opts.Dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		be.storeDev = dev.Name
+		b.Logf("the store's data is on XFS with reflink (%s, %s): a completion clones the parts", s3opts.Dir, dev.Name)
 	default:
 		b.Fatalf("TK_BENCH_STORE_FS=%q: want tmp or xfs-reflink", fs)
 	}
@@ -762,6 +820,7 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 	// not start with the memory an unprimed warm-up left to the host.
 	be.primeMemory(l.Length)
 	syscall.Sync()
+	be.settleStoreDisk()
 	var rec *perfRecording
 	if testenv.EnvBool(b, "TK_BENCH_PERF", false) {
 		var err error
@@ -824,14 +883,22 @@ func (be *bench) throughput(ctx context.Context, mib, rounds int) {
 				be.deleteObjects(ctx, base.uuid, l.LedgerID)
 			})
 		}
+		var settled time.Duration
+		var discarded uint64
 		for i := range steps {
 			// Every step starts with the same free memory (see
 			// primeMemory) and with what the steps before it wrote on
 			// disk (the store's objects and parts), so none pays for
-			// another's writeback.
+			// another's writeback, nor for the discards of what they
+			// deleted (settleStoreDisk).
 			be.primeMemory(l.Length)
 			syscall.Sync()
+			w, d := be.settleStoreDisk()
+			settled, discarded = settled+w, discarded+d
 			steps[(i+r)%len(steps)]()
+		}
+		if be.storeDev != "" {
+			b.Logf("round %d: before its steps the store's disk (%s) settled in %.2fs in all, discarding %.0f MiB", r+1, be.storeDev, settled.Seconds(), float64(discarded)/(1<<20))
 		}
 		tkm, rawm, pulm, bkm := mbps(l.Length, tk.copySeconds), mbps(tk.objectBytes, rawS), mbps(l.Length, pulS), mbps(l.Length, bkS)
 		// The floor of the copy's CPU on this round's machine: a bare
@@ -962,6 +1029,7 @@ func (be *bench) copies(ctx context.Context, mib, rounds int) {
 	l := be.ledgers[mib]
 	be.paired(ctx, l, rounds, "copy", "copy", func(bin string, env []string) (float64, float64) {
 		syscall.Sync()
+		be.settleStoreDisk()
 		r := be.offloadWith(ctx, bin, env, l, 0)
 		be.deleteObjects(ctx, r.uuid, l.LedgerID)
 		return r.copySeconds, r.cost.CPUSeconds
