@@ -113,10 +113,10 @@ func TestBodyWritesOverTLSBatchesRecords(t *testing.T) {
 	}
 }
 
-// tlsPeer dials a TLS listener through a transport of BodyWrites and
-// returns the client connection and what the server decrypted once the
-// client closed.
-func tlsPeer(t *testing.T) (net.Conn, func() []byte) {
+// tlsPair listens for TLS on 127.0.0.1, hands the listener to serve
+// (which accepts in the background) and returns a client connection to it
+// made by a transport of BodyWrites.
+func tlsPair(t *testing.T, serve func(net.Listener)) net.Conn {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	srv.StartTLS()
@@ -127,7 +127,7 @@ func tlsPeer(t *testing.T) (net.Conn, func() []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drained := drainOne(t, ln)
+	serve(ln)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "example.com"}}
 	BodyWrites(tr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -136,6 +136,16 @@ func tlsPeer(t *testing.T) (net.Conn, func() []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// tlsPeer dials a TLS listener through a transport of BodyWrites and
+// returns the client connection and what the server decrypted once the
+// client closed.
+func tlsPeer(t *testing.T) (net.Conn, func() []byte) {
+	t.Helper()
+	var drained func() []byte
+	c := tlsPair(t, func(ln net.Listener) { drained = drainOne(t, ln) })
 	return c, func() []byte { c.Close(); return drained() }
 }
 
@@ -248,53 +258,38 @@ func TestRecordBatcherFailsAfterALostBatch(t *testing.T) {
 // (and with crypto/tls's small first records) the pieces would follow the
 // slices.
 func TestTLSBodyConnWritesFullRecords(t *testing.T) {
-	srv := httptest.NewUnstartedServer(nil)
-	srv.StartTLS()
-	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	cfg := srv.TLS.Clone()
-	srv.Close()
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var got []byte
 	var reads []int
 	done := make(chan error, 1)
-	go func() {
-		s, err := ln.Accept()
-		ln.Close()
-		if err != nil {
-			done <- err
-			return
-		}
-		defer s.Close()
-		_ = s.SetDeadline(time.Now().Add(30 * time.Second))
-		buf := make([]byte, 256<<10)
-		for {
-			n, err := s.Read(buf)
-			if n > 0 {
-				reads = append(reads, n)
-				got = append(got, buf[:n]...)
-			}
-			if err == io.EOF {
-				done <- nil
-				return
-			}
+	c := tlsPair(t, func(ln net.Listener) {
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			s, err := ln.Accept()
+			ln.Close()
 			if err != nil {
 				done <- err
 				return
 			}
-		}
-	}()
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "example.com"}}
-	BodyWrites(tr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := tr.DialTLSContext(ctx, "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+			defer s.Close()
+			_ = s.SetDeadline(time.Now().Add(30 * time.Second))
+			buf := make([]byte, 256<<10)
+			for {
+				n, err := s.Read(buf)
+				if n > 0 {
+					reads = append(reads, n)
+					got = append(got, buf[:n]...)
+				}
+				if err == io.EOF {
+					done <- nil
+					return
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+	})
 	fill := func(n int, v byte) []byte { return bytes.Repeat([]byte{v}, n) }
 	slices := net.Buffers{fill(40, 1), fill(12, 2), fill(1<<20+5, 3), fill(12, 4), fill(100<<10, 5), fill(3, 6),
 		fill(16<<10, 7), fill(0, 8), fill(12, 9), fill(40000, 10), fill(7, 11)}
@@ -302,9 +297,7 @@ func TestTLSBodyConnWritesFullRecords(t *testing.T) {
 	for _, s := range slices {
 		want = append(want, s...)
 	}
-	bw, ok := c.(interface {
-		WriteBuffers(net.Buffers) (int64, error)
-	})
+	bw, ok := c.(BuffersWriter)
 	if !ok {
 		t.Fatalf("%T has no WriteBuffers", c)
 	}
