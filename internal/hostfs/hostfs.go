@@ -279,7 +279,7 @@ func (h FS) BlockDevice(major, minor int) (BlockDevice, error) {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name == ".." || name == "." {
 		return BlockDevice{}, fmt.Errorf("block device %s: %w: uevent has no usable DEVNAME", id, ErrBadProcFile)
 	}
-	d := BlockDevice{Name: name, Disk: h.diskOf(name)}
+	d := BlockDevice{Name: name, Disk: h.DiskOf(name)}
 	d.Leaves = h.leaves(d.Disk, 0)
 	for _, l := range d.Leaves {
 		q := func(attr string) string {
@@ -305,10 +305,10 @@ func (h FS) BlockDevice(major, minor int) (BlockDevice, error) {
 	return d, nil
 }
 
-// diskOf returns the whole disk holding name: name itself when
+// DiskOf returns the whole disk holding name: name itself when
 // <sysfs>/block/<name> exists, else the disk with a <name> sub-directory
 // (a partition), else name.
-func (h FS) diskOf(name string) string {
+func (h FS) DiskOf(name string) string {
 	if _, err := os.Stat(h.sys("block", name)); err == nil {
 		return name
 	}
@@ -335,7 +335,7 @@ func (h FS) leaves(disk string, depth int) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, e := range ents {
-		for _, l := range h.leaves(h.diskOf(e.Name()), depth+1) {
+		for _, l := range h.leaves(h.DiskOf(e.Name()), depth+1) {
 			if !seen[l] {
 				seen[l] = true
 				out = append(out, l)

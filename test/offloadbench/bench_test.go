@@ -208,10 +208,9 @@ func diskDelta(before, after []hostfs.DiskStats) []hostfs.DiskStats {
 	kept := out[:0]
 	for _, d := range out {
 		// A partition's writes are its disk's too.
-		if _, err := os.Stat(filepath.Join("/sys/class/block", d.Name, "partition")); err == nil {
-			continue
+		if (hostfs.FS{}).DiskOf(d.Name) == d.Name {
+			kept = append(kept, d)
 		}
-		kept = append(kept, d)
 	}
 	return kept
 }
@@ -297,7 +296,7 @@ func (be *bench) settleStoreDisk() (waited time.Duration, discarded uint64) {
 		return 0, 0
 	}
 	last, quietSince := first, start
-	for time.Since(start) < 15*time.Second {
+	for time.Since(start) < 15*time.Second && time.Since(quietSince) < 250*time.Millisecond {
 		time.Sleep(50 * time.Millisecond)
 		d, ok := read()
 		if !ok {
@@ -305,9 +304,6 @@ func (be *bench) settleStoreDisk() (waited time.Duration, discarded uint64) {
 		}
 		if d.IOsInProgress > 0 || d.WritesCompleted != last.WritesCompleted || d.DiscardsCompleted != last.DiscardsCompleted {
 			quietSince = time.Now()
-		} else if time.Since(quietSince) >= 250*time.Millisecond {
-			last = d
-			break
 		}
 		last = d
 	}

@@ -57,10 +57,6 @@ func TestPerfSplit(t *testing.T) {
 	if pid != "200" || n != 6 {
 		t.Fatalf("split process %s with %d samples, want 200 with 6", pid, n)
 	}
-	share := map[string]float64{}
-	for _, r := range rows {
-		share[r.Class] = r.Share
-	}
 	// Each sample counts once, in the first class it matches: the page
 	// fault inside tcp_recvmsg is a page fault; the softirq that a
 	// tcp_sendmsg ran is loopback receive, not the send.
