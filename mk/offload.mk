@@ -43,11 +43,15 @@ BENCH_OFFLOAD_STORE_FS ?= tmp
 # 1: the warm-up copy is also recorded with Linux perf (every CPU, kernel
 # stacks included) and the offloader's samples are split by what they were
 # doing (encryption, socket reads and writes, loopback receive, page
-# faults, ...); needs perf (Debian: linux-perf, not installed by make deps)
-# and root or kernel.perf_event_paranoid <= 0. The data stays in
+# faults, ...); needs perf (Debian's linux-perf, installed by make deps
+# only when BENCH_OFFLOAD_PERF=1 is given) and root or
+# kernel.perf_event_paranoid <= 0. The data stays in
 # TK_BENCH_PROFILE_DIR when that is set. That warm-up runs without Go's
 # profiles, whose stack walks would count as the copy's user time.
 BENCH_OFFLOAD_PERF ?= 0
+ifeq ($(BENCH_OFFLOAD_PERF),1)
+APT_PACKAGES += linux-perf
+endif
 # mkfs.xfs for BENCH_OFFLOAD_STORE_FS=xfs-reflink (testenv.ReflinkFS).
 APT_PACKAGES += xfsprogs
 

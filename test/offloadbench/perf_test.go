@@ -48,7 +48,7 @@ func (p *perfRecording) kill() {
 func startPerf(ctx context.Context, dir string, hz int) (*perfRecording, error) {
 	bin, err := exec.LookPath("perf")
 	if err != nil {
-		return nil, fmt.Errorf("TK_BENCH_PERF needs perf on PATH (Debian: apt-get install linux-perf): %w", err)
+		return nil, fmt.Errorf("TK_BENCH_PERF needs perf on PATH (Debian: apt-get install linux-perf; make bench-offload BENCH_OFFLOAD_PERF=1 installs it): %w", err)
 	}
 	p := &perfRecording{bin: bin, hz: hz, file: filepath.Join(dir, "copy.perf.data")}
 	// Not CommandContext: perf must end on SIGINT to write its data; stop
