@@ -208,7 +208,7 @@ func renderHelm(w io.Writer, r *Recommendation) error {
 				e.printf("      # evidence: %s\n", ev)
 			}
 			if s.Current != "" && s.Current != s.Value {
-				e.printf("      # This bookie keeps its current layout; for new or re-formatted bookies: %d dir(s)\n", len(strings.Split(s.Value, ",")))
+				e.printf("      # This bookie keeps its current layout; for new or re-formatted bookies: %d dir(s)\n", DirCount(s.Value))
 			}
 		}
 		e.printf("      useMultiVolumes: %t\n", hv.UseMultiVolumes)

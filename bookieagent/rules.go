@@ -257,6 +257,28 @@ func (s Setting) Effective() string {
 	return s.Value
 }
 
+// DirCount is the number of directories a directory setting's value
+// names: a comma list of paths, or a count over bookies as a merged
+// recommendation gives it ("4 dir(s) per bookie"). Empty is 0.
+func DirCount(v string) int {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if f := strings.Fields(v); len(f) > 1 && f[1] == "dir(s)" {
+		if n, err := strconv.Atoi(f[0]); err == nil {
+			return n
+		}
+	}
+	n := 0
+	for _, p := range strings.Split(v, ",") {
+		if strings.TrimSpace(p) != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // DiskSummary is the per-disk digest of the measurements.
 type DiskSummary struct {
 	Role   string `json:"role"`

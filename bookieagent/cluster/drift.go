@@ -220,13 +220,7 @@ func isDirKey(key string) bool {
 // number for numbers, else the lower-cased text.
 func normSetting(key, v string) string {
 	if isDirKey(key) {
-		n := 0
-		for _, p := range strings.Split(v, ",") {
-			if strings.TrimSpace(p) != "" {
-				n++
-			}
-		}
-		return fmt.Sprintf("%d dir(s)", n)
+		return fmt.Sprintf("%d dir(s)", bookieagent.DirCount(v))
 	}
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
 		return strconv.FormatFloat(f, 'g', -1, 64)

@@ -46,6 +46,10 @@ type MergedSetting struct {
 	PerNode map[string]string `json:"per_node"`
 	// Differs lists the nodes whose own value is not the merged one.
 	Differs []string `json:"differs,omitempty"`
+	// Live is, for a directory count (NewBookiesOnly), the directories
+	// the live bookies' cookies fix: the merged values keep them, and Value
+	// applies to new or re-formatted bookies only.
+	Live string `json:"live,omitempty"`
 }
 
 // Merged is the cluster's configuration.
@@ -78,6 +82,7 @@ func Merge(recs map[string]*bookieagent.Recommendation) (*Merged, error) {
 	m.Nodes = nodes
 	first := recs[nodes[0]]
 	out := &bookieagent.Recommendation{Memory: first.Memory}
+	var warnings []string
 	for _, s := range first.Settings {
 		ms := MergedSetting{Key: s.Key, How: mergeRules[s.Key], PerNode: map[string]string{}}
 		if ms.How == "" {
@@ -91,7 +96,7 @@ func Merge(recs map[string]*bookieagent.Recommendation) (*Merged, error) {
 				v = ""
 			}
 			if s.NewBookiesOnly {
-				v = strconv.Itoa(len(strings.Split(o.Value, ",")))
+				v = strconv.Itoa(bookieagent.DirCount(o.Value))
 			}
 			ms.PerNode[n] = v
 			vals = append(vals, v)
@@ -105,10 +110,24 @@ func Merge(recs map[string]*bookieagent.Recommendation) (*Merged, error) {
 				ms.Differs = append(ms.Differs, n)
 			}
 		}
-		m.Settings = append(m.Settings, ms)
 		merged := s
 		merged.Current = ""
+		if s.NewBookiesOnly {
+			// One values file gives every bookie of the StatefulSet the
+			// same directories, and a live bookie refuses to start on
+			// directories its cookie does not list: the live bookies'
+			// layout stays, the count applies to new bookies only.
+			cur, w := liveCurrent(recs, nodes, s.Key)
+			merged.Current, ms.Live = cur, cur
+			if w != "" {
+				warnings = append(warnings, w)
+			}
+		}
+		m.Settings = append(m.Settings, ms)
 		merged.Evidence = []string{fmt.Sprintf("merged over %d nodes (%s): %s", len(nodes), ms.How, perNode(ms))}
+		if ms.Live != "" {
+			merged.Evidence = append(merged.Evidence, fmt.Sprintf("live bookies keep the %d dir(s) their cookies fix: %s", bookieagent.DirCount(ms.Live), ms.Live))
+		}
 		merged.Rule = fmt.Sprintf("cluster: %s of the nodes' values; per node: %s", ms.How, s.Rule)
 		if s.NewBookiesOnly {
 			merged.Value = ms.Value + " dir(s) per bookie"
@@ -120,7 +139,8 @@ func Merge(recs map[string]*bookieagent.Recommendation) (*Merged, error) {
 		}
 		out.Settings = append(out.Settings, merged)
 	}
-	out.Layout = mergeLayout(recs, nodes, m)
+	out.Layout = mergeLayout(recs, nodes, out)
+	out.Warnings = append(out.Warnings, warnings...)
 	for _, n := range m.Skipped {
 		out.Warnings = append(out.Warnings, "no recommendation from "+n)
 	}
@@ -128,20 +148,49 @@ func Merge(recs map[string]*bookieagent.Recommendation) (*Merged, error) {
 	return m, nil
 }
 
-// mergeLayout lays the merged directory counts out on one disk per role,
-// sized by the smallest node's per-directory capacity.
-func mergeLayout(recs map[string]*bookieagent.Recommendation, nodes []string, m *Merged) bookieagent.Layout {
-	count := func(key string) int {
-		for _, s := range m.Settings {
-			if s.Key == key {
-				n, _ := strconv.Atoi(s.Value)
-				return max(1, n)
-			}
+// liveCurrent is the directory list the live bookies' cookies fix for key
+// (a NewBookiesOnly setting): "" when no node is a live bookie. When the
+// cookies disagree, the first live node's list (by id) is returned with a
+// warning naming the others: one values file cannot keep both.
+func liveCurrent(recs map[string]*bookieagent.Recommendation, nodes []string, key string) (string, string) {
+	var cur, first string
+	var differ []string
+	for _, n := range nodes {
+		o, ok := recs[n].Setting(key)
+		if !ok || o.Current == "" {
+			continue
 		}
-		return 1
+		switch {
+		case cur == "":
+			cur, first = o.Current, n
+		case o.Current != cur:
+			differ = append(differ, fmt.Sprintf("%s has %s", n, o.Current))
+		}
+	}
+	if len(differ) == 0 {
+		return cur, ""
+	}
+	return cur, fmt.Sprintf("the live bookies' cookies fix different %s: %s has %s, %s; these values keep %s's, and a bookie whose cookie lists other directories will not start with them: give those bookies their own values (or re-format them) before rolling these out",
+		key, first, cur, strings.Join(differ, ", "), first)
+}
+
+// mergeLayout lays the merged directories out on one disk per role: the
+// live bookies' (merged Current, see liveCurrent), else the merged count
+// of directories, sized by the smallest node's per-directory capacity.
+func mergeLayout(recs map[string]*bookieagent.Recommendation, nodes []string, merged *bookieagent.Recommendation) bookieagent.Layout {
+	setting := func(key string) (int, []string) {
+		s, ok := merged.Setting(key)
+		if !ok {
+			return 1, nil
+		}
+		var cur []string
+		if s.Current != "" {
+			cur = strings.Split(s.Current, ",")
+		}
+		return max(1, bookieagent.DirCount(s.Value)), cur
 	}
 	role := func(key string, get func(bookieagent.Layout) []bookieagent.DiskDirs) []bookieagent.DiskDirs {
-		n := count(key)
+		n, cur := setting(key)
 		var perDir uint64 = math.MaxUint64
 		for _, node := range nodes {
 			var total uint64
@@ -154,7 +203,7 @@ func mergeLayout(recs map[string]*bookieagent.Recommendation, nodes []string, m 
 				perDir = min(perDir, total/uint64(dirs))
 			}
 		}
-		dd := bookieagent.DiskDirs{Disk: "(cluster)"}
+		dd := bookieagent.DiskDirs{Disk: "(cluster)", Current: cur}
 		if perDir != math.MaxUint64 {
 			dd.TotalBytes = perDir * uint64(n)
 		}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/bookieagent"
 	"github.com/tierkeeper/tierkeeper/internal/units"
 )
 
@@ -76,6 +77,9 @@ func WriteText(w io.Writer, v *View, m *Merged, p *Plan, d *Drift, g *Gate) erro
 			d := ""
 			if len(s.Differs) > 0 {
 				d = "differs on " + strings.Join(s.Differs, ",")
+			}
+			if s.Live != "" {
+				d = strings.TrimPrefix(d+"; ", "; ") + fmt.Sprintf("new bookies only: live bookies keep their cookies' %d", bookieagent.DirCount(s.Live))
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Key, dash(s.Value), s.How, d)
 		}
