@@ -18,7 +18,10 @@
 //   - anything else is deleted only when older than Options.Grace;
 //   - when the scan could not read every managed ledger, nothing is deleted
 //     (the missing one might reference anything): the sweep reports and
-//     keeps all.
+//     keeps all;
+//   - when the scan found no managed ledger at all, nothing is deleted
+//     either (ErrNoManagedLedgers): every object would look orphaned, and a
+//     wrong ZooKeeper address or chroot gives exactly that view.
 //
 // The bucket must be this Pulsar cluster's alone: objects of another
 // cluster's managed ledgers look unreferenced here.
@@ -43,6 +46,14 @@ import (
 // ErrIncompleteRefs is returned (with a Result that deleted nothing) when
 // the references could not be read completely.
 var ErrIncompleteRefs = errors.New("sweeper: managed ledgers not all readable; nothing deleted")
+
+// ErrNoManagedLedgers (which is also ErrIncompleteRefs) is returned, with
+// a Result that deleted nothing, when the scan found no managed ledger at
+// all while the store holds offload objects or uploads it would remove:
+// every object would look orphaned, and an empty view is far likelier a
+// wrong ZooKeeper address or chroot than a cluster whose topics are all
+// gone.
+var ErrNoManagedLedgers = fmt.Errorf("%w: no managed ledger found (is this the Pulsar cluster's ZooKeeper and managed-ledger chroot?)", ErrIncompleteRefs)
 
 // Refs returns the managed ledgers to take references from. It must read
 // them after it is called (not a cached view older than the listing);
@@ -195,6 +206,16 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		}
 	}
 	incomplete := len(unreadable) > 0
+	// No managed ledger at all: removals are held back (ErrNoManagedLedgers).
+	noRefs := len(topics) == 0 && !incomplete
+	held := 0
+	hold := func() bool {
+		if noRefs {
+			held++
+			res.Kept[ReasonUnknown]++
+		}
+		return noRefs
+	}
 	now := s.o.Now()
 	decide := func(key string, modified time.Time) string {
 		id, ledger, _, err := format.ParseKey(key)
@@ -220,6 +241,9 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 		switch reason {
 		case ReasonReferenced, ReasonForeign, ReasonYoung, ReasonUnknown:
 			res.Kept[reason]++
+			continue
+		}
+		if hold() {
 			continue
 		}
 		it := Item{Key: a.Key, Size: a.Size, Modified: a.LastModified, Reason: reason}
@@ -259,6 +283,9 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 			res.Kept[reason]++
 			continue
 		}
+		if hold() {
+			continue
+		}
 		it := Item{Key: u.Key, UploadID: u.UploadID, Modified: u.Initiated, Reason: reason}
 		res.Removed[reason]++
 		if !s.o.DryRun {
@@ -276,6 +303,10 @@ func (s *Sweeper) sweep(ctx context.Context) (Result, error) {
 	}
 	if incomplete {
 		return res, fmt.Errorf("%w (%d unreadable, e.g. %s)", ErrIncompleteRefs, len(unreadable), unreadable[0])
+	}
+	if held > 0 {
+		s.log.Warn("no managed ledger found: nothing deleted", "held", held)
+		return res, fmt.Errorf("%w; %d objects and uploads would have been removed as unreferenced", ErrNoManagedLedgers, held)
 	}
 	return res, nil
 }

@@ -202,3 +202,48 @@ func TestSweepAfterS3Crash(t *testing.T) {
 		t.Errorf("uploads after the sweep: %+v %v", ups, err)
 	}
 }
+
+// TestSweepRefusesEmptyView: a scan that finds no managed ledger at all
+// (a wrong ZooKeeper chroot or address: the root is missing or empty)
+// makes every object look orphaned. The sweep deletes nothing then and
+// says why; with nothing it would remove (a new cluster, an empty
+// bucket) it is not an error.
+func TestSweepRefusesEmptyView(t *testing.T) {
+	srv := testenv.StartS3(t)
+	st := openS3(t, srv, srv.NewBucket(t))
+	ctx := context.Background()
+	none := func(context.Context) ([]policy.Topic, []string, error) { return nil, nil, nil }
+	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+
+	res, err := New(st, none, Options{Grace: time.Hour, Now: later}).Sweep(ctx)
+	if err != nil || len(res.Removed) != 0 {
+		t.Fatalf("empty bucket, no managed ledger: %v %+v", err, res)
+	}
+
+	committed := uuid.New()
+	putPair(t, st, committed, 7)
+	if _, err := st.CreateMultipart(ctx, format.DataKey(uuid.New(), 8), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		reg := prometheus.NewRegistry()
+		sw := New(st, none, Options{Grace: time.Hour, Now: later, DryRun: dry, Registerer: reg})
+		res, err = sw.Sweep(ctx)
+		if !errors.Is(err, ErrNoManagedLedgers) || !errors.Is(err, ErrIncompleteRefs) || !strings.Contains(err.Error(), "3 objects and uploads") {
+			t.Errorf("dry run %v: err %v", dry, err)
+		}
+		if len(res.Removed) != 0 || res.Kept[ReasonUnknown] != 3 {
+			t.Errorf("dry run %v: %+v", dry, res)
+		}
+		if v := testutil.ToFloat64(sw.runs.WithLabelValues("refs-incomplete")); v != 1 {
+			t.Errorf("runs{refs-incomplete} = %v", v)
+		}
+	}
+	if got := keys(st); len(got) != 2 {
+		t.Errorf("left %v, want the 2 objects of ledger 7", got)
+	}
+	ups, err := st.(blob.MultipartLister).ListMultipart(ctx, "")
+	if err != nil || len(ups) != 1 {
+		t.Errorf("uploads left %v (%v), want 1", ups, err)
+	}
+}
