@@ -5,12 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
+	"github.com/tierkeeper/tierkeeper/offloader/format"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
 
@@ -184,4 +189,62 @@ func TestCrashAtEveryFailpointResumes(t *testing.T) {
 		}
 		r.checkInvariants(t, name)
 	}
+}
+
+// An unfinished attempt whose recorded UUID is also the one its objects
+// are named by (an older tierkeeper's, tag 0x74b, or the broker's own) is
+// not adopted, even with whole objects: a broker that holds it in memory
+// cleans those objects up when it next prepares an offload of the ledger
+// (cleanupOffloaded of the UUID it holds), and that would take the
+// objects of a committed offload. The run makes a fresh attempt (a
+// prepare UUID that names no object) and supersedes the old one.
+func TestAttemptNamingItsObjectsNotAdopted(t *testing.T) {
+	r := newRig(t, false)
+	name, ids := r.topic(t, 2*280+5, 280, 20<<10)
+	id := ids[0]
+	crashed := false
+	p := r.pipeline(t, func(d *Deps, _ *Options) { d.Failpoints = crashAt(FPAfterCopy, id, &crashed) })
+	if returned, err := runCrashing(p, name, []int64{id}); returned || !crashed {
+		t.Fatalf("run returned (%v) without crashing", err)
+	}
+	// Record the objects' UUID itself, as such an attempt does.
+	data, version := r.raw(t, name)
+	info, _, err := mledger.Decode(data, mledger.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named uuid.UUID
+	for _, li := range info.GetLedgerInfo() {
+		if li.GetLedgerId() == id {
+			prep, _ := mledger.AttemptUUID(li.GetOffloadContext())
+			named = mledger.ObjectUUID(prep)
+			msb, lsb := mledger.UUIDToBits(named)
+			li.OffloadContext.UidMsb, li.OffloadContext.UidLsb = proto.Int64(msb), proto.Int64(lsb)
+		}
+	}
+	out, err := mledger.Encode(info, mledger.EncodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.zk.Set(mledger.Path(name), out, version); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(r.keys(t), format.DataKey(named, id)) {
+		t.Fatalf("the crashed attempt's objects %s are not there: %v", format.DataKey(named, id), r.keys(t))
+	}
+	lr, err := r.pipeline(t, nil).Run(context.Background(), mledger.LedgerRef{ML: name, LedgerID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lr.Outcome != OutcomeOffloaded || lr.UUID == named || len(lr.Superseded) != 1 {
+		t.Errorf("resumed run %s with %s (superseded %v), want a fresh attempt superseding %s", lr.Outcome, lr.UUID, lr.Superseded, named)
+	}
+	for _, li := range r.info(t, name).Info.GetLedgerInfo() {
+		if li.GetLedgerId() == id {
+			if stored, _ := mledger.AttemptUUID(li.GetOffloadContext()); stored == named || !li.GetOffloadContext().GetComplete() {
+				t.Errorf("committed %s (complete %v)", stored, li.GetOffloadContext().GetComplete())
+			}
+		}
+	}
+	r.checkInvariants(t, name)
 }

@@ -263,14 +263,27 @@ func (p *Pipeline) selectBatch(ctx context.Context, tr *TopicResult, ids []int64
 }
 
 // adoptAll verifies the objects of the earlier unfinished attempts of ws
-// (those in this offloader's bucket) and returns the ledgers whose
-// objects are whole, to be committed as they are, and those to copy
-// afresh. A ledger whose verify failed otherwise (store unreachable) is in
-// neither: it has failed.
+// (those in this offloader's bucket, prepared under a UUID that names no
+// object) and returns the ledgers whose objects are whole, to be committed
+// as they are, and those to copy afresh. A ledger whose verify failed
+// otherwise (store unreachable) is in neither: it has failed.
+//
+// An attempt whose recorded UUID also names its objects (an older
+// tierkeeper's, or the broker's own) is never adopted, whole or not: a
+// broker holding that attempt in memory removes the objects of the UUID
+// it holds when it next prepares an offload of the ledger, and after a
+// commit they would be the ledger's only copy but for BookKeeper's (see
+// docs/design.md invariant 11). A fresh attempt supersedes it.
 func (p *Pipeline) adoptAll(ctx context.Context, ws []*work) (adopted, fresh []*work) {
 	for _, w := range ws {
 		prev, had := mledger.AttemptUUID(w.before)
 		if !had || mledger.DriverFromMetadata(w.before.GetDriverMetadata()).Bucket != p.o.Driver.Bucket {
+			fresh = append(fresh, w)
+			continue
+		}
+		if stored, _ := mledger.StoredUUID(w.before); stored == prev {
+			p.log.Info("earlier attempt records the UUID its objects are named by (a broker may remove them); starting a new one",
+				"ml", w.lr.ML, "ledger", w.lr.LedgerID, "uuid", prev)
 			fresh = append(fresh, w)
 			continue
 		}
