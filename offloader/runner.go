@@ -179,6 +179,10 @@ func (r *pipelineRunner) repair(ctx context.Context, j scheduler.Job) []schedule
 			out = append(out, scheduler.Outcome{LedgerID: id, Step: step, Result: scheduler.ResultDone})
 		case f.Verdict == scrub.VerdictRepair:
 			out = append(out, scheduler.Failed(id, step, fmt.Errorf("not repaired: %s", f.Action)))
+		case (f.Verdict == scrub.VerdictLost || f.Verdict == scrub.VerdictUnknown) && f.Action != "":
+			// Cleared while a deleter took the BookKeeper copy (the
+			// scrubber keeps it in its lost set), or not known.
+			out = append(out, scheduler.Failed(id, step, errors.New(f.Action)))
 		default: // the fresh check found no repair to do
 			out = append(out, scheduler.Outcome{LedgerID: id, Step: step, Result: scheduler.ResultSkipped})
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	bkclient "github.com/tierkeeper/tierkeeper/bookkeeper/client"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
@@ -248,6 +249,67 @@ func TestScrubRepairsFinishesTrimsReportsLost(t *testing.T) {
 	rep, err = Scrub(ctx, r.cfg, ScrubOptions{Topics: []string{name, lost}}, nil)
 	if !errors.Is(err, ErrScrubProblems) || rep.Repaired != 0 || rep.Verdicts[scrub.VerdictLost] != 1 || rep.Verdicts[scrub.VerdictOK] != rep.Ledgers-1 {
 		t.Fatalf("second scrub: %+v %v", rep, err)
+	}
+}
+
+// deleteAfterRead is a pipeline.LedgerStore whose first read of ledger id
+// is followed by the ledger's deletion: a deleter that had marked it
+// bookkeeperDeleted (the broker deletes right after its mark lands) acting
+// between the scrubber's check and its repair.
+type deleteAfterRead struct {
+	pipeline.LedgerStore
+	t    *testing.T
+	id   int64
+	done bool
+}
+
+func (d *deleteAfterRead) ReadLedger(ctx context.Context, id int64) (*metadata.LedgerMetadata, error) {
+	md, err := d.LedgerStore.ReadLedger(ctx, id)
+	if id == d.id && !d.done && err == nil {
+		d.done = true
+		if _, derr := d.LedgerStore.DeleteLedger(ctx, id, metadata.Expect{LastEntryID: md.LastEntryID, Length: md.Length}); derr != nil {
+			d.t.Errorf("delete ledger %d: %v", id, derr)
+		}
+	}
+	return md, err
+}
+
+// A ledger whose objects are gone and whose context a deleter marked
+// bookkeeperDeleted, its BookKeeper copy deleted between the scrubber's
+// check (which still saw it: a repair) and the repair's write: the repair
+// clears the context, then finds the copy gone, and reports the ledger
+// lost, not repaired (before, it said "cleared", and the metadata sent
+// readers to a ledger that no longer existed with nothing left to tell).
+func TestScrubRepairRacingADeleterReportsLost(t *testing.T) {
+	r, topic := newScrubRig(t)
+	ctx := context.Background()
+	name, _ := topic()
+	id0, u0 := r.attempt(t, name, 0)
+	if err := r.store.Delete(ctx, format.DataKey(u0, id0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ml.UpdateOffloadContexts(ctx, name, []mledger.Edit{mledger.MarkBookkeeperDeletedEdit(id0, u0)}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	sc, err := scrub.New(scrub.Deps{ML: r.ml, Ledgers: &deleteAfterRead{LedgerStore: r.ledgers, t: t, id: id0}, Store: r.store, Verifier: r.offl, Registerer: reg},
+		scrub.Options{CallTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := sc.Repair(ctx, name, []int64{id0})
+	if len(fs) != 1 {
+		t.Fatalf("findings %+v %v", fs, err)
+	}
+	f := fs[0]
+	if f.Repaired || f.Verdict != scrub.VerdictLost || !strings.Contains(f.Action, "BookKeeper ledger is gone") || err == nil {
+		t.Errorf("repair racing the deleter: %+v, err %v", f, err)
+	}
+	if lost := sc.Lost(); len(lost) != 1 || lost[0].LedgerID != id0 {
+		t.Errorf("lost set %+v", lost)
+	}
+	if _, err := r.ledgers.ReadLedger(ctx, id0); !errors.Is(err, metadata.ErrNoSuchLedger) {
+		t.Fatalf("the deleter did not delete: %v", err)
 	}
 }
 

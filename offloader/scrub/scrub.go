@@ -50,6 +50,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -414,7 +415,7 @@ func (s *Scrubber) Repair(ctx context.Context, ml string, ids []int64) ([]Findin
 		}
 		return fs, fmt.Errorf("scrub: repair %s: %w", ml, err)
 	}
-	var cleared []int64
+	var cleared, repaired []int64
 	var errs []error
 	for j, lu := range br.Ledgers {
 		f := &fs[idx[j]]
@@ -423,17 +424,35 @@ func (s *Scrubber) Repair(ctx context.Context, ml string, ids []int64) ([]Findin
 			errs = append(errs, lu.Err)
 			continue
 		}
-		f.Action, f.Repaired = "cleared", true
 		cleared = append(cleared, f.LedgerID)
+		// A deleter that marked the ledger bookkeeperDeleted (the broker
+		// deletes right after its mark lands, whatever came after it) may
+		// have deleted the BookKeeper copy since the check; the clear then
+		// left no readable copy and no complete context for a later pass
+		// to find: check again, and report it lost.
+		if gone, err := s.bkGone(ctx, f.LedgerID); err != nil || gone {
+			f.Verdict = VerdictLost
+			f.Action = "cleared, but the BookKeeper ledger is gone: deleted since the check by a deleter that had marked it bookkeeperDeleted; no readable copy"
+			if err != nil {
+				f.Verdict = VerdictUnknown
+				f.Action = "cleared, but whether the BookKeeper ledger still exists is not known: " + err.Error()
+			}
+			s.note(*f)
+			errs = append(errs, fmt.Errorf("scrub: %s ledger %d: %s", ml, f.LedgerID, f.Action))
+			s.log.Error("offload context cleared, BookKeeper copy gone", "ml", ml, "ledger", f.LedgerID, "uuid", f.UUID, "detail", f.Detail, "err", err)
+			continue
+		}
+		f.Action, f.Repaired = "cleared", true
+		repaired = append(repaired, f.LedgerID)
 		s.repaired.Inc()
 		s.log.Warn("offload context cleared: objects missing or wrong, brokers read BookKeeper again", "ml", ml, "ledger", f.LedgerID,
 			"uuid", f.UUID, "detail", f.Detail)
 	}
-	s.forget(ml, cleared)
+	s.forget(ml, repaired)
 	if len(cleared) > 0 {
 		note, err := s.reload(ctx, ml)
 		for _, i := range idx {
-			if fs[i].Repaired {
+			if slices.Contains(cleared, fs[i].LedgerID) {
 				fs[i].Reload = note
 			}
 		}
@@ -442,6 +461,17 @@ func (s *Scrubber) Repair(ctx context.Context, ml string, ids []int64) ([]Findin
 		}
 	}
 	return fs, errors.Join(errs...)
+}
+
+// bkGone reports whether BookKeeper no longer has ledger id.
+func (s *Scrubber) bkGone(ctx context.Context, id int64) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.CallTimeout)
+	defer cancel()
+	_, err := s.d.Ledgers.ReadLedger(ctx, id)
+	if errors.Is(err, metadata.ErrNoSuchLedger) {
+		return true, nil
+	}
+	return false, err
 }
 
 // reload unloads the topic so its broker reads the cleared contexts.
