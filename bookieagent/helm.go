@@ -207,7 +207,7 @@ func renderHelm(w io.Writer, r *Recommendation) error {
 			for _, ev := range s.Evidence {
 				e.printf("      # evidence: %s\n", ev)
 			}
-			if s.Current != "" && s.Current != s.Value {
+			if s.Current != "" && DirCount(s.Current) != DirCount(s.Value) {
 				e.printf("      # This bookie keeps its current layout; for new or re-formatted bookies: %d dir(s)\n", DirCount(s.Value))
 			}
 		}
