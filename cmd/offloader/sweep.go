@@ -32,8 +32,11 @@ than sweeper.grace. An object or upload whose attempt a managed ledger
 records (prepared or complete) is never touched, nor is any key that is not
 an offload object. The store is listed first and the managed ledgers read
 after, so an attempt prepared meanwhile is always seen. If any managed
-ledger cannot be read, nothing is deleted. The bucket must belong to this
-Pulsar cluster alone. --dry-run (or sweeper.dry_run) only counts.`),
+ledger cannot be read, nothing is deleted; nor when no managed ledger is
+found at all while there is something to remove (a wrong zookeeper.servers
+or zookeeper.ml_chroot would make every object look orphaned): the sweep
+then fails. The bucket must belong to this Pulsar cluster alone. --dry-run
+(or sweeper.dry_run) only counts.`),
 		Example: `  offloader sweep --config /etc/tierkeeper/offloader.yaml --dry-run
   offloader sweep --config configs/offloader.yaml -o json`,
 		Args: cobra.NoArgs,
