@@ -38,6 +38,8 @@ func shapes() []Config {
 		{Replicas: 0, Ledgers: 1, CLI: true, BrokerLag: -1},
 		{Replicas: 1, CLI: true, OperatorOffload: true, BrokerLag: 0},
 		{Replicas: 2, OperatorOffload: true, BrokerLag: time.Minute},
+		{Replicas: 1, CLI: true, OperatorOffload: true, LegacyAttempt: true, BrokerLag: 0},
+		{Replicas: 2, OperatorOffload: true, LegacyAttempt: true, BrokerLag: time.Minute},
 	}
 }
 
@@ -78,19 +80,22 @@ func knownBug(v *Violation) string {
 	return ""
 }
 
-// fixedBugs are the known bugs whose fixes are merged (all four: the
+// fixedBugs are the known bugs whose fixes are merged (all five: the
 // broker-offload refusal, fenced leases that the CLI takes too, AbandonEdit
 // that never restores a replaced attempt, objects named by a UUID the
-// prepare does not record).
+// prepare does not record, no adoption of an attempt whose UUID names its
+// objects).
 var fixedBugs = map[string]bool{
 	"bug1-broker-cleanup-deletes-committed-objects": true, // a topic whose namespace makes the broker offload is refused
 	"bug2-abandon-restores-replaced-attempt":        true, // AbandonEdit never restores the replaced attempt; the CLI takes the lease
 	"bug3-lease-release-race":                       true, // the lease is released before the topic is free; writes fenced
 	// objects are named by an object UUID the prepare does not record
 	"bug4-operator-offload-deletes-committed-objects": true,
+	// an attempt recorded under the UUID that names its objects is never adopted
+	"bug5-adopted-legacy-attempt-deleted-by-broker": true,
 }
 
-// regressions are the runs that found the three bugs (broker cleanup, abandon restore, lease release race) on the code before their
+// regressions are the runs that found the bugs (broker cleanup, abandon restore, lease release race, operator offload, adopted legacy attempt) on the code before their
 // fixes (a seed, or a schedule replayed decision by decision), with the
 // invariant each broke. Until a bug is in fixedBugs its run must still
 // break that invariant (the simulator still finds the bug); once fixed it
@@ -112,6 +117,11 @@ var regressions = []struct {
 		"no policy makes the broker offload (the guard lets the topic through); the broker loads while the CLI's attempt is prepared; " +
 			"the CLI commits; an operator's topics offload makes the broker clean up the attempt its memory holds: the committed objects"},
 	{"bug4-operator-offload-deletes-committed-objects", configAt(7, 71), InvCompleteObjects,
+		"the same with two replicas and a broker deletion lag"},
+	{"bug5-adopted-legacy-attempt-deleted-by-broker", configAt(8, 25), InvCompleteObjects,
+		"an older tierkeeper's unfinished attempt (its UUID names its objects, whole) in the broker's memory; r1 adopts and commits it; " +
+			"an operator's topics offload makes the broker clean up the attempt its memory holds: the committed objects"},
+	{"bug5-adopted-legacy-attempt-deleted-by-broker", configAt(9, 2), InvCompleteObjects,
 		"the same with two replicas and a broker deletion lag"},
 	{"bug3-lease-release-race", configAt(1, bug3Seed), InvOneWriter,
 		"a job ends; the scheduler starts the next job of the topic; TryAcquire finds its own node (held); the late Release deletes it"},

@@ -13,7 +13,9 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/tierkeeper/tierkeeper/internal/mlproto"
 	"github.com/tierkeeper/tierkeeper/offloader/blob/memblob"
 	"github.com/tierkeeper/tierkeeper/pulsar/mledger"
 )
@@ -40,6 +42,11 @@ type Config struct {
 	// topic although no policy makes it (an operator's pulsar-admin
 	// topics offload): the topic guard sees nothing to refuse.
 	OperatorOffload bool
+	// LegacyAttempt starts the topic with an unfinished offload attempt
+	// of an older tierkeeper on its first ledger: a UUID tagged 0x74b
+	// that also names its objects, which are whole, held in the broker's
+	// memory as loaded.
+	LegacyAttempt bool
 	// BrokerLag is the broker's managedLedgerOffloadDeletionLagMs
 	// (negative: the broker never deletes offloaded BookKeeper ledgers).
 	BrokerLag time.Duration
@@ -379,9 +386,40 @@ func (w *World) setup() {
 		w.broker.act("rollover")
 		w.mu.Unlock()
 	}
+	if w.cfg.LegacyAttempt {
+		w.mu.Lock()
+		w.legacyAttempt()
+		w.mu.Unlock()
+	}
 	for i := 1; i <= w.cfg.Replicas; i++ {
 		w.startReplica(fmt.Sprintf("r%d", i))
 	}
+}
+
+// legacyAttempt records an older tierkeeper's unfinished attempt on the
+// topic's first ledger, its objects whole (Config.LegacyAttempt), through
+// the broker's write: the broker holds it in memory as if it had loaded
+// it (w.mu held).
+func (w *World) legacyAttempt() {
+	ls := w.broker.info.GetLedgerInfo()
+	if len(ls) < 2 {
+		return
+	}
+	lid := ls[0].GetLedgerId()
+	id := w.newUUID()
+	id[6], id[7] = 0x87, 0x4b // tierkeeper's tag before the prepare/object split
+	if err := w.writeObjects(id, w.bk.ledgers[lid]); err != nil {
+		panic(fmt.Sprintf("sim: legacy attempt's objects: %v", err))
+	}
+	md, _ := SimDriver.Metadata()
+	msb, lsb := mledger.UUIDToBits(id)
+	w.broker.write(fmt.Sprintf("(an older tierkeeper) prepare L%d %s", lid, w.alias(id)), func(info *mlproto.ManagedLedgerInfo) {
+		for _, li := range info.GetLedgerInfo() {
+			if li.GetLedgerId() == lid {
+				li.OffloadContext = &mlproto.OffloadContext{UidMsb: proto.Int64(msb), UidLsb: proto.Int64(lsb), DriverMetadata: md}
+			}
+		}
+	})
 }
 
 // Decisions made so far.
