@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 )
 
@@ -42,5 +43,34 @@ func TestPlanGateErr(t *testing.T) {
 	g := &Gate{Bookie: "b3", Checks: []Check{{Name: "re-replicated"}, {Name: "auditor", OK: true}, {Name: "cookie deleted"}}}
 	if err := g.Err(); err == nil || err.Error() != "gate after removing b3 not passed: re-replicated, cookie deleted" {
 		t.Errorf("gate error %v", err)
+	}
+}
+
+// The gate after a removal also checks the other bookies the ledgers
+// name: one of them down (not registered) while the next bookie is
+// stopped can leave entries with no copy, so the gate does not pass.
+func TestGateOtherBookiesUp(t *testing.T) {
+	seg := func(bs ...string) []metadata.Segment { return []metadata.Segment{{FirstEntryID: 0, Bookies: bs}} }
+	v := &View{
+		Bookies: []Bookie{{ID: "b1"}, {ID: "b2"}, {ID: "b3"}},
+		Ledgers: []Ledger{{ID: 1, Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, State: "CLOSED", LastEntryID: 9, Segments: seg("b1", "b2", "b3")}},
+		Auditor: "b1",
+	}
+	check := func(g *Gate) Check {
+		for _, c := range g.Checks {
+			if c.Name == "other bookies up" {
+				return c
+			}
+		}
+		t.Fatalf("no check 'other bookies up' in %+v", g.Checks)
+		return Check{}
+	}
+	if g := CheckGate(v, "b4"); !g.Passed || !check(g).OK {
+		t.Errorf("all named bookies up: %+v", g)
+	}
+	v.Bookies = v.Bookies[:2] // b3 crashed
+	g := CheckGate(v, "b4")
+	if c := check(g); g.Passed || c.OK || !strings.Contains(c.Detail, "b3") {
+		t.Errorf("b3 down: passed %v, %+v", g.Passed, c)
 	}
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -37,6 +38,30 @@ func CheckGate(v *View, id string) *Gate {
 	}
 	check("bookie stopped", registered == "", map[bool]string{true: "not registered under <ledgers root>/available",
 		false: "still registered (" + registered + "): stop it; decommissionbookie refuses a registered bookie"}[registered == ""])
+	// The next step stops another bookie: every other bookie the ledgers
+	// name must be up, or entries whose other copies are on a down bookie
+	// lose their last one (a crash since the plan, with
+	// lostBookieRecoveryDelay > 0, marks nothing under-replicated yet).
+	up := map[string]bool{}
+	for _, b := range v.Bookies {
+		up[b.ID] = true
+	}
+	down := map[string]int{}
+	for _, l := range v.Ledgers {
+		for _, s := range l.Segments {
+			for _, b := range s.Bookies {
+				if b != id && !up[b] {
+					down[b]++
+				}
+			}
+		}
+	}
+	var downs []string
+	for _, b := range slices.Sorted(maps.Keys(down)) {
+		downs = append(downs, fmt.Sprintf("%s (named by %d ledger segments)", b, down[b]))
+	}
+	check("other bookies up", len(down) == 0, map[bool]string{true: "every other bookie the ledgers name is registered",
+		false: "not registered: " + strings.Join(downs, ", ") + ": start it, or let AutoRecovery restore its ledgers, before stopping the next bookie"}[len(down) == 0])
 	var examples []string
 	for _, l := range v.Ledgers {
 		// Stored on it: in the write set of some entry (as BookKeeper's
