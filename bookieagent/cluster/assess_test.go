@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierkeeper/tierkeeper/bookieagent/agentapi"
 	"github.com/tierkeeper/tierkeeper/bookkeeper/metadata"
 	"github.com/tierkeeper/tierkeeper/offloader/mltest"
 )
@@ -72,5 +73,52 @@ func TestGateOtherBookiesUp(t *testing.T) {
 	g := CheckGate(v, "b4")
 	if c := check(g); g.Passed || c.OK || !strings.Contains(c.Detail, "b3") {
 		t.Errorf("b3 down: passed %v, %+v", g.Passed, c)
+	}
+}
+
+// The room check counts the offloaded ledgers' BookKeeper copies as gone
+// only when the step that deletes them is done: when the remaining
+// bookies can take what is copied only without them, that step is
+// required, not optional, and the check says so.
+func TestPlanRoomNeedsTheOffloadStep(t *testing.T) {
+	const gib = float64(1 << 30)
+	view := func(headroom float64) *View {
+		v := &View{Auditor: "b2", AutoRecovery: []string{"b2", "b3"}}
+		for _, id := range []string{"b1", "b2", "b3", "b4"} {
+			v.Bookies = append(v.Bookies, Bookie{ID: id, Writable: true, Report: &agentapi.Report{LedgerWarnHeadroomBytes: headroom}})
+		}
+		closed := metadata.StateClosed.String()
+		v.Ledgers = []Ledger{
+			{ID: 1, Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, State: closed, LastEntryID: 99, Length: 90 << 30,
+				Segments: []metadata.Segment{{Bookies: []string{"b1", "b2", "b3"}}}, ManagedState: "offloaded", Topic: "persistent://t/n/a"},
+			{ID: 2, Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, State: closed, LastEntryID: 99, Length: 9 << 30,
+				Segments: []metadata.Segment{{Bookies: []string{"b1", "b3", "b4"}}}, ManagedState: "none"},
+		}
+		return v
+	}
+	// b1 holds 60 GiB of the offloaded ledger and 6 GiB of the other.
+	for _, c := range []struct {
+		headroom float64 // per remaining bookie
+		required bool
+	}{{30 * gib, false}, {10 * gib, true}} {
+		p, err := PlanScaleIn(view(c.headroom), PlanOptions{Remove: []string{"b1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var room Check
+		for _, ch := range p.Checks {
+			if ch.Name == "room on the remaining bookies" {
+				room = ch
+			}
+		}
+		var step string
+		for _, s := range p.Steps {
+			if strings.HasPrefix(s.Title, "Move data out of BookKeeper first") {
+				step = s.Title
+			}
+		}
+		if !room.OK || strings.Contains(step, "required") != c.required || strings.Contains(room.Detail, "required") != c.required {
+			t.Errorf("headroom %.0f GiB a bookie: room %+v, step %q; want the offload step required %v", c.headroom/gib, room, step, c.required)
+		}
 	}
 }

@@ -172,6 +172,10 @@ type Plan struct {
 	// ledgers' BookKeeper copies and offloads the offloadable ones.
 	AsIs         Estimate `json:"estimate_as_is"`
 	AfterOffload Estimate `json:"estimate_after_offload"`
+	// OffloadFirst: the remaining bookies can take what is copied only
+	// once the offloaded ledgers' BookKeeper copies are deleted, so the
+	// step that deletes them is required, not optional.
+	OffloadFirst bool     `json:"offload_first,omitempty"`
 	Steps        []Step   `json:"steps"`
 	Rollback     []string `json:"rollback"`
 }
@@ -573,9 +577,14 @@ func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 		}
 	}
 	if reported == len(remaining) && reported > 0 {
-		check("room on the remaining bookies", head >= total.Bytes-offloaded.Bytes,
-			fmt.Sprintf("their ledger disks can take %s before diskUsageWarnThreshold; %s would be copied (%s after deleting the offloaded copies)",
-				units.HumanBytes(head), units.HumanBytes(total.Bytes), units.HumanBytes(total.Bytes-offloaded.Bytes)))
+		detail := fmt.Sprintf("their ledger disks can take %s before diskUsageWarnThreshold; %s would be copied (%s after deleting the offloaded copies)",
+			units.HumanBytes(head), units.HumanBytes(total.Bytes), units.HumanBytes(total.Bytes-offloaded.Bytes))
+		fits := head >= total.Bytes-offloaded.Bytes
+		if fits && head < total.Bytes {
+			p.OffloadFirst = true
+			detail += ": only without the offloaded ledgers' BookKeeper copies, so deleting them first is required"
+		}
+		check("room on the remaining bookies", fits, detail)
 	} else {
 		check("room on the remaining bookies", false,
 			fmt.Sprintf("not known: %d of %d remaining bookies have an agent report", reported, len(remaining)))
@@ -865,7 +874,11 @@ func (p *Plan) steps(v *View, known map[string]*Bookie, o PlanOptions, ordinals 
 			}
 			cmds = append(cmds, fmt.Sprintf("offloader offload --zk %s --store <store.yaml> --admin-url <broker admin URL> --delete-bookkeeper %s", o.ZK, t))
 		}
-		p.Steps = append(p.Steps, Step{Title: "Move data out of BookKeeper first (optional)", Commands: cmds,
+		title := "Move data out of BookKeeper first (optional)"
+		if p.OffloadFirst {
+			title = "Move data out of BookKeeper first (required: the remaining bookies cannot take the offloaded ledgers' copies too)"
+		}
+		p.Steps = append(p.Steps, Step{Title: title, Commands: cmds,
 			Why: fmt.Sprintf("%d ledgers (%s) on these bookies are offloaded already and %d more (%s) are closed and could be: offloading them and deleting their BookKeeper copies (--delete-bookkeeper, after the broker has reloaded the topic) leaves %s to re-replicate instead of %s",
 				offloaded.Ledgers, units.HumanBytes(offloaded.Bytes), offloadable.Ledgers, units.HumanBytes(offloadable.Bytes),
 				units.HumanBytes(p.AfterOffload.Bytes), units.HumanBytes(p.AsIs.Bytes))})
