@@ -850,6 +850,16 @@ func (p *Plan) steps(v *View, known map[string]*Bookie, o PlanOptions, ordinals 
 		{Title: "Set every bookie to be removed read-only", Commands: ro,
 			Why: "brokers and AutoRecovery then place no new data on them, so no copy lands on a bookie that leaves later; they keep serving reads (needs httpServerEnabled, which the Pulsar chart sets)"},
 	}
+	if o.StatefulSet {
+		for id := range ordinals {
+			set, _, _ := ordinalOf(id)
+			// The scale-down below must keep the PVC (rollback and
+			// decommission need the disk) and stop the bookie it names.
+			p.Steps[0].Commands = append(p.Steps[0].Commands,
+				fmt.Sprintf("kubectl get statefulset %s -o jsonpath='{.spec.persistentVolumeClaimRetentionPolicy.whenScaled} {.spec.ordinals.start}'   # must print Retain (or nothing) and 0 (or nothing): with whenScaled Delete the scale-down deletes the bookie's PVC before decommissionbookie has copied its data, and with another first ordinal --replicas stops other pods", set))
+			break
+		}
+	}
 	if offloaded.Ledgers > 0 || offloadable.Ledgers > 0 {
 		topics := map[string]bool{}
 		for _, id := range p.Remove {

@@ -550,6 +550,11 @@ func TestStatefulSetOrder(t *testing.T) {
 	if len(cmds) != 2 || !strings.HasPrefix(cmds[0], "kubectl scale statefulset pulsar-bookie --replicas=4 ") || !strings.HasPrefix(cmds[1], "kubectl scale statefulset pulsar-bookie --replicas=3 ") {
 		t.Errorf("stop commands %q", cmds)
 	}
+	// The scale-down keeps the PVC only with whenScaled Retain, and stops
+	// the named ordinals only when they start at 0: checked first.
+	if c := p.Steps[0].Commands; len(c) != 1 || !strings.HasPrefix(c[0], "kubectl get statefulset pulsar-bookie -o jsonpath='{.spec.persistentVolumeClaimRetentionPolicy.whenScaled} {.spec.ordinals.start}'") {
+		t.Errorf("check step commands %q", c)
+	}
 	// Without --statefulset the least data goes first.
 	if p, _ := PlanScaleIn(v, PlanOptions{Remove: []string{id(4), id(3)}}); !slices.Equal(p.Remove, []string{id(3), id(4)}) {
 		t.Errorf("order without --statefulset %v", p.Remove)
