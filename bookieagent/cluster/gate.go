@@ -42,20 +42,7 @@ func CheckGate(v *View, id string) *Gate {
 	// name must be up, or entries whose other copies are on a down bookie
 	// lose their last one (a crash since the plan, with
 	// lostBookieRecoveryDelay > 0, marks nothing under-replicated yet).
-	up := map[string]bool{}
-	for _, b := range v.Bookies {
-		up[b.ID] = true
-	}
-	down := map[string]int{}
-	for _, l := range v.Ledgers {
-		for _, s := range l.Segments {
-			for _, b := range s.Bookies {
-				if b != id && !up[b] {
-					down[b]++
-				}
-			}
-		}
-	}
+	down := unregisteredNamed(v, id)
 	var downs []string
 	for _, b := range slices.Sorted(maps.Keys(down)) {
 		downs = append(downs, fmt.Sprintf("%s (named by %d ledger segments)", b, down[b]))

@@ -180,6 +180,27 @@ type Plan struct {
 	Rollback     []string `json:"rollback"`
 }
 
+// unregisteredNamed counts, per bookie that ledger segments name but that
+// is not registered (down, or removed without re-replication), the
+// segments naming it; except is left out (a bookie being removed).
+func unregisteredNamed(v *View, except string) map[string]int {
+	up := map[string]bool{}
+	for _, b := range v.Bookies {
+		up[b.ID] = true
+	}
+	down := map[string]int{}
+	for _, l := range v.Ledgers {
+		for _, s := range l.Segments {
+			for _, b := range s.Bookies {
+				if b != except && !up[b] {
+					down[b]++
+				}
+			}
+		}
+	}
+	return down
+}
+
 // maxIssues bounds the segments listed per kind (all are counted).
 const maxIssues = 50
 
@@ -321,16 +342,7 @@ func PlanScaleIn(v *View, o PlanOptions) (*Plan, error) {
 	}
 
 	// What could not be read.
-	dead := map[string]int{}
-	for _, l := range v.Ledgers {
-		for _, s := range l.Segments {
-			for _, b := range s.Bookies {
-				if known[b] == nil {
-					dead[b]++
-				}
-			}
-		}
-	}
+	dead := unregisteredNamed(v, "")
 	for _, b := range slices.Sorted(maps.Keys(dead)) {
 		cookie := "no cookie under <root>/cookies either"
 		if slices.Contains(v.Cookies, b) {
@@ -850,15 +862,16 @@ func (p *Plan) steps(v *View, known map[string]*Bookie, o PlanOptions, ordinals 
 		{Title: "Set every bookie to be removed read-only", Commands: ro,
 			Why: "brokers and AutoRecovery then place no new data on them, so no copy lands on a bookie that leaves later; they keep serving reads (needs httpServerEnabled, which the Pulsar chart sets)"},
 	}
-	if o.StatefulSet {
-		for id := range ordinals {
-			set, _, _ := ordinalOf(id)
-			// The scale-down below must keep the PVC (rollback and
-			// decommission need the disk) and stop the bookie it names.
-			p.Steps[0].Commands = append(p.Steps[0].Commands,
-				fmt.Sprintf("kubectl get statefulset %s -o jsonpath='{.spec.persistentVolumeClaimRetentionPolicy.whenScaled} {.spec.ordinals.start}'   # must print Retain (or nothing) and 0 (or nothing): with whenScaled Delete the scale-down deletes the bookie's PVC before decommissionbookie has copied its data, and with another first ordinal --replicas stops other pods", set))
-			break
-		}
+	set := ""
+	for id := range ordinals {
+		set, _, _ = ordinalOf(id)
+		break
+	}
+	if o.StatefulSet && set != "" {
+		// The scale-down below must keep the PVC (rollback and
+		// decommission need the disk) and stop the bookie it names.
+		p.Steps[0].Commands = append(p.Steps[0].Commands,
+			fmt.Sprintf("kubectl get statefulset %s -o jsonpath='{.spec.persistentVolumeClaimRetentionPolicy.whenScaled} {.spec.ordinals.start}'   # must print Retain (or nothing) and 0 (or nothing): with whenScaled Delete the scale-down deletes the bookie's PVC before decommissionbookie has copied its data, and with another first ordinal --replicas stops other pods", set))
 	}
 	if offloaded.Ledgers > 0 || offloadable.Ledgers > 0 {
 		topics := map[string]bool{}
@@ -892,11 +905,6 @@ func (p *Plan) steps(v *View, known map[string]*Bookie, o PlanOptions, ordinals 
 			Why: fmt.Sprintf("%d ledgers (%s) on these bookies are offloaded already and %d more (%s) are closed and could be: offloading them and deleting their BookKeeper copies (--delete-bookkeeper, after the broker has reloaded the topic) leaves %s to re-replicate instead of %s",
 				offloaded.Ledgers, units.HumanBytes(offloaded.Bytes), offloadable.Ledgers, units.HumanBytes(offloadable.Bytes),
 				units.HumanBytes(p.AfterOffload.Bytes), units.HumanBytes(p.AsIs.Bytes))})
-	}
-	set := ""
-	for id := range ordinals {
-		set, _, _ = ordinalOf(id)
-		break
 	}
 	for k, id := range p.Remove {
 		r := p.Risks[k]
